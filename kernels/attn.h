@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+//
+// attn.h — the one interface of attnbench. Read this file first.
+//
+// Every attention kernel in attnbench computes, for each batch b and query head h,
+//
+//     O[b,h] = softmax( scale · Q[b,h] · K[b,g]ᵀ + mask ) · V[b,g],    g = h / (heads / kv_heads)
+//
+// and is described by one `attn_kernel` record (name, summary, CPU features it needs,
+// capabilities, workspace size, entry point). All kernels are listed once, in
+// `attn_registry.def`; dispatch, `attnbench check`, the tests and the benchmarks all
+// read that list.
+//
+// ── Memory layout (row-major, float32, contiguous, no padding) ──────────────────────
+//     Q[batch][heads   ][seq_q ][head_dim_qk]
+//     K[batch][kv_heads][seq_kv][head_dim_qk]
+//     V[batch][kv_heads][seq_kv][head_dim_v ]
+//     O[batch][heads   ][seq_q ][head_dim_v ]
+//
+// ── Grouped K/V heads (GQA / MQA) ───────────────────────────────────────────────────
+//     heads % kv_heads == 0; query head h reads K/V head h / (heads / kv_heads).
+//     kv_heads == heads is ordinary multi-head attention, kv_heads == 1 is MQA.
+//
+// ── Cross-attention ─────────────────────────────────────────────────────────────────
+//     seq_q and seq_kv may differ; head_dim_v may differ from head_dim_qk.
+//
+// ── Causal mask: bottom-right aligned ───────────────────────────────────────────────
+//     Query row i may see key j  iff  j <= i + (seq_kv - seq_q).
+//     seq_q == seq_kv gives the usual lower triangle; seq_q == 1 (decode) sees every key.
+//     A row that sees no key at all (possible when seq_q > seq_kv) outputs zeros.
+//
+// ── Numerics contract ───────────────────────────────────────────────────────────────
+//     Softmax subtracts the row maximum before exponentiating, so scores of any finite
+//     magnitude give finite outputs. Kernels must not take denormal slow paths (they
+//     call attn_fp_env_enter/leave, which sets FTZ/DAZ, or clamp).
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ── The problem ─────────────────────────────────────────────────────────────────────
+
+typedef struct attn_problem {
+  int64_t batch;        // >= 1
+  int64_t heads;        // query heads, >= 1
+  int64_t kv_heads;     // K/V heads, >= 1, divides heads
+  int64_t seq_q;        // query rows per head, >= 1
+  int64_t seq_kv;       // key/value rows per head, >= 1
+  int64_t head_dim_qk;  // width of Q and K rows, >= 1
+  int64_t head_dim_v;   // width of V and O rows, >= 1
+  bool causal;          // bottom-right aligned causal mask (see above)
+  float scale;          // multiplies Q·Kᵀ; finite. attn_problem_make sets 1/sqrt(head_dim_qk)
+} attn_problem;
+
+// A problem with the default scale 1/sqrt(head_dim_qk).
+attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
+                               int64_t seq_kv, int64_t head_dim_qk, int64_t head_dim_v,
+                               bool causal);
+
+// Checks every field. Returns true if the problem is valid; otherwise false and a
+// one-line, human-readable reason in err (if err != NULL). Rejects: sizes < 1,
+// heads % kv_heads != 0, non-finite scale, and any tensor whose element or byte count
+// overflows size_t.
+bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
+
+// Element counts of the four tensors (valid problems only).
+size_t attn_q_elems(const attn_problem *p);
+size_t attn_k_elems(const attn_problem *p);
+size_t attn_v_elems(const attn_problem *p);
+size_t attn_o_elems(const attn_problem *p);
+
+// Number of keys query row i may see: seq_kv without a mask, else
+// clamp(i + 1 + seq_kv - seq_q, 0, seq_kv).
+int64_t attn_visible_keys(const attn_problem *p, int64_t i);
+
+// Useful floating-point work: 2·(head_dim_qk + head_dim_v) flops per visible (query, key)
+// pair — one multiply-add per element for Q·Kᵀ and one for P·V — summed over batch·heads.
+// Without a mask and with head_dim_qk == head_dim_v == D this is 4·B·H·Sq·Skv·D; under the
+// causal mask only visible pairs count. Exponentials and the softmax are not counted.
+double attn_flops(const attn_problem *p);
+
+// ── Execution parameters (shared by every kernel; 0 means "kernel default") ─────────
+
+typedef struct attn_exec {
+  int threads;  // threads a parallel kernel may use; 0 = OpenMP default. Ignored by
+                // single-thread kernels. The answer must not depend on it.
+  int tile_q;   // query rows per tile for tiled kernels; 0 = kernel default
+  int tile_kv;  // key rows per tile for tiled kernels; 0 = kernel default
+} attn_exec;
+
+// ── The kernel descriptor ───────────────────────────────────────────────────────────
+
+// CPU features a kernel may require (bit set). attn_cpu_features() reports the running CPU's.
+enum {
+  ATTN_ISA_AVX2 = 1u << 0,     // AVX2 + FMA3 (and the OS saves YMM state)
+  ATTN_ISA_AVX512F = 1u << 1,  // AVX-512 F (and the OS saves ZMM state)
+  ATTN_ISA_NEON = 1u << 2,     // aarch64 Advanced SIMD
+};
+
+// Capability flags. Every registered kernel must support the whole problem space (a
+// kernel may fall back internally, never refuse); the flags say which cases the kernel
+// handles natively, for `attnbench list` and reports.
+enum {
+  ATTN_CAP_CAUSAL = 1u << 0,    // causal mask (natively skips masked work)
+  ATTN_CAP_CROSS = 1u << 1,     // seq_q != seq_kv
+  ATTN_CAP_GQA = 1u << 2,       // kv_heads < heads shares K/V loads across the group
+  ATTN_CAP_DV_NE_DQK = 1u << 3, // head_dim_v != head_dim_qk
+  ATTN_CAP_THREADS = 1u << 4,   // uses attn_exec.threads (OpenMP)
+  ATTN_CAP_ALL_SHAPES = ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_GQA | ATTN_CAP_DV_NE_DQK,
+};
+
+// Status codes returned by kernels.
+enum {
+  ATTN_OK = 0,
+  ATTN_ERR_INVALID = 1,  // the problem failed attn_problem_validate
+  ATTN_ERR_NOMEM = 2,    // the kernel could not allocate what it needed
+};
+
+// The kernel entry point. Preconditions (guaranteed by callers, asserted by kernels):
+// attn_problem_validate(p) holds; q, k, v, o point to tensors of the sizes above and do
+// not overlap o; workspace points to at least workspace_size(p, exec) bytes aligned to
+// 64 (may be NULL when that size is 0). The kernel writes every element of o.
+typedef int (*attn_kernel_fn)(const attn_problem *p, const attn_exec *exec, const float *q,
+                              const float *k, const float *v, float *o, void *workspace);
+
+typedef size_t (*attn_workspace_fn)(const attn_problem *p, const attn_exec *exec);
+
+typedef struct attn_kernel {
+  const char *name;             // "<what>__<isa>", e.g. "flash__avx512"; unique
+  const char *summary;          // one line for `attnbench list`
+  uint32_t required_isa;        // ATTN_ISA_* bits the CPU must have (0 = any CPU)
+  uint32_t caps;                // ATTN_CAP_* bits
+  attn_workspace_fn workspace;  // bytes of scratch the caller provides; NULL means 0
+  attn_kernel_fn run;
+} attn_kernel;
+
+// ── The registry ────────────────────────────────────────────────────────────────────
+
+// All kernels compiled into this build, in attn_registry.def order.
+size_t attn_kernel_count(void);
+const attn_kernel *attn_kernel_at(size_t i);
+// NULL if no compiled kernel has that name.
+const attn_kernel *attn_kernel_find(const char *name);
+// True if the running CPU has every feature the kernel requires. Otherwise false and,
+// if why != NULL, a reason like "needs avx512f".
+bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len);
+
+// Validates the problem, allocates the workspace (64-byte aligned), runs the kernel and
+// frees the workspace. Returns ATTN_OK or an error code; err gets a message.
+int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                     const float *q, const float *kk, const float *v, float *o, char *err,
+                     size_t err_len);
+
+// Workspace size for (k, p, exec): 0 when the kernel has no workspace function.
+size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);
+
+// ── CPU features ────────────────────────────────────────────────────────────────────
+
+// ATTN_ISA_* bits of the running CPU (detected once, at run time: cpuid/xgetbv on x86,
+// getauxval on aarch64 Linux). Setting the environment variable ATTNBENCH_ISA_MASK to a
+// number masks the result (e.g. 0 hides every SIMD ISA) for testing dispatch.
+uint32_t attn_cpu_features(void);
+// Space-separated names of the bits in isa ("avx2 avx512f"); "none" for 0.
+const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len);
+
+// ── Floating-point environment ──────────────────────────────────────────────────────
+
+// Kernels bracket their work with these: enter sets flush-to-zero and denormals-are-zero
+// (x86 MXCSR, aarch64 FPCR.FZ) on the calling thread and returns the previous state;
+// leave restores it. OpenMP kernels call them inside the parallel region.
+typedef struct attn_fp_env {
+  uint64_t saved;
+} attn_fp_env;
+attn_fp_env attn_fp_env_enter(void);
+void attn_fp_env_leave(attn_fp_env saved);
+
+#ifdef __cplusplus
+}
+#endif

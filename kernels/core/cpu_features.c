@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Run-time CPU feature detection. The binary is compiled for baseline x86-64 (or
+// aarch64); only the per-ISA kernel files use wider instructions, and the registry
+// offers them only when this says the CPU and OS support them.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static uint64_t read_xcr0(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return ((uint64_t)hi << 32) | lo;
+}
+
+static uint32_t detect(void) {
+  unsigned a, b, c, d;
+  uint32_t isa = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+  if (!osxsave || !avx) return 0;
+  const uint64_t xcr0 = read_xcr0();
+  const bool ymm_os = (xcr0 & 0x6) == 0x6;           // SSE + AVX state
+  const bool zmm_os = (xcr0 & 0xe6) == 0xe6;         // + opmask, ZMM_Hi256, Hi16_ZMM
+  if (__get_cpuid_max(0, NULL) < 7) return 0;
+  __cpuid_count(7, 0, a, b, c, d);
+  const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16);
+  if (ymm_os && avx2 && fma) isa |= ATTN_ISA_AVX2;
+  if (zmm_os && avx512f && (isa & ATTN_ISA_AVX2)) isa |= ATTN_ISA_AVX512F;
+  return isa;
+}
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+static uint32_t detect(void) {
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? ATTN_ISA_NEON : 0;
+}
+#elif defined(__aarch64__)
+static uint32_t detect(void) {
+  return ATTN_ISA_NEON;  // Advanced SIMD is mandatory on AArch64
+}
+#else
+static uint32_t detect(void) {
+  return 0;
+}
+#endif
+
+uint32_t attn_cpu_features(void) {
+  static int cached = -1;  // benign race: every thread computes the same value
+  if (cached < 0) {
+    uint32_t isa = detect();
+    const char *mask = getenv("ATTNBENCH_ISA_MASK");
+    if (mask && *mask) isa &= (uint32_t)strtoul(mask, NULL, 0);
+    cached = (int)isa;
+  }
+  return (uint32_t)cached;
+}
+
+const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len) {
+  static const struct {
+    uint32_t bit;
+    const char *name;
+  } names[] = {{ATTN_ISA_AVX2, "avx2"}, {ATTN_ISA_AVX512F, "avx512f"}, {ATTN_ISA_NEON, "neon"}};
+  if (!buf || !buf_len) return "";
+  buf[0] = '\0';
+  size_t used = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!(isa & names[i].bit)) continue;
+    int n = snprintf(buf + used, buf_len - used, "%s%s", used ? " " : "", names[i].name);
+    if (n < 0 || (size_t)n >= buf_len - used) break;
+    used += (size_t)n;
+  }
+  if (!used) snprintf(buf, buf_len, "none");
+  return buf;
+}

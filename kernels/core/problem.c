@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// Problem construction, validation and size arithmetic (see attn.h for the contract).
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "attn.h"
+
+attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
+                               int64_t seq_kv, int64_t head_dim_qk, int64_t head_dim_v,
+                               bool causal) {
+  attn_problem p = {
+      .batch = batch,
+      .heads = heads,
+      .kv_heads = kv_heads,
+      .seq_q = seq_q,
+      .seq_kv = seq_kv,
+      .head_dim_qk = head_dim_qk,
+      .head_dim_v = head_dim_v,
+      .causal = causal,
+      .scale = head_dim_qk > 0 ? (float)(1.0 / sqrt((double)head_dim_qk)) : 1.0f,
+  };
+  return p;
+}
+
+static bool fail(char *err, size_t err_len, const char *fmt, ...) {
+  if (err && err_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+// a·b·c·d elements, times sizeof(float) bytes, must fit in size_t (and in int64_t, so
+// that kernels may index with either).
+static bool tensor_fits(int64_t a, int64_t b, int64_t c, int64_t d) {
+  const uint64_t limit = (uint64_t)(SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX) / sizeof(float);
+  uint64_t n = 1;
+  const int64_t dims[4] = {a, b, c, d};
+  for (int i = 0; i < 4; i++) {
+    if ((uint64_t)dims[i] > limit / n) return false;
+    n *= (uint64_t)dims[i];
+  }
+  return true;
+}
+
+bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
+  if (!p) return fail(err, err_len, "problem is NULL");
+  const struct {
+    const char *name;
+    int64_t value;
+  } sizes[] = {{"batch", p->batch},   {"heads", p->heads},           {"kv_heads", p->kv_heads},
+               {"seq_q", p->seq_q},   {"seq_kv", p->seq_kv},         {"head_dim_qk", p->head_dim_qk},
+               {"head_dim_v", p->head_dim_v}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    if (sizes[i].value < 1)
+      return fail(err, err_len, "%s must be >= 1 (got %lld)", sizes[i].name,
+                  (long long)sizes[i].value);
+  }
+  if (p->heads % p->kv_heads != 0)
+    return fail(err, err_len, "heads (%lld) must be a multiple of kv_heads (%lld)",
+                (long long)p->heads, (long long)p->kv_heads);
+  if (!isfinite(p->scale)) return fail(err, err_len, "scale must be finite (got %g)", p->scale);
+  if (!tensor_fits(p->batch, p->heads, p->seq_q, p->head_dim_qk))
+    return fail(err, err_len, "Q tensor %lldx%lldx%lldx%lld overflows size_t bytes",
+                (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
+                (long long)p->head_dim_qk);
+  if (!tensor_fits(p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk))
+    return fail(err, err_len, "K tensor %lldx%lldx%lldx%lld overflows size_t bytes",
+                (long long)p->batch, (long long)p->kv_heads, (long long)p->seq_kv,
+                (long long)p->head_dim_qk);
+  if (!tensor_fits(p->batch, p->kv_heads, p->seq_kv, p->head_dim_v))
+    return fail(err, err_len, "V tensor %lldx%lldx%lldx%lld overflows size_t bytes",
+                (long long)p->batch, (long long)p->kv_heads, (long long)p->seq_kv,
+                (long long)p->head_dim_v);
+  if (!tensor_fits(p->batch, p->heads, p->seq_q, p->head_dim_v))
+    return fail(err, err_len, "O tensor %lldx%lldx%lldx%lld overflows size_t bytes",
+                (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
+                (long long)p->head_dim_v);
+  if (err && err_len) err[0] = '\0';
+  return true;
+}
+
+size_t attn_q_elems(const attn_problem *p) {
+  return (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q * (size_t)p->head_dim_qk;
+}
+size_t attn_k_elems(const attn_problem *p) {
+  return (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv * (size_t)p->head_dim_qk;
+}
+size_t attn_v_elems(const attn_problem *p) {
+  return (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv * (size_t)p->head_dim_v;
+}
+size_t attn_o_elems(const attn_problem *p) {
+  return (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q * (size_t)p->head_dim_v;
+}
+
+int64_t attn_visible_keys(const attn_problem *p, int64_t i) {
+  if (!p->causal) return p->seq_kv;
+  int64_t n = i + 1 + (p->seq_kv - p->seq_q);
+  if (n < 0) return 0;
+  if (n > p->seq_kv) return p->seq_kv;
+  return n;
+}
+
+double attn_flops(const attn_problem *p) {
+  // Σ_i visible(i) in closed form: rows with a partial view form an arithmetic series.
+  double pairs = 0.0;
+  if (!p->causal) {
+    pairs = (double)p->seq_q * (double)p->seq_kv;
+  } else {
+    for (int64_t i = 0; i < p->seq_q; i++) pairs += (double)attn_visible_keys(p, i);
+  }
+  return 2.0 * (double)(p->head_dim_qk + p->head_dim_v) * pairs * (double)p->batch *
+         (double)p->heads;
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// The kernel table, generated from attn_registry.def, plus the checked call path.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ATTN_KERNEL_X86(sym) ATTN_KERNEL(sym)
+#else
+#define ATTN_KERNEL_X86(sym)
+#endif
+#if defined(__aarch64__)
+#define ATTN_KERNEL_ARM(sym) ATTN_KERNEL(sym)
+#else
+#define ATTN_KERNEL_ARM(sym)
+#endif
+
+#define ATTN_KERNEL(sym) extern const attn_kernel attn_kernel_##sym;
+#include "attn_registry.def"
+#undef ATTN_KERNEL
+
+static const attn_kernel *const kTable[] = {
+#define ATTN_KERNEL(sym) &attn_kernel_##sym,
+#include "attn_registry.def"
+#undef ATTN_KERNEL
+};
+
+size_t attn_kernel_count(void) {
+  return sizeof kTable / sizeof kTable[0];
+}
+
+const attn_kernel *attn_kernel_at(size_t i) {
+  return i < attn_kernel_count() ? kTable[i] : NULL;
+}
+
+const attn_kernel *attn_kernel_find(const char *name) {
+  if (!name) return NULL;
+  for (size_t i = 0; i < attn_kernel_count(); i++)
+    if (strcmp(kTable[i]->name, name) == 0) return kTable[i];
+  return NULL;
+}
+
+bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len) {
+  const uint32_t missing = k->required_isa & ~attn_cpu_features();
+  if (!missing) {
+    if (why && why_len) why[0] = '\0';
+    return true;
+  }
+  if (why && why_len) {
+    char names[64];
+    snprintf(why, why_len, "needs %s", attn_isa_names(missing, names, sizeof names));
+  }
+  return false;
+}
+
+size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec) {
+  static const attn_exec kDefaultExec = {0};
+  return k->workspace ? k->workspace(p, exec ? exec : &kDefaultExec) : 0;
+}
+
+int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                     const float *q, const float *kk, const float *v, float *o, char *err,
+                     size_t err_len) {
+  static const attn_exec kDefaultExec = {0};
+  if (!exec) exec = &kDefaultExec;
+  if (!k) {
+    if (err && err_len) snprintf(err, err_len, "kernel is NULL");
+    return ATTN_ERR_INVALID;
+  }
+  if (!attn_problem_validate(p, err, err_len)) return ATTN_ERR_INVALID;
+  if (!q || !kk || !v || !o) {
+    if (err && err_len) snprintf(err, err_len, "a tensor pointer (q, k, v or o) is NULL");
+    return ATTN_ERR_INVALID;
+  }
+  if (exec->threads < 0 || exec->tile_q < 0 || exec->tile_kv < 0) {
+    if (err && err_len) snprintf(err, err_len, "threads and tile sizes must be >= 0");
+    return ATTN_ERR_INVALID;
+  }
+  char why[96];
+  if (!attn_kernel_available(k, why, sizeof why)) {
+    if (err && err_len) snprintf(err, err_len, "kernel %s is unavailable on this CPU: %s", k->name, why);
+    return ATTN_ERR_INVALID;
+  }
+  const size_t ws_bytes = attn_kernel_workspace(k, p, exec);
+  void *ws = NULL;
+  if (ws_bytes) {
+    ws = aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63);
+    if (!ws) {
+      if (err && err_len)
+        snprintf(err, err_len, "kernel %s: cannot allocate %zu bytes of workspace", k->name, ws_bytes);
+      return ATTN_ERR_NOMEM;
+    }
+  }
+  const int rc = k->run(p, exec, q, kk, v, o, ws);
+  free(ws);
+  if (rc != ATTN_OK && err && err_len)
+    snprintf(err, err_len, "kernel %s failed with status %d", k->name, rc);
+  else if (err && err_len)
+    err[0] = '\0';
+  return rc;
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// blocked — float32, cache-blocked over query tiles (tile_q rows) and key tiles
+// (tile_kv rows), plain C. A query tile's running softmax state stays resident while
+// key/value tiles stream past it (online softmax, Milakov & Gimelshein 2018):
+//     m' = max(m, max_j s_j)               running row maximum
+//     α  = exp(m − m')                     rescales what was accumulated under m
+//     l' = α·l + Σ_j exp(s_j − m')         running normaliser
+//     acc' = α·acc + Σ_j exp(s_j − m')·v_j
+// and o = acc / l after the last tile. Key tiles that no row of the query tile can see
+// (causal) are skipped.
+#include <math.h>
+#include <string.h>
+
+#include "core/attn_internal.h"
+
+enum { kDefaultTileQ = 32, kDefaultTileKV = 128 };
+
+static void tiles(const attn_exec *exec, int64_t *tq, int64_t *tkv) {
+  *tq = exec->tile_q > 0 ? exec->tile_q : kDefaultTileQ;
+  *tkv = exec->tile_kv > 0 ? exec->tile_kv : kDefaultTileKV;
+}
+
+static size_t blocked_workspace(const attn_problem *p, const attn_exec *exec) {
+  int64_t tq, tkv;
+  tiles(exec, &tq, &tkv);
+  // S[tq][tkv], m[tq], l[tq], acc[tq][dv]
+  return ((size_t)tq * (size_t)tkv + 2 * (size_t)tq + (size_t)tq * (size_t)p->head_dim_v) *
+         sizeof(float);
+}
+
+static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q,
+                       const float *k, const float *v, float *o, void *workspace) {
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  int64_t TQ, TKV;
+  tiles(exec, &TQ, &TKV);
+  attn_fp_env env = attn_fp_env_enter();
+  float *S = workspace;
+  float *m = S + TQ * TKV;
+  float *l = m + TQ;
+  float *acc = l + TQ;
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
+  const float scale = p->scale;
+
+  for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t h = 0; h < p->heads; h++) {
+      const int64_t g = attn_kv_head_of(p, h);
+      const float *qh = attn_q_head(p, q, b, h);
+      const float *kh = attn_k_head(p, k, b, g);
+      const float *vh = attn_v_head(p, v, b, g);
+      float *oh = attn_o_head(p, o, b, h);
+      for (int64_t i0 = 0; i0 < p->seq_q; i0 += TQ) {
+        const int64_t nq = (p->seq_q - i0 < TQ) ? p->seq_q - i0 : TQ;
+        for (int64_t r = 0; r < nq; r++) {
+          m[r] = -INFINITY;
+          l[r] = 0.0f;
+        }
+        memset(acc, 0, (size_t)(nq * dv) * sizeof *acc);
+        // The last row of the tile sees the most keys; nothing beyond that is read.
+        const int64_t kv_end = attn_visible_keys(p, i0 + nq - 1);
+        for (int64_t j0 = 0; j0 < kv_end; j0 += TKV) {
+          const int64_t nk = (kv_end - j0 < TKV) ? kv_end - j0 : TKV;
+          // S = scale · Q_tile · K_tileᵀ, masked entries = −∞
+          for (int64_t r = 0; r < nq; r++) {
+            const float *qrow = qh + (i0 + r) * dqk;
+            const int64_t vis = attn_visible_keys(p, i0 + r) - j0;  // keys r sees in this tile
+            for (int64_t c = 0; c < nk; c++) {
+              float dot = 0.0f;
+              const float *krow = kh + (j0 + c) * dqk;
+              for (int64_t d = 0; d < dqk; d++) dot += qrow[d] * krow[d];
+              S[r * TKV + c] = c < vis ? dot * scale : -INFINITY;
+            }
+          }
+          // online softmax update and acc += P · V_tile
+          for (int64_t r = 0; r < nq; r++) {
+            float *srow = S + r * TKV;
+            float tile_max = -INFINITY;
+            for (int64_t c = 0; c < nk; c++) tile_max = fmaxf(tile_max, srow[c]);
+            if (tile_max == -INFINITY) continue;  // row sees nothing in this tile
+            const float m_new = fmaxf(m[r], tile_max);
+            const float alpha = expf(m[r] - m_new);  // exp(−∞) = 0 on the first tile
+            float sum = 0.0f;
+            for (int64_t c = 0; c < nk; c++) {
+              srow[c] = expf(srow[c] - m_new);
+              sum += srow[c];
+            }
+            l[r] = alpha * l[r] + sum;
+            m[r] = m_new;
+            float *arow = acc + r * dv;
+            for (int64_t d = 0; d < dv; d++) arow[d] *= alpha;
+            for (int64_t c = 0; c < nk; c++) {
+              const float pc = srow[c];
+              const float *vrow = vh + (j0 + c) * dv;
+              for (int64_t d = 0; d < dv; d++) arow[d] += pc * vrow[d];
+            }
+          }
+        }
+        for (int64_t r = 0; r < nq; r++) {
+          float *orow = oh + (i0 + r) * dv;
+          const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // l == 0: no visible key
+          for (int64_t d = 0; d < dv; d++) orow[d] = acc[r * dv + d] * inv;
+        }
+      }
+    }
+  }
+  attn_fp_env_leave(env);
+  return ATTN_OK;
+}
+
+const attn_kernel attn_kernel_blocked = {
+    .name = "blocked",
+    .summary = "float32 plain C, query x key cache tiles (tile_q=32, tile_kv=128), online softmax",
+    .required_isa = 0,
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .workspace = blocked_workspace,
+    .run = blocked_run,
+};

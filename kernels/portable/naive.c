@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// naive — the seed article's formulas, in float32, one query row at a time:
+//     ω_j = q · k_j                      (unnormalised attention scores)
+//     α_j = softmax_j(ω_j · scale)       (max-subtracted for stability)
+//     z   = Σ_j α_j v_j                  (context vector)
+#include <math.h>
+#include <string.h>
+
+#include "core/attn_internal.h"
+
+static size_t naive_workspace(const attn_problem *p, const attn_exec *exec) {
+  (void)exec;
+  return (size_t)p->seq_kv * sizeof(float);  // ω / α for one row
+}
+
+static int naive_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                     const float *v, float *o, void *workspace) {
+  (void)exec;
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  attn_fp_env env = attn_fp_env_enter();
+  float *alpha = workspace;
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
+  for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t h = 0; h < p->heads; h++) {
+      const int64_t g = attn_kv_head_of(p, h);
+      const float *qh = attn_q_head(p, q, b, h);
+      const float *kh = attn_k_head(p, k, b, g);
+      const float *vh = attn_v_head(p, v, b, g);
+      float *oh = attn_o_head(p, o, b, h);
+      for (int64_t i = 0; i < p->seq_q; i++) {
+        const int64_t n = attn_visible_keys(p, i);
+        float *z = oh + i * dv;
+        memset(z, 0, (size_t)dv * sizeof *z);
+        if (n == 0) continue;  // fully masked row: zeros
+        float m = -INFINITY;
+        for (int64_t j = 0; j < n; j++) {
+          float w = 0.0f;
+          for (int64_t d = 0; d < dqk; d++) w += qh[i * dqk + d] * kh[j * dqk + d];
+          alpha[j] = w * p->scale;
+          m = fmaxf(m, alpha[j]);
+        }
+        float l = 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+          alpha[j] = expf(alpha[j] - m);
+          l += alpha[j];
+        }
+        const float inv_l = 1.0f / l;
+        for (int64_t j = 0; j < n; j++) {
+          const float a = alpha[j] * inv_l;
+          for (int64_t d = 0; d < dv; d++) z[d] += a * vh[j * dv + d];
+        }
+      }
+    }
+  }
+  attn_fp_env_leave(env);
+  return ATTN_OK;
+}
+
+const attn_kernel attn_kernel_naive = {
+    .name = "naive",
+    .summary = "float32 direct translation of the seed's formulas: scores, softmax, weighted sum",
+    .required_isa = 0,
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .workspace = naive_workspace,
+    .run = naive_run,
+};
