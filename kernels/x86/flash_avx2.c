@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// flash__avx2 — OpenMP FlashAttention-2-style kernel, AVX2 + FMA (8 lanes). The
+// algorithm is flash/flash_body.h and the task split core/flash_plan.h; this file only
+// picks the register tiles for 16 ymm registers:
+//   Q·Kᵀ: 6 query rows × 16 keys = 12 accumulators (+2 K vectors, 1 broadcast)
+//   P·V:  4 query rows × 24 columns = 12 accumulators (+3 V vectors, 1 broadcast)
+#include "simd/vec_avx2.h"
+
+#define FL_QK_MR 6
+#define FL_QK_NV 2
+#define FL_PV_MR 4
+#define FL_PV_NV 3
+#define FL_RUN flash_avx2_run
+#define FL_WORKSPACE flash_avx2_workspace
+#include "flash/flash_body.h"
+
+const attn_kernel attn_kernel_flash__avx2 = {
+    .name = "flash__avx2",
+    .summary = "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 4x24 PV tiles, GQA-shared "
+               "packed K/V, causal tile skipping, split-KV decode",
+    .required_isa = ATTN_ISA_AVX2,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    .workspace = FL_WORKSPACE,
+    .run = FL_RUN,
+};
