@@ -30,6 +30,10 @@
 #include "core/flash_plan.h"
 #include "simd/softmax.h"
 
+#if FL_PV_MR < 4 || FL_PV_MR > 8 || FL_QK_MR > 16
+#error "register tiles: 4 <= FL_PV_MR <= 8, FL_QK_MR <= 16"
+#endif
+
 #define FL_INLINE static inline __attribute__((always_inline))
 
 // ── Q·Kᵀ micro-kernel: S[mr][nv·LANES] = Q̂[mr][d] · K̂ᵀ[d][nv·LANES] ─────────────────
@@ -133,8 +137,8 @@ static void fl_qk_rows(int64_t nrows, int64_t nk, const float *q, int64_t dqk, c
 
 // ── P·V micro-kernel: acc[mr][nv·LANES] = α·acc + P[mr][0..nc) · V̂[0..nc)[nv·LANES] ──
 FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t nc,
-                           const float *vp, int64_t dvp, float *acc, const float *alpha,
-                           int rescale) {
+                           const float *vp, int64_t vstride, float *acc, int64_t dvp,
+                           const float *alpha, int rescale) {
   vf_t o[FL_PV_MR][FL_PV_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++) {
@@ -148,7 +152,7 @@ FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t
   for (int64_t c = 0; c < nc; c++) {
     vf_t vv[FL_PV_NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) vv[v] = vf_load(vp + c * dvp + v * VF_W);
+    for (int v = 0; v < nv; v++) vv[v] = vf_load(vp + c * vstride + v * VF_W);
 #pragma GCC unroll 16
     for (int r = 0; r < mr; r++) {
       const vf_t pb = vf_set1(pm[r * tkv + c]);
@@ -162,33 +166,92 @@ FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t
     for (int v = 0; v < nv; v++) vf_store(acc + r * dvp + v * VF_W, o[r][v]);
 }
 
+// One register tile of any shape mr ≤ FL_PV_MR, nv ≤ FL_PV_NV: the switch gives each
+// row count its own fully unrolled instance (a 1-row tile still runs nv independent
+// FMA chains — decode rows are a single row).
+static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, const float *vp,
+                      int64_t vstride, float *ar, int64_t dvp, const float *al, int rescale) {
+#define FL_PV_CASE(M)                                                                      \
+  case M:                                                                                  \
+    if (nv == FL_PV_NV)                                                                    \
+      fl_pv_micro(M, FL_PV_NV, pr, tkv, nc, vp, vstride, ar, dvp, al, rescale);            \
+    else /* narrow right edge: head_dim_v not a multiple of the tile */                    \
+      for (int v = 0; v < nv; v++)                                                         \
+        fl_pv_micro(M, 1, pr, tkv, nc, vp + v * VF_W, vstride, ar + v * VF_W, dvp, al, rescale); \
+    break;
+  switch (mr) {
+    FL_PV_CASE(1) FL_PV_CASE(2) FL_PV_CASE(3) FL_PV_CASE(4)
+#if FL_PV_MR >= 5
+    FL_PV_CASE(5)
+#endif
+#if FL_PV_MR >= 6
+    FL_PV_CASE(6)
+#endif
+#if FL_PV_MR >= 7
+    FL_PV_CASE(7)
+#endif
+#if FL_PV_MR >= 8
+    FL_PV_CASE(8)
+#endif
+    default: break;
+  }
+#undef FL_PV_CASE
+}
+
 // acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc). A register tile whose rows all
 // kept their max (α = 1) skips the rescale.
 static void fl_pv_tile(int64_t nrows, int64_t nc, const float *pm, int64_t tkv, const float *vp,
-                       int64_t dvp, float *acc, const float *alpha) {
+                       int64_t vstride, float *acc, int64_t dvp, const float *alpha) {
   for (int64_t r = 0; r < nrows; r += FL_PV_MR) {
-    const int64_t mr = nrows - r < FL_PV_MR ? nrows - r : FL_PV_MR;
+    const int mr = (int)(nrows - r < FL_PV_MR ? nrows - r : FL_PV_MR);
     int any = 0;
-    for (int64_t rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
+    for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
     for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
       const int64_t left = (dvp - e) / VF_W;
       const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
       const float *pr = pm + r * tkv;
       float *ar = acc + r * dvp + e;
-      const float *al = alpha + r;
       if (mr == FL_PV_MR && nv == FL_PV_NV) {
-        if (any) fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, dvp, ar, al, 1);
-        else fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, dvp, ar, al, 0);
-      } else if (mr == FL_PV_MR) {
-        for (int v = 0; v < nv; v++)
-          fl_pv_micro(FL_PV_MR, 1, pr, tkv, nc, vp + e + v * VF_W, dvp, ar + v * VF_W, al, 1);
+        if (any) fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 1);
+        else fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 0);
       } else {
-        for (int64_t rr = 0; rr < mr; rr++)
-          for (int v = 0; v < nv; v++)
-            fl_pv_micro(1, 1, pr + rr * tkv, tkv, nc, vp + e + v * VF_W, dvp,
-                        ar + rr * dvp + v * VF_W, al + rr, 1);
+        fl_pv_any(mr, nv, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, any);
       }
     }
+  }
+}
+
+// Software prefetch of n floats (one request per 64-byte line). Decode streams K and V
+// from DRAM with little arithmetic per byte; asking for the next tile early keeps more
+// lines in flight than the hardware prefetcher does on its own.
+static inline void fl_prefetch(const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(x + i, 0, 3);
+}
+
+// ── Packing ──────────────────────────────────────────────────────────────────────────
+// K̂ᵀ[d][c] = K[c][d] for c < nk, 0 for nk ≤ c < ncp. Blocks of VF_W keys × VF_W dims go
+// through FL_TRANSPOSE_BLOCK when the ISA file defines it (in-register transpose:
+// dst[d·dst_stride + c] = src[c·src_stride + d] for c, d < VF_W); the rest is scalar,
+// still one block of VF_W keys at a time so that the source rows and the destination
+// lines stay in L1.
+static void fl_pack_kt(const float *k, int64_t nk, int64_t ncp, int64_t dqk, float *kt,
+                       int64_t tkv) {
+  int64_t c0 = 0;
+  for (; c0 + VF_W <= nk; c0 += VF_W) {
+    const float *kb = k + c0 * dqk;
+    int64_t d = 0;
+#ifdef FL_TRANSPOSE_BLOCK
+    for (; d + VF_W <= dqk; d += VF_W) FL_TRANSPOSE_BLOCK(kb + d, dqk, kt + d * tkv + c0, tkv);
+#endif
+    for (; d < dqk; d++) {
+      float *dst = kt + d * tkv + c0;
+      for (int c = 0; c < VF_W; c++) dst[c] = kb[c * dqk + d];
+    }
+  }
+  for (int64_t d = 0; d < dqk; d++) {
+    float *dst = kt + d * tkv;
+    for (int64_t c = c0; c < nk; c++) dst[c] = k[c * dqk + d];
+    for (int64_t c = nk; c < ncp; c++) dst[c] = 0.0f;
   }
 }
 
@@ -230,20 +293,27 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
       const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
       const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
-      // V̂: rows of dvp floats, zero-padded columns (the P·V tile runs over dvp).
-      for (int64_t c = 0; c < nk; c++) {
-        memcpy(vs + c * dvp, vj + c * dv, (size_t)dv * sizeof(float));
-        for (int64_t e = dv; e < dvp; e++) vs[c * dvp + e] = 0.0f;
+      if (j0 + tkv < ke) {  // the next tile's K and V into cache while this one computes
+        const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;
+        fl_prefetch(kj + tkv * dqk, nn * dqk);
+        fl_prefetch(vj + tkv * dv, nn * dv);
+      }
+      // V̂: the P·V tile runs over dvp columns. When head_dim_v is a whole number of
+      // vectors V's own rows serve (stride dv); otherwise rows are copied zero-padded.
+      const float *vt = vj;
+      if (dv != dvp) {
+        for (int64_t c = 0; c < nk; c++) {
+          memcpy(vs + c * dvp, vj + c * dv, (size_t)dv * sizeof(float));
+          for (int64_t e = dv; e < dvp; e++) vs[c * dvp + e] = 0.0f;
+        }
+        vt = vs;
       }
       if (packed) {
         // K̂ᵀ: tkv keys per d row; columns [nk, ncol) zero so their scores are finite.
         const int64_t ncq = (nk + FL_QK_NV * VF_W - 1) / (FL_QK_NV * VF_W) *
                             (FL_QK_NV * VF_W);
         const int64_t ncp = ncq < tkv ? ncq : tkv;
-        for (int64_t c = 0; c < nk; c++)
-          for (int64_t d = 0; d < dqk; d++) kt[d * tkv + c] = kj[c * dqk + d];
-        for (int64_t d = 0; d < dqk; d++)
-          for (int64_t c = nk; c < ncp; c++) kt[d * tkv + c] = 0.0f;
+        fl_pack_kt(kj, nk, ncp, dqk, kt, tkv);
         fl_qk_tile(nrows, ncol, qs, dqk, kt, tkv, S);
       } else {
         fl_qk_rows(nrows, nk, qs, dqk, kj, S, tkv);
@@ -254,7 +324,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         if (lim < 0) lim = 0;  // the row sees nothing here: P = 0, α = 1, (m, l) kept
         alpha[row] = vs_online_softmax_row(S + row * tkv, lim, ncol, &m[row], &l[row]);
       }
-      fl_pv_tile(nrows, nk, S, tkv, vs, dvp, acc, alpha);
+      fl_pv_tile(nrows, nk, S, tkv, vt, dv == dvp ? dv : dvp, acc, dvp, alpha);
     }
   }
 
