@@ -1,20 +1,74 @@
 // SPDX-License-Identifier: MIT
-// attnbench CLI entry point (placeholder: `list` only, until the CLI lands).
+// attnbench — entry point: `attnbench <command> [options]`. The command table is
+// generated from commands.def; each command lives in harness/cmd_<name>.c.
 #include <stdio.h>
 #include <string.h>
 
-#include "attn.h"
+#include "cli_args.h"
+#include "commands.h"
+
+#ifndef ATTNBENCH_VERSION
+#define ATTNBENCH_VERSION "unknown"
+#endif
+
+typedef struct command {
+  const char *name;
+  const char *help;
+  int (*run)(int argc, char **argv);
+} command;
+
+static const command kCommands[] = {
+#define ATTN_COMMAND(name, help) {#name, help, cmd_##name},
+#include "commands.def"
+#undef ATTN_COMMAND
+};
+enum { kNumCommands = sizeof kCommands / sizeof kCommands[0] };
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: attnbench <command> [options]\n"
+          "       attnbench <command> --help\n\n"
+          "CPU attention kernels: correctness checks and benchmarks.\n\ncommands:\n");
+  for (int i = 0; i < kNumCommands; i++) fprintf(f, "  %-10s %s\n", kCommands[i].name, kCommands[i].help);
+  fprintf(f, "\nexit codes: 0 success, 1 failure (bad input, failed check), 2 bad command line\n");
+}
+
+static const command *find(const char *name) {
+  for (int i = 0; i < kNumCommands; i++)
+    if (strcmp(kCommands[i].name, name) == 0) return &kCommands[i];
+  return NULL;
+}
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && strcmp(argv[1], "list") == 0) {
-    for (size_t i = 0; i < attn_kernel_count(); i++) {
-      const attn_kernel *k = attn_kernel_at(i);
-      char why[96];
-      const bool ok = attn_kernel_available(k, why, sizeof why);
-      printf("%-20s %-24s %s\n", k->name, ok ? "available" : why, k->summary);
-    }
-    return 0;
+  if (argc < 2) {
+    usage(stderr);
+    return ATTNBENCH_EXIT_USAGE;
   }
-  fprintf(stderr, "usage: attnbench list\n");
-  return 2;
+  const char *name = argv[1];
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    if (strcmp(name, "help") == 0 && argc >= 3) {  // `attnbench help run` == `attnbench run --help`
+      const command *c = find(argv[2]);
+      if (!c) {
+        fprintf(stderr, "attnbench: unknown command '%s'\n\n", argv[2]);
+        usage(stderr);
+        return ATTNBENCH_EXIT_USAGE;
+      }
+      static char help_flag[] = "--help";
+      char *help_argv[] = {argv[2], help_flag, NULL};
+      return c->run(2, help_argv);
+    }
+    usage(stdout);
+    return ATTNBENCH_EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("attnbench %s\n", ATTNBENCH_VERSION);
+    return ATTNBENCH_EXIT_OK;
+  }
+  const command *c = find(name);
+  if (!c) {
+    fprintf(stderr, "attnbench: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  return c->run(argc - 1, argv + 1);
 }

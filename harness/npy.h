@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+//
+// npy.h — strict reader and atomic writer for NumPy .npy files holding float32 arrays.
+// Depends only on libc (and POSIX for fsync/rename), so tests can use it.
+//
+// The contract (docs/cli.md):
+//   * read: format versions 1.0, 2.0 and 3.0; the header must be a dict with exactly
+//     the keys 'descr' ('<f4': little-endian float32), 'fortran_order' (False) and
+//     'shape' (a tuple of non-negative ints, at most NPY_MAX_DIMS); the data must be
+//     exactly prod(shape)·4 bytes, with nothing after it. Anything else is an error
+//     whose message names the file and what is wrong (the dtype found, the byte counts
+//     of a truncation, ...).
+//   * write: format 1.0 ('<f4', C order), written to "<path>.tmp.<pid>", fsync'ed and
+//     renamed over <path>; on any error the temporary is removed and <path> untouched.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { NPY_MAX_DIMS = 32 };
+
+typedef struct npy_array {
+  int ndim;
+  int64_t shape[NPY_MAX_DIMS];
+  size_t count;  // product of shape (1 for a 0-d array)
+  float *data;   // count floats, host byte order; free with npy_free
+} npy_array;
+
+// Reads path into *out (zeroed first). Returns true on success; otherwise false, *out
+// holds nothing to free, and err gets "<path>: <reason>".
+bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len);
+
+// Frees a->data and zeroes *a. Safe on a zeroed or already freed array.
+void npy_free(npy_array *a);
+
+// Writes data (count = product of shape) to path atomically (see above). ndim may be 0
+// (a scalar). Returns true on success; otherwise false and err gets "<path>: <reason>".
+bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
+                   size_t err_len);
+
+// "(2, 8, 100, 64)"; "()" for 0-d; "(5,)" for 1-d, like NumPy prints shapes.
+const char *npy_shape_string(int ndim, const int64_t *shape, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
