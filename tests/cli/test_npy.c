@@ -161,7 +161,7 @@ static void test_rejects(void) {
   expect_reject_dict("text after dict", d, 24, "after the closing '}'");
   expect_reject_dict("bad bool", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", 4, "True or False");
   {
-    unsigned char b[128];
+    unsigned char b[256];
     const size_t n = build(b, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "\0\0\0\0", 4);
     b[n - 5] = ' ';  // the header's final '\n'
     expect_reject("no newline", b, n, "newline");
