@@ -8,9 +8,9 @@ Cross-Attention and Causal-Attention in LLMs", S. Raschka) embeds the sentence
 torch.nn.Embedding(50_000, 3), then draws d_q = d_k = 2, d_v = 4 projection matrices with
 torch.rand from the same seed stream and computes self-, multi-head, cross- and causal
 attention. This script reproduces those steps, checks the printed embedding, and writes
-every input, weight and output as float32/float64 .npy files to tests/data/seed/.
-Outputs are computed in float64 from the float32 inputs, so they are the exact answer the
-C kernels are compared with. The C tests read these files; they never need PyTorch.
+every input, weight and output as float32 .npy files to tests/data/seed/.
+Outputs are computed in float64 from the float32 inputs and rounded once to float32, so
+they are the correctly rounded answer the C kernels are compared with. The C tests read these files; they never need PyTorch.
 
 Usage: scripts/make_golden.py [--out tests/data/seed]     (needs Debian's python3-torch)
 """
@@ -89,7 +89,7 @@ def main():
     save("mh_w_query", mh_w_query), save("mh_w_key", mh_w_key), save("mh_w_value", mh_w_value)
     save("x2", x2), save("cross_w_key", cross_w_key), save("cross_w_value", cross_w_value)
 
-    # Outputs, float64. Multi-head outputs concatenate heads: [seq][h * d_v].
+    # Outputs computed in float64, rounded once to float32. Multi-head outputs concatenate heads: [seq][h * d_v].
     self_out = attention(x, x, w_query, w_key, w_value, causal=False)
     causal_out = attention(x, x, w_query, w_key, w_value, causal=True)
     mh_out = torch.cat([attention(x, x, mh_w_query[i], mh_w_key[i], mh_w_value[i], False)
@@ -97,11 +97,11 @@ def main():
     mh_causal_out = torch.cat([attention(x, x, mh_w_query[i], mh_w_key[i], mh_w_value[i], True)
                                for i in range(h)], dim=1)
     cross_out = attention(x, x2, w_query, cross_w_key, cross_w_value, causal=False)
-    save("self_out", self_out, np.float64)
-    save("causal_out", causal_out, np.float64)
-    save("multihead_out", mh_out, np.float64)
-    save("multihead_causal_out", mh_causal_out, np.float64)
-    save("cross_out", cross_out, np.float64)
+    save("self_out", self_out)
+    save("causal_out", causal_out)
+    save("multihead_out", mh_out)
+    save("multihead_causal_out", mh_causal_out)
+    save("cross_out", cross_out)
 
     # The seed's step-by-step quantities for the second word ("is"), for readers.
     x_2 = x[1]
