@@ -81,9 +81,13 @@ with clitest.tempdir() as d:
                 args += ["--scale", repr(scale)]
             if n % 3 == 1:
                 args += ["--threads", "2"]
+            if n % 2 == 0:  # also the built-in comparison with the C reference
+                args.append("--check")
             rc, so, se = run(*args)
             if not check(rc == 0, f"{kname} on {what}: exit {rc}: {se.strip()}"):
                 continue
+            if n % 2 == 0:
+                check("check: pass" in so, f"{kname} on {what}: --check reports a pass: {so!r}")
             o = np.load(out, allow_pickle=False)
             check(o.dtype == np.float32 and o.shape == (B, H, Sq, Dv) and o.flags.c_contiguous,
                   f"{kname} on {what}: O is float32 C-order {(B, H, Sq, Dv)}, got {o.dtype} {o.shape}")
