@@ -12,6 +12,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "peak.h"
+#include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -97,7 +98,10 @@ int cmd_info(int argc, char **argv) {
   printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
   printf("compiled:   %s\n", attn_isa_names(compiled_isas(), compiled, sizeof compiled));
-  if (no_peak) return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  if (no_peak) {
+    attn_info_parallel(stdout, false);  // parallel section, without the bandwidth probe
+    return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  }
 
   printf("FP32 FMA peak, measured (GFLOP/s):\n");
   printf("  %-8s  %12s  %12s\n", "isa", "1 thread", "all threads");
@@ -113,5 +117,6 @@ int cmd_info(int argc, char **argv) {
     snprintf(all_label, sizeof all_label, "(%d)", threads);
     printf("  %-8s  %12.1f  %12.1f %s\n", rows[i].name, one, all, all_label);
   }
+  attn_info_parallel(stdout, true);  // parallel section incl. the read-bandwidth probe
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

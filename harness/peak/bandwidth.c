@@ -2,7 +2,7 @@
 // The read-bandwidth probe (see bandwidth.h). The inner loop uses 16-byte vectors at
 // the baseline ISA: at 2 loads per cycle that is far above any memory bandwidth, so
 // the bound is memory, not the core.
-#include "peak/bandwidth.h"
+#include "bandwidth.h"
 
 #include <math.h>
 #include <omp.h>
