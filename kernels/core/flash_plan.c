@@ -66,6 +66,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->off_m = off, off += align16(rows);
   plan->off_l = off, off += align16(rows);
   plan->off_alpha = off, off += align16(rows);
+  plan->off_lim = off, off += align16(rows);  // int32 per row
   plan->scratch_floats = off;
   plan->partial_stride = plan->nsplit > 1 ? align16(rows * (dvp + 2)) : 0;
 }

@@ -37,7 +37,7 @@ typedef struct flash_plan {
   int64_t tasks;           // base_tasks · nsplit
   int64_t dvp;             // head_dim_v rounded up to the vector width
   // Per-thread scratch (floats, each region 64-byte aligned).
-  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, scratch_floats;
+  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, scratch_floats;
   // Split-KV partials: tasks × rows × (dvp + 2) floats, after the per-thread scratch.
   size_t partial_stride;  // floats per task's partial block
 } flash_plan;
