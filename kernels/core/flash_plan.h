@@ -57,8 +57,9 @@ int flash_threads(const attn_exec *exec);
 // Workspace bytes: threads × scratch + partials.
 size_t flash_workspace_bytes(const flash_plan *plan, int threads);
 
-// Task index → coordinates. Tasks are ordered heaviest first under a causal mask (later
-// query blocks see more keys), which with dynamic scheduling balances the triangle.
+// Task index → coordinates. Within a K/V head, query blocks come heaviest first under a
+// causal mask (later blocks see more keys), so dynamic scheduling ends each head on
+// light blocks; consecutive tasks share the K/V head (cache reuse).
 typedef struct flash_task {
   int64_t b, g, sub, qb, chunk;
 } flash_task;

@@ -313,11 +313,9 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         lims[row] = (int32_t)(lim > nk ? nk : lim < 0 ? 0 : lim);
       }
       const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
-      if (j0 + tkv < ke) {  // the next tile's K and V into cache while this one computes
-        const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;
-        fl_prefetch(kj + tkv * dqk, nn * dqk);
-        fl_prefetch(vj + tkv * dv, nn * dv);
-      }
+      // The next tile's K now and its V after Q·Kᵀ, so the requests overlap compute.
+      const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
+      if (nn > 0) fl_prefetch(kj + tkv * dqk, nn * dqk);
       // V̂: the P·V tile runs over dvp columns. When head_dim_v is a whole number of
       // vectors V's own rows serve (stride dv); otherwise rows are copied zero-padded.
       const float *vt = vj;
@@ -338,6 +336,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       } else {
         fl_qk_rows(nrows, nk, qs, dqk, kj, S, tkv);
       }
+      if (nn > 0) fl_prefetch(vj + tkv * dv, nn * dv);
       for (int64_t row = 0; row < nrows; row++)  // lim 0: P = 0, α = 1, (m, l) kept
         alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
       fl_pv_tile(nrows, S, tkv, vt, dv == dvp ? dv : dvp, acc, dvp, alpha, lims);
