@@ -33,6 +33,10 @@
 #if FL_PV_MR < 4 || FL_PV_MR > 8 || FL_QK_MR > 16
 #error "register tiles: 4 <= FL_PV_MR <= 8, FL_QK_MR <= 16"
 #endif
+// Rows per Q·Kᵀ → softmax → P·V block: a common multiple of both register tiles' rows.
+#ifndef FL_ROW_BLOCK
+#define FL_ROW_BLOCK (FL_QK_MR * FL_PV_MR)
+#endif
 
 #define FL_INLINE static inline __attribute__((always_inline))
 
@@ -332,14 +336,21 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
                             (FL_QK_NV * VF_W);
         const int64_t ncp = ncq < tkv ? ncq : tkv;
         fl_pack_kt(kj, nk, ncp, dqk, kt, tkv);
-        fl_qk_tile(nrows, ncol, qs, dqk, kt, tkv, S, lims);
-      } else {
-        fl_qk_rows(nrows, nk, qs, dqk, kj, S, tkv);
       }
       if (nn > 0) fl_prefetch(vj + tkv * dv, nn * dv);
-      for (int64_t row = 0; row < nrows; row++)  // lim 0: P = 0, α = 1, (m, l) kept
-        alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
-      fl_pv_tile(nrows, S, tkv, vt, dv == dvp ? dv : dvp, acc, dvp, alpha, lims);
+      // Row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back, so their
+      // scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
+      const int64_t vstride = dv == dvp ? dv : dvp;
+      for (int64_t r0 = 0; r0 < nrows; r0 += FL_ROW_BLOCK) {
+        const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
+        if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
+        float *sb = S + r0 * tkv;
+        if (packed) fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0);
+        else fl_qk_rows(nb, nk, qs + r0 * dqk, dqk, kj, sb, tkv);
+        for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
+          alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
+        fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0);
+      }
     }
   }
 
