@@ -25,6 +25,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "gbench/gbench.h"
+#include "placement.h"  // thread binding (flash helper)
 #include "topology.h"
 
 // ── interruption ────────────────────────────────────────────────────────────────────
@@ -277,6 +278,13 @@ int cmd_bench(int argc, char **argv) {
   if (!writable(out)) return ATTNBENCH_EXIT_FAILURE;
 
   if (!quiet && !no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
+  {  // Bind OpenMP threads to physical cores (hwloc) before the context records `binding`.
+    char binding[512];
+    int most = attn_placement_default_threads();
+    for (size_t i = 0; i < plan.count; i++)
+      if (plan.points[i].threads > most) most = plan.points[i].threads;
+    attn_placement_bind(most, binding, sizeof binding);
+  }
   attn_bench_add_context(&plan, config, !no_probe);
   for (size_t i = 0; i < plan.count; i++) {
     attn_bench_state *s = &states[i];

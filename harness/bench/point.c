@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check/check.h"
+#include "placement.h"  // cache-derived tiles (flash helper)
 
 enum { kSeed = 20240607 };
 
@@ -148,7 +149,9 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_bench_state *s = user;
   const attn_bench_point *pt = s->point;
   const attn_problem *p = &pt->problem;
-  const attn_exec exec = {.threads = pt->threads};
+  attn_exec exec = {.threads = pt->threads};
+  // Tiles from hwloc's cache sizes (or ATTNBENCH_TILE_*), as `run` and `info` use.
+  attn_placement_tiles(p, &exec, NULL, 0);
   attn_gb_set_label(st, pt->kernel->name);
   shape_counters(st, pt);
   if (s->refused[0]) {
