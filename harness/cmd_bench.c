@@ -312,6 +312,7 @@ int cmd_bench(int argc, char **argv) {
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   attn_bench_release_buffers();
+  attn_bench_release_reference();
   attn_bench_plan_free(&plan);
   free(states);
   free(gb_argv);
