@@ -100,22 +100,27 @@ int cmd_list(int argc, char **argv) {
     print_json(only_available);
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
-  int name_w = 4;
-  for (size_t i = 0; i < attn_kernel_count(); i++) {
-    const int n = (int)strlen(attn_kernel_at(i)->name);
-    if (n > name_w) name_w = n;
-  }
-  for (size_t i = 0; i < attn_kernel_count(); i++) {
-    const attn_kernel *k = attn_kernel_at(i);
-    char why[96], avail[128], caps[96];
-    const bool ok = attn_kernel_available(k, why, sizeof why);
-    if (only_available && !ok) continue;
-    if (ok)
-      snprintf(avail, sizeof avail, "available");
-    else
-      snprintf(avail, sizeof avail, "unavailable (%s)", why);
-    printf("%-*s  %-28s  %-34s  %s\n", name_w, k->name, avail, caps_string(k->caps, caps, sizeof caps),
-           k->summary);
+  // Two passes: column widths first, so the columns line up for any registry.
+  int w[3] = {0, 0, 0};
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < attn_kernel_count(); i++) {
+      const attn_kernel *k = attn_kernel_at(i);
+      char why[96], avail[128], caps[96];
+      const bool ok = attn_kernel_available(k, why, sizeof why);
+      if (only_available && !ok) continue;
+      if (ok)
+        snprintf(avail, sizeof avail, "available");
+      else
+        snprintf(avail, sizeof avail, "unavailable (%s)", why);
+      caps_string(k->caps, caps, sizeof caps);
+      const char *col[3] = {k->name, avail, caps};
+      if (pass == 0) {
+        for (int c = 0; c < 3; c++)
+          if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
+      } else {
+        printf("%-*s  %-*s  %-*s  %s\n", w[0], col[0], w[1], col[1], w[2], col[2], k->summary);
+      }
+    }
   }
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

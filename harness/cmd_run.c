@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "attn.h"
+#include "check/check.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "npy.h"
@@ -113,7 +114,7 @@ static double now_seconds(void) {
 
 int cmd_run(int argc, char **argv) {
   const char *kernel_name = NULL, *q_path = NULL, *k_path = NULL, *v_path = NULL, *out_path = NULL;
-  bool causal = false, scale_given = false, quiet = false;
+  bool causal = false, scale_given = false, quiet = false, verify = false;
   double scale = 0.0;
   attn_exec exec = {0};
   const cli_option opts[] = {
@@ -137,6 +138,8 @@ int cmd_run(int argc, char **argv) {
        .help = "query rows per tile for tiled kernels (0 = kernel default)"},
       {.name = "tile-kv", .kind = CLI_INT, .dest = &exec.tile_kv, .metavar = "N", .min = 0, .max = 1 << 20,
        .help = "key rows per tile for tiled kernels (0 = kernel default)"},
+      {.name = "check", .kind = CLI_FLAG, .dest = &verify,
+       .help = "also compare O with the float64 reference (check tolerance); fail if outside"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &quiet, .help = "print nothing on success"},
   };
   const cli_spec spec = {
@@ -193,6 +196,25 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "attnbench run: %s\n", err);
     goto done;
   }
+  // --check: the same per-element tolerance as `attnbench check`; a failure writes nothing.
+  attn_check_result cr = {0};
+  if (verify) {
+    attn_check_prepared *pc = attn_check_prepare_inputs(&p, q.a.data, k.a.data, v.a.data, err, sizeof err);
+    if (!pc) {
+      fprintf(stderr, "attnbench run: --check: cannot compute the reference: %s\n", err);
+      goto done;
+    }
+    attn_check_output(pc, o, &cr);
+    attn_check_prepared_free(pc);
+    if (!cr.pass) {
+      fprintf(stderr,
+              "attnbench run: --check FAILED for %s: max abs err %.3g, max rel err %.3g, err/tol %.3g "
+              "(worst at flat index %zu): %s; O not written\n",
+              kernel->name, cr.max_abs_err, cr.max_rel_err, cr.worst_ratio, cr.worst_index,
+              cr.message[0] ? cr.message : "outside tolerance");
+      goto done;
+    }
+  }
   const int64_t o_shape[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
   if (!npy_write_f32(out_path, o, 4, o_shape, err, sizeof err)) {
     fprintf(stderr, "attnbench run: cannot write O: %s\n", err);
@@ -206,6 +228,9 @@ int cmd_run(int argc, char **argv) {
            (long long)p.seq_kv, (long long)p.head_dim_qk, (long long)p.head_dim_v, p.causal ? " causal" : "",
            (double)p.scale, out_path, npy_shape_string(4, o_shape, sb, sizeof sb), (t1 - t0) * 1e3);
   }
+  if (verify && !quiet)
+    printf("check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 reference)\n",
+           cr.max_abs_err, cr.max_rel_err, cr.worst_ratio);
   rc = ATTNBENCH_EXIT_OK;
 done:
   free(o);

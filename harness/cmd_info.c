@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// `attnbench info` — what this machine is, for reading benchmark numbers:
+//   CPU model, logical CPUs / OpenMP threads, SIMD ISAs detected (and compiled in), and
+//   the measured FP32 FMA peak in GFLOP/s per available ISA for 1 thread and for all
+//   threads (harness/peak/peak.h). `--no-peak` skips the ~1–2 s measurement.
+#include <stdio.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "attn.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "peak.h"
+#include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+// CPU model: the x86 cpuid brand string, else /proc/cpuinfo ("model name", or on
+// aarch64 the implementer/part numbers), else "unknown".
+static void cpu_model(char *buf, size_t len) {
+  snprintf(buf, len, "unknown");
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned r[12];
+  if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+    char brand[49];
+    memcpy(brand, r, 48);
+    brand[48] = '\0';
+    const char *s = brand;
+    while (*s == ' ') s++;
+    size_t n = strlen(s);
+    while (n && s[n - 1] == ' ') n--;
+    if (n) {
+      snprintf(buf, len, "%.*s", (int)n, s);
+      return;
+    }
+  }
+#endif
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512], impl[64] = "", part[64] = "";
+  while (fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (!colon) continue;
+    char *val = colon + 1;
+    while (*val == ' ' || *val == '\t') val++;
+    val[strcspn(val, "\n")] = '\0';
+    if (strncmp(line, "model name", 10) == 0 && *val) {
+      snprintf(buf, len, "%s", val);
+      fclose(f);
+      return;
+    }
+    if (strncmp(line, "CPU implementer", 15) == 0 && !impl[0]) snprintf(impl, sizeof impl, "%s", val);
+    if (strncmp(line, "CPU part", 8) == 0 && !part[0]) snprintf(part, sizeof part, "%s", val);
+  }
+  fclose(f);
+  if (impl[0]) snprintf(buf, len, "implementer %s part %s", impl, part);
+}
+
+// ISAs compiled into this build (kernels and peak loops exist for them).
+static uint32_t compiled_isas(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  return ATTN_ISA_AVX2 | ATTN_ISA_AVX512F;
+#elif defined(__aarch64__)
+  return ATTN_ISA_NEON;
+#else
+  return 0;
+#endif
+}
+
+int cmd_info(int argc, char **argv) {
+  bool no_peak = false;
+  const cli_option opts[] = {
+      {.name = "no-peak", .kind = CLI_FLAG, .dest = &no_peak,
+       .help = "skip the FMA peak measurement (takes 1-2 s)"},
+  };
+  const cli_spec spec = {
+      .command = "info",
+      .summary = "Print the CPU model, the SIMD ISAs found, and this machine's measured FP32\n"
+                 "FMA peak (GFLOP/s) per available ISA for 1 thread and all threads: the\n"
+                 "yardstick for '% of peak' figures. Peaks are measured (independent FMA\n"
+                 "chains covering latency x ports), not computed from a spec sheet.",
+      .epilog = "example:\n  attnbench info",
+      .options = opts,
+      .n_options = sizeof opts / sizeof opts[0],
+  };
+  const cli_status st = cli_parse(&spec, argc, argv);
+  if (st != CLI_OK) return cli_exit_code(st);
+
+  char model[128], found[64], compiled[64];
+  cpu_model(model, sizeof model);
+  const uint32_t isa = attn_cpu_features();
+  const int threads = omp_get_max_threads();
+  printf("cpu:        %s\n", model);
+  printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
+  printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
+  printf("compiled:   %s\n", attn_isa_names(compiled_isas(), compiled, sizeof compiled));
+  if (no_peak) {
+    attn_info_parallel(stdout, false);  // parallel section, without the bandwidth probe
+    return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  }
+
+  printf("FP32 FMA peak, measured (GFLOP/s):\n");
+  printf("  %-8s  %12s  %12s\n", "isa", "1 thread", "all threads");
+  static const struct {
+    uint32_t bit;
+    const char *name;
+  } rows[] = {{0, "scalar"}, {ATTN_ISA_AVX2, "avx2"}, {ATTN_ISA_AVX512F, "avx512f"}, {ATTN_ISA_NEON, "neon"}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    if (rows[i].bit && !((isa & compiled_isas()) & rows[i].bit)) continue;
+    const double one = attn_peak_fma_gflops(rows[i].bit, 1);
+    const double all = attn_peak_fma_gflops(rows[i].bit, threads);
+    char all_label[16];
+    snprintf(all_label, sizeof all_label, "(%d)", threads);
+    printf("  %-8s  %12.1f  %12.1f %s\n", rows[i].name, one, all, all_label);
+  }
+  attn_info_parallel(stdout, true);  // parallel section incl. the read-bandwidth probe
+  return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+}

@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: MIT
+// The NEON FMA throughput loop (see peak.h).
+#include "simd/vec_neon.h"
+#include "fma_peak_body.h"
+
+uint64_t attn_peak_loop__neon(uint64_t iters, float *sink) {
+  return peak_loop(iters, sink);
+}

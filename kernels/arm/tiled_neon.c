@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// tiled__neon — single-thread tiled attention, aarch64 Advanced SIMD (4 lanes). The
+// algorithm is simd/tiled_body.h; this file only picks the register tile for 32 q
+// registers:  Q·Kᵀ: 8 query rows × 8 keys = 16 accumulators;  P·V: 8 rows × 8 columns.
+#include "simd/vec_neon.h"
+
+#define TILED_MR 8
+#define TILED_NRV 2
+#define TILED_NV 2
+#define TILED_TQ 64
+#define TILED_TKV 128
+#include "simd/softmax.h"
+#include "simd/tiled_body.h"
+
+const attn_kernel attn_kernel_tiled__neon = {
+    .name = "tiled__neon",
+    .summary = "1 thread, NEON register tiles 8x8 (QK^T) / 8x8 (PV), packed K, online softmax",
+    .required_isa = ATTN_ISA_NEON,
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .workspace = tiled_workspace,
+    .run = tiled_run,
+};

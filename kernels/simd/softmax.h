@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// softmax.h — the online-softmax row update and masking, written once over the vf_*
+// mapping (include after a vec_<isa>.h).
+//
+// One call consumes one row of one key tile (Milakov & Gimelshein 2018):
+//     t  = max_{j<n} s_j                        tile maximum over the visible keys
+//     m' = max(m, t)                            running maximum
+//     α  = e^(m − m')                           rescales what was accumulated under m
+//     p_j = e^(s_j − m') (j < n),  p_j = 0 (n ≤ j < n_pad)
+//     l' = α·l + Σ_j p_j
+// The caller then does acc' = α·acc + Σ_j p_j·v_j. Invariant: m = −∞ and l = 0 until the
+// row has seen a key, and a row that sees no key in this tile keeps (m, l) and gets
+// α = 1, p = 0 — so fully masked rows never form (−∞) − (−∞) = NaN.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+// Masks s[n .. n_pad) with −∞ (keys beyond the row's causal limit or the tile end), so
+// every later pass can run over whole vectors. n_pad is a multiple of VF_W.
+static inline void vs_mask_tail(float *s, int64_t n, int64_t n_pad) {
+  for (int64_t j = n; j < n_pad; j++) s[j] = -INFINITY;
+}
+
+static inline float vs_row_max(const float *s, int64_t n_pad) {
+  vf_t mx = vf_set1(-INFINITY);
+  for (int64_t j = 0; j < n_pad; j += VF_W) mx = vf_max(mx, vf_load(s + j));
+  return vf_hmax(mx);
+}
+
+// The update above, in place: s[0..n_pad) scores in, probabilities out. n ≤ n_pad,
+// n_pad a multiple of VF_W, s has room for n_pad floats. Returns α.
+static inline float vs_online_softmax_row(float *s, int64_t n, int64_t n_pad, float *m, float *l) {
+  vs_mask_tail(s, n, n_pad);
+  const float t = n > 0 ? vs_row_max(s, n_pad) : -INFINITY;
+  if (t == -INFINITY) {  // nothing visible in this tile (or only −∞ scores)
+    for (int64_t j = 0; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
+    return 1.0f;
+  }
+  const float m_new = t > *m ? t : *m;
+  const float alpha = expf(*m - m_new);  // e^(−∞) = 0 on the row's first visible tile
+  const vf_t vm = vf_set1(m_new);
+  vf_t sum = vf_zero();
+  for (int64_t j = 0; j < n_pad; j += VF_W) {
+    const vf_t p = vf_exp(vf_sub(vf_load(s + j), vm));  // masked: e^(−∞) = 0 exactly
+    vf_store(s + j, p);
+    sum = vf_add(sum, p);
+  }
+  *l = alpha * *l + vf_hsum(sum);
+  *m = m_new;
+  return alpha;
+}
+
+// o[0..n) = a[0..n) · scale, whole vectors then a masked tail (nothing past o[n−1]
+// is written; a is padded to whole vectors).
+static inline void vs_scale_store(float *o, const float *a, int64_t n, float scale) {
+  const vf_t vs = vf_set1(scale);
+  int64_t d = 0;
+  for (; d + VF_W <= n; d += VF_W) vf_store(o + d, vf_mul(vf_load(a + d), vs));
+  if (d < n) vf_store_partial(o + d, vf_mul(vf_load(a + d), vs), (int)(n - d));
+}

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+// tiled_body.h — the single-thread SIMD attention kernel, written once over the vf_*
+// mapping. A per-ISA translation unit includes its vec_<isa>.h, defines the register
+// tile and includes this file:
+//     TILED_MR    query rows per micro-tile (both GEMMs)
+//     TILED_NRV   vectors of keys per packed K panel (Q·Kᵀ micro-tile = MR × NRV·VF_W)
+//     TILED_NV    vectors of head_dim_v per P·V micro-tile step (MR × NV·VF_W)
+//     TILED_TQ, TILED_TKV   default cache tiles (attn_exec.tile_q / tile_kv override)
+// It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record.
+//
+// Algorithm, per (batch b, K/V head g):
+//   pack K[b,g] into panels Kp[panel][d][KP] (KP = NRV·VF_W keys; zero-padded keys), so
+//     the Q·Kᵀ micro-kernel loads whole vectors of keys for each d and broadcasts q[r][d];
+//   pad V[b,g] rows to dv_pad = ⌈dv/VF_W⌉·VF_W columns (skipped when dv is a multiple of
+//     VF_W: V is then read in place) — every vector load of V is whole and in bounds;
+//   for each query head h of the group and each query tile (TQ rows):
+//     pack the tile as Qp[block][d][MR] (zero rows pad the last block);
+//     for each key tile (TKV keys, up to the last key the tile's last row may see):
+//       for each MR-row block that sees any key of the tile (causal tiles skipped):
+//         S = scale · Q_blk · K_tileᵀ            micro-kernel, MR × KP per panel
+//         online-softmax update per row          vs_online_softmax_row (softmax.h)
+//         acc = α·acc + P · V_tile               micro-kernel, MR × NV·VF_W per step
+//     O = acc / l   (rows that saw no key: zeros), masked tail store.
+// No load or store touches memory outside the tensors or the workspace: tails in keys
+// are padded inside the workspace, tails in head_dim_v use vf_store_partial.
+#include <math.h>
+#include <string.h>
+
+#include "core/attn_internal.h"
+
+#define TILED_KP (TILED_NRV * VF_W)  // keys per packed K panel
+
+typedef struct tiled_geom {
+  int64_t tq, tkv;    // cache tiles: multiples of TILED_MR and TILED_KP
+  int64_t dv_pad;     // head_dim_v rounded up to whole vectors
+  int64_t skv_pad;    // seq_kv rounded up to whole panels
+  size_t kp, vp, qp, acc, s, ml;  // region sizes in floats, each a multiple of 16 (64 B)
+} tiled_geom;
+
+static int64_t tiled_round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+static size_t tiled_r16(int64_t n) {
+  return (size_t)tiled_round_up(n, 16);
+}
+
+static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
+  tiled_geom g;
+  int64_t tq = e->tile_q > 0 ? e->tile_q : TILED_TQ;
+  int64_t tkv = e->tile_kv > 0 ? e->tile_kv : TILED_TKV;
+  if (tq > p->seq_q) tq = p->seq_q;  // no bigger than needed
+  if (tkv > p->seq_kv) tkv = p->seq_kv;
+  g.tq = tiled_round_up(tq, TILED_MR);
+  g.tkv = tiled_round_up(tkv, TILED_KP);
+  g.dv_pad = tiled_round_up(p->head_dim_v, VF_W);
+  g.skv_pad = tiled_round_up(p->seq_kv, TILED_KP);
+  g.kp = tiled_r16(g.skv_pad * p->head_dim_qk);
+  g.vp = (p->head_dim_v % VF_W) ? tiled_r16(p->seq_kv * g.dv_pad) : 0;
+  g.qp = tiled_r16(g.tq * p->head_dim_qk);
+  g.acc = tiled_r16(g.tq * g.dv_pad);
+  g.s = tiled_r16(TILED_MR * g.tkv);
+  g.ml = tiled_r16(2 * g.tq + TILED_MR);
+  return g;
+}
+
+static size_t tiled_workspace(const attn_problem *p, const attn_exec *exec) {
+  const tiled_geom g = tiled_geometry(p, exec);
+  return (g.kp + g.vp + g.qp + g.acc + g.s + g.ml) * sizeof(float);
+}
+
+// Kp[panel][d][KP] = K[panel·KP + c][d]; keys past seq_kv are zero (their scores are
+// masked before use).
+static void tiled_pack_k(const float *kh, int64_t skv, int64_t skv_pad, int64_t dqk, float *kp) {
+  for (int64_t j0 = 0; j0 < skv_pad; j0 += TILED_KP) {
+    float *panel = kp + j0 * dqk;
+    for (int64_t c = 0; c < TILED_KP; c++) {
+      const int64_t j = j0 + c;
+      if (j < skv) {
+        const float *krow = kh + j * dqk;
+        for (int64_t d = 0; d < dqk; d++) panel[d * TILED_KP + c] = krow[d];
+      } else {
+        for (int64_t d = 0; d < dqk; d++) panel[d * TILED_KP + c] = 0.0f;
+      }
+    }
+  }
+}
+
+// Vp[j][0..dv_pad) = V[j][0..dv) followed by zeros.
+static void tiled_pack_v(const float *vh, int64_t skv, int64_t dv, int64_t dv_pad, float *vp) {
+  for (int64_t j = 0; j < skv; j++) {
+    memcpy(vp + j * dv_pad, vh + j * dv, (size_t)dv * sizeof(float));
+    memset(vp + j * dv_pad + dv, 0, (size_t)(dv_pad - dv) * sizeof(float));
+  }
+}
+
+// Qp[blk][d][MR] = Q[i0 + blk·MR + r][d]; rows past nq are zero.
+static void tiled_pack_q(const float *qtile, int64_t nq, int64_t nq_pad, int64_t dqk, float *qp) {
+  for (int64_t r0 = 0; r0 < nq_pad; r0 += TILED_MR) {
+    float *blk = qp + r0 * dqk;
+    for (int64_t r = 0; r < TILED_MR; r++) {
+      if (r0 + r < nq) {
+        const float *qrow = qtile + (r0 + r) * dqk;
+        for (int64_t d = 0; d < dqk; d++) blk[d * TILED_MR + r] = qrow[d];
+      } else {
+        for (int64_t d = 0; d < dqk; d++) blk[d * TILED_MR + r] = 0.0f;
+      }
+    }
+  }
+}
+
+// s[r][0..KP) = scale · Σ_d qp[d][r] · kp[d][0..KP)  for r < MR (row stride lds).
+static inline void tiled_qk_micro(const float *restrict qp, const float *restrict kp, int64_t dqk,
+                                  float scale, float *restrict s, int64_t lds) {
+  vf_t acc[TILED_MR][TILED_NRV];
+#pragma GCC unroll 16
+  for (int r = 0; r < TILED_MR; r++)
+#pragma GCC unroll 16
+    for (int v = 0; v < TILED_NRV; v++) acc[r][v] = vf_zero();
+  for (int64_t d = 0; d < dqk; d++) {
+    vf_t kv[TILED_NRV];
+#pragma GCC unroll 16
+    for (int v = 0; v < TILED_NRV; v++) kv[v] = vf_load(kp + d * TILED_KP + v * VF_W);
+#pragma GCC unroll 16
+    for (int r = 0; r < TILED_MR; r++) {
+      const vf_t qb = vf_set1(qp[d * TILED_MR + r]);
+#pragma GCC unroll 16
+      for (int v = 0; v < TILED_NRV; v++) acc[r][v] = vf_fma(qb, kv[v], acc[r][v]);
+    }
+  }
+  const vf_t vs = vf_set1(scale);
+#pragma GCC unroll 16
+  for (int r = 0; r < TILED_MR; r++)
+#pragma GCC unroll 16
+    for (int v = 0; v < TILED_NRV; v++) vf_store(s + r * lds + v * VF_W, vf_mul(acc[r][v], vs));
+}
+
+// acc[r][0..nv·VF_W) = α_r·acc[r][..] + Σ_{j<nk} p[r][j] · v[j][0..nv·VF_W)  for r < MR.
+// nv is a compile-time constant at every call site (always inlined), so the accumulators
+// live in registers.
+static inline __attribute__((always_inline)) void tiled_pv_micro(
+    const float *restrict p, int64_t lds, int64_t nk, const float *restrict v, int64_t ldv,
+    float *restrict acc, int64_t ldacc, const float *restrict alpha, const int nv) {
+  vf_t a[TILED_MR][TILED_NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < TILED_MR; r++) {
+    const vf_t al = vf_set1(alpha[r]);
+#pragma GCC unroll 16
+    for (int c = 0; c < nv; c++) a[r][c] = vf_mul(vf_load(acc + r * ldacc + c * VF_W), al);
+  }
+  for (int64_t j = 0; j < nk; j++) {
+    vf_t vv[TILED_NV];
+#pragma GCC unroll 16
+    for (int c = 0; c < nv; c++) vv[c] = vf_load(v + j * ldv + c * VF_W);
+#pragma GCC unroll 16
+    for (int r = 0; r < TILED_MR; r++) {
+      const vf_t pb = vf_set1(p[r * lds + j]);
+#pragma GCC unroll 16
+      for (int c = 0; c < nv; c++) a[r][c] = vf_fma(pb, vv[c], a[r][c]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < TILED_MR; r++)
+#pragma GCC unroll 16
+    for (int c = 0; c < nv; c++) vf_store(acc + r * ldacc + c * VF_W, a[r][c]);
+}
+
+// One query tile (rows i0 .. i0+nq) of head h against the packed K/V of its group.
+static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const float *qh,
+                             const float *kp, const float *vbase, int64_t ldv, float *oh,
+                             int64_t i0, int64_t nq, float *ws_q, float *acc, float *s,
+                             float *m, float *l, float *alpha) {
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dv_pad = g->dv_pad;
+  const int64_t nq_pad = tiled_round_up(nq, TILED_MR);
+  const int64_t nvec = dv_pad / VF_W;
+  tiled_pack_q(qh + i0 * dqk, nq, nq_pad, dqk, ws_q);
+  for (int64_t r = 0; r < nq_pad; r++) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+  }
+  memset(acc, 0, (size_t)(nq_pad * dv_pad) * sizeof(float));
+
+  // The last row sees the most keys; nothing past that is touched.
+  const int64_t kv_end = attn_visible_keys(p, i0 + nq - 1);
+  for (int64_t j0 = 0; j0 < kv_end; j0 += g->tkv) {
+    const int64_t nk = kv_end - j0 < g->tkv ? kv_end - j0 : g->tkv;
+    for (int64_t r0 = 0; r0 < nq_pad; r0 += TILED_MR) {
+      const int64_t last = (r0 + TILED_MR < nq ? r0 + TILED_MR : nq) - 1;
+      int64_t kb = attn_visible_keys(p, i0 + last) - j0;  // keys of the tile the block sees
+      if (kb > nk) kb = nk;
+      if (kb <= 0) continue;  // causal: the whole block is masked here; state unchanged
+      const int64_t kb_pad = tiled_round_up(kb, VF_W);
+
+      // S = scale · Q_blk · K_tileᵀ over whole panels (j0 is a multiple of KP).
+      const float *qblk = ws_q + r0 * dqk;
+      for (int64_t c0 = 0; c0 < kb; c0 += TILED_KP)
+        tiled_qk_micro(qblk, kp + (j0 + c0) * dqk, dqk, p->scale, s + c0, g->tkv);
+
+      // Row-wise online softmax; rows past nq see nothing (p = 0, α = 1).
+      for (int64_t r = 0; r < TILED_MR; r++) {
+        int64_t n = 0;
+        if (r0 + r < nq) {
+          n = attn_visible_keys(p, i0 + r0 + r) - j0;
+          n = n < 0 ? 0 : (n > kb ? kb : n);
+        }
+        alpha[r] = vs_online_softmax_row(s + r * g->tkv, n, kb_pad, &m[r0 + r], &l[r0 + r]);
+      }
+
+      // acc = α·acc + P · V[j0 .. j0+kb), NV vectors of head_dim_v at a time.
+      const float *vt = vbase + j0 * ldv;
+      float *ablk = acc + r0 * dv_pad;
+      int64_t c = 0;
+      for (; c + TILED_NV <= nvec; c += TILED_NV)
+        tiled_pv_micro(s, g->tkv, kb, vt + c * VF_W, ldv, ablk + c * VF_W, dv_pad, alpha, TILED_NV);
+      for (; c < nvec; c++)
+        tiled_pv_micro(s, g->tkv, kb, vt + c * VF_W, ldv, ablk + c * VF_W, dv_pad, alpha, 1);
+    }
+  }
+  for (int64_t r = 0; r < nq; r++) {
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // l = 0: the row saw no key
+    vs_scale_store(oh + (i0 + r) * dv, acc + r * dv_pad, dv, inv);
+  }
+}
+
+static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                     const float *v, float *o, void *workspace) {
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  assert(workspace != NULL);
+  const tiled_geom g = tiled_geometry(p, exec);
+  float *kp = workspace;
+  float *vp = kp + g.kp;
+  float *qp = vp + g.vp;
+  float *acc = qp + g.qp;
+  float *s = acc + g.acc;
+  float *m = s + g.s;
+  float *l = m + g.tq;
+  float *alpha = l + g.tq;
+  const attn_fp_env env = attn_fp_env_enter();
+  const int64_t group = p->heads / p->kv_heads;
+  const bool pack_v = g.vp != 0;
+  for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t kvh = 0; kvh < p->kv_heads; kvh++) {
+      // Packed once per K/V head and reused by every query head of its group (GQA).
+      tiled_pack_k(attn_k_head(p, k, b, kvh), p->seq_kv, g.skv_pad, p->head_dim_qk, kp);
+      const float *vh = attn_v_head(p, v, b, kvh);
+      if (pack_v) tiled_pack_v(vh, p->seq_kv, p->head_dim_v, g.dv_pad, vp);
+      const float *vbase = pack_v ? vp : vh;
+      for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
+        const float *qh = attn_q_head(p, q, b, h);
+        float *oh = attn_o_head(p, o, b, h);
+        for (int64_t i0 = 0; i0 < p->seq_q; i0 += g.tq) {
+          const int64_t nq = p->seq_q - i0 < g.tq ? p->seq_q - i0 : g.tq;
+          tiled_query_tile(p, &g, qh, kp, vbase, g.dv_pad, oh, i0, nq, qp, acc, s, m, l, alpha);
+        }
+      }
+    }
+  }
+  attn_fp_env_leave(env);
+  return ATTN_OK;
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// vec_avx2.h — the SIMD mapping for AVX2 + FMA3: 8 float lanes in a __m256.
+// Include ONLY from translation units compiled with -mavx2 -mfma (kernels/x86/*_avx2.c).
+// Every mapping header (vec_avx2.h, vec_avx512.h, vec_neon.h) defines the same names,
+// so kernel bodies written against them serve every ISA:
+//   vf_t, VF_W (lanes), VF_ISA (ATTN_ISA_* bit), VF_ISA_NAME
+//   vf_load/vf_store (unaligned), vf_load_partial/vf_store_partial (n < VF_W lanes;
+//   lanes >= n are neither read nor written; loads give 0 there)
+//   vf_set1, vf_zero, vf_fma(a,b,c)=a·b+c, vf_mul, vf_add, vf_sub, vf_max, vf_min,
+//   vf_hmax, vf_hsum (horizontal), vf_exp (vec_exp.h, shared)
+#pragma once
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "attn.h"
+
+typedef __m256 vf_t;
+enum { VF_W = 8 };
+#define VF_ISA ATTN_ISA_AVX2
+#define VF_ISA_NAME "avx2"
+
+static inline vf_t vf_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vf_store(float *p, vf_t v) { _mm256_storeu_ps(p, v); }
+static inline vf_t vf_set1(float x) { return _mm256_set1_ps(x); }
+static inline vf_t vf_zero(void) { return _mm256_setzero_ps(); }
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf_t vf_mul(vf_t a, vf_t b) { return _mm256_mul_ps(a, b); }
+static inline vf_t vf_add(vf_t a, vf_t b) { return _mm256_add_ps(a, b); }
+static inline vf_t vf_sub(vf_t a, vf_t b) { return _mm256_sub_ps(a, b); }
+static inline vf_t vf_max(vf_t a, vf_t b) { return _mm256_max_ps(a, b); }
+static inline vf_t vf_min(vf_t a, vf_t b) { return _mm256_min_ps(a, b); }
+
+// Lane mask with the first n (0..8) lanes set: a sliding window over {-1 x8, 0 x8}.
+static inline __m256i vf_mask_first(int n) {
+  static const int32_t kWindow[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return _mm256_loadu_si256((const __m256i *)(kWindow + 8 - n));
+}
+// vmaskmov does not touch (nor fault on) masked-off lanes.
+static inline vf_t vf_load_partial(const float *p, int n) {
+  return _mm256_maskload_ps(p, vf_mask_first(n));
+}
+static inline void vf_store_partial(float *p, vf_t v, int n) {
+  _mm256_maskstore_ps(p, vf_mask_first(n), v);
+}
+
+static inline float vf_hsum(vf_t v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+static inline float vf_hmax(vf_t v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// ── Primitives used by the shared exp (vec_exp.h) ──
+// Round to nearest integer (ties to even), as float.
+static inline vf_t vf_round(vf_t x) {
+  return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+// 2^n for integral float n in [-126, 127]: the exponent field set to n + 127.
+static inline vf_t vf_pow2i(vf_t n) {
+  const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+}
+// x < c ? 0 : v (lane-wise). An unordered compare (NaN x) keeps v.
+static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(c), _CMP_LT_OQ), v);
+}
+
+#include "simd/vec_exp.h"

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// vec_avx512.h — the SIMD mapping for AVX-512F: 16 float lanes in a __m512.
+// Include ONLY from translation units compiled with -mavx512f (kernels/x86/*_avx512.c).
+// Same names as vec_avx2.h (see there for the list).
+#pragma once
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "attn.h"
+
+typedef __m512 vf_t;
+enum { VF_W = 16 };
+#define VF_ISA ATTN_ISA_AVX512F
+#define VF_ISA_NAME "avx512f"
+
+static inline vf_t vf_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vf_store(float *p, vf_t v) { _mm512_storeu_ps(p, v); }
+static inline vf_t vf_set1(float x) { return _mm512_set1_ps(x); }
+static inline vf_t vf_zero(void) { return _mm512_setzero_ps(); }
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf_t vf_mul(vf_t a, vf_t b) { return _mm512_mul_ps(a, b); }
+static inline vf_t vf_add(vf_t a, vf_t b) { return _mm512_add_ps(a, b); }
+static inline vf_t vf_sub(vf_t a, vf_t b) { return _mm512_sub_ps(a, b); }
+static inline vf_t vf_max(vf_t a, vf_t b) { return _mm512_max_ps(a, b); }
+static inline vf_t vf_min(vf_t a, vf_t b) { return _mm512_min_ps(a, b); }
+
+// Masked-off lanes are neither read nor written (no fault), loads give 0 there.
+static inline vf_t vf_load_partial(const float *p, int n) {
+  return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+}
+static inline void vf_store_partial(float *p, vf_t v, int n) {
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
+}
+
+static inline float vf_hsum(vf_t v) { return _mm512_reduce_add_ps(v); }
+static inline float vf_hmax(vf_t v) { return _mm512_reduce_max_ps(v); }
+
+// ── Primitives used by the shared exp (vec_exp.h) ──
+static inline vf_t vf_round(vf_t x) {
+  return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+static inline vf_t vf_pow2i(vf_t n) {
+  const __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));
+}
+static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c), _CMP_NLT_UQ);
+  return _mm512_maskz_mov_ps(keep, v);
+}
+
+#include "simd/vec_exp.h"

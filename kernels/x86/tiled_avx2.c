@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// tiled__avx2 — single-thread tiled attention, AVX2 + FMA (8 lanes). The algorithm is
+// simd/tiled_body.h; this file only picks the register tile for 16 ymm registers:
+//   Q·Kᵀ: 6 query rows × 16 keys = 12 accumulators;  P·V: 6 rows × 16 columns = 12.
+#include "simd/vec_avx2.h"
+
+#define TILED_MR 6
+#define TILED_NRV 2
+#define TILED_NV 2
+#define TILED_TQ 48
+#define TILED_TKV 256
+#include "simd/softmax.h"
+#include "simd/tiled_body.h"
+
+const attn_kernel attn_kernel_tiled__avx2 = {
+    .name = "tiled__avx2",
+    .summary = "1 thread, AVX2+FMA register tiles 6x16 (QK^T) / 6x16 (PV), packed K, online softmax",
+    .required_isa = ATTN_ISA_AVX2,
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .workspace = tiled_workspace,
+    .run = tiled_run,
+};

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// kernel_speed — a small, temporary speed probe for single-thread kernels (until the
+// Google Benchmark harness lands): for each selected kernel and shape it prints the
+// median time of --reps runs, GFLOP/s (FLOPs = attn_flops: 4·B·H·Sq·Skv·D unmasked)
+// and % of the measured single-thread FMA peak of the kernel's ISA (harness/peak).
+//
+//   build/kernel_speed [--reps N] [--causal] [--tile-q N] [--tile-kv N] [--seq N]...
+//                      [--dim N]... [kernel...]
+// Defaults: batch 1, 8 heads, seq 1024 and 2048, head_dim 64 and 128, non-causal, every
+// available SIMD kernel. Timing is wall clock; results are not checked here (the tests
+// and `attnbench check` do that).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attn.h"
+#include "peak.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+// The ISA a kernel's speed is measured against: its widest required ISA (0 = scalar).
+static uint32_t main_isa(uint32_t req) {
+  if (req & ATTN_ISA_AVX512F) return ATTN_ISA_AVX512F;
+  if (req & ATTN_ISA_AVX2) return ATTN_ISA_AVX2;
+  if (req & ATTN_ISA_NEON) return ATTN_ISA_NEON;
+  return 0;
+}
+
+static void fill(float *x, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    x[i] = (float)(seed >> 8) * 0x1p-23f - 1.0f;  // uniform [-1, 1)
+  }
+}
+
+int main(int argc, char **argv) {
+  int reps = 5;
+  bool causal = false;
+  attn_exec exec = {0};
+  int64_t seqs[8], dims[8];
+  size_t n_seq = 0, n_dim = 0, n_only = 0;
+  const char *only[32];
+  for (int i = 1; i < argc; i++) {
+    const bool has = i + 1 < argc;
+    if (strcmp(argv[i], "--reps") == 0 && has) reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--causal") == 0) causal = true;
+    else if (strcmp(argv[i], "--tile-q") == 0 && has) exec.tile_q = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--tile-kv") == 0 && has) exec.tile_kv = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--seq") == 0 && has && n_seq < 8) seqs[n_seq++] = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--dim") == 0 && has && n_dim < 8) dims[n_dim++] = atoll(argv[++i]);
+    else if (argv[i][0] == '-') {
+      fprintf(stderr, "kernel_speed: unknown option %s (see the comment at the top of "
+                      "tests/perf/kernel_speed.c)\n", argv[i]);
+      return 2;
+    } else if (n_only < 32) only[n_only++] = argv[i];
+  }
+  if (reps < 1 || exec.tile_q < 0 || exec.tile_kv < 0) {
+    fprintf(stderr, "kernel_speed: --reps must be >= 1 and tiles >= 0\n");
+    return 2;
+  }
+  if (!n_seq) seqs[n_seq++] = 1024, seqs[n_seq++] = 2048;
+  if (!n_dim) dims[n_dim++] = 64, dims[n_dim++] = 128;
+
+  double peak[8] = {0};  // indexed by main_isa bit position + 1 (0 = scalar)
+  printf("%-16s %-30s %10s %9s %8s\n", "kernel", "shape", "median ms", "GFLOP/s", "% peak");
+  for (size_t ki = 0; ki < attn_kernel_count(); ki++) {
+    const attn_kernel *k = attn_kernel_at(ki);
+    bool wanted = n_only == 0 ? k->required_isa != 0 : false;
+    for (size_t j = 0; j < n_only; j++) wanted |= strcmp(only[j], k->name) == 0;
+    if (!wanted) continue;
+    char why[96];
+    if (!attn_kernel_available(k, why, sizeof why)) {
+      printf("%-16s unavailable (%s)\n", k->name, why);
+      continue;
+    }
+    const uint32_t isa = main_isa(k->required_isa);
+    const int slot = isa ? __builtin_ctz(isa) + 1 : 0;
+    if (peak[slot] == 0.0) peak[slot] = attn_peak_fma_gflops(isa, 1);
+    for (size_t si = 0; si < n_seq; si++) {
+      for (size_t di = 0; di < n_dim; di++) {
+        const attn_problem p = attn_problem_make(1, 8, 8, seqs[si], seqs[si], dims[di], dims[di], causal);
+        char err[256];
+        if (!attn_problem_validate(&p, err, sizeof err)) {
+          fprintf(stderr, "kernel_speed: %s\n", err);
+          return 2;
+        }
+        const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), nv = attn_v_elems(&p), no = attn_o_elems(&p);
+        float *q = malloc(nq * sizeof *q), *kk = malloc(nk * sizeof *kk), *v = malloc(nv * sizeof *v),
+              *o = malloc(no * sizeof *o);
+        const size_t ws_bytes = attn_kernel_workspace(k, &p, &exec);
+        void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
+        if (!q || !kk || !v || !o || (ws_bytes && !ws)) {
+          fprintf(stderr, "kernel_speed: out of memory\n");
+          return 1;
+        }
+        fill(q, nq, 1), fill(kk, nk, 2), fill(v, nv, 3);
+        double *t = malloc((size_t)reps * sizeof *t);
+        k->run(&p, &exec, q, kk, v, o, ws);  // warm-up (page faults, clocks)
+        for (int r = 0; r < reps; r++) {
+          const double t0 = now();
+          k->run(&p, &exec, q, kk, v, o, ws);
+          t[r] = now() - t0;
+        }
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        const double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+        const double gflops = attn_flops(&p) / med * 1e-9;
+        char shape[64];
+        snprintf(shape, sizeof shape, "B1 H8 S%lld D%lld%s", (long long)p.seq_q,
+                 (long long)p.head_dim_qk, causal ? " causal" : "");
+        printf("%-16s %-30s %10.2f %9.1f %7.1f%%\n", k->name, shape, med * 1e3, gflops,
+               100.0 * gflops / peak[slot]);
+        fflush(stdout);
+        free(t), free(ws), free(q), free(kk), free(v), free(o);
+      }
+    }
+  }
+  printf("peaks (1 thread, measured FMA GFLOP/s):");
+  static const char *names[] = {"scalar", "avx2", "avx512f", "neon"};
+  for (int s = 0; s < 4; s++)
+    if (peak[s] > 0.0) printf(" %s %.1f", names[s], peak[s]);
+  printf("\n");
+  return 0;
+}
