@@ -10,6 +10,7 @@
 
 #include "attn.h"
 #include "cli_args.h"
+#include "topology.h"
 #include "commands.h"
 #include "peak.h"
 #include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
@@ -98,6 +99,7 @@ int cmd_info(int argc, char **argv) {
   printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
   printf("compiled:   %s\n", attn_isa_names(compiled_isas(), compiled, sizeof compiled));
+  attn_topology_print(attn_topology_get(), stdout);  // hwloc summary (topology.c)
   if (no_peak) {
     attn_info_parallel(stdout, false);  // parallel section, without the bandwidth probe
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;

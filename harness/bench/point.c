@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check/check.h"
+#include "placement.h"
 
 enum { kSeed = 20240607 };
 
@@ -35,6 +36,10 @@ static void *alloc64(size_t bytes) {
 static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   if (g_buf.owner == pt) return true;
   attn_bench_release_buffers();
+  // Bind this point's OpenMP team to physical cores (placement.h); a failure (e.g. no
+  // binding in a container) leaves threads unbound, which the context records.
+  char report[256];
+  (void)attn_placement_bind(pt->threads, report, sizeof report);
   const attn_problem *p = &pt->problem;
   g_buf.q = alloc64(attn_q_elems(p) * sizeof(float));
   g_buf.k = alloc64(attn_k_elems(p) * sizeof(float));
@@ -171,9 +176,16 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_bench_state *s = user;
   const attn_bench_point *pt = s->point;
   const attn_problem *p = &pt->problem;
-  const attn_exec exec = {.threads = pt->threads};
+  attn_exec exec = {.threads = pt->threads};
   attn_gb_set_label(st, pt->kernel->name);
   shape_counters(st, pt);
+  char err[160];
+  if (attn_placement_tiles(p, &exec, err, sizeof err) != 0) {  // tiles from cache sizes
+    attn_gb_skip_with_error(st, err);
+    return;
+  }
+  attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
   if (s->refused[0]) {
     attn_gb_skip_with_error(st, s->refused);
     return;
