@@ -100,6 +100,13 @@ static bool prescan(parse_ctx *c, FILE *f) {
         *end = '\0';
         copy_str(section, sizeof section, s + 1);
         trim(section);
+        // the header's own line, found by line_of(c, section, NULL)
+        if (c->nkeys < kMaxKeys && !line_of(c, section, NULL)) {
+          key_line *k = &c->keys[c->nkeys++];
+          copy_str(k->section, sizeof k->section, section);
+          copy_str(k->key, sizeof k->key, "[");
+          k->line = line;
+        }
       }
       continue;
     }
@@ -284,9 +291,11 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
     if (ne[i]->seen && ne[i]->n == 0)
       return fail(c, LINE(nonempty[i]), "%s: empty list", nonempty[i]), false;
   const bool has_dm = s->d_model.n > 0, has_hd = s->head_dim.n > 0;
-  if (has_dm == has_hd)
-    return fail(c, has_dm ? LINE("head_dim") : sec, "[%s]: give exactly one of d_model and head_dim", n),
+  if (has_dm == has_hd) {
+    const int a = LINE("d_model"), b = LINE("head_dim");
+    return fail(c, has_dm ? (a > b ? a : b) : sec, "[%s]: give exactly one of d_model and head_dim", n),
            false;
+  }
   for (int i = 0; i < s->heads.n; i++) {
     const int64_t h = s->heads.v[i];
     for (int j = 0; j < s->kv_heads.n; j++)
