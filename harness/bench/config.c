@@ -197,6 +197,8 @@ static int int_item(parse_ctx *c, int line, const char *key, const char *t, void
   return 1;
 }
 
+// A kernel name, "all" (every available kernel but the reference) or "-name" (drop one
+// named earlier in the list, e.g. "all, -naive").
 static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, void *dst) {
   (void)key;
   sweep *s = dst;
@@ -210,6 +212,8 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
     }
     return 1;
   }
+  const bool exclude = t[0] == '-';  // "all, -naive": everything but naive
+  if (exclude) t++;
   const attn_kernel *k = attn_kernel_find(t);
   if (!k) {
     char names[512] = "";
@@ -218,6 +222,13 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
       strncat(names, attn_kernel_at(i)->name, sizeof names - strlen(names) - 1);
     }
     return fail(c, line, "kernels: unknown kernel '%s' (known: %s)", t, names);
+  }
+  if (exclude) {
+    int kept = 0;
+    for (int j = 0; j < s->nk; j++)
+      if (s->kernels[j] != k) s->kernels[kept++] = s->kernels[j];
+    s->nk = kept;
+    return 1;
   }
   for (int j = 0; j < s->nk; j++)
     if (s->kernels[j] == k) return 1;
@@ -237,7 +248,7 @@ static int handler(void *user, const char *section, const char *name, const char
   if (!s) return fail(c, line, "too many sections (at most %d)", kMaxSweeps);
   if (strcmp(key, "kernels") == 0) {
     return parse_list(c, line, key, value, kernel_item, s) &&
-           (s->nk > 0 || fail(c, line, "kernels: empty list"));
+           (s->nk > 0 || fail(c, line, "kernels: empty list (or every kernel excluded)"));
   }
   if (strcmp(key, "repetitions") == 0 || strcmp(key, "min_time") == 0) {
     char *end;

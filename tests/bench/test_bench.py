@@ -74,6 +74,15 @@ def config_errors(binary):
             check(err.startswith("%s:%d: " % (path, line)), "bad config %d names %s:%d (got: %s)" % (i, path, line, err))
             check(msg in err, "bad config %d says '%s' (got: %s)" % (i, msg, err))
             check(not os.path.exists(out), "bad config %d ran nothing" % i)
+        excl = os.path.join(d, "excl.ini")
+        with open(excl, "w") as f:
+            f.write(GOOD.replace("kernels = blocked", "kernels = all, -naive"))
+        r = subprocess.run([binary, "bench", "--config", excl, "--dry-run"], capture_output=True, text=True)
+        names = [ln.split()[0] for ln in r.stdout.splitlines()[:-1]]
+        check(r.returncode == 0 and names, "kernels = all, -naive is accepted")
+        check(not any(n.startswith(("naive/", "reference/")) for n in names),
+              "'all, -naive' has neither naive nor reference")
+        check(any(n.startswith("blocked/") for n in names), "'all, -naive' keeps blocked")
         r = subprocess.run([binary, "bench", "--config", os.path.join(d, "nope.ini")], capture_output=True, text=True)
         check(r.returncode == 2 and "cannot open" in r.stderr, "missing config file is reported")
         r = subprocess.run([binary, "bench", "--config", good, "--kernel", "nope"], capture_output=True, text=True)
