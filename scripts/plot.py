@@ -34,10 +34,15 @@ def panel_title(key):
 
 
 def line_tags(points):
-    """Dimensions other than the panel's and the x axis that vary: they label the lines."""
+    """Dimensions besides the panel's and the x axis that vary for one kernel: each value
+    gets its own line (and line style). A dimension that differs only between kernels
+    (single-thread kernels at T1 next to parallel ones at T2) needs no tag."""
     tags = []
     for k, fmt in (("KV", "KV%d"), ("B", "B%d"), ("kernel_threads", "T%d"), ("Dv", "Dv%d")):
-        if len({int(p.get(k, 0)) for p in points}) > 1:
+        per_kernel = {}
+        for p in points:
+            per_kernel.setdefault(p.kernel, set()).add(int(p.get(k, 0)))
+        if any(len(v) > 1 for v in per_kernel.values()):
             tags.append((k, fmt))
     return tags
 

@@ -3,6 +3,7 @@
 """Tests of `attnbench bench` and the result scripts (run by CTest; see CMakeLists.txt).
 
   test_bench.py config-errors ATTNBENCH      malformed configs fail with FILE:LINE, exit 2
+  test_bench.py refuse ATTNBENCH             a point too big for memory is refused
   test_bench.py sigint ATTNBENCH CONFIGDIR   SIGINT mid-sweep keeps finished points
   test_bench.py results RESULTS.json         context and counters of a ci.ini run
   test_bench.py scripts RESULTS.json DIR     plot.py / compare.py / summary.py on it
@@ -89,6 +90,33 @@ def config_errors(binary):
         check(r.returncode == 2 and "unknown kernel 'nope'" in r.stderr, "unknown --kernel is reported")
         r = subprocess.run([binary, "bench", "--config", good, "--benchmark_bogus=1"], capture_output=True, text=True)
         check(r.returncode == 2, "an unknown --benchmark_ flag is an error")
+
+
+def refuse(binary):
+    """A point far larger than memory is refused (an error in the file), others still run."""
+    cfg = GOOD + """
+[huge]
+kernels = blocked
+batch = 64
+heads = 64
+head_dim = 128
+seq_len = 65536
+"""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "huge.ini")
+        with open(path, "w") as f:
+            f.write(cfg)
+        out = os.path.join(d, "res.json")
+        r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--no-probe",
+                            "--benchmark_min_time=0.01"], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 1, "a refused point makes the run exit 1 (got %d)" % r.returncode)
+        check("refused: needs" in r.stderr, "the refusal is explained on stderr")
+        with open(out) as f:
+            doc = json.load(f)
+        errs = [b for b in doc["benchmarks"] if b.get("error_occurred")]
+        oks = [b for b in doc["benchmarks"] if not b.get("error_occurred")]
+        check(len(errs) == 1 and "refused" in errs[0]["error_message"], "the huge point is an error")
+        check(len(oks) == 2, "the other points ran")
 
 
 def sigint(binary, _configdir):
@@ -225,7 +253,7 @@ def scripts(path, sdir):
 
 def main():
     mode = sys.argv[1]
-    {"config-errors": config_errors, "sigint": sigint, "results": results, "scripts": scripts}[mode](*sys.argv[2:])
+    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "results": results, "scripts": scripts}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1
