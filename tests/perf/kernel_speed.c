@@ -5,7 +5,8 @@
 // and % of the measured single-thread FMA peak of the kernel's ISA (harness/peak).
 //
 //   build/kernel_speed [--reps N] [--causal] [--tile-q N] [--tile-kv N] [--seq N]...
-//                      [--dim N]... [kernel...]
+//                      [--kv N] [--dim N]... [kernel...]
+// --kv N sets seq_kv (default: seq_kv = seq), e.g. --seq 1 --kv 4096 for decode.
 // Defaults: batch 1, 8 heads, seq 1024 and 2048, head_dim 64 and 128, non-causal, every
 // available SIMD kernel. Timing is wall clock; results are not checked here (the tests
 // and `attnbench check` do that). The machine may be shared, so each ISA's peak is
@@ -51,6 +52,7 @@ int main(int argc, char **argv) {
   attn_exec exec = {0};
   int64_t seqs[8], dims[8];
   size_t n_seq = 0, n_dim = 0, n_only = 0;
+  int64_t seq_kv = 0;
   const char *only[32];
   for (int i = 1; i < argc; i++) {
     const bool has = i + 1 < argc;
@@ -59,6 +61,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--tile-q") == 0 && has) exec.tile_q = atoi(argv[++i]);
     else if (strcmp(argv[i], "--tile-kv") == 0 && has) exec.tile_kv = atoi(argv[++i]);
     else if (strcmp(argv[i], "--seq") == 0 && has && n_seq < 8) seqs[n_seq++] = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--kv") == 0 && has) seq_kv = atoll(argv[++i]);
     else if (strcmp(argv[i], "--dim") == 0 && has && n_dim < 8) dims[n_dim++] = atoll(argv[++i]);
     else if (argv[i][0] == '-') {
       fprintf(stderr, "kernel_speed: unknown option %s (see the comment at the top of "
@@ -97,7 +100,7 @@ int main(int argc, char **argv) {
     if (peak[slot] == 0.0) peak[slot] = attn_peak_fma_gflops(isa, 1);
     for (size_t si = 0; si < n_seq; si++) {
       for (size_t di = 0; di < n_dim; di++) {
-        const attn_problem p = attn_problem_make(1, 8, 8, seqs[si], seqs[si], dims[di], dims[di], causal);
+        const attn_problem p = attn_problem_make(1, 8, 8, seqs[si], seq_kv ? seq_kv : seqs[si], dims[di], dims[di], causal);
         char err[256];
         if (!attn_problem_validate(&p, err, sizeof err)) {
           fprintf(stderr, "kernel_speed: %s\n", err);
@@ -124,8 +127,12 @@ int main(int argc, char **argv) {
         const double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
         const double gflops = attn_flops(&p) / med * 1e-9;
         char shape[64];
-        snprintf(shape, sizeof shape, "B1 H8 S%lld D%lld%s", (long long)p.seq_q,
-                 (long long)p.head_dim_qk, causal ? " causal" : "");
+        if (p.seq_kv == p.seq_q)
+          snprintf(shape, sizeof shape, "B1 H8 S%lld D%lld%s", (long long)p.seq_q,
+                   (long long)p.head_dim_qk, causal ? " causal" : "");
+        else
+          snprintf(shape, sizeof shape, "B1 H8 Sq%lld Skv%lld D%lld%s", (long long)p.seq_q,
+                   (long long)p.seq_kv, (long long)p.head_dim_qk, causal ? " causal" : "");
         fprintf(stderr, "%-16s %-30s %10.2f ms %9.1f GFLOP/s\n", k->name, shape, med * 1e3, gflops);
         if (n_rows < kMaxRows) {
           rows[n_rows].kernel = k->name;
