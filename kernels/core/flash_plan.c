@@ -66,6 +66,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->off_m = off, off += align16(rows);
   plan->off_l = off, off += align16(rows);
   plan->off_alpha = off, off += align16(rows);
+  plan->off_lim = off, off += align16(rows);  // int32 per row
   plan->scratch_floats = off;
   plan->partial_stride = plan->nsplit > 1 ? align16(rows * (dvp + 2)) : 0;
 }
@@ -78,16 +79,18 @@ size_t flash_workspace_bytes(const flash_plan *plan, int threads) {
 
 flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t t) {
   flash_task k;
-  // Innermost: chunk, then (b, g, sub); outermost: the query block, last block first.
+  // Innermost: chunk, then the query block (last — heaviest under a causal mask — first),
+  // then the head subgroup, K/V head and batch. Consecutive tasks thus share one K/V
+  // head, which stays in the last-level cache while the threads walk its query blocks.
   k.chunk = t % plan->nsplit;
   t /= plan->nsplit;
+  k.qb = plan->qblocks - 1 - t % plan->qblocks;
+  t /= plan->qblocks;
   k.sub = t % plan->subgroups;
   t /= plan->subgroups;
   k.g = t % p->kv_heads;
   t /= p->kv_heads;
-  k.b = t % p->batch;
-  t /= p->batch;
-  k.qb = plan->qblocks - 1 - t;
+  k.b = t;
   return k;
 }
 

@@ -37,7 +37,7 @@ typedef struct flash_plan {
   int64_t tasks;           // base_tasks · nsplit
   int64_t dvp;             // head_dim_v rounded up to the vector width
   // Per-thread scratch (floats, each region 64-byte aligned).
-  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, scratch_floats;
+  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, scratch_floats;
   // Split-KV partials: tasks × rows × (dvp + 2) floats, after the per-thread scratch.
   size_t partial_stride;  // floats per task's partial block
 } flash_plan;
@@ -57,8 +57,9 @@ int flash_threads(const attn_exec *exec);
 // Workspace bytes: threads × scratch + partials.
 size_t flash_workspace_bytes(const flash_plan *plan, int threads);
 
-// Task index → coordinates. Tasks are ordered heaviest first under a causal mask (later
-// query blocks see more keys), which with dynamic scheduling balances the triangle.
+// Task index → coordinates. Within a K/V head, query blocks come heaviest first under a
+// causal mask (later blocks see more keys), so dynamic scheduling ends each head on
+// light blocks; consecutive tasks share the K/V head (cache reuse).
 typedef struct flash_task {
   int64_t b, g, sub, qb, chunk;
 } flash_task;

@@ -18,7 +18,9 @@ void attn_tiles_for_caches(const attn_problem *p, size_t l1d, size_t l2, int *ti
   const size_t panel = l1d / (f * 64);  // tile_kv × 64 floats of V in L1d
   if (tkv > panel) tkv = panel;
   tkv = clamp_round(tkv, 32, 512, 32);
-  size_t tq = (l2 / 4) / (f * (d + tkv + dv));
+  // Resident per task: Q̂ (tq·D) + S/P (tq·tkv) + acc (tq·Dv) + K̂ᵀ and V̂ (tkv·(D+Dv)).
+  const size_t half = l2 / 2, kv_tile = f * tkv * (d + dv);
+  size_t tq = half > kv_tile ? (half - kv_tile) / (f * (d + tkv + dv)) : 0;
   tq = clamp_round(tq, 8, 256, 8);
   *tile_q = (int)tq;
   *tile_kv = (int)tkv;

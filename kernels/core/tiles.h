@@ -13,13 +13,16 @@
 //            at most a quarter of L2, and one P·V column panel (tile_kv × 64 floats) fits
 //            in L1d, so the panel that the P·V micro-kernel streams stays in L1.
 //            Rounded down to a multiple of 32 (the widest register tile), within [32, 512].
-//   tile_q:  the rows a task keeps resident — pre-scaled Q (tile_q × D), the score/P
-//            block (tile_q × tile_kv) and the output accumulator (tile_q × Dv) — take at
-//            most a quarter of L2. Rounded down to a multiple of 8, within [8, 256].
-// The other half of L2 is left for the K/V rows being packed and for the other
-// thread's lines on parts whose L2 is shared. For this machine (Zen 4: 32 KiB L1d,
-// 1 MiB L2): D = Dv = 64 → tile_kv 128, tile_q 256; D = Dv = 128 → tile_kv 128,
-// tile_q 160.
+//   tile_q:  everything a task keeps resident — pre-scaled Q (tile_q × D), the score/P
+//            block (tile_q × tile_kv), the output accumulator (tile_q × Dv) and the
+//            packed K/V tile (tile_kv × (D + Dv)) — takes at most half of L2; the other
+//            half is left for the K/V rows streaming in to be packed. Rounded down to a
+//            multiple of 8, within [8, 256] (256 rows per task still gives 8 tasks per
+//            head at seq 2048, enough to balance 2–16 threads).
+// Measured on this machine (Zen 4, 32 KiB L1d, 1 MiB L2; flash__avx512, 1 thread, B1 H8
+// seq 2048, GFLOP/s): D=64  tq 64/128/256 × tkv 128 → 82/87/91, tkv 64..512 at tq 256
+// within 87–94;  D=128 tq 64/128/256 × tkv 128 → 65–88/93/98, tkv 64..512 at tq 256
+// within 96–98. The rule gives D=64 and D=128 → tile_q 256, tile_kv 128.
 #pragma once
 
 #include <stddef.h>

@@ -33,6 +33,10 @@
 #if FL_PV_MR < 4 || FL_PV_MR > 8 || FL_QK_MR > 16
 #error "register tiles: 4 <= FL_PV_MR <= 8, FL_QK_MR <= 16"
 #endif
+// Rows per Q·Kᵀ → softmax → P·V block: a common multiple of both register tiles' rows.
+#ifndef FL_ROW_BLOCK
+#define FL_ROW_BLOCK (FL_QK_MR * FL_PV_MR)
+#endif
 
 #define FL_INLINE static inline __attribute__((always_inline))
 
@@ -63,15 +67,26 @@ FL_INLINE void fl_qk_micro(int mr, int nv, const float *q, int64_t dqk, const fl
     for (int v = 0; v < nv; v++) vf_store(s + r * tkv + v * VF_W, acc[r][v]);
 }
 
+// The largest limit among rows [r, r + n): the keys any of them can see.
+static inline int64_t fl_max_lim(const int32_t *lims, int64_t r, int64_t n) {
+  int64_t mx = 0;
+  for (int64_t i = r; i < r + n; i++) mx = lims[i] > mx ? lims[i] : mx;
+  return mx;
+}
+
 // S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W. Full register tiles
-// use the MR × NV micro-kernel; edges fall back to narrower instances of it.
+// use the MR × NV micro-kernel; edges fall back to narrower instances of it. Register
+// tiles whose keys no row of the tile can see (lims: keys each row sees in this K/V
+// tile) are skipped — on the diagonal that is the part above it; the softmax overwrites
+// those scores with −∞ before anyone reads them.
 static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
-                       const float *kt, int64_t tkv, float *s) {
+                       const float *kt, int64_t tkv, float *s, const int32_t *lims) {
   for (int64_t c = 0; c < ncol; c += FL_QK_NV * VF_W) {
     const int64_t left = (ncol - c) / VF_W;
     const int nv = (int)(left < FL_QK_NV ? left : FL_QK_NV);
     for (int64_t r = 0; r < nrows; r += FL_QK_MR) {
       const int64_t mr = nrows - r < FL_QK_MR ? nrows - r : FL_QK_MR;
+      if (c >= fl_max_lim(lims, r, mr)) continue;
       const float *qr = q + r * dqk;
       const float *ktc = kt + c;
       float *sr = s + r * tkv + c;
@@ -200,10 +215,14 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, 
 
 // acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc). A register tile whose rows all
 // kept their max (α = 1) skips the rescale.
-static void fl_pv_tile(int64_t nrows, int64_t nc, const float *pm, int64_t tkv, const float *vp,
-                       int64_t vstride, float *acc, int64_t dvp, const float *alpha) {
+// Each register tile stops at the last key one of its rows sees (lims), since P is 0
+// beyond a row's limit.
+static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float *vp,
+                       int64_t vstride, float *acc, int64_t dvp, const float *alpha,
+                       const int32_t *lims) {
   for (int64_t r = 0; r < nrows; r += FL_PV_MR) {
     const int mr = (int)(nrows - r < FL_PV_MR ? nrows - r : FL_PV_MR);
+    const int64_t nc = fl_max_lim(lims, r, mr);
     int any = 0;
     for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
     for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
@@ -271,6 +290,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   float *qs = scratch + pl->off_q, *kt = scratch + pl->off_kt, *vs = scratch + pl->off_v;
   float *S = scratch + pl->off_s, *acc = scratch + pl->off_acc;
   float *m = scratch + pl->off_m, *l = scratch + pl->off_l, *alpha = scratch + pl->off_alpha;
+  int32_t *lims = (int32_t *)(scratch + pl->off_lim);
 
   // The keys this task visits: its chunk, cut at the last key its last row can see.
   const int64_t kv_end_all = attn_visible_keys(p, i0 + nq - 1);
@@ -292,12 +312,14 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
     for (int64_t j0 = kb; j0 < ke; j0 += tkv) {
       const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
       const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
-      const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
-      if (j0 + tkv < ke) {  // the next tile's K and V into cache while this one computes
-        const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;
-        fl_prefetch(kj + tkv * dqk, nn * dqk);
-        fl_prefetch(vj + tkv * dv, nn * dv);
+      for (int64_t row = 0; row < nrows; row++) {  // keys each row sees in this tile
+        int64_t lim = attn_visible_keys(p, i0 + row % nq) - j0;  // < nk on the diagonal
+        lims[row] = (int32_t)(lim > nk ? nk : lim < 0 ? 0 : lim);
       }
+      const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
+      // The next tile's K now and its V after Q·Kᵀ, so the requests overlap compute.
+      const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
+      if (nn > 0) fl_prefetch(kj + tkv * dqk, nn * dqk);
       // V̂: the P·V tile runs over dvp columns. When head_dim_v is a whole number of
       // vectors V's own rows serve (stride dv); otherwise rows are copied zero-padded.
       const float *vt = vj;
@@ -314,17 +336,21 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
                             (FL_QK_NV * VF_W);
         const int64_t ncp = ncq < tkv ? ncq : tkv;
         fl_pack_kt(kj, nk, ncp, dqk, kt, tkv);
-        fl_qk_tile(nrows, ncol, qs, dqk, kt, tkv, S);
-      } else {
-        fl_qk_rows(nrows, nk, qs, dqk, kj, S, tkv);
       }
-      for (int64_t row = 0; row < nrows; row++) {
-        int64_t lim = attn_visible_keys(p, i0 + row % nq) - j0;  // causal diagonal tiles
-        if (lim > nk) lim = nk;
-        if (lim < 0) lim = 0;  // the row sees nothing here: P = 0, α = 1, (m, l) kept
-        alpha[row] = vs_online_softmax_row(S + row * tkv, lim, ncol, &m[row], &l[row]);
+      if (nn > 0) fl_prefetch(vj + tkv * dv, nn * dv);
+      // Row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back, so their
+      // scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
+      const int64_t vstride = dv == dvp ? dv : dvp;
+      for (int64_t r0 = 0; r0 < nrows; r0 += FL_ROW_BLOCK) {
+        const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
+        if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
+        float *sb = S + r0 * tkv;
+        if (packed) fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0);
+        else fl_qk_rows(nb, nk, qs + r0 * dqk, dqk, kj, sb, tkv);
+        for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
+          alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
+        fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0);
       }
-      fl_pv_tile(nrows, nk, S, tkv, vt, dv == dvp ? dv : dvp, acc, dvp, alpha);
     }
   }
 

@@ -2,8 +2,8 @@
 // flash_speed — a small measurement tool for the parallel kernels (not a test: it
 // asserts nothing about time). For each kernel × thread count it runs one warm-up call
 // and `--reps` timed calls of the same problem and prints the median wall time,
-// GFLOP/s (attn_flops: visible pairs only), GB/s of K and V read, and the peak RSS of
-// the process. With --bandwidth it first runs the read-bandwidth probe.
+// GFLOP/s (attn_flops: visible pairs only), GB/s of K and V read (both from the median),
+// the fastest call (least disturbed by other load), and the peak RSS of the process. With --bandwidth it first runs the read-bandwidth probe.
 //
 //   flash_speed --kernel flash__avx512 --threads 1,2 --seq 2048 --d 64 [--causal]
 //   flash_speed --kernel flash__avx512 --threads 2 --seq-q 1 --seq 32768 --d 128 --kv-heads 1
@@ -107,8 +107,8 @@ int main(int argc, char **argv) {
   printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)\n", (long long)batch,
          (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
          causal ? "causal" : "non-causal", reps);
-  printf("%-16s %3s %10s %9s %9s %10s %10s\n", "kernel", "T", "ms", "GFLOP/s", "KV GB/s",
-         "RSS MiB", "in+out MiB");
+  printf("%-16s %3s %10s %10s %9s %9s %10s %10s\n", "kernel", "T", "median ms", "min ms",
+         "GFLOP/s", "KV GB/s", "RSS MiB", "in+out MiB");
   for (int ki = 0; ki < nk; ki++) {
     const attn_kernel *kr = attn_kernel_find(kernels[ki]);
     if (!kr || !attn_kernel_available(kr, NULL, 0)) {
@@ -132,8 +132,8 @@ int main(int argc, char **argv) {
       const double med = t[reps / 2];
       struct rusage ru;
       getrusage(RUSAGE_SELF, &ru);
-      printf("%-16s %3d %10.3f %9.1f %9.1f %10.1f %10.1f\n", kr->name,
-             threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, flops / med / 1e9,
+      printf("%-16s %3d %10.3f %10.3f %9.1f %9.1f %10.1f %10.1f\n", kr->name,
+             threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[0] * 1e3, flops / med / 1e9,
              kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
     }
   }
