@@ -12,6 +12,7 @@ usage: scripts/plot.py RESULTS.json [--out-dir DIR]
 """
 import argparse
 import os
+import signal
 import sys
 
 import matplotlib
@@ -178,4 +179,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends quietly
     sys.exit(main())

@@ -8,6 +8,7 @@ usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
 """
 import argparse
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -62,4 +63,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends quietly
     sys.exit(main())
