@@ -13,6 +13,7 @@
 #include <regex.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -83,6 +84,14 @@ class TeeReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run> &reported) override {
     if (reported.empty()) return;
     std::vector<Run> runs = reported;
+    for (Run &r : runs) {
+      // The cv of a counter that is 0 in every repetition (e.g. causal = 0) is 0/0; it
+      // has no spread, so report 0 — a NaN would make the JSON unreadable to strict
+      // parsers.
+      if (r.run_type != Run::RT_Aggregate || r.aggregate_unit != benchmark::kPercentage) continue;
+      for (auto &kv : r.counters)
+        if (std::isnan(kv.second.value)) kv.second.value = 0.0;
+    }
     if (opts_.plain_names) {
       for (Run &r : runs) {
         r.run_name.min_time.clear();

@@ -170,9 +170,18 @@ min_time = 0.15
         check(len(medians) >= 3, "finished points carry their aggregates")
 
 
+def strict_constant(c):
+    raise ValueError("non-standard JSON constant %s" % c)
+
+
 def results(path):
     with open(path) as f:
-        doc = json.load(f)
+        text = f.read()
+    try:  # strict JSON: no NaN / Infinity (jq and browsers reject them)
+        json.loads(text, parse_constant=strict_constant)
+    except ValueError as e:
+        check(False, "results file is strict JSON (%s)" % e)
+    doc = json.loads(text)
     ctx = doc["context"]
     for key in ("cpu_model", "isa", "topology", "hwloc_cores", "hwloc_pus", "hwloc_packages",
                 "hwloc_numa_nodes", "l1d_bytes", "l2_bytes", "l3_bytes", "compiler", "cflags",
