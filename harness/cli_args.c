@@ -67,9 +67,14 @@ void cli_print_help(const cli_spec *spec, FILE *f) {
     fprintf(f, "  %-22s %s", left, o->help ? o->help : "");
     if (o->required) fprintf(f, " (required)");
     if (o->kind == CLI_STRING_LIST) fprintf(f, " (repeatable)");
-    if ((o->kind == CLI_INT || o->kind == CLI_INT64) && (o->min || o->max))
+    if (o->kind == CLI_INT_LIST) fprintf(f, " (repeatable, or comma-separated)");
+    if ((o->kind == CLI_INT || o->kind == CLI_INT64 || o->kind == CLI_INT_LIST) && (o->min || o->max))
       fprintf(f, " [%lld..%lld]", (long long)o->min, (long long)o->max);
     fputc('\n', f);
+  }
+  if (spec->passthrough_prefix) {
+    snprintf(left, sizeof left, "--%s*=VALUE", spec->passthrough_prefix);
+    fprintf(f, "  %-22s %s\n", left, "passed through unchanged (value in the same token)");
   }
   fprintf(f, "  %-22s %s\n", "-h, --help", "show this help and exit");
   if (spec->epilog) fprintf(f, "\n%s\n", spec->epilog);
@@ -116,6 +121,30 @@ static cli_status store(const cli_spec *spec, const cli_option *o, const char *v
       if (!*val) CLI_FAIL("--%s expects a non-empty value", o->name);
       *(const char **)o->dest = val;
       return CLI_OK;
+    case CLI_INT_LIST: {
+      cli_int_list *l = o->dest;
+      int64_t lo, hi;
+      int_range(o, &lo, &hi);
+      if (!*val) CLI_FAIL("--%s expects a comma-separated list of integers", o->name);
+      char item[64];
+      for (const char *p = val;;) {
+        const char *comma = strchr(p, ',');
+        const size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (n >= sizeof item) CLI_FAIL("--%s: item '%.*s...' is too long", o->name, 20, p);
+        memcpy(item, p, n);
+        item[n] = '\0';
+        int64_t v;
+        if (!cli_parse_i64(item, INT64_MIN, INT64_MAX, &v))
+          CLI_FAIL("--%s expects integers, got '%s' in '%s'", o->name, item, val);
+        if (v < lo || v > hi)
+          CLI_FAIL("--%s %s is out of range [%lld, %lld]", o->name, item, (long long)lo, (long long)hi);
+        if (l->count >= CLI_LIST_MAX) CLI_FAIL("--%s has more than %d values", o->name, CLI_LIST_MAX);
+        l->items[l->count++] = v;
+        if (!comma) break;
+        p = comma + 1;
+      }
+      return CLI_OK;
+    }
     case CLI_STRING_LIST: {
       cli_list *l = o->dest;
       if (!*val) CLI_FAIL("--%s expects a non-empty value", o->name);
@@ -156,6 +185,12 @@ cli_status cli_parse(const cli_spec *spec, int argc, char **argv) {
       continue;
     }
     if (arg[1] != '-') CLI_FAIL("unknown option '%s' (options are long, e.g. --help)", arg);
+    if (spec->passthrough && spec->passthrough_prefix &&
+        strncmp(arg + 2, spec->passthrough_prefix, strlen(spec->passthrough_prefix)) == 0) {
+      if (spec->passthrough->count >= CLI_LIST_MAX) CLI_FAIL("too many --%s* options", spec->passthrough_prefix);
+      spec->passthrough->items[spec->passthrough->count++] = arg;
+      continue;
+    }
     const char *name = arg + 2;
     const char *eq = strchr(name, '=');
     const size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
@@ -170,7 +205,7 @@ cli_status cli_parse(const cli_spec *spec, int argc, char **argv) {
       }
     }
     if (!o) CLI_FAIL("unknown option '--%.*s'", (int)name_len, name);
-    if (seen[idx] && o->kind != CLI_STRING_LIST) CLI_FAIL("option --%s given more than once", o->name);
+    if (seen[idx] && o->kind != CLI_STRING_LIST && o->kind != CLI_INT_LIST) CLI_FAIL("option --%s given more than once", o->name);
     seen[idx]++;
     const char *val = NULL;
     if (!takes_value(o)) {

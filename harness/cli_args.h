@@ -9,7 +9,8 @@
 //   * numbers are parsed strictly: the whole token must be a number (no trailing junk,
 //     no empty string), integers in base 10 within [min, max], floats finite and within
 //     [fmin, fmax]; out-of-range values name the allowed range.
-//   * positional arguments are rejected unless the spec asks for them.
+//   * positional arguments are rejected unless the spec asks for them;
+//   * optionally, options with a given prefix (e.g. --benchmark_*) pass through verbatim.
 //
 // Usage:
 //   int threads = 0; bool verbose = false; cli_list kernels = {0};
@@ -47,6 +48,9 @@ typedef enum cli_kind {
   CLI_DOUBLE,       // dest: double*; strict finite float in [fmin, fmax]
   CLI_STRING,       // dest: const char** (points into argv)
   CLI_STRING_LIST,  // dest: cli_list*; repeatable, each occurrence appends one value
+  CLI_INT_LIST,     // dest: cli_int_list*; repeatable, and each value may be a comma-
+                    // separated list ("--threads 1,2,4" == "--threads 1 --threads 2,4");
+                    // every item strict and within [min, max]
 } cli_kind;
 
 enum { CLI_LIST_MAX = 64 };
@@ -55,6 +59,11 @@ typedef struct cli_list {
   const char *items[CLI_LIST_MAX];  // point into argv
   size_t count;
 } cli_list;
+
+typedef struct cli_int_list {
+  int64_t items[CLI_LIST_MAX];
+  size_t count;
+} cli_int_list;
 
 typedef struct cli_option {
   const char *name;     // long name without the leading "--"
@@ -80,6 +89,12 @@ typedef struct cli_spec {
   size_t max_positional;
   size_t *n_positional;
   const char *positional_usage;  // e.g. "[FILE...]" for the usage line
+  // Pass-through options: when passthrough != NULL, every argument that starts with
+  // "--" + passthrough_prefix (e.g. "benchmark_" for Google Benchmark's flags) is stored
+  // verbatim, in order, in *passthrough instead of being parsed. Such flags must carry
+  // their value in the same token ("--benchmark_filter=flash").
+  const char *passthrough_prefix;
+  cli_list *passthrough;
 } cli_spec;
 
 typedef enum cli_status {

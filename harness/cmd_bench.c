@@ -135,11 +135,13 @@ static bool writable(const char *path) {
   return true;
 }
 
-int cmd_bench(int argc, char **argv) {
+// Runs the sweep once the plan is loaded; returns the exit code.
+static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char *config,
+                    const char *out, bool dry_run, bool no_probe, bool quiet, bool user_reps,
+                    bool user_min_time, const attn_gb_run_opts *display);
+
+static int bench_main(int argc, char **argv, char **gb_argv, char **our_argv) {
   // Google Benchmark's own flags pass through; a few of them map onto ours.
-  char **gb_argv = calloc((size_t)argc + 2, sizeof *gb_argv);
-  char **our_argv = calloc((size_t)argc + 1, sizeof *our_argv);
-  if (!gb_argv || !our_argv) return ATTNBENCH_EXIT_FAILURE;
   int gb_argc = 0, our_argc = 0;
   gb_argv[gb_argc++] = argv[0];
   our_argv[our_argc++] = argv[0];
@@ -182,9 +184,9 @@ int cmd_bench(int argc, char **argv) {
       {.name = "config", .kind = CLI_STRING, .dest = &config, .metavar = "FILE", .required = true,
        .help = "sweep config (INI), e.g. configs/default.ini"},
       {.name = "kernel", .kind = CLI_STRING_LIST, .dest = &kernels, .metavar = "NAME",
-       .help = "benchmark this kernel instead of the config's (repeatable)"},
+       .help = "benchmark this kernel instead of the config's"},
       {.name = "threads", .kind = CLI_STRING_LIST, .dest = &threads, .metavar = "N",
-       .help = "use this thread count instead of the config's (repeatable; 0 = one per core)"},
+       .help = "use this thread count instead of the config's (0 = one per core)"},
       {.name = "out", .kind = CLI_STRING, .dest = &out, .metavar = "FILE",
        .help = "results file (default results/<host>-<date>.json)"},
       {.name = "dry-run", .kind = CLI_FLAG, .dest = &dry_run,
@@ -242,17 +244,39 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "%s\n", err);
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (!attn_gb_init(&gb_argc, gb_argv)) return ATTNBENCH_EXIT_USAGE;
+  if (!attn_gb_init(&gb_argc, gb_argv)) {
+    attn_bench_plan_free(&plan);
+    return ATTNBENCH_EXIT_USAGE;
+  }
 
-  // Memory: refuse points that do not fit (they are reported as errors, not run).
   attn_bench_state *states = calloc(plan.count ? plan.count : 1, sizeof *states);
-  if (!states) return ATTNBENCH_EXIT_FAILURE;
+  if (!states) {
+    attn_bench_plan_free(&plan);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  const attn_gb_run_opts display_opts = {.display = display,
+                                         .color = color,
+                                         .display_aggregates_only = !user_aggr,
+                                         .plain_names = true};
+  const int rc = run_plan(&plan, states, config, out, dry_run, no_probe, quiet, user_reps,
+                          user_min_time, &display_opts);
+  attn_bench_release_buffers();
+  attn_bench_release_reference();
+  attn_bench_plan_free(&plan);
+  free(states);
+  return rc;
+}
+
+static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char *config,
+                    const char *out, bool dry_run, bool no_probe, bool quiet, bool user_reps,
+                    bool user_min_time, const attn_gb_run_opts *display) {
+  // Memory: refuse points that do not fit (they are reported as errors, not run).
   const uint64_t avail = attn_available_memory();
-  for (size_t i = 0; i < plan.count; i++) {
+  char a[32], b[32];
+  for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
-    s->point = &plan.points[i];
+    s->point = &plan->points[i];
     const uint64_t need = attn_bench_point_bytes(s->point);
-    char a[32], b[32];
     attn_format_bytes(need, a, sizeof a);
     attn_format_bytes(avail, b, sizeof b);
     if (dry_run) printf("%-64s %s\n", s->point->name, a);
@@ -263,10 +287,7 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   if (dry_run) {
-    printf("%zu points; %s available\n", plan.count,
-           attn_format_bytes(avail, err, sizeof err));
-    attn_bench_plan_free(&plan);
-    free(states);
+    printf("%zu points; %s available\n", plan->count, attn_format_bytes(avail, b, sizeof b));
     return ATTNBENCH_EXIT_OK;
   }
 
@@ -281,14 +302,15 @@ int cmd_bench(int argc, char **argv) {
   {  // Bind OpenMP threads to physical cores (hwloc) before the context records `binding`.
     char binding[512];
     int most = attn_placement_default_threads();
-    for (size_t i = 0; i < plan.count; i++)
-      if (plan.points[i].threads > most) most = plan.points[i].threads;
+    for (size_t i = 0; i < plan->count; i++)
+      if (plan->points[i].threads > most) most = plan->points[i].threads;
     attn_placement_bind(most, binding, sizeof binding);
   }
-  attn_bench_add_context(&plan, config, !no_probe);
-  for (size_t i = 0; i < plan.count; i++) {
+  attn_bench_add_context(plan, config, !no_probe);
+  for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
-    if (!no_probe) s->peak_gflops = attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
+    if (!no_probe)
+      s->peak_gflops = attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
     const attn_gb_def def = {
         .name = s->point->name,
         .run = attn_bench_run_point,
@@ -308,25 +330,27 @@ int cmd_bench(int argc, char **argv) {
   signal(SIGTERM, on_signal);
 
   progress pg = {.start = now_seconds(), .quiet = quiet};
-  if (!quiet) fprintf(stderr, "%zu points planned from %s -> %s\n", plan.count, config, out);
-  const attn_gb_run_opts run = {.json_path = out,
-                                .display = display,
-                                .color = color,
-                                .display_aggregates_only = !user_aggr,
-                                .plain_names = true,
-                                .progress = on_progress,
-                                .progress_user = &pg};
+  if (!quiet) fprintf(stderr, "%zu points planned from %s -> %s\n", plan->count, config, out);
+  attn_gb_run_opts run = *display;
+  run.json_path = out;
+  run.progress = on_progress;
+  run.progress_user = &pg;
   const size_t ran = attn_gb_run(&run);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  attn_bench_release_buffers();
-  attn_bench_plan_free(&plan);
-  free(states);
-  free(gb_argv);
-  free(our_argv);
   if (ran == (size_t)-1) return ATTNBENCH_EXIT_FAILURE;
   char took[32];
   format_duration(now_seconds() - pg.start, took, sizeof took);
   fprintf(stderr, "%zu points in %s, %zu errors; results: %s\n", ran, took, pg.errors, out);
   return pg.errors ? ATTNBENCH_EXIT_FAILURE : ATTNBENCH_EXIT_OK;
+}
+
+int cmd_bench(int argc, char **argv) {
+  char **gb_argv = calloc((size_t)argc + 2, sizeof *gb_argv);
+  char **our_argv = calloc((size_t)argc + 1, sizeof *our_argv);
+  int rc = ATTNBENCH_EXIT_FAILURE;
+  if (gb_argv && our_argv) rc = bench_main(argc, argv, gb_argv, our_argv);
+  free(gb_argv);
+  free(our_argv);
+  return rc;
 }

@@ -63,7 +63,8 @@ static long select_kernels(const cli_list *names, kernel_tally *sel) {
 
 int cmd_check(int argc, char **argv) {
   cli_list names = {0};
-  bool quick = false, verbose = false, progress = false, no_progress = false;
+  bool quick = false, verbose = false, progress = false, no_progress = false, list_cases = false;
+  const char *filter = NULL;
   attn_exec exec = {0};
   const cli_option opts[] = {
       {.name = "kernel", .kind = CLI_STRING_LIST, .dest = &names, .metavar = "NAME",
@@ -75,6 +76,10 @@ int cmd_check(int argc, char **argv) {
        .help = "query rows per tile for tiled kernels (0 = kernel default)"},
       {.name = "tile-kv", .kind = CLI_INT, .dest = &exec.tile_kv, .metavar = "N", .min = 0, .max = 1 << 20,
        .help = "key rows per tile for tiled kernels (0 = kernel default)"},
+      {.name = "filter", .kind = CLI_STRING, .dest = &filter, .metavar = "TEXT",
+       .help = "only cases whose description contains TEXT (e.g. 'causal', 'Sq1 ', 'Dqk33')"},
+      {.name = "list-cases", .kind = CLI_FLAG, .dest = &list_cases,
+       .help = "print the selected cases (one description per line) and exit"},
       {.name = "verbose", .kind = CLI_FLAG, .dest = &verbose, .help = "also print a line for every passing pair"},
       {.name = "progress", .kind = CLI_FLAG, .dest = &progress,
        .help = "show [k/N] progress on stderr even when it is not a terminal"},
@@ -91,6 +96,7 @@ int cmd_check(int argc, char **argv) {
       .epilog = "examples:\n"
                 "  attnbench check\n"
                 "  attnbench check --quick --kernel blocked --kernel naive --verbose\n"
+                "  attnbench check --kernel blocked --filter causal --list-cases\n"
                 "\nexit codes: 0 nothing failed, 1 a pair failed, 2 bad command line or unknown kernel",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
@@ -103,7 +109,7 @@ int cmd_check(int argc, char **argv) {
   }
 
   kernel_tally *sel = calloc(attn_kernel_count() + 1, sizeof *sel);
-  const size_t n_cases = attn_check_matrix(quick, NULL, 0);
+  size_t n_cases = attn_check_matrix(quick, NULL, 0);
   attn_check_case *cases = calloc(n_cases ? n_cases : 1, sizeof *cases);
   if (!sel || !cases) {
     fprintf(stderr, "attnbench check: out of memory\n");
@@ -111,13 +117,36 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return ATTNBENCH_EXIT_FAILURE;
   }
+  attn_check_matrix(quick, cases, n_cases);
+  // --filter keeps the cases whose description contains the text (order preserved).
+  size_t n_kept = 0;
+  for (size_t c = 0; c < n_cases; c++) {
+    char desc[192];
+    attn_check_case_describe(&cases[c], desc, sizeof desc);
+    if (filter && !strstr(desc, filter)) continue;
+    if (list_cases) printf("%s\n", desc);
+    cases[n_kept++] = cases[c];
+  }
+  if (list_cases) {
+    free(sel);
+    free(cases);
+    return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  }
+  if (filter && n_kept == 0) {
+    fprintf(stderr, "attnbench check: --filter '%s' matches no case (see --list-cases)\n", filter);
+    free(sel);
+    free(cases);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  const size_t n_total = n_cases;
+  n_cases = n_kept;
+
   const long n_sel = select_kernels(&names, sel);
   if (n_sel < 0) {
     free(sel);
     free(cases);
     return ATTNBENCH_EXIT_USAGE;
   }
-  attn_check_matrix(quick, cases, n_cases);
 
   const bool tty = isatty(STDERR_FILENO);
   const bool show_progress = !no_progress && (progress || tty) && n_sel > 0;
@@ -182,7 +211,7 @@ int cmd_check(int argc, char **argv) {
     for (long i = 0; i < n_sel; i++)
       printf("%-*s  %6zu  %6zu  %13.3g  %11.3g  %8.2f\n", w, sel[i].k->name, sel[i].passed, sel[i].failed,
              sel[i].worst_ratio, sel[i].max_rel_err, sel[i].seconds);
-    fprintf(stderr, "%zu cases x %ld kernels in %.1f s (threads=%d)\n", n_cases, n_sel,
+    fprintf(stderr, "%zu of %zu cases x %ld kernels in %.1f s (threads=%d)\n", n_cases, n_total, n_sel,
             now_seconds() - t_start, exec.threads);
   } else {
     fprintf(stderr, "attnbench check: no available kernel selected; nothing checked\n");

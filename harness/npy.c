@@ -465,10 +465,18 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
   const size_t path_len = strlen(path);
   char *tmp = malloc(path_len + 32);
   if (!tmp) return fail(err, err_len, path, "out of memory");
-  snprintf(tmp, path_len + 32, "%s.tmp.%ld", path, (long)getpid());
-
+  // "<path>.tmp.<pid>"; if a crashed earlier process with the same pid left that name
+  // behind, "<path>.tmp.<pid>.<n>" (O_EXCL: never write into someone else's file).
   bool ok = false;
-  const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+    if (attempt == 0)
+      snprintf(tmp, path_len + 32, "%s.tmp.%ld", path, (long)getpid());
+    else
+      snprintf(tmp, path_len + 32, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) {
     fail(err, err_len, path, "cannot create temporary file %s: %s", tmp, strerror(errno));
     free(tmp);

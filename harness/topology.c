@@ -30,6 +30,14 @@ static void discover(attn_topology *t) {
   if (model) snprintf(t->cpu_model, sizeof t->cpu_model, "%s", model);
   hwloc_obj_t root = hwloc_get_root_obj(topo);
   if (root) t->memory_bytes = root->total_memory;
+  // Some virtual machines show hwloc only part of the memory; take MemTotal if larger.
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    unsigned long long kb;
+    if (fscanf(f, "MemTotal: %llu kB", &kb) == 1 && kb * 1024 > t->memory_bytes)
+      t->memory_bytes = (uint64_t)kb * 1024;
+    fclose(f);
+  }
   if (t->cores < 1) t->cores = t->pus > 0 ? t->pus : 1;
   hwloc_topology_destroy(topo);
   t->ok = true;
@@ -76,7 +84,6 @@ void attn_topology_summary(const attn_topology *t, char *buf, size_t len) {
 void attn_topology_print(const attn_topology *t, FILE *out) {
   char line[256], mem[32], avail[32];
   attn_topology_summary(t, line, sizeof line);
-  fprintf(out, "cpu model:   %s\n", t->cpu_model);
   fprintf(out, "topology:    %s\n", line);
   fprintf(out, "memory:      %s total, %s available\n",
           attn_format_bytes(t->memory_bytes, mem, sizeof mem),

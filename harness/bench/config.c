@@ -100,6 +100,13 @@ static bool prescan(parse_ctx *c, FILE *f) {
         *end = '\0';
         copy_str(section, sizeof section, s + 1);
         trim(section);
+        // the header's own line, found by line_of(c, section, NULL)
+        if (c->nkeys < kMaxKeys && !line_of(c, section, NULL)) {
+          key_line *k = &c->keys[c->nkeys++];
+          copy_str(k->section, sizeof k->section, section);
+          copy_str(k->key, sizeof k->key, "[");
+          k->line = line;
+        }
       }
       continue;
     }
@@ -190,6 +197,8 @@ static int int_item(parse_ctx *c, int line, const char *key, const char *t, void
   return 1;
 }
 
+// A kernel name, "all" (every available kernel but the reference) or "-name" (drop one
+// named earlier in the list, e.g. "all, -naive").
 static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, void *dst) {
   (void)key;
   sweep *s = dst;
@@ -203,6 +212,8 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
     }
     return 1;
   }
+  const bool exclude = t[0] == '-';  // "all, -naive": everything but naive
+  if (exclude) t++;
   const attn_kernel *k = attn_kernel_find(t);
   if (!k) {
     char names[512] = "";
@@ -211,6 +222,13 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
       strncat(names, attn_kernel_at(i)->name, sizeof names - strlen(names) - 1);
     }
     return fail(c, line, "kernels: unknown kernel '%s' (known: %s)", t, names);
+  }
+  if (exclude) {
+    int kept = 0;
+    for (int j = 0; j < s->nk; j++)
+      if (s->kernels[j] != k) s->kernels[kept++] = s->kernels[j];
+    s->nk = kept;
+    return 1;
   }
   for (int j = 0; j < s->nk; j++)
     if (s->kernels[j] == k) return 1;
@@ -230,7 +248,7 @@ static int handler(void *user, const char *section, const char *name, const char
   if (!s) return fail(c, line, "too many sections (at most %d)", kMaxSweeps);
   if (strcmp(key, "kernels") == 0) {
     return parse_list(c, line, key, value, kernel_item, s) &&
-           (s->nk > 0 || fail(c, line, "kernels: empty list"));
+           (s->nk > 0 || fail(c, line, "kernels: empty list (or every kernel excluded)"));
   }
   if (strcmp(key, "repetitions") == 0 || strcmp(key, "min_time") == 0) {
     char *end;
@@ -284,9 +302,11 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
     if (ne[i]->seen && ne[i]->n == 0)
       return fail(c, LINE(nonempty[i]), "%s: empty list", nonempty[i]), false;
   const bool has_dm = s->d_model.n > 0, has_hd = s->head_dim.n > 0;
-  if (has_dm == has_hd)
-    return fail(c, has_dm ? LINE("head_dim") : sec, "[%s]: give exactly one of d_model and head_dim", n),
+  if (has_dm == has_hd) {
+    const int a = LINE("d_model"), b = LINE("head_dim");
+    return fail(c, has_dm ? (a > b ? a : b) : sec, "[%s]: give exactly one of d_model and head_dim", n),
            false;
+  }
   for (int i = 0; i < s->heads.n; i++) {
     const int64_t h = s->heads.v[i];
     for (int j = 0; j < s->kv_heads.n; j++)

@@ -6,7 +6,8 @@
 // the cartesian product of the lists (format and keys: docs/benchmarking.md):
 //
 //   [prefill]
-//   kernels  = blocked, flash__avx512   ; or "all": every available kernel but reference
+//   kernels  = blocked, flash__avx512   ; or "all": every available kernel but reference;
+//                                       ; "all, -naive" drops one
 //   batch    = 1
 //   heads    = 8
 //   kv_heads = 8, 2, 1                  ; each must divide heads (default: heads)

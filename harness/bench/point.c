@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check/check.h"
-#include "placement.h"  // cache-derived tiles (flash helper)
+#include "placement.h"
 
 enum { kSeed = 20240607 };
 
@@ -36,6 +36,10 @@ static void *alloc64(size_t bytes) {
 static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   if (g_buf.owner == pt) return true;
   attn_bench_release_buffers();
+  // Bind this point's OpenMP team to physical cores (placement.h); a failure (e.g. no
+  // binding in a container) leaves threads unbound, which the context records.
+  char report[256];
+  (void)attn_placement_bind(pt->threads, report, sizeof report);
   const attn_problem *p = &pt->problem;
   g_buf.q = alloc64(attn_q_elems(p) * sizeof(float));
   g_buf.k = alloc64(attn_k_elems(p) * sizeof(float));
@@ -97,23 +101,47 @@ uint32_t attn_bench_peak_isa(const attn_kernel *k) {
   return isa & ATTN_ISA_NEON;
 }
 
+// The prepared reference (inputs, reference output, tolerance) depends on the shape
+// only — inputs are a function of shape and seed — so consecutive points of one shape
+// (kernels are the innermost loop of a sweep) share it.
+static struct {
+  attn_problem shape;
+  attn_check_prepared *pc;
+} g_ref;
+
+static bool same_shape(const attn_problem *a, const attn_problem *b) {
+  return a->batch == b->batch && a->heads == b->heads && a->kv_heads == b->kv_heads &&
+         a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim_qk == b->head_dim_qk &&
+         a->head_dim_v == b->head_dim_v && a->causal == b->causal && a->scale == b->scale;
+}
+
+void attn_bench_release_reference(void) {
+  attn_check_prepared_free(g_ref.pc);
+  g_ref.pc = NULL;
+}
+
 static void run_check(attn_bench_state *s, const attn_exec *exec) {
   const attn_bench_point *pt = s->point;
   s->checked = true;
   s->checked_shape = attn_bench_check_shape(&pt->problem);
   const bool reduced = s->checked_shape.seq_q != pt->problem.seq_q ||
                        s->checked_shape.seq_kv != pt->problem.seq_kv;
-  char err[192] = "";
-  attn_check_prepared *pc;
-  if (reduced) {
-    const attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
-    pc = attn_check_prepare(&c, err, sizeof err);
+  if (reduced)
     fprintf(stderr, "note: %s checked on seq_q %lld, seq_kv %lld (full size would take the "
             "double-precision reference too long); other dimensions as benchmarked\n",
-            pt->name, (long long)c.problem.seq_q, (long long)c.problem.seq_kv);
-  } else {
-    pc = attn_check_prepare_inputs(&pt->problem, g_buf.q, g_buf.k, g_buf.v, err, sizeof err);
+            pt->name, (long long)s->checked_shape.seq_q, (long long)s->checked_shape.seq_kv);
+  char err[192] = "";
+  if (!g_ref.pc || !same_shape(&g_ref.shape, &s->checked_shape)) {
+    attn_bench_release_reference();
+    if (reduced) {
+      const attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+      g_ref.pc = attn_check_prepare(&c, err, sizeof err);
+    } else {
+      g_ref.pc = attn_check_prepare_inputs(&pt->problem, g_buf.q, g_buf.k, g_buf.v, err, sizeof err);
+    }
+    g_ref.shape = s->checked_shape;
   }
+  attn_check_prepared *pc = g_ref.pc;
   if (!pc) {
     s->check_pass = false;
     snprintf(s->check_message, sizeof s->check_message, "check could not run: %s", err);
@@ -121,7 +149,6 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   }
   attn_check_result r;
   s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
-  attn_check_prepared_free(pc);
   if (s->check_pass) return;
   const int n = snprintf(s->check_message, sizeof s->check_message,
              "failed the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
@@ -150,10 +177,15 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   const attn_bench_point *pt = s->point;
   const attn_problem *p = &pt->problem;
   attn_exec exec = {.threads = pt->threads};
-  // Tiles from hwloc's cache sizes (or ATTNBENCH_TILE_*), as `run` and `info` use.
-  attn_placement_tiles(p, &exec, NULL, 0);
   attn_gb_set_label(st, pt->kernel->name);
   shape_counters(st, pt);
+  char err[160];
+  if (attn_placement_tiles(p, &exec, err, sizeof err) != 0) {  // tiles from cache sizes
+    attn_gb_skip_with_error(st, err);
+    return;
+  }
+  attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
   if (s->refused[0]) {
     attn_gb_skip_with_error(st, s->refused);
     return;

@@ -10,13 +10,14 @@
 #include "gbench/gbench.h"
 
 #include <benchmark/benchmark.h>
+#include <regex.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -83,6 +84,14 @@ class TeeReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run> &reported) override {
     if (reported.empty()) return;
     std::vector<Run> runs = reported;
+    for (Run &r : runs) {
+      // The cv of a counter that is 0 in every repetition (e.g. causal = 0) is 0/0; it
+      // has no spread, so report 0 — a NaN would make the JSON unreadable to strict
+      // parsers.
+      if (r.run_type != Run::RT_Aggregate || r.aggregate_unit != benchmark::kPercentage) continue;
+      for (auto &kv : r.counters)
+        if (std::isnan(kv.second.value)) kv.second.value = 0.0;
+    }
     if (opts_.plain_names) {
       for (Run &r : runs) {
         r.run_name.min_time.clear();
@@ -170,14 +179,14 @@ size_t CountSelected() {
     negate = true;
     filter = filter.substr(1);
   }
+  // POSIX extended regular expressions, as Google Benchmark uses when built without
+  // std::regex; for the patterns people pass to a filter the two agree.
+  regex_t re;
+  if (regcomp(&re, filter.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return RegisteredNames().size();
   size_t n = 0;
-  try {
-    const std::regex re(filter);
-    for (const std::string &name : RegisteredNames())
-      if (std::regex_search(name, re) != negate) n++;
-  } catch (const std::regex_error &) {
-    return RegisteredNames().size();
-  }
+  for (const std::string &name : RegisteredNames())
+    if ((regexec(&re, name.c_str(), 0, nullptr, 0) == 0) != negate) n++;
+  regfree(&re);
   return n;
 }
 

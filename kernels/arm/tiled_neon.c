@@ -9,6 +9,7 @@
 #define TILED_NV 2
 #define TILED_TQ 64
 #define TILED_TKV 128
+#define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
 #include "simd/tiled_body.h"
 

@@ -6,6 +6,8 @@
 //     TILED_NRV   vectors of keys per packed K panel (Q·Kᵀ micro-tile = MR × NRV·VF_W)
 //     TILED_NV    vectors of head_dim_v per P·V micro-tile step (MR × NV·VF_W)
 //     TILED_TQ, TILED_TKV   default cache tiles (attn_exec.tile_q / tile_kv override)
+//     TILED_DIRECT_ROWS     below this many query rows per K/V head (seq_q × group),
+//                           skip packing K and use the direct Q·Kᵀ path (decode)
 // It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record.
 //
 // Algorithm, per (batch b, K/V head g):
@@ -21,8 +23,13 @@
 //         online-softmax update per row          vs_online_softmax_row (softmax.h)
 //         acc = α·acc + P · V_tile               micro-kernel, MR × NV·VF_W per step
 //     O = acc / l   (rows that saw no key: zeros), masked tail store.
+// Few query rows per K/V head (decode, short prompts): packing K costs about as much as
+// ~50 rows of Q·Kᵀ, so below TILED_DIRECT_ROWS rows the scores come from
+// tiled_qk_direct instead — dot products with vectors along head_dim_qk, 4 keys at a
+// time, read straight from K (masked tail loads).
 // No load or store touches memory outside the tensors or the workspace: tails in keys
-// are padded inside the workspace, tails in head_dim_v use vf_store_partial.
+// are padded inside the workspace, tails in head_dim_v use vf_store_partial, tails in
+// head_dim_qk (direct path) use vf_load_partial.
 #include <math.h>
 #include <string.h>
 
@@ -34,6 +41,7 @@ typedef struct tiled_geom {
   int64_t tq, tkv;    // cache tiles: multiples of TILED_MR and TILED_KP
   int64_t dv_pad;     // head_dim_v rounded up to whole vectors
   int64_t skv_pad;    // seq_kv rounded up to whole panels
+  bool direct;        // scores by tiled_qk_direct; K is not packed
   size_t kp, vp, qp, acc, s, ml;  // region sizes in floats, each a multiple of 16 (64 B)
 } tiled_geom;
 
@@ -54,9 +62,10 @@ static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
   g.tkv = tiled_round_up(tkv, TILED_KP);
   g.dv_pad = tiled_round_up(p->head_dim_v, VF_W);
   g.skv_pad = tiled_round_up(p->seq_kv, TILED_KP);
-  g.kp = tiled_r16(g.skv_pad * p->head_dim_qk);
+  g.direct = p->seq_q * (p->heads / p->kv_heads) < TILED_DIRECT_ROWS;
+  g.kp = g.direct ? 0 : tiled_r16(g.skv_pad * p->head_dim_qk);
   g.vp = (p->head_dim_v % VF_W) ? tiled_r16(p->seq_kv * g.dv_pad) : 0;
-  g.qp = tiled_r16(g.tq * p->head_dim_qk);
+  g.qp = g.direct ? 0 : tiled_r16(g.tq * p->head_dim_qk);  // the direct path reads Q in place
   g.acc = tiled_r16(g.tq * g.dv_pad);
   g.s = tiled_r16(TILED_MR * g.tkv);
   g.ml = tiled_r16(2 * g.tq + TILED_MR);
@@ -134,45 +143,107 @@ static inline void tiled_qk_micro(const float *restrict qp, const float *restric
     for (int v = 0; v < TILED_NRV; v++) vf_store(s + r * lds + v * VF_W, vf_mul(acc[r][v], vs));
 }
 
-// acc[r][0..nv·VF_W) = α_r·acc[r][..] + Σ_{j<nk} p[r][j] · v[j][0..nv·VF_W)  for r < MR.
-// nv is a compile-time constant at every call site (always inlined), so the accumulators
-// live in registers.
+// s[r][0..kb) = scale · Σ_d q[r][d] · k[j][d]  for r < nrows, from unpacked Q rows (stride
+// dqk) and K rows (stride dqk, kb of them). Four keys at a time share each Q load; a
+// last group with fewer than four keys repeats key 0 of the group (in bounds; discarded).
+static void tiled_qk_direct(const float *restrict q, int64_t nrows, const float *restrict kt,
+                            int64_t kb, int64_t dqk, float scale, float *restrict s, int64_t lds) {
+  const int64_t d_full = dqk / VF_W * VF_W;
+  const int tail = (int)(dqk - d_full);
+  for (int64_t r = 0; r < nrows; r++) {
+    const float *qr = q + r * dqk;
+    for (int64_t j = 0; j < kb; j += 4) {
+      const float *k0 = kt + j * dqk;
+      const float *k1 = j + 1 < kb ? k0 + dqk : k0;
+      const float *k2 = j + 2 < kb ? k0 + 2 * dqk : k0;
+      const float *k3 = j + 3 < kb ? k0 + 3 * dqk : k0;
+      vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
+      for (int64_t d = 0; d < d_full; d += VF_W) {
+        const vf_t qv = vf_load(qr + d);
+        a0 = vf_fma(qv, vf_load(k0 + d), a0);
+        a1 = vf_fma(qv, vf_load(k1 + d), a1);
+        a2 = vf_fma(qv, vf_load(k2 + d), a2);
+        a3 = vf_fma(qv, vf_load(k3 + d), a3);
+      }
+      if (tail) {
+        const vf_t qv = vf_load_partial(qr + d_full, tail);  // zero lanes past dqk
+        a0 = vf_fma(qv, vf_load_partial(k0 + d_full, tail), a0);
+        a1 = vf_fma(qv, vf_load_partial(k1 + d_full, tail), a1);
+        a2 = vf_fma(qv, vf_load_partial(k2 + d_full, tail), a2);
+        a3 = vf_fma(qv, vf_load_partial(k3 + d_full, tail), a3);
+      }
+      float *sr = s + r * lds + j;
+      sr[0] = vf_hsum(a0) * scale;
+      if (j + 1 < kb) sr[1] = vf_hsum(a1) * scale;
+      if (j + 2 < kb) sr[2] = vf_hsum(a2) * scale;
+      if (j + 3 < kb) sr[3] = vf_hsum(a3) * scale;
+    }
+  }
+}
+
+// acc[r][0..nv·VF_W) = α_r·acc[r][..] + Σ_{j<nk} p[r][j] · v[j][0..nv·VF_W)  for r < mr.
+// mr and nv are compile-time constants at every call site (always inlined), so the
+// mr × nv accumulators live in registers: (TILED_MR, TILED_NV) for full row blocks,
+// (1, TILED_NV1) and (1, 1) row by row for a partial block (decode, tails).
+enum { TILED_NV1 = 8 };
 static inline __attribute__((always_inline)) void tiled_pv_micro(
     const float *restrict p, int64_t lds, int64_t nk, const float *restrict v, int64_t ldv,
-    float *restrict acc, int64_t ldacc, const float *restrict alpha, const int nv) {
-  vf_t a[TILED_MR][TILED_NV];
+    float *restrict acc, int64_t ldacc, const float *restrict alpha, const int mr, const int nv) {
+  vf_t a[TILED_MR][TILED_NV > TILED_NV1 ? TILED_NV : TILED_NV1];
 #pragma GCC unroll 16
-  for (int r = 0; r < TILED_MR; r++) {
+  for (int r = 0; r < mr; r++) {
     const vf_t al = vf_set1(alpha[r]);
 #pragma GCC unroll 16
     for (int c = 0; c < nv; c++) a[r][c] = vf_mul(vf_load(acc + r * ldacc + c * VF_W), al);
   }
   for (int64_t j = 0; j < nk; j++) {
-    vf_t vv[TILED_NV];
+    vf_t vv[TILED_NV > TILED_NV1 ? TILED_NV : TILED_NV1];
 #pragma GCC unroll 16
     for (int c = 0; c < nv; c++) vv[c] = vf_load(v + j * ldv + c * VF_W);
 #pragma GCC unroll 16
-    for (int r = 0; r < TILED_MR; r++) {
+    for (int r = 0; r < mr; r++) {
       const vf_t pb = vf_set1(p[r * lds + j]);
 #pragma GCC unroll 16
       for (int c = 0; c < nv; c++) a[r][c] = vf_fma(pb, vv[c], a[r][c]);
     }
   }
 #pragma GCC unroll 16
-  for (int r = 0; r < TILED_MR; r++)
+  for (int r = 0; r < mr; r++)
 #pragma GCC unroll 16
     for (int c = 0; c < nv; c++) vf_store(acc + r * ldacc + c * VF_W, a[r][c]);
 }
 
+// acc[0..nrows) = α·acc + P · V over all nvec vectors of head_dim_v.
+static void tiled_pv_block(const float *p, int64_t lds, int64_t nk, const float *v, int64_t ldv,
+                           float *acc, int64_t ldacc, const float *alpha, int64_t nrows,
+                           int64_t nvec) {
+  int64_t c = 0;
+  if (nrows == TILED_MR) {
+    for (; c + TILED_NV <= nvec; c += TILED_NV)
+      tiled_pv_micro(p, lds, nk, v + c * VF_W, ldv, acc + c * VF_W, ldacc, alpha, TILED_MR, TILED_NV);
+    for (; c < nvec; c++)
+      tiled_pv_micro(p, lds, nk, v + c * VF_W, ldv, acc + c * VF_W, ldacc, alpha, TILED_MR, 1);
+    return;
+  }
+  for (int64_t r = 0; r < nrows; r++) {  // a partial block: only its real rows
+    const float *pr = p + r * lds;
+    float *ar = acc + r * ldacc;
+    for (c = 0; c + TILED_NV1 <= nvec; c += TILED_NV1)
+      tiled_pv_micro(pr, lds, nk, v + c * VF_W, ldv, ar + c * VF_W, ldacc, alpha + r, 1, TILED_NV1);
+    for (; c < nvec; c++)
+      tiled_pv_micro(pr, lds, nk, v + c * VF_W, ldv, ar + c * VF_W, ldacc, alpha + r, 1, 1);
+  }
+}
+
 // One query tile (rows i0 .. i0+nq) of head h against the packed K/V of its group.
 static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const float *qh,
-                             const float *kp, const float *vbase, int64_t ldv, float *oh,
+                             const float *kh, const float *kp, const float *vbase, int64_t ldv, float *oh,
                              int64_t i0, int64_t nq, float *ws_q, float *acc, float *s,
                              float *m, float *l, float *alpha) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dv_pad = g->dv_pad;
   const int64_t nq_pad = tiled_round_up(nq, TILED_MR);
   const int64_t nvec = dv_pad / VF_W;
-  tiled_pack_q(qh + i0 * dqk, nq, nq_pad, dqk, ws_q);
+  if (!g->direct) tiled_pack_q(qh + i0 * dqk, nq, nq_pad, dqk, ws_q);
   for (int64_t r = 0; r < nq_pad; r++) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
@@ -188,31 +259,28 @@ static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const f
       int64_t kb = attn_visible_keys(p, i0 + last) - j0;  // keys of the tile the block sees
       if (kb > nk) kb = nk;
       if (kb <= 0) continue;  // causal: the whole block is masked here; state unchanged
+      const int64_t nrows = nq - r0 < TILED_MR ? nq - r0 : TILED_MR;  // real rows
       const int64_t kb_pad = tiled_round_up(kb, VF_W);
 
-      // S = scale · Q_blk · K_tileᵀ over whole panels (j0 is a multiple of KP).
-      const float *qblk = ws_q + r0 * dqk;
-      for (int64_t c0 = 0; c0 < kb; c0 += TILED_KP)
-        tiled_qk_micro(qblk, kp + (j0 + c0) * dqk, dqk, p->scale, s + c0, g->tkv);
+      // S = scale · Q_blk · K_tileᵀ over whole panels (j0 is a multiple of KP), or
+      // directly from K for the block's real rows (rows past nq are masked below).
+      if (g->direct) {
+        tiled_qk_direct(qh + (i0 + r0) * dqk, nrows, kh + j0 * dqk, kb, dqk, p->scale, s, g->tkv);
+      } else {
+        const float *qblk = ws_q + r0 * dqk;
+        for (int64_t c0 = 0; c0 < kb; c0 += TILED_KP)
+          tiled_qk_micro(qblk, kp + (j0 + c0) * dqk, dqk, p->scale, s + c0, g->tkv);
+      }
 
-      // Row-wise online softmax; rows past nq see nothing (p = 0, α = 1).
-      for (int64_t r = 0; r < TILED_MR; r++) {
-        int64_t n = 0;
-        if (r0 + r < nq) {
-          n = attn_visible_keys(p, i0 + r0 + r) - j0;
-          n = n < 0 ? 0 : (n > kb ? kb : n);
-        }
+      // Row-wise online softmax of the real rows (rows past nq are never read).
+      for (int64_t r = 0; r < nrows; r++) {
+        int64_t n = attn_visible_keys(p, i0 + r0 + r) - j0;
+        n = n < 0 ? 0 : (n > kb ? kb : n);
         alpha[r] = vs_online_softmax_row(s + r * g->tkv, n, kb_pad, &m[r0 + r], &l[r0 + r]);
       }
 
-      // acc = α·acc + P · V[j0 .. j0+kb), NV vectors of head_dim_v at a time.
-      const float *vt = vbase + j0 * ldv;
-      float *ablk = acc + r0 * dv_pad;
-      int64_t c = 0;
-      for (; c + TILED_NV <= nvec; c += TILED_NV)
-        tiled_pv_micro(s, g->tkv, kb, vt + c * VF_W, ldv, ablk + c * VF_W, dv_pad, alpha, TILED_NV);
-      for (; c < nvec; c++)
-        tiled_pv_micro(s, g->tkv, kb, vt + c * VF_W, ldv, ablk + c * VF_W, dv_pad, alpha, 1);
+      // acc = α·acc + P · V[j0 .. j0+kb) for the block's real rows.
+      tiled_pv_block(s, g->tkv, kb, vbase + j0 * ldv, ldv, acc + r0 * dv_pad, dv_pad, alpha, nrows, nvec);
     }
   }
   for (int64_t r = 0; r < nq; r++) {
@@ -240,7 +308,8 @@ static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t kvh = 0; kvh < p->kv_heads; kvh++) {
       // Packed once per K/V head and reused by every query head of its group (GQA).
-      tiled_pack_k(attn_k_head(p, k, b, kvh), p->seq_kv, g.skv_pad, p->head_dim_qk, kp);
+      const float *kh = attn_k_head(p, k, b, kvh);
+      if (!g.direct) tiled_pack_k(kh, p->seq_kv, g.skv_pad, p->head_dim_qk, kp);
       const float *vh = attn_v_head(p, v, b, kvh);
       if (pack_v) tiled_pack_v(vh, p->seq_kv, p->head_dim_v, g.dv_pad, vp);
       const float *vbase = pack_v ? vp : vh;
@@ -249,7 +318,7 @@ static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *
         float *oh = attn_o_head(p, o, b, h);
         for (int64_t i0 = 0; i0 < p->seq_q; i0 += g.tq) {
           const int64_t nq = p->seq_q - i0 < g.tq ? p->seq_q - i0 : g.tq;
-          tiled_query_tile(p, &g, qh, kp, vbase, g.dv_pad, oh, i0, nq, qp, acc, s, m, l, alpha);
+          tiled_query_tile(p, &g, qh, kh, kp, vbase, g.dv_pad, oh, i0, nq, qp, acc, s, m, l, alpha);
         }
       }
     }

@@ -20,15 +20,17 @@
 // Domain and measured error (tests/simd/test_vexp.c; docs/simd.md):
 //   over every float x in [−88, 0] (exhaustive) the result is within VEXP_MAX_ULP ulp of
 //   the exactly rounded e^x, and exactly 0 below the cutoff. Inputs in (0, 88] are also
-//   accurate (same algorithm); above 88 the result saturates at ≈ e^88; NaN inputs give
-//   unspecified results (softmax never feeds NaN: scores are finite or −∞).
+//   accurate (same algorithm); above 88 the result saturates at ≈ e^88 (softmax inputs are
+//   ≤ 0); NaN in gives NaN out, so a NaN in Q/K/V reaches the output instead of hiding.
 #pragma once
 
 #include "simd/vexp.h"  // VEXP_MAX_ULP, VEXP_CUTOFF
 
 static inline vf_t vf_exp(vf_t x) {
+  // Operand order matters: x86 min/max return the SECOND operand when either is NaN, so
+  // NaN inputs flow through to a NaN result (NEON min/max propagate NaN anyway).
   const vf_t xc = vf_max(vf_set1(-87.5f), x);
-  const vf_t xm = vf_min(xc, vf_set1(88.0f));
+  const vf_t xm = vf_min(vf_set1(88.0f), xc);
   const vf_t n = vf_round(vf_mul(xm, vf_set1(1.44269504088896341f)));
   vf_t r = vf_fma(n, vf_set1(-0.693147182464599609375f), xm);  // LN2_HI = float(ln 2)
   r = vf_fma(n, vf_set1(1.904654323148236e-09f), r);          // −LN2_LO (ln2 − LN2_HI < 0)

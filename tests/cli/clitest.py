@@ -19,6 +19,9 @@ def init():
         print(f"usage: {sys.argv[0]} PATH/TO/attnbench", file=sys.stderr)
         sys.exit(2)
     BIN = os.path.abspath(sys.argv[1])
+    if not os.access(BIN, os.X_OK):
+        print(f"{BIN}: not an executable (build attnbench first)", file=sys.stderr)
+        sys.exit(1)
     try:
         import numpy  # noqa: F401
     except ImportError:

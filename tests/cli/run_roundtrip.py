@@ -66,8 +66,11 @@ with clitest.tempdir() as d:
         k = rng.standard_normal((B, KVH, Skv, Dqk)).astype(np.float32)
         v = rng.standard_normal((B, KVH, Skv, Dv)).astype(np.float32)
         paths = {x: os.path.join(d, f"{x}{n}.npy") for x in "qkv"}
-        for x, arr in zip("qkv", (q, k, v)):
-            np.save(paths[x], arr)
+        for i, (x, arr) in enumerate(zip("qkv", (q, k, v))):
+            # every .npy format version NumPy writes: 1.0, 2.0 and 3.0
+            version = [(1, 0), (2, 0), (3, 0)][(n + i) % 3]
+            with open(paths[x], "wb") as f:
+                np.lib.format.write_array(f, arr, version=version, allow_pickle=False)
         eff_scale = float(np.float32(scale if scale is not None else 1.0 / np.sqrt(Dqk)))
         ref = attention_f64(q, k, v, causal, eff_scale)
         ref_max = float(np.abs(ref).max())

@@ -238,6 +238,17 @@ static void test_writer_atomic(void) {
   npy_free(&a);
   npy_free(&a);  // idempotent
 
+  // A stale temporary with our pid (left by a crashed process) is neither reused nor
+  // clobbered: the writer picks another name and the stale file stays as it was.
+  char stale[160];
+  snprintf(stale, sizeof stale, "%s.tmp.%ld", path, (long)getpid());
+  write_bytes(stale, "stale", 5);
+  EXPECT(npy_write_f32(path, x, 2, shape, err, sizeof err), "write next to a stale temporary: %s", err);
+  struct stat st;
+  EXPECT(stat(stale, &st) == 0 && st.st_size == 5, "the stale temporary must be left untouched");
+  EXPECT(count_dir_entries() == 2, "exactly the target and the stale file remain");
+  unlink(stale);
+
   // Invalid arguments.
   const int64_t neg[1] = {-1};
   EXPECT(!npy_write_f32(path, x, 1, neg, err, sizeof err), "negative dim should fail");

@@ -120,6 +120,10 @@ static void edges(stats *st, vexp_fn fn) {
   for (size_t i = 0; i < n; i++) check_value(st, xs[i], y[i]);
   EXPECT(y[0] == 1.0f && y[1] == 1.0f, "e^0 = %g, e^-0 = %g (want exactly 1)", y[0], y[1]);
   EXPECT(y[n - 1] == 0.0f, "e^-inf = %g (want 0)", y[n - 1]);
+  float nan_in[3] = {NAN, -NAN, 1.0f}, nan_out[3];
+  fn(nan_in, nan_out, 3);
+  EXPECT(isnan(nan_out[0]) && isnan(nan_out[1]), "e^NaN = %g, %g (want NaN)", nan_out[0], nan_out[1]);
+  EXPECT(fabsf(nan_out[2] - 2.7182817f) <= 3e-7f, "e^1 = %.9g", nan_out[2]);
 }
 
 // Tails: for every n < 3 vectors, nothing past y[n-1] is written.
