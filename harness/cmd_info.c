@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `attnbench info` — what this machine is, for reading benchmark numbers:
-//   CPU model, logical CPUs / OpenMP threads, SIMD ISAs detected (and compiled in), and
+//   CPU model, logical CPUs / OpenMP threads, SIMD ISAs detected (and compiled in), the
+//   SIMD-related CPU flags, and
 //   the measured FP32 FMA peak in GFLOP/s per available ISA for 1 thread and for all
 //   threads (harness/peak/peak.h). `--no-peak` skips the ~1–2 s measurement.
 #include <stdio.h>
@@ -61,6 +62,39 @@ static void cpu_model(char *buf, size_t len) {
   if (impl[0]) snprintf(buf, len, "implementer %s part %s", impl, part);
 }
 
+// The SIMD-related CPU flags the kernel reports (/proc/cpuinfo "flags" on x86,
+// "Features" on aarch64), for context: e.g. "fma avx2 avx512f avx512bw avx512vl
+// avx512_bf16". Empty if unavailable.
+static void cpu_flags(char *buf, size_t len) {
+  static const char *const kInteresting[] = {
+      "sse4_2", "fma", "avx2", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16",
+      "avx512_fp16", "avx512_vnni", "amx_tile", "asimd", "asimdhp", "asimddp", "sve", "sve2",
+      "bf16", "i8mm"};
+  buf[0] = '\0';
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[4096];
+  size_t used = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "flags", 5) != 0 && strncmp(line, "Features", 8) != 0) continue;
+    const char *colon = strchr(line, ':');
+    if (!colon) break;
+    for (size_t i = 0; i < sizeof kInteresting / sizeof kInteresting[0]; i++) {
+      // whole-word match inside the space-separated list
+      const size_t n = strlen(kInteresting[i]);
+      for (const char *t = colon + 1; (t = strstr(t, kInteresting[i])) != NULL; t += n) {
+        if ((t[-1] == ' ' || t[-1] == '\t') && (t[n] == ' ' || t[n] == '\n' || t[n] == '\0')) {
+          const int w = snprintf(buf + used, len - used, "%s%s", used ? " " : "", kInteresting[i]);
+          if (w > 0 && (size_t)w < len - used) used += (size_t)w;
+          break;
+        }
+      }
+    }
+    break;  // the first CPU's line is enough
+  }
+  fclose(f);
+}
+
 // ISAs compiled into this build (kernels and peak loops exist for them).
 static uint32_t compiled_isas(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -99,6 +133,9 @@ int cmd_info(int argc, char **argv) {
   printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
   printf("compiled:   %s\n", attn_isa_names(compiled_isas(), compiled, sizeof compiled));
+  char flags[256];
+  cpu_flags(flags, sizeof flags);
+  if (flags[0]) printf("cpu flags:  %s\n", flags);
   attn_topology_print(attn_topology_get(), stdout);  // hwloc summary (topology.c)
   if (no_peak) {
     attn_info_parallel(stdout, false);  // parallel section, without the bandwidth probe

@@ -65,7 +65,7 @@ static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
   g.direct = p->seq_q * (p->heads / p->kv_heads) < TILED_DIRECT_ROWS;
   g.kp = g.direct ? 0 : tiled_r16(g.skv_pad * p->head_dim_qk);
   g.vp = (p->head_dim_v % VF_W) ? tiled_r16(p->seq_kv * g.dv_pad) : 0;
-  g.qp = tiled_r16(g.tq * p->head_dim_qk);
+  g.qp = g.direct ? 0 : tiled_r16(g.tq * p->head_dim_qk);  // the direct path reads Q in place
   g.acc = tiled_r16(g.tq * g.dv_pad);
   g.s = tiled_r16(TILED_MR * g.tkv);
   g.ml = tiled_r16(2 * g.tq + TILED_MR);

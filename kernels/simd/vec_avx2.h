@@ -10,6 +10,10 @@
 //   vf_hmax, vf_hsum (horizontal), vf_exp (vec_exp.h, shared)
 #pragma once
 
+#if !defined(__AVX2__) || !defined(__FMA__)
+#error "vec_avx2.h needs -mavx2 -mfma: include it only from files named *_avx2.c (kernels/CMakeLists.txt)"
+#endif
+
 #include <immintrin.h>
 #include <stdint.h>
 

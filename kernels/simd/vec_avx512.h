@@ -4,6 +4,10 @@
 // Same names as vec_avx2.h (see there for the list).
 #pragma once
 
+#if !defined(__AVX512F__)
+#error "vec_avx512.h needs -mavx512f: include it only from files named *_avx512.c (kernels/CMakeLists.txt)"
+#endif
+
 #include <immintrin.h>
 #include <stdint.h>
 

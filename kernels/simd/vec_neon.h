@@ -4,6 +4,10 @@
 // partial load/store go through a small stack buffer (only n lanes of memory touched).
 #pragma once
 
+#if !defined(__aarch64__)
+#error "vec_neon.h is for aarch64 builds only (kernels/arm/*_neon.c)"
+#endif
+
 #include <arm_neon.h>
 #include <stdint.h>
 #include <string.h>

@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
     const int64_t dv = (d % 3 == 0) ? (d * 7) % 37 + 1 : d;
     run_case(attn_problem_make(1, 2, 1, 13, 37, d, dv, d % 2), (attn_dist)(d % 3), &dflt);
   }
-  const int64_t wide[][2] = {{64, 64}, {80, 80}, {96, 48}, {128, 128}, {256, 256}, {255, 257}};
+  const int64_t wide[][2] = {{64, 64}, {80, 80}, {96, 48}, {128, 128}, {256, 256}, {255, 257},
+                             {1000, 1}, {1, 1000}};
   for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
     run_case(attn_problem_make(1, 2, 2, 9, 70, wide[i][0], wide[i][1], i % 2), ATTN_DIST_NORMAL, &dflt);
 
