@@ -41,7 +41,9 @@ extern "C" {
 void attn_tiles_for_caches(const attn_problem *p, size_t l1d, size_t l2, int *tile_q,
                            int *tile_kv);
 
-// exec's tiles where set (> 0), the rule's tiles (with default caches) otherwise.
+// The tiles a kernel uses: exec's where set (> 0), else ATTNBENCH_TILE_Q /
+// ATTNBENCH_TILE_KV from the environment (positive integers; anything else is ignored
+// here), else the rule with the default caches.
 void attn_tiles_resolve(const attn_problem *p, const attn_exec *exec, int *tile_q, int *tile_kv);
 
 #ifdef __cplusplus

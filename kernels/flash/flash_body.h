@@ -11,14 +11,18 @@
 // 2018) for one task (see core/flash_plan.h) holding `rows` query rows:
 //   Q̂ = scale·Q (packed once, row-major)                     resident for the task
 //   for each K/V tile j (tkv keys) the task's rows can see:
-//     K̂ᵀ[d][c] = K[j+c][d]   V̂[c][e] = V[j+c][e]  (packed once, shared by every row —
-//                                                     GQA: by every head of the group)
-//     S = Q̂·K̂ᵀ                                        register tile FL_QK_MR × FL_QK_NV
-//     per row: m' = max(m, max_c S), α = e^{m−m'}, P = e^{S−m'}, l' = α·l + Σ_c P
-//     acc = α·acc + P·V̂      (the α multiply is skipped when no row's max changed)
+//     K̂ᵀ[d][c] = K[j+c][d]  (packed once, shared by every row — GQA: by every head of
+//                            the group; V is read in place, or copied when head_dim_v
+//                            is not whole vectors)
+//     for each block of FL_ROW_BLOCK rows (its scores stay in L1):
+//       S = Q̂·K̂ᵀ                                      register tile FL_QK_MR × FL_QK_NV
+//       per row: m' = max(m, max_c S), α = e^{m−m'}, P = e^{S−m'}, l' = α·l + Σ_c P
+//       acc = α·acc + P·V   (α multiply skipped for a register tile whose max held)
 //   o = acc / l   (l = 0 — the row saw no key — gives zeros)
 // Causal: tiles wholly above the diagonal are never visited (the loop stops at the
-// keys the task's last row sees); only the tiles that cross the diagonal are masked.
+// keys the task's last row sees); in tiles that cross it, each row's limit (lims) masks
+// its scores and register tiles / row blocks past every row's limit are skipped.
+// Rows < FL_QK_MR (decode) skip the transpose and take dot products from K's rows.
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
 #pragma once
 

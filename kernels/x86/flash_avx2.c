@@ -3,7 +3,7 @@
 // algorithm is flash/flash_body.h and the task split core/flash_plan.h; this file only
 // picks the register tiles for 16 ymm registers:
 //   Q·Kᵀ: 6 query rows × 16 keys = 12 accumulators (+2 K vectors, 1 broadcast)
-//   P·V:  4 query rows × 24 columns = 12 accumulators (+3 V vectors, 1 broadcast)
+//   P·V:  6 query rows × 16 columns = 12 accumulators (+2 V vectors, 1 broadcast)
 #include "simd/vec_avx2.h"
 
 // dst[d·ds + c] = src[c·ss + d], c, d < 8: the 8×8 in-register transpose (32-bit lanes,
@@ -29,8 +29,8 @@ static inline void fl_transpose8(const float *src, int64_t ss, float *dst, int64
 
 #define FL_QK_MR 6
 #define FL_QK_NV 2
-#define FL_PV_MR 4
-#define FL_PV_NV 3
+#define FL_PV_MR 6
+#define FL_PV_NV 2
 #define FL_TRANSPOSE_BLOCK fl_transpose8
 #define FL_RUN flash_avx2_run
 #define FL_WORKSPACE flash_avx2_workspace
@@ -38,7 +38,7 @@ static inline void fl_transpose8(const float *src, int64_t ss, float *dst, int64
 
 const attn_kernel attn_kernel_flash__avx2 = {
     .name = "flash__avx2",
-    .summary = "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 4x24 PV tiles, GQA-shared "
+    .summary = "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 6x16 PV tiles, GQA-shared "
                "packed K/V, causal tile skipping, split-KV decode",
     .required_isa = ATTN_ISA_AVX2,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,

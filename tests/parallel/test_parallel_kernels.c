@@ -103,7 +103,8 @@ static void test_kernel_shape(const attn_kernel *k, const shape *s) {
 // The plan really takes the split-KV path on decode shapes, and not on prefill.
 static void test_plan(void) {
   flash_plan pl;
-  attn_exec ex = {.threads = 2};
+  // Explicit tiles: the plan must not depend on ATTNBENCH_TILE_* in the environment here.
+  attn_exec ex = {.threads = 2, .tile_q = 256, .tile_kv = 128};
   attn_problem dec = attn_problem_make(1, 8, 8, 1, 32768, 128, 128, false);
   flash_plan_make(&dec, &ex, 16, 32, &pl);
   EXPECT(pl.nsplit > 1, "decode MHA: no split (nsplit %lld)", (long long)pl.nsplit);
@@ -117,7 +118,8 @@ static void test_plan(void) {
          (long long)pl.tasks);
   // Thread count never enters the plan.
   flash_plan a, b;
-  attn_exec e1 = {.threads = 1}, e7 = {.threads = 7};
+  attn_exec e1 = {.threads = 1, .tile_q = 256, .tile_kv = 128};
+  attn_exec e7 = {.threads = 7, .tile_q = 256, .tile_kv = 128};
   flash_plan_make(&dec, &e1, 16, 32, &a);
   flash_plan_make(&dec, &e7, 16, 32, &b);
   EXPECT(memcmp(&a, &b, sizeof a) == 0, "the plan depends on the thread count");
@@ -126,7 +128,7 @@ static void test_plan(void) {
 // O(threads × tile) memory: the workspace is the same for seq 4096 and 65536.
 static void test_workspace_bound(const attn_kernel *k) {
   if (!k->workspace) return;
-  attn_exec ex = {.threads = 2};
+  attn_exec ex = {.threads = 2, .tile_q = 256, .tile_kv = 128};
   attn_problem a = attn_problem_make(1, 8, 8, 4096, 4096, 64, 64, true);
   attn_problem b = attn_problem_make(1, 8, 8, 65536, 65536, 64, 64, true);
   const size_t wa = k->workspace(&a, &ex), wb = k->workspace(&b, &ex);
