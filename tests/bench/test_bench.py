@@ -230,6 +230,10 @@ def scripts(path, sdir):
         check(r.returncode == 0, "compare.py runs (%s)" % r.stderr.strip())
         check("1.00x" in r.stdout, "a file compared with itself shows 1.00x")
         check("0 faster, 0 SLOWER" in r.stdout, "no change is flagged comparing a file with itself")
+        r = subprocess.run([py, os.path.join(sdir, "compare.py"), path, path, "--by-shape"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and "1.00x" in r.stdout and r.stdout.splitlines()[2].startswith("shape"),
+              "compare.py --by-shape matches by shape (%s)" % r.stderr.strip())
         with open(csvp) as f:
             lines = f.read().splitlines()
         check(lines and lines[0].startswith("file,name,kernel"), "CSV has a header")
