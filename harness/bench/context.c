@@ -118,6 +118,15 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   ctx("cflags", "%s", ATTNBENCH_CFLAGS);
   ctx("build_type", "%s", ATTNBENCH_BUILD_TYPE);
   ctx("config", "%s", config_path ? config_path : "");
+  // The config's text, so a results file says exactly what was swept (first 16 KiB).
+  FILE *cf = config_path ? fopen(config_path, "r") : NULL;
+  if (cf) {
+    static char text[16384];
+    const size_t n = fread(text, 1, sizeof text - 1, cf);
+    text[n] = '\0';
+    fclose(cf);
+    attn_gb_add_context("config_text", text);
+  }
   ctx("cpu_model", "%s", t->cpu_model);
   ctx("isa", "%s", attn_isa_names(attn_cpu_features(), buf, sizeof buf));
   attn_topology_summary(t, buf, sizeof buf);
