@@ -333,7 +333,8 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char 
   if (ran == (size_t)-1) return ATTNBENCH_EXIT_FAILURE;
   char took[32];
   format_duration(now_seconds() - pg.start, took, sizeof took);
-  fprintf(stderr, "%zu points in %s, %zu errors; results: %s\n", ran, took, pg.errors, out);
+  fprintf(stderr, "%zu point%s in %s, %zu error%s; results: %s\n", ran, ran == 1 ? "" : "s", took,
+          pg.errors, pg.errors == 1 ? "" : "s", out);
   return pg.errors ? ATTNBENCH_EXIT_FAILURE : ATTNBENCH_EXIT_OK;
 }
 
