@@ -44,11 +44,31 @@
 
 #define FL_INLINE static inline __attribute__((always_inline))
 
+// ── Spread-out prefetch of the next K/V tile ─────────────────────────────────────────
+// Decode streams K and V from memory with little arithmetic per byte. Asking for the
+// whole next tile at once fills the core's miss queue and stalls the pipeline; instead
+// the micro-kernels' inner loops each issue two requests (two 64-byte lines) per
+// iteration from this cursor: first the next K tile, then the next V tile. (With 8 rows
+// a tile has about half as many inner iterations as lines to fetch, hence two.)
+typedef struct fl_pf {
+  const char *p, *end;    // current segment
+  const char *p2, *end2;  // the segment after it (empty when p2 == end2)
+} fl_pf;
+FL_INLINE void fl_pf_step(fl_pf *c) {
+  if (c->p < c->end) {
+    __builtin_prefetch(c->p, 0, 3);
+    __builtin_prefetch(c->p + 64, 0, 3);
+    c->p += 128;
+  } else if (c->p2 < c->end2) {
+    c->p = c->p2, c->end = c->end2, c->p2 = c->end2;
+  }
+}
+
 // ── Q·Kᵀ micro-kernel: S[mr][nv·LANES] = Q̂[mr][d] · K̂ᵀ[d][nv·LANES] ─────────────────
 // K̂ᵀ holds one row of tkv keys per d, so each d loads nv contiguous vectors of keys and
 // each row broadcasts one Q̂ element: mr·nv FMAs per (nv loads + mr broadcasts).
 FL_INLINE void fl_qk_micro(int mr, int nv, const float *q, int64_t dqk, const float *kt,
-                           int64_t tkv, float *s) {
+                           int64_t tkv, float *s, fl_pf *pf) {
   vf_t acc[FL_QK_MR][FL_QK_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
@@ -58,6 +78,7 @@ FL_INLINE void fl_qk_micro(int mr, int nv, const float *q, int64_t dqk, const fl
     vf_t kv[FL_QK_NV];
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) kv[v] = vf_load(kt + d * tkv + v * VF_W);
+    fl_pf_step(pf);
 #pragma GCC unroll 16
     for (int r = 0; r < mr; r++) {
       const vf_t qb = vf_set1(q[r * dqk + d]);
@@ -84,7 +105,7 @@ static inline int64_t fl_max_lim(const int32_t *lims, int64_t r, int64_t n) {
 // tile) are skipped — on the diagonal that is the part above it; the softmax overwrites
 // those scores with −∞ before anyone reads them.
 static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
-                       const float *kt, int64_t tkv, float *s, const int32_t *lims) {
+                       const float *kt, int64_t tkv, float *s, const int32_t *lims, fl_pf *pf) {
   for (int64_t c = 0; c < ncol; c += FL_QK_NV * VF_W) {
     const int64_t left = (ncol - c) / VF_W;
     const int nv = (int)(left < FL_QK_NV ? left : FL_QK_NV);
@@ -95,18 +116,18 @@ static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
       const float *ktc = kt + c;
       float *sr = s + r * tkv + c;
       if (nv == FL_QK_NV && mr == FL_QK_MR) {
-        fl_qk_micro(FL_QK_MR, FL_QK_NV, qr, dqk, ktc, tkv, sr);
+        fl_qk_micro(FL_QK_MR, FL_QK_NV, qr, dqk, ktc, tkv, sr, pf);
       } else if (mr == FL_QK_MR) {
         for (int v = 0; v < nv; v++)
-          fl_qk_micro(FL_QK_MR, 1, qr, dqk, ktc + v * VF_W, tkv, sr + v * VF_W);
+          fl_qk_micro(FL_QK_MR, 1, qr, dqk, ktc + v * VF_W, tkv, sr + v * VF_W, pf);
       } else if (nv == FL_QK_NV) {
         for (int64_t rr = 0; rr < mr; rr++)
-          fl_qk_micro(1, FL_QK_NV, qr + rr * dqk, dqk, ktc, tkv, sr + rr * tkv);
+          fl_qk_micro(1, FL_QK_NV, qr + rr * dqk, dqk, ktc, tkv, sr + rr * tkv, pf);
       } else {
         for (int64_t rr = 0; rr < mr; rr++)
           for (int v = 0; v < nv; v++)
             fl_qk_micro(1, 1, qr + rr * dqk, dqk, ktc + v * VF_W, tkv,
-                        sr + rr * tkv + v * VF_W);
+                        sr + rr * tkv + v * VF_W, pf);
       }
     }
   }
@@ -157,7 +178,7 @@ static void fl_qk_rows(int64_t nrows, int64_t nk, const float *q, int64_t dqk, c
 // ── P·V micro-kernel: acc[mr][nv·LANES] = α·acc + P[mr][0..nc) · V̂[0..nc)[nv·LANES] ──
 FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t nc,
                            const float *vp, int64_t vstride, float *acc, int64_t dvp,
-                           const float *alpha, int rescale) {
+                           const float *alpha, int rescale, fl_pf *pf) {
   vf_t o[FL_PV_MR][FL_PV_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++) {
@@ -172,6 +193,7 @@ FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t
     vf_t vv[FL_PV_NV];
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) vv[v] = vf_load(vp + c * vstride + v * VF_W);
+    fl_pf_step(pf);
 #pragma GCC unroll 16
     for (int r = 0; r < mr; r++) {
       const vf_t pb = vf_set1(pm[r * tkv + c]);
@@ -189,14 +211,16 @@ FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t
 // row count its own fully unrolled instance (a 1-row tile still runs nv independent
 // FMA chains — decode rows are a single row).
 static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, const float *vp,
-                      int64_t vstride, float *ar, int64_t dvp, const float *al, int rescale) {
+                      int64_t vstride, float *ar, int64_t dvp, const float *al, int rescale,
+                      fl_pf *pf) {
 #define FL_PV_CASE(M)                                                                      \
   case M:                                                                                  \
     if (nv == FL_PV_NV)                                                                    \
-      fl_pv_micro(M, FL_PV_NV, pr, tkv, nc, vp, vstride, ar, dvp, al, rescale);            \
+      fl_pv_micro(M, FL_PV_NV, pr, tkv, nc, vp, vstride, ar, dvp, al, rescale, pf);        \
     else /* narrow right edge: head_dim_v not a multiple of the tile */                    \
       for (int v = 0; v < nv; v++)                                                         \
-        fl_pv_micro(M, 1, pr, tkv, nc, vp + v * VF_W, vstride, ar + v * VF_W, dvp, al, rescale); \
+        fl_pv_micro(M, 1, pr, tkv, nc, vp + v * VF_W, vstride, ar + v * VF_W, dvp, al, rescale, \
+                    pf);                                                                   \
     break;
   switch (mr) {
     FL_PV_CASE(1) FL_PV_CASE(2) FL_PV_CASE(3) FL_PV_CASE(4)
@@ -223,7 +247,7 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, 
 // beyond a row's limit.
 static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float *vp,
                        int64_t vstride, float *acc, int64_t dvp, const float *alpha,
-                       const int32_t *lims) {
+                       const int32_t *lims, fl_pf *pf) {
   for (int64_t r = 0; r < nrows; r += FL_PV_MR) {
     const int mr = (int)(nrows - r < FL_PV_MR ? nrows - r : FL_PV_MR);
     const int64_t nc = fl_max_lim(lims, r, mr);
@@ -235,10 +259,10 @@ static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float 
       const float *pr = pm + r * tkv;
       float *ar = acc + r * dvp + e;
       if (mr == FL_PV_MR && nv == FL_PV_NV) {
-        if (any) fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 1);
-        else fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 0);
+        if (any) fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 1, pf);
+        else fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 0, pf);
       } else {
-        fl_pv_any(mr, nv, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, any);
+        fl_pv_any(mr, nv, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, any, pf);
       }
     }
   }
@@ -321,9 +345,16 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         lims[row] = (int32_t)(lim > nk ? nk : lim < 0 ? 0 : lim);
       }
       const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
-      // The next tile's K now and its V after Q·Kᵀ, so the requests overlap compute.
+      // The next tile's K and V, requested a line at a time by the inner loops below.
       const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
-      if (nn > 0) fl_prefetch(kj + tkv * dqk, nn * dqk);
+      fl_pf pf = {0};
+      if (nn > 0 && !packed) {  // row path (decode): few inner iterations, ask at once
+        fl_prefetch(kj + tkv * dqk, nn * dqk);
+        fl_prefetch(vj + tkv * dv, nn * dv);
+      } else if (nn > 0) {
+        const char *nk0 = (const char *)(kj + tkv * dqk), *nv0 = (const char *)(vj + tkv * dv);
+        pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
+      }
       // V̂: the P·V tile runs over dvp columns. When head_dim_v is a whole number of
       // vectors V's own rows serve (stride dv); otherwise rows are copied zero-padded.
       const float *vt = vj;
@@ -341,7 +372,6 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         const int64_t ncp = ncq < tkv ? ncq : tkv;
         fl_pack_kt(kj, nk, ncp, dqk, kt, tkv);
       }
-      if (nn > 0) fl_prefetch(vj + tkv * dv, nn * dv);
       // Row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back, so their
       // scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
       const int64_t vstride = dv == dvp ? dv : dvp;
@@ -349,11 +379,11 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
         if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
         float *sb = S + r0 * tkv;
-        if (packed) fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0);
+        if (packed) fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
         else fl_qk_rows(nb, nk, qs + r0 * dqk, dqk, kj, sb, tkv);
         for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
           alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
-        fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0);
+        fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
       }
     }
   }
