@@ -25,7 +25,6 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "gbench/gbench.h"
-#include "placement.h"  // thread binding (flash helper)
 #include "topology.h"
 
 // ── interruption ────────────────────────────────────────────────────────────────────
@@ -299,13 +298,6 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char 
   if (!writable(out)) return ATTNBENCH_EXIT_FAILURE;
 
   if (!quiet && !no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
-  {  // Bind OpenMP threads to physical cores (hwloc) before the context records `binding`.
-    char binding[512];
-    int most = attn_placement_default_threads();
-    for (size_t i = 0; i < plan->count; i++)
-      if (plan->points[i].threads > most) most = plan->points[i].threads;
-    attn_placement_bind(most, binding, sizeof binding);
-  }
   attn_bench_add_context(plan, config, !no_probe);
   for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
@@ -341,7 +333,8 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char 
   if (ran == (size_t)-1) return ATTNBENCH_EXIT_FAILURE;
   char took[32];
   format_duration(now_seconds() - pg.start, took, sizeof took);
-  fprintf(stderr, "%zu points in %s, %zu errors; results: %s\n", ran, took, pg.errors, out);
+  fprintf(stderr, "%zu point%s in %s, %zu error%s; results: %s\n", ran, ran == 1 ? "" : "s", took,
+          pg.errors, pg.errors == 1 ? "" : "s", out);
   return pg.errors ? ATTNBENCH_EXIT_FAILURE : ATTNBENCH_EXIT_OK;
 }
 

@@ -190,6 +190,10 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_skip_with_error(st, s->refused);
     return;
   }
+  if (g_ref.pc) {  // a reference kept for another shape goes before new inputs arrive
+    const attn_problem c = attn_bench_check_shape(p);
+    if (!same_shape(&g_ref.shape, &c)) attn_bench_release_reference();
+  }
   if (!acquire_buffers(pt, &exec)) {
     attn_gb_skip_with_error(st, "out of memory allocating the inputs");
     return;
