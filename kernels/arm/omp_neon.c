@@ -18,7 +18,8 @@ const attn_kernel attn_kernel_omp__neon = {
     .summary = "OpenMP over (batch, head, query block) around tiled__neon; no GQA sharing, "
                "no split-KV (the plain-parallel baseline for flash__neon)",
     .required_isa = ATTN_ISA_NEON,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    // No ATTN_CAP_GQA: each query head packs its own K/V (nothing shared across a group).
+    .caps = ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_DV_NE_DQK | ATTN_CAP_THREADS,
     .workspace = omp_neon_workspace,
     .run = omp_neon_run,
 };
