@@ -73,7 +73,8 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
 
 size_t flash_workspace_bytes(const flash_plan *plan, int threads) {
   size_t floats = (size_t)threads * plan->scratch_floats;
-  if (plan->nsplit > 1) floats += (size_t)plan->tasks * plan->partial_stride;
+  if (plan->nsplit > 1)  // partials, then one int counter per base task
+    floats += (size_t)plan->tasks * plan->partial_stride + align16((size_t)plan->base_tasks);
   return floats * sizeof(float);
 }
 

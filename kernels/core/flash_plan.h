@@ -7,7 +7,8 @@
 //     packed K/V tile) at `tq` consecutive query positions → at most `rows` rows;
 //   • the keys of one chunk. Chunks exist only for split-KV (flash-decoding): when the
 //     unsplit task count is below kSplitTarget, the keys are cut into `nsplit` chunks
-//     whose partial (max, sum, output) triples are merged afterwards in chunk order.
+//     whose partial (max, sum, output) triples are merged in chunk order by the thread
+//     that finishes the last chunk of the group (no barrier between the phases).
 //
 // DETERMINISM. Every number in the plan is a function of the problem shape, the tile
 // sizes and the vector width only — never of the thread count — and each task's
@@ -38,7 +39,8 @@ typedef struct flash_plan {
   int64_t dvp;             // head_dim_v rounded up to the vector width
   // Per-thread scratch (floats, each region 64-byte aligned).
   size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, scratch_floats;
-  // Split-KV partials: tasks × rows × (dvp + 2) floats, after the per-thread scratch.
+  // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
+  // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block
 } flash_plan;
 
@@ -54,7 +56,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
 // Threads the kernel will run with: exec->threads, or the OpenMP default when 0.
 int flash_threads(const attn_exec *exec);
 
-// Workspace bytes: threads × scratch + partials.
+// Workspace bytes: threads × scratch + partials + counters.
 size_t flash_workspace_bytes(const flash_plan *plan, int threads);
 
 // Task index → coordinates. Within a K/V head, query blocks come heaviest first under a

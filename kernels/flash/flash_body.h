@@ -429,16 +429,24 @@ static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, 
   const int nt = flash_threads(exec);
   float *ws = workspace;
   float *partials = ws + (size_t)nt * pl.scratch_floats;
+  // Split-KV: chunks done per base task; whoever finishes the last chunk merges, in chunk
+  // order (the merge does not depend on who runs it), so no barrier separates the phases.
+  int *done = (int *)(partials + (size_t)pl.tasks * pl.partial_stride);
+  if (pl.nsplit > 1) memset(done, 0, (size_t)pl.base_tasks * sizeof *done);
 #pragma omp parallel num_threads(nt)
   {
     const attn_fp_env env = attn_fp_env_enter();
     float *scratch = ws + (size_t)omp_get_thread_num() * pl.scratch_floats;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl.tasks; t++) fl_task(p, &pl, t, q, k, v, o, scratch, partials);
-    // (implicit barrier: every partial is written before any merge starts)
-    if (pl.nsplit > 1) {
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t b = 0; b < pl.base_tasks; b++) flash_merge(p, &pl, partials, b, o);
+    for (int64_t t = 0; t < pl.tasks; t++) {
+      fl_task(p, &pl, t, q, k, v, o, scratch, partials);
+      if (pl.nsplit > 1) {
+        int n;
+        // seq_cst: the partial written above is visible to whichever thread merges.
+#pragma omp atomic capture seq_cst
+        n = ++done[t / pl.nsplit];
+        if (n == pl.nsplit) flash_merge(p, &pl, partials, t / pl.nsplit, o);
+      }
     }
     attn_fp_env_leave(env);
   }
