@@ -8,6 +8,7 @@
 //   flash_speed --kernel flash__avx512 --threads 1,2 --seq 2048 --d 64 [--causal]
 //   flash_speed --kernel flash__avx512 --threads 2 --seq-q 1 --seq 32768 --d 128 --kv-heads 1
 //   flash_speed --kernel flash__avx512 --threads 2 --seq 16384 --d 64 --reps 1   (RSS)
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +31,26 @@ static void fill(float *x, size_t n, uint64_t seed) {
   }
 }
 
-static int parse_list(const char *s, int *out, int cap) {
+// A whole decimal number in [lo, hi], or exit 2 with a message naming the option.
+static long long number(const char *opt, const char *s, long long lo, long long hi) {
+  char *end;
+  errno = 0;
+  const long long v = strtoll(s, &end, 10);
+  if (errno || end == s || (*end && *end != ',') || v < lo || v > hi) {
+    fprintf(stderr, "flash_speed: %s: '%s' is not an integer in [%lld, %lld]\n", opt, s, lo, hi);
+    exit(2);
+  }
+  return v;
+}
+
+static int parse_list(const char *opt, const char *s, int *out, int cap) {
   int n = 0;
-  while (*s && n < cap) {
-    out[n++] = atoi(s);
+  for (;;) {
+    if (n == cap) {
+      fprintf(stderr, "flash_speed: %s: at most %d values\n", opt, cap);
+      exit(2);
+    }
+    out[n++] = (int)number(opt, s, 0, 4096);
     const char *c = strchr(s, ',');
     if (!c) break;
     s = c + 1;
@@ -56,16 +73,16 @@ int main(int argc, char **argv) {
       fprintf(stderr, "flash_speed: %s needs a value\n", a);
       return 2;
     } else if (!strcmp(a, "--kernel") && nk < 16) kernels[nk++] = v, i++;
-    else if (!strcmp(a, "--threads")) nthreads = parse_list(v, threads, 8), i++;
-    else if (!strcmp(a, "--reps")) reps = atoi(v), i++;
-    else if (!strcmp(a, "--batch")) batch = atoll(v), i++;
-    else if (!strcmp(a, "--heads")) heads = atoll(v), i++;
-    else if (!strcmp(a, "--kv-heads")) kv_heads = atoll(v), i++;
-    else if (!strcmp(a, "--seq")) seq = atoll(v), i++;
-    else if (!strcmp(a, "--seq-q")) seq_q = atoll(v), i++;
-    else if (!strcmp(a, "--d")) d = atoll(v), i++;
-    else if (!strcmp(a, "--tile-q")) base.tile_q = atoi(v), i++;
-    else if (!strcmp(a, "--tile-kv")) base.tile_kv = atoi(v), i++;
+    else if (!strcmp(a, "--threads")) nthreads = parse_list(a, v, threads, 8), i++;
+    else if (!strcmp(a, "--reps")) reps = (int)number(a, v, 1, 1000), i++;
+    else if (!strcmp(a, "--batch")) batch = number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--heads")) heads = number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--kv-heads")) kv_heads = number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--seq")) seq = number(a, v, 1, 1 << 30), i++;
+    else if (!strcmp(a, "--seq-q")) seq_q = number(a, v, 1, 1 << 30), i++;
+    else if (!strcmp(a, "--d")) d = number(a, v, 1, 1 << 16), i++;
+    else if (!strcmp(a, "--tile-q")) base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
+    else if (!strcmp(a, "--tile-kv")) base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
     else {
       fprintf(stderr, "flash_speed: unknown option %s\n", a);
       return 2;
@@ -73,7 +90,6 @@ int main(int argc, char **argv) {
   }
   if (nk == 0) kernels[nk++] = "flash__avx512";
   if (nthreads == 0) threads[nthreads++] = 0;
-  if (reps < 1 || reps > 1000) reps = 5;
   if (kv_heads == 0) kv_heads = heads;
   if (seq_q == 0) seq_q = seq;
 
