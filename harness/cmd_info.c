@@ -11,8 +11,10 @@
 
 #include "attn.h"
 #include "cli_args.h"
+#include "topology.h"
 #include "commands.h"
 #include "peak.h"
+#include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -134,7 +136,11 @@ int cmd_info(int argc, char **argv) {
   char flags[256];
   cpu_flags(flags, sizeof flags);
   if (flags[0]) printf("cpu flags:  %s\n", flags);
-  if (no_peak) return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  attn_topology_print(attn_topology_get(), stdout);  // hwloc summary (topology.c)
+  if (no_peak) {
+    attn_info_parallel(stdout, false);  // parallel section, without the bandwidth probe
+    return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  }
 
   printf("FP32 FMA peak, measured (GFLOP/s):\n");
   printf("  %-8s  %12s  %12s\n", "isa", "1 thread", "all threads");
@@ -150,5 +156,6 @@ int cmd_info(int argc, char **argv) {
     snprintf(all_label, sizeof all_label, "(%d)", threads);
     printf("  %-8s  %12.1f  %12.1f %s\n", rows[i].name, one, all, all_label);
   }
+  attn_info_parallel(stdout, true);  // parallel section incl. the read-bandwidth probe
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

@@ -18,6 +18,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "npy.h"
+#include "placement.h"  // hwloc tiles + thread binding (flash helper)
 
 // Prints the kernel names (available ones first) to stderr, for "unknown kernel" errors.
 static void print_kernel_names(void) {
@@ -189,6 +190,14 @@ int cmd_run(int argc, char **argv) {
     goto done;
   }
   char err[512];
+  // Placement: tiles from hwloc's cache sizes unless --tile-q/--tile-kv or ATTNBENCH_TILE_*
+  // set them; OpenMP threads bound to physical cores (report printed below).
+  if (attn_placement_tiles(&p, &exec, err, sizeof err) != 0) {
+    fprintf(stderr, "attnbench run: %s\n", err);
+    goto done;
+  }
+  char binding[512];
+  attn_placement_bind(exec.threads, binding, sizeof binding);
   const double t0 = now_seconds();
   const int krc = attn_kernel_call(kernel, &p, &exec, q.a.data, k.a.data, v.a.data, o, err, sizeof err);
   const double t1 = now_seconds();
@@ -228,6 +237,8 @@ int cmd_run(int argc, char **argv) {
            (long long)p.seq_kv, (long long)p.head_dim_qk, (long long)p.head_dim_v, p.causal ? " causal" : "",
            (double)p.scale, out_path, npy_shape_string(4, o_shape, sb, sizeof sb), (t1 - t0) * 1e3);
   }
+  if (!quiet && (kernel->caps & ATTN_CAP_THREADS))
+    printf("threads: %s; tiles: tile_q %d, tile_kv %d\n", binding, exec.tile_q, exec.tile_kv);
   if (verify && !quiet)
     printf("check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 reference)\n",
            cr.max_abs_err, cr.max_rel_err, cr.worst_ratio);

@@ -17,6 +17,13 @@
 #define ATTN_KERNEL_ARM(sym)
 #endif
 
+// Baselines built outside kernels/ (baselines/CMakeLists.txt defines this when found).
+#if defined(ATTNBENCH_HAVE_BLAS)
+#define ATTN_KERNEL_BLAS(sym) ATTN_KERNEL(sym)
+#else
+#define ATTN_KERNEL_BLAS(sym)
+#endif
+
 #define ATTN_KERNEL(sym) extern const attn_kernel attn_kernel_##sym;
 #include "attn_registry.def"
 #undef ATTN_KERNEL

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// blas — the unfused baseline: S = scale·Q·Kᵀ (cblas_sgemm), row softmax, O = P·V
+// (cblas_sgemm), as PyTorch-style "math" attention does it. The anchor every report
+// compares the fused kernels with. Built only when OpenBLAS is found (baselines/
+// CMakeLists.txt); kernels/ never includes a BLAS header.
+//
+// GQA: the query heads that share K/V head g are consecutive in Q and O, so the
+// group's rows form one [group·seq_q × head_dim] matrix and one GEMM serves the group
+// (decode with GQA gets M = group size instead of 1).
+// Work split: tasks are (batch, KV head, block of R group rows); R depends on the shape
+// only (R = ceil(rows/8) clamped to [8, 128], and at most kScoreFloats / seq_kv), so
+// every task makes the same single-threaded sgemm calls whatever the thread count and
+// the output is bitwise independent of exec->threads (attn.h's contract; OpenBLAS's own
+// threading splits differently per thread count and is not). OpenMP runs the tasks on
+// exec->threads threads — the batched-GEMM pattern of framework CPU attention — with
+// OpenBLAS set to one thread, so no second thread pool competes for the cores.
+// Memory: each thread materialises one block of scores (R × seq_kv floats, ≤ 16 MiB),
+// so any shape runs. Causal: a block's GEMMs stop at the last key its rows can see;
+// masked scores inside the block are excluded from the softmax.
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#include "core/attn_internal.h"
+
+enum { kScoreFloats = 4 << 20 };  // 16 MiB of scores per row block
+
+static int64_t rows_per_block(const attn_problem *p) {
+  const int64_t rows = p->seq_q * (p->heads / p->kv_heads);
+  int64_t r = (rows + 7) / 8;
+  r = r < 8 ? 8 : r > 128 ? 128 : r;
+  const int64_t cap = kScoreFloats / p->seq_kv;
+  r = r < cap ? r : (cap > 0 ? cap : 1);
+  return r < rows ? r : rows;
+}
+
+static int team_size(const attn_exec *exec) {
+  return exec->threads > 0 ? exec->threads : omp_get_max_threads();
+}
+
+static size_t blas_workspace(const attn_problem *p, const attn_exec *exec) {
+  return (size_t)team_size(exec) * (size_t)rows_per_block(p) * (size_t)p->seq_kv * sizeof(float);
+}
+
+// Row r of a group block is query row r % seq_q of some head of the group.
+static int64_t visible(const attn_problem *p, int64_t r) {
+  return attn_visible_keys(p, r % p->seq_q);
+}
+
+// One task: rows [r0, r0 + nr) of K/V head g's group in batch b. S: nr × seq_kv floats.
+static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
+                  const float *q, const float *k, const float *v, float *o, float *S) {
+  const int64_t group = p->heads / p->kv_heads, dqk = p->head_dim_qk, dv = p->head_dim_v;
+  const float *qg = attn_q_head(p, q, b, g * group);  // [group·seq_q][dqk]
+  float *og = attn_o_head(p, o, b, g * group);         // [group·seq_q][dv]
+  const float *kg = attn_k_head(p, k, b, g), *vg = attn_v_head(p, v, b, g);
+  // the most keys any row of the block sees (rows may span two heads)
+  int64_t n = 0;
+  for (int64_t r = r0; r < r0 + nr && n < p->seq_kv; r++) {
+    const int64_t vis = visible(p, r);
+    n = vis > n ? vis : n;
+  }
+  if (n == 0) {  // no row of the block sees a key: zeros
+    for (int64_t i = 0; i < nr * dv; i++) og[r0 * dv + i] = 0.0f;
+    return;
+  }
+  // S[nr][n] = scale · Q_block · K[0:n]ᵀ   (row stride n)
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)n, (int)dqk, p->scale,
+              qg + r0 * dqk, (int)dqk, kg, (int)dqk, 0.0f, S, (int)n);
+  // P = softmax(S) row by row (masked scores excluded, row max subtracted)
+  for (int64_t r = 0; r < nr; r++) {
+    float *s = S + r * n;
+    const int64_t vis = visible(p, r0 + r);
+    float m = -INFINITY;
+    for (int64_t j = 0; j < vis; j++) m = fmaxf(m, s[j]);
+    float l = 0.0f;
+    for (int64_t j = 0; j < vis; j++) {
+      const float x = s[j] - m;
+      // exp(x) < 2^-126 would be denormal: flushed here (< 2^-126 of mass per key, far
+      // below float rounding of l >= 1), so sgemm never sees denormal inputs.
+      const float e = x < -87.0f ? 0.0f : expf(x);
+      s[j] = e;
+      l += e;
+    }
+    const float inv = vis > 0 ? 1.0f / l : 0.0f;
+    for (int64_t j = 0; j < vis; j++) s[j] *= inv;
+    for (int64_t j = vis; j < n; j++) s[j] = 0.0f;
+  }
+  // O_block = P · V[0:n]
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)dv, (int)n, 1.0f, S, (int)n,
+              vg, (int)dv, 0.0f, og + r0 * dv, (int)dv);
+}
+
+static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                    const float *v, float *o, void *workspace) {
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  openblas_set_num_threads(1);  // parallelism comes from the tasks below
+  const int64_t rows = p->seq_q * (p->heads / p->kv_heads), R = rows_per_block(p);
+  const int64_t nblocks = (rows + R - 1) / R, ntasks = p->batch * p->kv_heads * nblocks;
+  const size_t per_thread = (size_t)R * (size_t)p->seq_kv;
+#pragma omp parallel num_threads(team_size(exec))
+  {
+    attn_fp_env env = attn_fp_env_enter();
+    float *S = (float *)workspace + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic)
+    for (int64_t t = 0; t < ntasks; t++) {
+      const int64_t rb = t % nblocks, bg = t / nblocks;
+      const int64_t r0 = rb * R, nr = rows - r0 < R ? rows - r0 : R;
+      block(p, bg / p->kv_heads, bg % p->kv_heads, r0, nr, q, k, v, o, S);
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
+}
+
+const attn_kernel attn_kernel_blas = {
+    .name = "blas",
+    .summary = "unfused baseline: OpenBLAS sgemm (Q·Kᵀ), softmax, sgemm (P·V); OpenMP over row blocks",
+    .required_isa = 0,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    .workspace = blas_workspace,
+    .run = blas_run,
+};

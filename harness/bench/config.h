@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+//
+// config.h — benchmark sweep configs (INI, parsed with inih) expanded into points.
+//
+// Each [section] is one sweep; every value is a comma-separated list and the sweep is
+// the cartesian product of the lists (format and keys: docs/benchmarking.md):
+//
+//   [prefill]
+//   kernels  = blocked, flash__avx512   ; or "all": every available kernel but reference;
+//                                       ; "all, -naive" drops one
+//   batch    = 1
+//   heads    = 8
+//   kv_heads = 8, 2, 1                  ; each must divide heads (default: heads)
+//   d_model  = 512, 1024                ; head_dim = d_model / heads ...
+//   head_dim =                          ; ... or head_dim directly (not both)
+//   head_dim_v =                        ; default: head_dim
+//   seq_len  = 128, 256, 512            ; query rows
+//   seq_kv   =                          ; default: seq_len (else cross-attention)
+//   causal   = false, true
+//   threads  = 1, 2                     ; 0 = one per physical core (default: 1)
+//   repetitions = 5                     ; optional; --benchmark_repetitions overrides
+//   min_time = 0.1                      ; optional seconds per repetition
+//
+// Any error (unknown key, bad number, empty list, d_model not divisible by heads,
+// kv_heads not dividing heads, unknown kernel, ...) is reported as "FILE:LINE: message"
+// before anything runs.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attn_bench_point {
+  const attn_kernel *kernel;
+  attn_problem problem;
+  int threads;       // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
+  int repetitions;   // 0: Google Benchmark's default / flag
+  double min_time;   // 0: Google Benchmark's default / flag
+  char sweep[48];    // the [section] it came from
+  char name[160];    // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2"
+} attn_bench_point;
+
+typedef struct attn_bench_overrides {
+  const attn_kernel *const *kernels;  // if kernel_count > 0: replaces every sweep's kernels
+  size_t kernel_count;
+  const int *threads;                 // if thread_count > 0: replaces every sweep's threads
+  size_t thread_count;
+  int physical_cores;                 // what threads = 0 means
+} attn_bench_overrides;
+
+typedef struct attn_bench_plan {
+  attn_bench_point *points;
+  size_t count;
+} attn_bench_plan;
+
+// Parses path and expands every sweep. Returns true on success; otherwise false and
+// "FILE:LINE: message" (or "FILE: message") in err. Kernels named in the config that this
+// CPU cannot run are left out, with a note on `notes` (may be NULL). Identical points from
+// several sweeps are kept once.
+bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
+                          attn_bench_plan *plan, char *err, size_t err_len);
+void attn_bench_plan_free(attn_bench_plan *plan);
+
+// The stable, readable benchmark name of a point (see attn_bench_point.name).
+void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
+                           size_t len);
+
+#ifdef __cplusplus
+}
+#endif

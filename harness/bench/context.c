@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+// Results-file context: machine (hwloc, CPU features), build, environment, peaks.
+#define _POSIX_C_SOURCE 200809L  // environ, gethostname
+#include "bench/context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/point.h"
+#include "gbench/gbench.h"
+#include "topology.h"
+
+#if defined(__has_include)
+#if __has_include("peak/peak.h")
+#include "peak/peak.h"
+#define HAVE_PEAK 1
+#endif
+#if __has_include("peak/bandwidth.h")
+#include "peak/bandwidth.h"
+#define HAVE_BANDWIDTH 1
+#endif
+#endif
+#include "placement.h"
+
+#ifndef ATTNBENCH_COMPILER
+#define ATTNBENCH_COMPILER "unknown"
+#endif
+#ifndef ATTNBENCH_CFLAGS
+#define ATTNBENCH_CFLAGS "unknown"
+#endif
+#ifndef ATTNBENCH_BUILD_TYPE
+#define ATTNBENCH_BUILD_TYPE "unknown"
+#endif
+#ifndef ATTNBENCH_VERSION
+#define ATTNBENCH_VERSION "unknown"
+#endif
+#if defined(__has_include)
+#if __has_include("attnbench_git.h")
+#include "attnbench_git.h"  // generated at build time: ATTNBENCH_GIT_COMMIT
+#endif
+#endif
+#ifndef ATTNBENCH_GIT_COMMIT
+#define ATTNBENCH_GIT_COMMIT "unknown"
+#endif
+
+extern char **environ;
+
+enum { kMemo = 32 };
+typedef struct peak_memo { uint32_t isa; int threads; double v; } peak_memo;
+typedef struct bw_memo { int threads; double v; } bw_memo;
+static peak_memo g_peaks[kMemo];
+static int g_npeaks;
+static bw_memo g_bw[kMemo];
+static int g_nbw;
+
+static const char *isa_key(uint32_t isa) {
+  switch (isa) {
+    case ATTN_ISA_AVX512F: return "avx512f";
+    case ATTN_ISA_AVX2: return "avx2";
+    case ATTN_ISA_NEON: return "neon";
+    default: return "scalar";
+  }
+}
+
+double attn_bench_fma_peak(uint32_t isa, int threads) {
+  for (int i = 0; i < g_npeaks; i++)
+    if (g_peaks[i].isa == isa && g_peaks[i].threads == threads) return g_peaks[i].v;
+  double v = 0;
+#ifdef HAVE_PEAK
+  // The probe takes the best of several short runs; on a busy machine a call can still
+  // land entirely in a noisy stretch, so take the best of three calls (a peak is a max).
+  for (int i = 0; i < 3; i++) {
+    const double x = attn_peak_fma_gflops(isa, threads);
+    v = x > v ? x : v;
+  }
+  // On t <= physical cores the FMA units are private, so the t-thread peak should be
+  // about t x the one-thread peak. Far below that, another process held a core while we
+  // measured: try a few more times, then keep the best measurement and say so (the
+  // % peak counters of those points can then exceed 100).
+  const int cores = attn_bench_physical_cores();
+  if (threads > 1 && threads <= cores) {
+    const double expect = threads * attn_bench_fma_peak(isa, 1);
+    for (int i = 0; i < 5 && v < 0.8 * expect; i++) {
+      const double x = attn_peak_fma_gflops(isa, threads);
+      v = x > v ? x : v;
+    }
+    if (v < 0.8 * expect) {
+      char key[64], msg[160];
+      snprintf(key, sizeof key, "peak_warning_%s_T%d", isa_key(isa), threads);
+      snprintf(msg, sizeof msg, "measured %.1f GFLOP/s, below %d x the 1-thread %.1f: the machine "
+               "was busy; %% of peak at %d threads is overstated", v, threads, expect / threads, threads);
+      attn_gb_add_context(key, msg);
+      fprintf(stderr, "warning: FMA peak (%s, %d threads) %s\n", isa_key(isa), threads, msg);
+    }
+  }
+#endif
+  if (g_npeaks < kMemo) g_peaks[g_npeaks++] = (peak_memo){isa, threads, v};
+  return v;
+}
+
+double attn_bench_read_bandwidth(int threads) {
+  for (int i = 0; i < g_nbw; i++)
+    if (g_bw[i].threads == threads) return g_bw[i].v;
+  double v = 0;
+#ifdef HAVE_BANDWIDTH
+  attn_bandwidth bw;
+  // 512 MiB: many times any last-level cache here, and quick to fill.
+  if (attn_bandwidth_read((size_t)512 << 20, threads, 5, &bw) == 0 && bw.ok) v = bw.best_gbs;
+#endif
+  if (g_nbw < kMemo) g_bw[g_nbw++] = (bw_memo){threads, v};
+  return v;
+}
+
+int attn_bench_physical_cores(void) {
+  const int t = attn_placement_default_threads();
+  return t > 0 ? t : 1;
+}
+
+static void ctx(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ctx(const char *key, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  attn_gb_add_context(key, buf);
+}
+
+
+void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path, bool measure) {
+  const attn_topology *t = attn_topology_get();
+  char buf[512];
+  ctx("attnbench_version", "%s", ATTNBENCH_VERSION);
+  ctx("git_commit", "%s", ATTNBENCH_GIT_COMMIT);
+  ctx("compiler", "%s", ATTNBENCH_COMPILER);
+  ctx("cflags", "%s", ATTNBENCH_CFLAGS);
+  ctx("build_type", "%s", ATTNBENCH_BUILD_TYPE);
+  ctx("config", "%s", config_path ? config_path : "");
+  // The config's text, so a results file says exactly what was swept (first 16 KiB).
+  FILE *cf = config_path ? fopen(config_path, "r") : NULL;
+  if (cf) {
+    static char text[16384];
+    const size_t n = fread(text, 1, sizeof text - 1, cf);
+    text[n] = '\0';
+    fclose(cf);
+    attn_gb_add_context("config_text", text);
+  }
+  ctx("cpu_model", "%s", t->cpu_model);
+  ctx("isa", "%s", attn_isa_names(attn_cpu_features(), buf, sizeof buf));
+  attn_topology_summary(t, buf, sizeof buf);
+  ctx("topology", "%s", buf);
+  ctx("hwloc_packages", "%d", t->packages);
+  ctx("hwloc_cores", "%d", t->cores);
+  ctx("hwloc_pus", "%d", t->pus);
+  ctx("hwloc_numa_nodes", "%d", t->numa_nodes);
+  ctx("l1d_bytes", "%llu", (unsigned long long)t->l1d_bytes);
+  ctx("l2_bytes", "%llu", (unsigned long long)t->l2_bytes);
+  ctx("l3_bytes", "%llu", (unsigned long long)t->l3_bytes);
+  ctx("memory_bytes", "%llu", (unsigned long long)t->memory_bytes);
+  // Binding per thread count used (placement.h: OpenMP thread t -> physical core t).
+  // Every point binds again before it is timed, so this is what the kernels ran with.
+  int seen[64], nseen = 0;
+  for (size_t i = 0; i < plan->count && nseen < 64; i++) {
+    const int t = plan->points[i].threads;
+    bool dup = false;
+    for (int j = 0; j < nseen; j++) dup |= seen[j] == t;
+    if (dup) continue;
+    seen[nseen++] = t;
+    char key[32];
+    snprintf(key, sizeof key, "binding_T%d", t);
+    if (attn_placement_bind(t, buf, sizeof buf) < 0)
+      ctx(key, "unbound (%s)", buf);
+    else
+      ctx(key, "%s", buf);
+  }
+  ctx("threads_zero_means", "%d", attn_bench_physical_cores());
+  // Every OpenMP / OpenBLAS variable in the environment, "NAME=value; ...".
+  buf[0] = '\0';
+  for (char **e = environ; *e; e++) {
+    if (strncmp(*e, "OMP_", 4) && strncmp(*e, "GOMP_", 5) && strncmp(*e, "OPENBLAS_", 9) &&
+        strncmp(*e, "ATTNBENCH_", 10))
+      continue;
+    if (buf[0]) strncat(buf, "; ", sizeof buf - strlen(buf) - 1);
+    strncat(buf, *e, sizeof buf - strlen(buf) - 1);
+  }
+  ctx("environment", "%s", buf[0] ? buf : "(no OMP_*/GOMP_*/OPENBLAS_*/ATTNBENCH_* set)");
+
+  // Peaks for every (ISA, threads) pair the plan uses (and the one-thread peaks the
+  // multi-thread ones are judged against), then one context entry per measured pair.
+  int max_threads = 1;
+  for (size_t i = 0; i < plan->count; i++) {
+    const attn_bench_point *pt = &plan->points[i];
+    if (pt->threads > max_threads) max_threads = pt->threads;
+    if (measure) (void)attn_bench_fma_peak(attn_bench_peak_isa(pt->kernel), pt->threads);
+  }
+  for (int j = 0; j < g_npeaks; j++) {
+    char key[64];
+    snprintf(key, sizeof key, "peak_fma_gflops_%s_T%d", isa_key(g_peaks[j].isa), g_peaks[j].threads);
+    if (g_peaks[j].v > 0)
+      ctx(key, "%.1f", g_peaks[j].v);
+    else
+      ctx(key, "unavailable");
+  }
+  if (measure) {
+    const double bw = attn_bench_read_bandwidth(max_threads);
+    char key[64];
+    snprintf(key, sizeof key, "read_bandwidth_gbs_T%d", max_threads);
+    if (bw > 0)
+      ctx(key, "%.1f", bw);
+    else
+      ctx(key, "unavailable");
+  } else {
+    ctx("peaks", "not measured");
+  }
+}

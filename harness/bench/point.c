@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// One benchmark point: inputs (kept across Google Benchmark's calls for the same point),
+// the correctness check (once per point, before any timing), the timed loop, counters.
+#include "bench/point.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/check.h"
+#include "placement.h"
+
+enum { kSeed = 20240607 };
+
+// Inputs of the point being run. Google Benchmark calls a point's function several times
+// (iteration-count probing, repetitions); the buffers are made once per point.
+static struct {
+  const attn_bench_point *owner;
+  float *q, *k, *v, *o;
+  void *ws;
+} g_buf;
+
+void attn_bench_release_buffers(void) {
+  free(g_buf.q);
+  free(g_buf.k);
+  free(g_buf.v);
+  free(g_buf.o);
+  free(g_buf.ws);
+  memset(&g_buf, 0, sizeof g_buf);
+}
+
+static void *alloc64(size_t bytes) {
+  return aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
+}
+
+static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
+  if (g_buf.owner == pt) return true;
+  attn_bench_release_buffers();
+  // Bind this point's OpenMP team to physical cores (placement.h); a failure (e.g. no
+  // binding in a container) leaves threads unbound, which the context records.
+  char report[256];
+  (void)attn_placement_bind(pt->threads, report, sizeof report);
+  const attn_problem *p = &pt->problem;
+  g_buf.q = alloc64(attn_q_elems(p) * sizeof(float));
+  g_buf.k = alloc64(attn_k_elems(p) * sizeof(float));
+  g_buf.v = alloc64(attn_v_elems(p) * sizeof(float));
+  g_buf.o = alloc64(attn_o_elems(p) * sizeof(float));
+  g_buf.ws = alloc64(attn_kernel_workspace(pt->kernel, p, exec));
+  if (!g_buf.q || !g_buf.k || !g_buf.v || !g_buf.o || !g_buf.ws) {
+    attn_bench_release_buffers();
+    return false;
+  }
+  const attn_check_case c = {.problem = *p, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+  attn_check_fill(&c, g_buf.q, g_buf.k, g_buf.v);
+  memset(g_buf.o, 0, attn_o_elems(p) * sizeof(float));  // touch every page before timing
+  g_buf.owner = pt;
+  return true;
+}
+
+static double work(const attn_problem *p) {
+  return (double)p->batch * (double)p->heads * (double)p->seq_q * (double)p->seq_kv *
+         (double)(p->head_dim_qk + p->head_dim_v);
+}
+
+attn_problem attn_bench_check_shape(const attn_problem *p) {
+  attn_problem c = *p;
+  while (work(&c) > ATTN_BENCH_CHECK_BUDGET && (c.seq_q > 1 || c.seq_kv > 1)) {
+    // Halve both lengths of a square problem (the causal diagonal keeps its shape);
+    // otherwise the longer one.
+    if (c.seq_q == c.seq_kv) {
+      c.seq_q = c.seq_kv = (c.seq_q + 1) / 2;
+    } else if (c.seq_q > c.seq_kv) {
+      c.seq_q = (c.seq_q + 1) / 2;
+    } else {
+      c.seq_kv = (c.seq_kv + 1) / 2;
+    }
+  }
+  return c;
+}
+
+static uint64_t tensor_bytes(const attn_problem *p) {
+  return (uint64_t)(attn_q_elems(p) + attn_k_elems(p) + attn_v_elems(p) + attn_o_elems(p)) *
+         sizeof(float);
+}
+
+uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
+  const attn_exec exec = {.threads = pt->threads};
+  const attn_problem c = attn_bench_check_shape(&pt->problem);
+  // The check holds copies of Q, K, V, the reference output (float), the tolerance
+  // (double), a guarded output (float) and the kernel's workspace for that shape.
+  const uint64_t check = tensor_bytes(&c) + (uint64_t)attn_o_elems(&c) * (4 + 8) +
+                         attn_kernel_workspace(pt->kernel, &c, &exec);
+  return tensor_bytes(&pt->problem) + attn_kernel_workspace(pt->kernel, &pt->problem, &exec) + check;
+}
+
+uint32_t attn_bench_peak_isa(const attn_kernel *k) {
+  uint32_t isa = k->required_isa ? k->required_isa : attn_cpu_features();
+  // the best bit: AVX-512F over AVX2 (NEON stands alone)
+  if (isa & ATTN_ISA_AVX512F) return ATTN_ISA_AVX512F;
+  if (isa & ATTN_ISA_AVX2) return ATTN_ISA_AVX2;
+  return isa & ATTN_ISA_NEON;
+}
+
+// The prepared reference (inputs, reference output, tolerance) depends on the shape
+// only — inputs are a function of shape and seed — so consecutive points of one shape
+// (kernels are the innermost loop of a sweep) share it.
+static struct {
+  attn_problem shape;
+  attn_check_prepared *pc;
+} g_ref;
+
+static bool same_shape(const attn_problem *a, const attn_problem *b) {
+  return a->batch == b->batch && a->heads == b->heads && a->kv_heads == b->kv_heads &&
+         a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim_qk == b->head_dim_qk &&
+         a->head_dim_v == b->head_dim_v && a->causal == b->causal && a->scale == b->scale;
+}
+
+void attn_bench_release_reference(void) {
+  attn_check_prepared_free(g_ref.pc);
+  g_ref.pc = NULL;
+}
+
+static void run_check(attn_bench_state *s, const attn_exec *exec) {
+  const attn_bench_point *pt = s->point;
+  s->checked = true;
+  s->checked_shape = attn_bench_check_shape(&pt->problem);
+  const bool reduced = s->checked_shape.seq_q != pt->problem.seq_q ||
+                       s->checked_shape.seq_kv != pt->problem.seq_kv;
+  if (reduced)
+    fprintf(stderr, "note: %s checked on seq_q %lld, seq_kv %lld (full size would take the "
+            "double-precision reference too long); other dimensions as benchmarked\n",
+            pt->name, (long long)s->checked_shape.seq_q, (long long)s->checked_shape.seq_kv);
+  char err[192] = "";
+  if (!g_ref.pc || !same_shape(&g_ref.shape, &s->checked_shape)) {
+    attn_bench_release_reference();
+    if (reduced) {
+      const attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+      g_ref.pc = attn_check_prepare(&c, err, sizeof err);
+    } else {
+      g_ref.pc = attn_check_prepare_inputs(&pt->problem, g_buf.q, g_buf.k, g_buf.v, err, sizeof err);
+    }
+    g_ref.shape = s->checked_shape;
+  }
+  attn_check_prepared *pc = g_ref.pc;
+  if (!pc) {
+    s->check_pass = false;
+    snprintf(s->check_message, sizeof s->check_message, "check could not run: %s", err);
+    return;
+  }
+  attn_check_result r;
+  s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
+  if (s->check_pass) return;
+  const int n = snprintf(s->check_message, sizeof s->check_message,
+             "failed the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
+             reduced ? " (reduced seq)" : "", r.message, r.max_abs_err, r.worst_ratio);
+  (void)n;  // a long message is cut, never overflowed
+}
+
+// Shape fields as counters, so scripts never parse benchmark names.
+static void shape_counters(attn_gb_state *st, const attn_bench_point *pt) {
+  const attn_problem *p = &pt->problem;
+  attn_gb_set_counter(st, "B", (double)p->batch, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "H", (double)p->heads, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "KV", (double)p->kv_heads, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "Sq", (double)p->seq_q, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "Skv", (double)p->seq_kv, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "Dqk", (double)p->head_dim_qk, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "Dv", (double)p->head_dim_v, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "causal", p->causal ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "kernel_threads", pt->threads, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "flop", attn_flops(p), ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "bytes", (double)tensor_bytes(p), ATTN_GB_PLAIN);
+}
+
+void attn_bench_run_point(attn_gb_state *st, void *user) {
+  attn_bench_state *s = user;
+  const attn_bench_point *pt = s->point;
+  const attn_problem *p = &pt->problem;
+  attn_exec exec = {.threads = pt->threads};
+  attn_gb_set_label(st, pt->kernel->name);
+  shape_counters(st, pt);
+  char err[160];
+  if (attn_placement_tiles(p, &exec, err, sizeof err) != 0) {  // tiles from cache sizes
+    attn_gb_skip_with_error(st, err);
+    return;
+  }
+  attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
+  if (s->refused[0]) {
+    attn_gb_skip_with_error(st, s->refused);
+    return;
+  }
+  if (g_ref.pc) {  // a reference kept for another shape goes before new inputs arrive
+    const attn_problem c = attn_bench_check_shape(p);
+    if (!same_shape(&g_ref.shape, &c)) attn_bench_release_reference();
+  }
+  if (!acquire_buffers(pt, &exec)) {
+    attn_gb_skip_with_error(st, "out of memory allocating the inputs");
+    return;
+  }
+  if (!s->checked) run_check(s, &exec);
+  attn_gb_set_counter(st, "check_Sq", (double)s->checked_shape.seq_q, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "check_Skv", (double)s->checked_shape.seq_kv, ATTN_GB_PLAIN);
+  if (!s->check_pass) {
+    attn_gb_skip_with_error(st, s->check_message);
+    return;
+  }
+  while (attn_gb_keep_running(st)) {
+    const int rc = pt->kernel->run(p, &exec, g_buf.q, g_buf.k, g_buf.v, g_buf.o, g_buf.ws);
+    if (rc != ATTN_OK) {
+      char msg[64];
+      snprintf(msg, sizeof msg, "kernel returned status %d", rc);
+      attn_gb_skip_with_error(st, msg);
+      continue;  // keep_running now returns false
+    }
+    attn_gb_do_not_optimize(g_buf.o);
+  }
+  // Per-iteration amounts; Google Benchmark turns them into rates (÷ seconds/iteration).
+  const double gflop = attn_flops(p) * 1e-9;
+  attn_gb_set_counter(st, "GFLOP/s", gflop, ATTN_GB_RATE_PER_ITER);
+  attn_gb_set_counter(st, "GB/s", (double)tensor_bytes(p) * 1e-9, ATTN_GB_RATE_PER_ITER);
+  if (s->peak_gflops > 0) {
+    attn_gb_set_counter(st, "%peak", gflop * 100.0 / s->peak_gflops, ATTN_GB_RATE_PER_ITER);
+    attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);
+  }
+}

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// point.h — running one benchmark point under Google Benchmark: allocate its inputs,
+// check the kernel against the reference on that shape, then time it.
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench/config.h"
+#include "gbench/gbench.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// The largest check the double-precision reference runs at full size, in
+// batch·heads·seq_q·seq_kv·(head_dim_qk + head_dim_v) multiply-adds (a few seconds).
+// Larger points are checked on the same shape with seq_q/seq_kv halved until it fits.
+#define ATTN_BENCH_CHECK_BUDGET 1.2e9
+
+typedef struct attn_bench_state {
+  const attn_bench_point *point;
+  double peak_gflops;        // FMA peak for the point's ISA and threads; 0 = unknown
+  char refused[192];         // non-empty: not run (e.g. does not fit in memory)
+  // filled by the first run
+  bool checked, check_pass;
+  char check_message[512];
+  attn_problem checked_shape;  // the shape the check ran on (== point's unless reduced)
+} attn_bench_state;
+
+// Bytes the point needs: inputs + output + workspace + what the check needs on top.
+uint64_t attn_bench_point_bytes(const attn_bench_point *pt);
+
+// The shape a point is checked on: the point's own, or with seq_q/seq_kv halved until
+// the reference's work fits ATTN_BENCH_CHECK_BUDGET (other dimensions unchanged).
+attn_problem attn_bench_check_shape(const attn_problem *p);
+
+// The ISA whose FMA peak a kernel is compared with: its best required ISA bit, or, for
+// kernels that require none (portable C; OpenBLAS dispatches at run time), the best
+// ISA of this CPU.
+uint32_t attn_bench_peak_isa(const attn_kernel *k);
+
+// The Google Benchmark run callback; user is an attn_bench_state*.
+void attn_bench_run_point(attn_gb_state *st, void *user);
+
+// Frees the inputs kept between calls for the current point.
+void attn_bench_release_buffers(void);
+// Frees the cached reference of the last checked shape.
+void attn_bench_release_reference(void);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// bandwidth.h — STREAM-like read-bandwidth probe: every thread sums its slice of a
+// buffer far larger than the last-level cache (vectorised sum, 4 independent chains),
+// repeated; the best and the median pass are reported in GB/s (1 GB = 1e9 bytes).
+// Like STREAM it validates its own result (the sum of a known fill) and drops nothing
+// silently: the first pass (page faults were taken at fill time) is timed like the rest.
+// Depends on libc and OpenMP only.
+#pragma once
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attn_bandwidth {
+  double best_gbs;    // fastest pass
+  double median_gbs;  // median pass
+  size_t bytes;       // buffer size
+  int threads;        // threads that read
+  int passes;
+  int ok;             // 1 if the sums matched the fill (the probe measured real reads)
+} attn_bandwidth;
+
+// Reads a buffer of `bytes` (0 = 1 GiB) with `threads` OpenMP threads (0 = OpenMP
+// default), `passes` times (0 = 7). Threads touch (first-touch) their own slice, so the
+// pages live near the thread that reads them. Returns 0, or -1 if the allocation fails.
+int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *out);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// Machine topology from hwloc, and available memory from /proc and the cgroup.
+#include "topology.h"
+
+#include <hwloc.h>
+#include <string.h>
+
+static void discover(attn_topology *t) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->cpu_model, sizeof t->cpu_model, "unknown");
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+    snprintf(t->error, sizeof t->error, "hwloc could not load the topology");
+    return;
+  }
+  t->packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+  t->cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  t->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  t->numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  const hwloc_obj_type_t levels[3] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE};
+  uint64_t *sizes[3] = {&t->l1d_bytes, &t->l2_bytes, &t->l3_bytes};
+  int *counts[3] = {&t->l1d_count, &t->l2_count, &t->l3_count};
+  for (int i = 0; i < 3; i++) {
+    *counts[i] = hwloc_get_nbobjs_by_type(topo, levels[i]);
+    hwloc_obj_t c = hwloc_get_obj_by_type(topo, levels[i], 0);
+    if (c && c->attr) *sizes[i] = c->attr->cache.size;
+  }
+  hwloc_obj_t pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
+  const char *model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+  if (model) snprintf(t->cpu_model, sizeof t->cpu_model, "%s", model);
+  hwloc_obj_t root = hwloc_get_root_obj(topo);
+  if (root) t->memory_bytes = root->total_memory;
+  // Some virtual machines show hwloc only part of the memory; take MemTotal if larger.
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    unsigned long long kb;
+    if (fscanf(f, "MemTotal: %llu kB", &kb) == 1 && kb * 1024 > t->memory_bytes)
+      t->memory_bytes = (uint64_t)kb * 1024;
+    fclose(f);
+  }
+  if (t->cores < 1) t->cores = t->pus > 0 ? t->pus : 1;
+  hwloc_topology_destroy(topo);
+  t->ok = true;
+}
+
+const attn_topology *attn_topology_get(void) {
+  static attn_topology t;
+  static bool done;
+  if (!done) {
+    discover(&t);
+    done = true;
+  }
+  return &t;
+}
+
+const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, u++;
+  if (v == (double)(uint64_t)v)
+    snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
+  else
+    snprintf(buf, len, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+static const char *plural(int n, const char *one, const char *many) { return n == 1 ? one : many; }
+
+void attn_topology_summary(const attn_topology *t, char *buf, size_t len) {
+  if (!t->ok) {
+    snprintf(buf, len, "unknown (%s)", t->error);
+    return;
+  }
+  char l1[32], l2[32], l3[32];
+  snprintf(buf, len, "%d %s, %d %s, %d %s, %d NUMA %s; L1d %s x%d, L2 %s x%d, L3 %s x%d",
+           t->packages, plural(t->packages, "package", "packages"), t->cores,
+           plural(t->cores, "core", "cores"), t->pus, plural(t->pus, "PU", "PUs"), t->numa_nodes,
+           plural(t->numa_nodes, "node", "nodes"), attn_format_bytes(t->l1d_bytes, l1, sizeof l1),
+           t->l1d_count, attn_format_bytes(t->l2_bytes, l2, sizeof l2), t->l2_count,
+           attn_format_bytes(t->l3_bytes, l3, sizeof l3), t->l3_count);
+}
+
+void attn_topology_print(const attn_topology *t, FILE *out) {
+  char line[256], mem[32], avail[32];
+  attn_topology_summary(t, line, sizeof line);
+  fprintf(out, "topology:    %s\n", line);
+  fprintf(out, "memory:      %s total, %s available\n",
+          attn_format_bytes(t->memory_bytes, mem, sizeof mem),
+          attn_format_bytes(attn_available_memory(), avail, sizeof avail));
+}
+
+// Reads one unsigned number from a file; false if absent or "max".
+static bool read_u64(const char *path, uint64_t *v) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  unsigned long long x;
+  const bool ok = fscanf(f, "%llu", &x) == 1;
+  fclose(f);
+  if (ok) *v = x;
+  return ok;
+}
+
+uint64_t attn_available_memory(void) {
+  uint64_t avail = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = (uint64_t)kb * 1024;
+    fclose(f);
+  }
+  // cgroup v2, then v1: a limit below physical memory caps what we may use.
+  uint64_t limit, used;
+  if ((read_u64("/sys/fs/cgroup/memory.max", &limit) &&
+       read_u64("/sys/fs/cgroup/memory.current", &used)) ||
+      (read_u64("/sys/fs/cgroup/memory/memory.limit_in_bytes", &limit) &&
+       read_u64("/sys/fs/cgroup/memory/memory.usage_in_bytes", &used))) {
+    const uint64_t headroom = limit > used ? limit - used : 0;
+    if (limit < (UINT64_C(1) << 60) && (avail == 0 || headroom < avail)) avail = headroom;
+  }
+  return avail;
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// topology.h — the machine as hwloc sees it (packages, cores, PUs, NUMA nodes, cache
+// sizes, CPU model) and the memory available now; for results-file context and
+// `attnbench info`. Thread binding lives in placement.h, not here.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct attn_topology {
+  bool ok;                 // false: hwloc failed; error says why, counts are 0
+  char error[128];
+  char cpu_model[128];     // "AMD EPYC 9R14 96-Core Processor" (or "unknown")
+  int packages, cores, pus, numa_nodes;
+  uint64_t l1d_bytes, l2_bytes, l3_bytes;  // size of one cache of each level (0 = none)
+  int l1d_count, l2_count, l3_count;       // how many of each
+  uint64_t memory_bytes;                   // total memory hwloc reports
+} attn_topology;
+
+// The topology of this machine (discovered once; later calls return the same).
+const attn_topology *attn_topology_get(void);
+
+// One line: "1 package, 2 cores, 2 PUs, 1 NUMA node; L1d 32 KiB x2, L2 1 MiB x2, L3 32 MiB x1"
+void attn_topology_summary(const attn_topology *t, char *buf, size_t len);
+
+// A few labelled lines for people (`attnbench info`).
+void attn_topology_print(const attn_topology *t, FILE *out);
+
+// Bytes of memory a new allocation can use now: MemAvailable from /proc/meminfo, lowered
+// to the cgroup memory limit's headroom when one is set. 0 if unknown.
+uint64_t attn_available_memory(void);
+
+// "1.5 GiB", "32 KiB", ...
+const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif

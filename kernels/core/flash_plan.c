@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// Task decomposition, workspace layout and the split-KV merge of the flash kernels
+// (see flash_plan.h). Portable C.
+#include "core/flash_plan.h"
+
+#include <math.h>
+#include <omp.h>
+
+#include "core/attn_internal.h"
+#include "core/tiles.h"
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+static size_t align16(size_t n) {  // floats → multiple of 16 floats = 64 bytes
+  return (n + 15) & ~(size_t)15;
+}
+
+int flash_threads(const attn_exec *exec) {
+  return exec && exec->threads > 0 ? exec->threads : omp_get_max_threads();
+}
+
+void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, int nr,
+                     flash_plan *plan) {
+  int tile_q, tile_kv;
+  attn_tiles_resolve(p, exec, &tile_q, &tile_kv);
+  const int64_t hpg = p->heads / p->kv_heads;
+  // Rows per task ≈ tile_q, shared between the heads of a group: tile_q/hpg positions of
+  // each of hpg heads; when hpg > tile_q, tile_q heads at one position.
+  plan->heads_per_task = hpg < tile_q ? hpg : tile_q;
+  plan->subgroups = ceil_div(hpg, plan->heads_per_task);
+  int64_t tq = tile_q / plan->heads_per_task;
+  if (tq < 1) tq = 1;
+  if (tq > p->seq_q) tq = p->seq_q;
+  plan->tq = tq;
+  plan->qblocks = ceil_div(p->seq_q, tq);
+  plan->rows = plan->heads_per_task * tq;
+  int64_t tkv = ceil_div(tile_kv, nr) * nr;
+  const int64_t kv_round = ceil_div(p->seq_kv, nr) * nr;
+  if (tkv > kv_round) tkv = kv_round;  // no tile wider than the (rounded) key count
+  plan->tkv = tkv;
+  plan->base_tasks = p->batch * p->kv_heads * plan->subgroups * plan->qblocks;
+
+  // Split-KV: only the shape decides (see the determinism note in flash_plan.h).
+  plan->nsplit = 1;
+  plan->chunk = ceil_div(p->seq_kv, tkv) * tkv;
+  if (plan->base_tasks < kFlashSplitTarget) {
+    int64_t want = ceil_div(kFlashSplitTarget, plan->base_tasks);
+    int64_t minc = ceil_div(kFlashMinChunk, tkv) * tkv;
+    int64_t chunk = ceil_div(ceil_div(p->seq_kv, want), tkv) * tkv;
+    if (chunk < minc) chunk = minc;
+    plan->chunk = chunk;
+    plan->nsplit = ceil_div(p->seq_kv, chunk);
+  }
+  plan->tasks = plan->base_tasks * plan->nsplit;
+  plan->dvp = ceil_div(p->head_dim_v, lanes) * lanes;
+
+  const size_t rows = (size_t)plan->rows, dqk = (size_t)p->head_dim_qk;
+  const size_t tk = (size_t)tkv, dvp = (size_t)plan->dvp;
+  size_t off = 0;
+  plan->off_q = off, off += align16(rows * dqk);
+  plan->off_kt = off, off += align16(dqk * tk);
+  plan->off_v = off, off += align16(tk * dvp);
+  plan->off_s = off, off += align16(rows * tk);
+  plan->off_acc = off, off += align16(rows * dvp);
+  plan->off_m = off, off += align16(rows);
+  plan->off_l = off, off += align16(rows);
+  plan->off_alpha = off, off += align16(rows);
+  plan->off_lim = off, off += align16(rows);  // int32 per row
+  plan->scratch_floats = off;
+  plan->partial_stride = plan->nsplit > 1 ? align16(rows * (dvp + 2)) : 0;
+}
+
+size_t flash_workspace_bytes(const flash_plan *plan, int threads) {
+  size_t floats = (size_t)threads * plan->scratch_floats;
+  if (plan->nsplit > 1) floats += (size_t)plan->tasks * plan->partial_stride;
+  return floats * sizeof(float);
+}
+
+flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t t) {
+  flash_task k;
+  // Innermost: chunk, then the query block (last — heaviest under a causal mask — first),
+  // then the head subgroup, K/V head and batch. Consecutive tasks thus share one K/V
+  // head, which stays in the last-level cache while the threads walk its query blocks.
+  k.chunk = t % plan->nsplit;
+  t /= plan->nsplit;
+  k.qb = plan->qblocks - 1 - t % plan->qblocks;
+  t /= plan->qblocks;
+  k.sub = t % plan->subgroups;
+  t /= plan->subgroups;
+  k.g = t % p->kv_heads;
+  t /= p->kv_heads;
+  k.b = t;
+  return k;
+}
+
+void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials,
+                 int64_t base, float *o) {
+  const flash_task k = flash_task_at(p, plan, base * plan->nsplit);
+  const int64_t hpg = p->heads / p->kv_heads;
+  const int64_t h0 = k.g * hpg + k.sub * plan->heads_per_task;
+  int64_t hs = hpg - k.sub * plan->heads_per_task;
+  if (hs > plan->heads_per_task) hs = plan->heads_per_task;
+  const int64_t i0 = k.qb * plan->tq;
+  const int64_t nq = p->seq_q - i0 < plan->tq ? p->seq_q - i0 : plan->tq;
+  const int64_t dv = p->head_dim_v, dvp = plan->dvp, rows = plan->rows;
+  const float *blk0 = partials + (size_t)base * (size_t)plan->nsplit * plan->partial_stride;
+  // Partial block layout: acc[rows][dvp], m[rows], l[rows].
+  for (int64_t hh = 0; hh < hs; hh++) {
+    float *oh = attn_o_head(p, o, k.b, h0 + hh);
+    for (int64_t r = 0; r < nq; r++) {
+      const int64_t row = hh * nq + r;
+      float mmax = -INFINITY;
+      for (int64_t c = 0; c < plan->nsplit; c++) {
+        const float *blk = blk0 + (size_t)c * plan->partial_stride;
+        const float m = blk[rows * dvp + row], l = blk[rows * dvp + rows + row];
+        if (l > 0.0f && m > mmax) mmax = m;
+      }
+      float *orow = oh + (i0 + r) * dv;
+      for (int64_t e = 0; e < dv; e++) orow[e] = 0.0f;
+      if (mmax == -INFINITY) continue;  // the row sees no key at all: zeros
+      float lsum = 0.0f;
+      for (int64_t c = 0; c < plan->nsplit; c++) {
+        const float *blk = blk0 + (size_t)c * plan->partial_stride;
+        const float m = blk[rows * dvp + row], l = blk[rows * dvp + rows + row];
+        if (!(l > 0.0f)) continue;
+        const float w = expf(m - mmax);  // ≤ 1; exactly 1 for the chunk holding the max
+        lsum += w * l;
+        const float *acc = blk + row * dvp;
+        for (int64_t e = 0; e < dv; e++) orow[e] += w * acc[e];
+      }
+      const float inv = 1.0f / lsum;
+      for (int64_t e = 0; e < dv; e++) orow[e] *= inv;
+    }
+  }
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// flash_plan.h — how the flash kernels cut a problem into tasks. Portable; shared by
+// every ISA's flash kernel so that they split identically.
+//
+// A task is (batch b, K/V head g, head subgroup, query block, key chunk):
+//   • the query rows of `heads_per_task` query heads of group g (GQA: they share every
+//     packed K/V tile) at `tq` consecutive query positions → at most `rows` rows;
+//   • the keys of one chunk. Chunks exist only for split-KV (flash-decoding): when the
+//     unsplit task count is below kSplitTarget, the keys are cut into `nsplit` chunks
+//     whose partial (max, sum, output) triples are merged afterwards in chunk order.
+//
+// DETERMINISM. Every number in the plan is a function of the problem shape, the tile
+// sizes and the vector width only — never of the thread count — and each task's
+// arithmetic depends only on the plan. So any thread count (and any scheduling) gives
+// bitwise the same output.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct flash_plan {
+  int64_t heads_per_task;  // query heads of one K/V group in a task (≤ heads / kv_heads)
+  int64_t subgroups;       // ceil((heads / kv_heads) / heads_per_task)
+  int64_t tq;              // query positions per task
+  int64_t qblocks;         // ceil(seq_q / tq)
+  int64_t rows;            // heads_per_task · tq: rows resident per task (upper bound)
+  int64_t tkv;             // keys per K/V tile, a multiple of the register tile width
+  int64_t nsplit;          // key chunks per (b, g, subgroup, qblock); 1 = no split
+  int64_t chunk;           // keys per chunk (a multiple of tkv)
+  int64_t base_tasks;      // batch · kv_heads · subgroups · qblocks
+  int64_t tasks;           // base_tasks · nsplit
+  int64_t dvp;             // head_dim_v rounded up to the vector width
+  // Per-thread scratch (floats, each region 64-byte aligned).
+  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, scratch_floats;
+  // Split-KV partials: tasks × rows × (dvp + 2) floats, after the per-thread scratch.
+  size_t partial_stride;  // floats per task's partial block
+} flash_plan;
+
+// Split-KV kicks in when the unsplit task count is below this (a constant, so the split
+// does not depend on the thread count); chunks never get shorter than kFlashMinChunk keys.
+enum { kFlashSplitTarget = 32, kFlashMinChunk = 512 };
+
+// lanes = floats per vector of the calling kernel; nr = its Q·Kᵀ register tile width
+// (tkv is rounded to a multiple of it).
+void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, int nr,
+                     flash_plan *plan);
+
+// Threads the kernel will run with: exec->threads, or the OpenMP default when 0.
+int flash_threads(const attn_exec *exec);
+
+// Workspace bytes: threads × scratch + partials.
+size_t flash_workspace_bytes(const flash_plan *plan, int threads);
+
+// Task index → coordinates. Within a K/V head, query blocks come heaviest first under a
+// causal mask (later blocks see more keys), so dynamic scheduling ends each head on
+// light blocks; consecutive tasks share the K/V head (cache reuse).
+typedef struct flash_task {
+  int64_t b, g, sub, qb, chunk;
+} flash_task;
+flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t t);
+
+// Merges the nsplit partial (m, l, acc) blocks of base task `base` into O, in chunk
+// order: o = Σ_c e^{m_c − M}·acc_c / Σ_c e^{m_c − M}·l_c with M = max_c m_c.
+void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials,
+                 int64_t base, float *o);
+
+#ifdef __cplusplus
+}
+#endif

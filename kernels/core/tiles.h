@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// tiles.h — the cache-size → tile-size rule for the tiled/flash kernels.
+//
+// Kernels cannot ask hwloc for cache sizes (kernels/ depends on libc, libm and OpenMP
+// only). The harness asks hwloc for the per-core L1d and L2 sizes and calls
+// attn_tiles_for_caches() to fill attn_exec.tile_q / tile_kv when the user did not set
+// them (--tile-q/--tile-kv, ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV). A kernel that gets
+// tile sizes of 0 calls it with l1d = l2 = 0, which means "assume 32 KiB L1d, 1 MiB L2"
+// — so the kernel default and the harness default agree on such a machine.
+//
+// The rule (sizes in float32 elements, D = head_dim_qk, Dv = head_dim_v):
+//   tile_kv: the packed K tile (D × tile_kv) plus the packed V tile (tile_kv × Dv) take
+//            at most a quarter of L2, and one P·V column panel (tile_kv × 64 floats) fits
+//            in L1d, so the panel that the P·V micro-kernel streams stays in L1.
+//            Rounded down to a multiple of 32 (the widest register tile), within [32, 512].
+//   tile_q:  everything a task keeps resident — pre-scaled Q (tile_q × D), the score/P
+//            block (tile_q × tile_kv), the output accumulator (tile_q × Dv) and the
+//            packed K/V tile (tile_kv × (D + Dv)) — takes at most half of L2; the other
+//            half is left for the K/V rows streaming in to be packed. Rounded down to a
+//            multiple of 8, within [8, 256] (256 rows per task still gives 8 tasks per
+//            head at seq 2048, enough to balance 2–16 threads).
+// Measured on this machine (Zen 4, 32 KiB L1d, 1 MiB L2; flash__avx512, 1 thread, B1 H8
+// seq 2048, GFLOP/s): D=64  tq 64/128/256 × tkv 128 → 82/87/91, tkv 64..512 at tq 256
+// within 87–94;  D=128 tq 64/128/256 × tkv 128 → 65–88/93/98, tkv 64..512 at tq 256
+// within 96–98. The rule gives D=64 and D=128 → tile_q 256, tile_kv 128.
+#pragma once
+
+#include <stddef.h>
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Default cache sizes assumed when the caller passes 0.
+#define ATTN_TILES_DEFAULT_L1D ((size_t)32 * 1024)
+#define ATTN_TILES_DEFAULT_L2 ((size_t)1024 * 1024)
+
+// Tile sizes for problem p on a core with l1d / l2 bytes of per-core cache (0 = default).
+void attn_tiles_for_caches(const attn_problem *p, size_t l1d, size_t l2, int *tile_q,
+                           int *tile_kv);
+
+// The tiles a kernel uses: exec's where set (> 0), else ATTNBENCH_TILE_Q /
+// ATTNBENCH_TILE_KV from the environment (positive integers; anything else is ignored
+// here), else the rule with the default caches.
+void attn_tiles_resolve(const attn_problem *p, const attn_exec *exec, int *tile_q, int *tile_kv);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: MIT
+// flash_body.h — the FlashAttention-2-style kernel body, written once for every ISA.
+// An ISA file (x86/flash_avx512.c, x86/flash_avx2.c, arm/flash_neon.c) includes its
+// SIMD mapping header (simd/vec_<isa>.h: vf_t, VF_W, vf_load, vf_fma, vf_exp, …),
+// defines the register tiles and names below, then includes this file.
+//   FL_QK_MR, FL_QK_NV     Q·Kᵀ register tile: MR query rows × NV vectors of keys
+//   FL_PV_MR, FL_PV_NV     P·V register tile:  MR query rows × NV vectors of head_dim_v
+//   FL_RUN, FL_WORKSPACE   names of the kernel's run / workspace functions
+//
+// ── The algorithm (Dao 2023, FlashAttention-2; online softmax, Milakov & Gimelshein
+// 2018) for one task (see core/flash_plan.h) holding `rows` query rows:
+//   Q̂ = scale·Q (packed once, row-major)                     resident for the task
+//   for each K/V tile j (tkv keys) the task's rows can see:
+//     K̂ᵀ[d][c] = K[j+c][d]  (packed once, shared by every row — GQA: by every head of
+//                            the group; V is read in place, or copied when head_dim_v
+//                            is not whole vectors)
+//     for each block of FL_ROW_BLOCK rows (its scores stay in L1):
+//       S = Q̂·K̂ᵀ                                      register tile FL_QK_MR × FL_QK_NV
+//       per row: m' = max(m, max_c S), α = e^{m−m'}, P = e^{S−m'}, l' = α·l + Σ_c P
+//       acc = α·acc + P·V   (α multiply skipped for a register tile whose max held)
+//   o = acc / l   (l = 0 — the row saw no key — gives zeros)
+// Causal: tiles wholly above the diagonal are never visited (the loop stops at the
+// keys the task's last row sees); in tiles that cross it, each row's limit (lims) masks
+// its scores and register tiles / row blocks past every row's limit are skipped.
+// Rows < FL_QK_MR (decode) skip the transpose and take dot products from K's rows.
+// Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
+#pragma once
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "core/attn_internal.h"
+#include "core/flash_plan.h"
+#include "simd/softmax.h"
+
+#if FL_PV_MR < 4 || FL_PV_MR > 8 || FL_QK_MR > 16
+#error "register tiles: 4 <= FL_PV_MR <= 8, FL_QK_MR <= 16"
+#endif
+// Rows per Q·Kᵀ → softmax → P·V block: a common multiple of both register tiles' rows.
+#ifndef FL_ROW_BLOCK
+#define FL_ROW_BLOCK (FL_QK_MR * FL_PV_MR)
+#endif
+
+#define FL_INLINE static inline __attribute__((always_inline))
+
+// ── Spread-out prefetch of the next K/V tile ─────────────────────────────────────────
+// Decode streams K and V from memory with little arithmetic per byte. Asking for the
+// whole next tile at once fills the core's miss queue and stalls the pipeline; instead
+// the micro-kernels' inner loops each issue two requests (two 64-byte lines) per
+// iteration from this cursor: first the next K tile, then the next V tile. (With 8 rows
+// a tile has about half as many inner iterations as lines to fetch, hence two.)
+typedef struct fl_pf {
+  const char *p, *end;    // current segment
+  const char *p2, *end2;  // the segment after it (empty when p2 == end2)
+} fl_pf;
+FL_INLINE void fl_pf_step(fl_pf *c) {
+  if (c->p < c->end) {
+    __builtin_prefetch(c->p, 0, 3);
+    __builtin_prefetch(c->p + 64, 0, 3);
+    c->p += 128;
+  } else if (c->p2 < c->end2) {
+    c->p = c->p2, c->end = c->end2, c->p2 = c->end2;
+  }
+}
+
+// ── Q·Kᵀ micro-kernel: S[mr][nv·LANES] = Q̂[mr][d] · K̂ᵀ[d][nv·LANES] ─────────────────
+// K̂ᵀ holds one row of tkv keys per d, so each d loads nv contiguous vectors of keys and
+// each row broadcasts one Q̂ element: mr·nv FMAs per (nv loads + mr broadcasts).
+FL_INLINE void fl_qk_micro(int mr, int nv, const float *q, int64_t dqk, const float *kt,
+                           int64_t tkv, float *s, fl_pf *pf) {
+  vf_t acc[FL_QK_MR][FL_QK_NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) acc[r][v] = vf_zero();
+  for (int64_t d = 0; d < dqk; d++) {
+    vf_t kv[FL_QK_NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) kv[v] = vf_load(kt + d * tkv + v * VF_W);
+    fl_pf_step(pf);
+#pragma GCC unroll 16
+    for (int r = 0; r < mr; r++) {
+      const vf_t qb = vf_set1(q[r * dqk + d]);
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(qb, kv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) vf_store(s + r * tkv + v * VF_W, acc[r][v]);
+}
+
+// The largest limit among rows [r, r + n): the keys any of them can see.
+static inline int64_t fl_max_lim(const int32_t *lims, int64_t r, int64_t n) {
+  int64_t mx = 0;
+  for (int64_t i = r; i < r + n; i++) mx = lims[i] > mx ? lims[i] : mx;
+  return mx;
+}
+
+// S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W. Full register tiles
+// use the MR × NV micro-kernel; edges fall back to narrower instances of it. Register
+// tiles whose keys no row of the tile can see (lims: keys each row sees in this K/V
+// tile) are skipped — on the diagonal that is the part above it; the softmax overwrites
+// those scores with −∞ before anyone reads them.
+static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
+                       const float *kt, int64_t tkv, float *s, const int32_t *lims, fl_pf *pf) {
+  for (int64_t c = 0; c < ncol; c += FL_QK_NV * VF_W) {
+    const int64_t left = (ncol - c) / VF_W;
+    const int nv = (int)(left < FL_QK_NV ? left : FL_QK_NV);
+    for (int64_t r = 0; r < nrows; r += FL_QK_MR) {
+      const int64_t mr = nrows - r < FL_QK_MR ? nrows - r : FL_QK_MR;
+      if (c >= fl_max_lim(lims, r, mr)) continue;
+      const float *qr = q + r * dqk;
+      const float *ktc = kt + c;
+      float *sr = s + r * tkv + c;
+      if (nv == FL_QK_NV && mr == FL_QK_MR) {
+        fl_qk_micro(FL_QK_MR, FL_QK_NV, qr, dqk, ktc, tkv, sr, pf);
+      } else if (mr == FL_QK_MR) {
+        for (int v = 0; v < nv; v++)
+          fl_qk_micro(FL_QK_MR, 1, qr, dqk, ktc + v * VF_W, tkv, sr + v * VF_W, pf);
+      } else if (nv == FL_QK_NV) {
+        for (int64_t rr = 0; rr < mr; rr++)
+          fl_qk_micro(1, FL_QK_NV, qr + rr * dqk, dqk, ktc, tkv, sr + rr * tkv, pf);
+      } else {
+        for (int64_t rr = 0; rr < mr; rr++)
+          for (int v = 0; v < nv; v++)
+            fl_qk_micro(1, 1, qr + rr * dqk, dqk, ktc + v * VF_W, tkv,
+                        sr + rr * tkv + v * VF_W, pf);
+      }
+    }
+  }
+}
+
+// Q·Kᵀ for a handful of rows (fewer than FL_QK_MR, e.g. decode): dot products straight
+// from K's rows (no transpose), vectors along head_dim, one horizontal sum per score.
+// Keys [0, nk); columns [nk, round_up(nk, VF_W)) are left unwritten (masked later).
+static void fl_qk_rows(int64_t nrows, int64_t nk, const float *q, int64_t dqk, const float *k,
+                       float *s, int64_t tkv) {
+  const int64_t dfull = dqk - dqk % VF_W;
+  const int dtail = (int)(dqk % VF_W);
+  for (int64_t r = 0; r < nrows; r++) {
+    const float *qr = q + r * dqk;
+    int64_t c = 0;
+    for (; c + 4 <= nk; c += 4) {  // four keys at once for independent FMA chains
+      const float *k0 = k + c * dqk, *k1 = k0 + dqk, *k2 = k1 + dqk, *k3 = k2 + dqk;
+      vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
+      for (int64_t d = 0; d < dfull; d += VF_W) {
+        const vf_t qv = vf_load(qr + d);
+        a0 = vf_fma(qv, vf_load(k0 + d), a0);
+        a1 = vf_fma(qv, vf_load(k1 + d), a1);
+        a2 = vf_fma(qv, vf_load(k2 + d), a2);
+        a3 = vf_fma(qv, vf_load(k3 + d), a3);
+      }
+      if (dtail) {
+        const vf_t qv = vf_load_partial(qr + dfull, dtail);
+        a0 = vf_fma(qv, vf_load_partial(k0 + dfull, dtail), a0);
+        a1 = vf_fma(qv, vf_load_partial(k1 + dfull, dtail), a1);
+        a2 = vf_fma(qv, vf_load_partial(k2 + dfull, dtail), a2);
+        a3 = vf_fma(qv, vf_load_partial(k3 + dfull, dtail), a3);
+      }
+      s[r * tkv + c] = vf_hsum(a0);
+      s[r * tkv + c + 1] = vf_hsum(a1);
+      s[r * tkv + c + 2] = vf_hsum(a2);
+      s[r * tkv + c + 3] = vf_hsum(a3);
+    }
+    for (; c < nk; c++) {
+      const float *kc = k + c * dqk;
+      vf_t a = vf_zero();
+      for (int64_t d = 0; d < dfull; d += VF_W) a = vf_fma(vf_load(qr + d), vf_load(kc + d), a);
+      if (dtail) a = vf_fma(vf_load_partial(qr + dfull, dtail), vf_load_partial(kc + dfull, dtail), a);
+      s[r * tkv + c] = vf_hsum(a);
+    }
+  }
+}
+
+// ── P·V micro-kernel: acc[mr][nv·LANES] = α·acc + P[mr][0..nc) · V̂[0..nc)[nv·LANES] ──
+FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t nc,
+                           const float *vp, int64_t vstride, float *acc, int64_t dvp,
+                           const float *alpha, int rescale, fl_pf *pf) {
+  vf_t o[FL_PV_MR][FL_PV_NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < mr; r++) {
+    const vf_t a = vf_set1(rescale ? alpha[r] : 1.0f);
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+      o[r][v] = vf_load(acc + r * dvp + v * VF_W);
+      if (rescale) o[r][v] = vf_mul(o[r][v], a);
+    }
+  }
+  for (int64_t c = 0; c < nc; c++) {
+    vf_t vv[FL_PV_NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) vv[v] = vf_load(vp + c * vstride + v * VF_W);
+    fl_pf_step(pf);
+#pragma GCC unroll 16
+    for (int r = 0; r < mr; r++) {
+      const vf_t pb = vf_set1(pm[r * tkv + c]);
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++) o[r][v] = vf_fma(pb, vv[v], o[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) vf_store(acc + r * dvp + v * VF_W, o[r][v]);
+}
+
+// One register tile of any shape mr ≤ FL_PV_MR, nv ≤ FL_PV_NV: the switch gives each
+// row count its own fully unrolled instance (a 1-row tile still runs nv independent
+// FMA chains — decode rows are a single row).
+static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, const float *vp,
+                      int64_t vstride, float *ar, int64_t dvp, const float *al, int rescale,
+                      fl_pf *pf) {
+#define FL_PV_CASE(M)                                                                      \
+  case M:                                                                                  \
+    if (nv == FL_PV_NV)                                                                    \
+      fl_pv_micro(M, FL_PV_NV, pr, tkv, nc, vp, vstride, ar, dvp, al, rescale, pf);        \
+    else /* narrow right edge: head_dim_v not a multiple of the tile */                    \
+      for (int v = 0; v < nv; v++)                                                         \
+        fl_pv_micro(M, 1, pr, tkv, nc, vp + v * VF_W, vstride, ar + v * VF_W, dvp, al, rescale, \
+                    pf);                                                                   \
+    break;
+  switch (mr) {
+    FL_PV_CASE(1) FL_PV_CASE(2) FL_PV_CASE(3) FL_PV_CASE(4)
+#if FL_PV_MR >= 5
+    FL_PV_CASE(5)
+#endif
+#if FL_PV_MR >= 6
+    FL_PV_CASE(6)
+#endif
+#if FL_PV_MR >= 7
+    FL_PV_CASE(7)
+#endif
+#if FL_PV_MR >= 8
+    FL_PV_CASE(8)
+#endif
+    default: break;
+  }
+#undef FL_PV_CASE
+}
+
+// acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc). A register tile whose rows all
+// kept their max (α = 1) skips the rescale.
+// Each register tile stops at the last key one of its rows sees (lims), since P is 0
+// beyond a row's limit.
+static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float *vp,
+                       int64_t vstride, float *acc, int64_t dvp, const float *alpha,
+                       const int32_t *lims, fl_pf *pf) {
+  for (int64_t r = 0; r < nrows; r += FL_PV_MR) {
+    const int mr = (int)(nrows - r < FL_PV_MR ? nrows - r : FL_PV_MR);
+    const int64_t nc = fl_max_lim(lims, r, mr);
+    int any = 0;
+    for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
+    for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
+      const int64_t left = (dvp - e) / VF_W;
+      const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
+      const float *pr = pm + r * tkv;
+      float *ar = acc + r * dvp + e;
+      if (mr == FL_PV_MR && nv == FL_PV_NV) {
+        if (any) fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 1, pf);
+        else fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 0, pf);
+      } else {
+        fl_pv_any(mr, nv, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, any, pf);
+      }
+    }
+  }
+}
+
+// Software prefetch of n floats (one request per 64-byte line). Decode streams K and V
+// from DRAM with little arithmetic per byte; asking for the next tile early keeps more
+// lines in flight than the hardware prefetcher does on its own.
+static inline void fl_prefetch(const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(x + i, 0, 3);
+}
+
+// ── Packing ──────────────────────────────────────────────────────────────────────────
+// K̂ᵀ[d][c] = K[c][d] for c < nk, 0 for nk ≤ c < ncp. Blocks of VF_W keys × VF_W dims go
+// through FL_TRANSPOSE_BLOCK when the ISA file defines it (in-register transpose:
+// dst[d·dst_stride + c] = src[c·src_stride + d] for c, d < VF_W); the rest is scalar,
+// still one block of VF_W keys at a time so that the source rows and the destination
+// lines stay in L1.
+static void fl_pack_kt(const float *k, int64_t nk, int64_t ncp, int64_t dqk, float *kt,
+                       int64_t tkv) {
+  int64_t c0 = 0;
+  for (; c0 + VF_W <= nk; c0 += VF_W) {
+    const float *kb = k + c0 * dqk;
+    int64_t d = 0;
+#ifdef FL_TRANSPOSE_BLOCK
+    for (; d + VF_W <= dqk; d += VF_W) FL_TRANSPOSE_BLOCK(kb + d, dqk, kt + d * tkv + c0, tkv);
+#endif
+    for (; d < dqk; d++) {
+      float *dst = kt + d * tkv + c0;
+      for (int c = 0; c < VF_W; c++) dst[c] = kb[c * dqk + d];
+    }
+  }
+  for (int64_t d = 0; d < dqk; d++) {
+    float *dst = kt + d * tkv;
+    for (int64_t c = c0; c < nk; c++) dst[c] = k[c * dqk + d];
+    for (int64_t c = nk; c < ncp; c++) dst[c] = 0.0f;
+  }
+}
+
+// ── One task ─────────────────────────────────────────────────────────────────────────
+static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, const float *q,
+                    const float *k, const float *v, float *o, float *scratch, float *partials) {
+  const flash_task tk = flash_task_at(p, pl, t);
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp, tkv = pl->tkv;
+  const int64_t hpg = p->heads / p->kv_heads;
+  const int64_t h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
+  const int64_t hs = hpg - tk.sub * pl->heads_per_task < pl->heads_per_task
+                         ? hpg - tk.sub * pl->heads_per_task
+                         : pl->heads_per_task;
+  const int64_t i0 = tk.qb * pl->tq;
+  const int64_t nq = p->seq_q - i0 < pl->tq ? p->seq_q - i0 : pl->tq;
+  const int64_t nrows = hs * nq;  // row hh·nq + r = head h0+hh, query position i0+r
+  float *qs = scratch + pl->off_q, *kt = scratch + pl->off_kt, *vs = scratch + pl->off_v;
+  float *S = scratch + pl->off_s, *acc = scratch + pl->off_acc;
+  float *m = scratch + pl->off_m, *l = scratch + pl->off_l, *alpha = scratch + pl->off_alpha;
+  int32_t *lims = (int32_t *)(scratch + pl->off_lim);
+
+  // The keys this task visits: its chunk, cut at the last key its last row can see.
+  const int64_t kv_end_all = attn_visible_keys(p, i0 + nq - 1);
+  const int64_t kb = tk.chunk * pl->chunk;
+  const int64_t ke = kb + pl->chunk < kv_end_all ? kb + pl->chunk : kv_end_all;
+  const float *kh = attn_k_head(p, k, tk.b, tk.g);
+  const float *vh = attn_v_head(p, v, tk.b, tk.g);
+
+  for (int64_t row = 0; row < nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
+  memset(acc, 0, (size_t)(nrows * dvp) * sizeof(float));
+  if (kb < ke) {
+    const float scale = p->scale;
+    for (int64_t hh = 0; hh < hs; hh++) {
+      const float *qh = attn_q_head(p, q, tk.b, h0 + hh) + i0 * dqk;
+      float *dst = qs + hh * nq * dqk;
+      for (int64_t x = 0; x < nq * dqk; x++) dst[x] = scale * qh[x];
+    }
+    const int packed = nrows >= FL_QK_MR;  // transpose K only when a full tile reuses it
+    for (int64_t j0 = kb; j0 < ke; j0 += tkv) {
+      const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
+      const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
+      for (int64_t row = 0; row < nrows; row++) {  // keys each row sees in this tile
+        int64_t lim = attn_visible_keys(p, i0 + row % nq) - j0;  // < nk on the diagonal
+        lims[row] = (int32_t)(lim > nk ? nk : lim < 0 ? 0 : lim);
+      }
+      const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
+      // The next tile's K and V, requested a line at a time by the inner loops below.
+      const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
+      fl_pf pf = {0};
+      if (nn > 0 && !packed) {  // row path (decode): few inner iterations, ask at once
+        fl_prefetch(kj + tkv * dqk, nn * dqk);
+        fl_prefetch(vj + tkv * dv, nn * dv);
+      } else if (nn > 0) {
+        const char *nk0 = (const char *)(kj + tkv * dqk), *nv0 = (const char *)(vj + tkv * dv);
+        pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
+      }
+      // V̂: the P·V tile runs over dvp columns. When head_dim_v is a whole number of
+      // vectors V's own rows serve (stride dv); otherwise rows are copied zero-padded.
+      const float *vt = vj;
+      if (dv != dvp) {
+        for (int64_t c = 0; c < nk; c++) {
+          memcpy(vs + c * dvp, vj + c * dv, (size_t)dv * sizeof(float));
+          for (int64_t e = dv; e < dvp; e++) vs[c * dvp + e] = 0.0f;
+        }
+        vt = vs;
+      }
+      if (packed) {
+        // K̂ᵀ: tkv keys per d row; columns [nk, ncol) zero so their scores are finite.
+        const int64_t ncq = (nk + FL_QK_NV * VF_W - 1) / (FL_QK_NV * VF_W) *
+                            (FL_QK_NV * VF_W);
+        const int64_t ncp = ncq < tkv ? ncq : tkv;
+        fl_pack_kt(kj, nk, ncp, dqk, kt, tkv);
+      }
+      // Row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back, so their
+      // scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
+      const int64_t vstride = dv == dvp ? dv : dvp;
+      for (int64_t r0 = 0; r0 < nrows; r0 += FL_ROW_BLOCK) {
+        const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
+        if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
+        float *sb = S + r0 * tkv;
+        if (packed) fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
+        else fl_qk_rows(nb, nk, qs + r0 * dqk, dqk, kj, sb, tkv);
+        for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
+          alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
+        fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
+      }
+    }
+  }
+
+  if (pl->nsplit > 1) {  // partial (acc, m, l) for flash_merge
+    float *blk = partials + (size_t)t * pl->partial_stride;
+    memcpy(blk, acc, (size_t)(nrows * dvp) * sizeof(float));
+    memcpy(blk + pl->rows * dvp, m, (size_t)nrows * sizeof(float));
+    memcpy(blk + pl->rows * dvp + pl->rows, l, (size_t)nrows * sizeof(float));
+    return;
+  }
+  for (int64_t hh = 0; hh < hs; hh++) {
+    float *oh = attn_o_head(p, o, tk.b, h0 + hh) + i0 * dv;
+    for (int64_t r = 0; r < nq; r++) {
+      const int64_t row = hh * nq + r;
+      const float inv = l[row] > 0.0f ? 1.0f / l[row] : 0.0f;  // l = 0: no visible key
+      const vf_t iv = vf_set1(inv);
+      const float *ar = acc + row * dvp;
+      float *orow = oh + r * dv;
+      int64_t e = 0;
+      for (; e + VF_W <= dv; e += VF_W) vf_store(orow + e, vf_mul(vf_load(ar + e), iv));
+      if (e < dv) vf_store_partial(orow + e, vf_mul(vf_load(ar + e), iv), (int)(dv - e));
+    }
+  }
+}
+
+// ── Entry points ─────────────────────────────────────────────────────────────────────
+static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
+  flash_plan_make(p, exec, VF_W, FL_QK_NV * VF_W, pl);
+}
+
+static size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
+  flash_plan pl;
+  fl_plan(p, exec, &pl);
+  return flash_workspace_bytes(&pl, flash_threads(exec));
+}
+
+static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                  const float *v, float *o, void *workspace) {
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  flash_plan pl;
+  fl_plan(p, exec, &pl);
+  const int nt = flash_threads(exec);
+  float *ws = workspace;
+  float *partials = ws + (size_t)nt * pl.scratch_floats;
+#pragma omp parallel num_threads(nt)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    float *scratch = ws + (size_t)omp_get_thread_num() * pl.scratch_floats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < pl.tasks; t++) fl_task(p, &pl, t, q, k, v, o, scratch, partials);
+    // (implicit barrier: every partial is written before any merge starts)
+    if (pl.nsplit > 1) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t b = 0; b < pl.base_tasks; b++) flash_merge(p, &pl, partials, b, o);
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
+}

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// flash__avx512 — OpenMP FlashAttention-2-style kernel, AVX-512F (16 lanes). The
+// algorithm is flash/flash_body.h and the task split core/flash_plan.h; this file only
+// picks the register tiles for 32 zmm registers:
+//   Q·Kᵀ: 8 query rows × 32 keys = 16 accumulators (+2 K vectors, 1 broadcast)
+//   P·V:  6 query rows × 64 columns = 24 accumulators (+4 V vectors, 1 broadcast)
+#include "simd/vec_avx512.h"
+
+// dst[d·ds + c] = src[c·ss + d], c, d < 16: the 16×16 in-register transpose (4 rounds of
+// 2×2 block swaps: 32-bit lanes, 64-bit pairs, 128-bit and 256-bit blocks).
+static inline void fl_transpose16(const float *src, int64_t ss, float *dst, int64_t ds) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ss);
+  for (int i = 0; i < 16; i += 2) {  // interleave 32-bit lanes of row pairs
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // 64-bit pairs across row quads
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {  // 128-bit blocks across row octets
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 8; i++) {  // 128-bit blocks across the two halves
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ds, r[i]);  // r[i] = column i
+}
+
+#define FL_QK_MR 8
+#define FL_QK_NV 2
+#define FL_PV_MR 6
+#define FL_PV_NV 4
+#define FL_TRANSPOSE_BLOCK fl_transpose16
+#define FL_RUN flash_avx512_run
+#define FL_WORKSPACE flash_avx512_workspace
+#include "flash/flash_body.h"
+
+const attn_kernel attn_kernel_flash__avx512 = {
+    .name = "flash__avx512",
+    .summary = "OpenMP FlashAttention-2 style, AVX-512F 8x32 QK^T / 6x64 PV tiles, GQA-shared "
+               "packed K/V, causal tile skipping, split-KV decode",
+    .required_isa = ATTN_ISA_AVX512F,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    .workspace = FL_WORKSPACE,
+    .run = FL_RUN,
+};

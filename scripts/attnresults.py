@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Reading `attnbench bench` results files (Google Benchmark JSON) into one record per
+benchmark point. Shared by plot.py, compare.py and summary.py.
+
+Shapes come from the counters (B, H, KV, Sq, Skv, Dqk, Dv, causal, kernel_threads) and
+the kernel from the label, so nothing parses benchmark names. With repetitions the
+record holds the median (Google Benchmark's "median" aggregate) and the spread of the
+repetitions; without, the single run.
+"""
+import json
+import math
+import statistics
+
+SHAPE_KEYS = ("B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal")
+
+
+class Point:
+    """One benchmark point of one results file."""
+
+    def __init__(self, name):
+        self.name = name
+        self.kernel = name.split("/")[0]
+        self.counters = {}
+        self.error = None
+        self.times = []       # seconds per iteration, one per repetition
+        self.median_s = None  # median seconds per iteration
+        self.cv = None        # stddev/mean of the repetitions (None if < 2)
+
+    @property
+    def shape(self):
+        return tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS)
+
+    @property
+    def threads(self):
+        return int(self.counters.get("kernel_threads", 1))
+
+    def get(self, counter, default=None):
+        return self.counters.get(counter, default)
+
+    @property
+    def gflops(self):
+        return self.counters.get("GFLOP/s")
+
+    def shape_label(self):
+        c = self.counters
+        s = "B%d H%d KV%d Sq%d Skv%d D%d" % tuple(int(c.get(k, 0)) for k in SHAPE_KEYS[:6])
+        if int(c.get("Dv", 0)) != int(c.get("Dqk", 0)):
+            s += " Dv%d" % int(c.get("Dv", 0))
+        return s + (" causal" if c.get("causal") else "")
+
+
+_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def load(path):
+    """Returns (context dict, {name: Point}) in file order."""
+    with open(path) as f:
+        doc = json.load(f)
+    points = {}
+    for b in doc.get("benchmarks", []):
+        name = b.get("run_name", b["name"])
+        p = points.get(name)
+        if p is None:
+            p = points[name] = Point(name)
+        if b.get("label"):
+            p.kernel = b["label"]
+        if b.get("error_occurred"):
+            p.error = b.get("error_message", "error")
+            p.counters = _counters(b)
+            continue
+        scale = _UNIT.get(b.get("time_unit", "ns"), 1e-9)
+        if b.get("run_type") == "aggregate":
+            agg = b.get("aggregate_name")
+            if agg == "median":
+                p.median_s = b["real_time"] * scale
+                p.counters = _counters(b)
+            elif agg == "cv":
+                p.cv = b["real_time"]
+        else:
+            p.times.append(b["real_time"] * scale)
+            if not p.counters:
+                p.counters = _counters(b)
+    for p in points.values():
+        if p.median_s is None and p.times:
+            p.median_s = statistics.median(p.times)
+        if p.cv is None and len(p.times) >= 2:
+            mean = statistics.fmean(p.times)
+            p.cv = statistics.stdev(p.times) / mean if mean > 0 else None
+    return doc.get("context", {}), points
+
+
+def _counters(b):
+    skip = {"name", "run_name", "run_type", "family_index", "per_family_instance_index",
+            "repetitions", "repetition_index", "threads", "iterations", "real_time",
+            "cpu_time", "time_unit", "aggregate_name", "aggregate_unit", "label",
+            "error_occurred", "error_message"}
+    return {k: v for k, v in b.items() if k not in skip and isinstance(v, (int, float))}
+
+
+def peaks(context):
+    """{(isa, threads): GFLOP/s} from peak_fma_gflops_<isa>_T<n> context entries."""
+    out = {}
+    for k, v in context.items():
+        if k.startswith("peak_fma_gflops_"):
+            isa, _, t = k[len("peak_fma_gflops_"):].rpartition("_T")
+            try:
+                out[(isa, int(t))] = float(v)
+            except ValueError:
+                pass
+    return out
+
+
+def bandwidths(context):
+    """{threads: GB/s} from read_bandwidth_gbs_T<n> context entries."""
+    out = {}
+    for k, v in context.items():
+        if k.startswith("read_bandwidth_gbs_T"):
+            try:
+                out[int(k[len("read_bandwidth_gbs_T"):])] = float(v)
+            except ValueError:
+                pass
+    return out
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")

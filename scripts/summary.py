@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A short table from an `attnbench bench` results file: for every shape, the fastest
+kernel (any thread count), its GFLOP/s and % of peak, and its speed-up over the `blas`
+baseline (blas's best thread count for that shape), plus the geometric-mean speed-up.
+
+usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
+"""
+import argparse
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attnresults  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results")
+    ap.add_argument("--baseline", default="blas", help="kernel to compare with (default blas)")
+    args = ap.parse_args(argv)
+    try:
+        context, points = attnresults.load(args.results)
+    except (OSError, ValueError, KeyError) as e:
+        print("summary.py: cannot read %s: %s" % (args.results, e), file=sys.stderr)
+        return 1
+    shapes = {}
+    errors = [p for p in points.values() if p.error]
+    for p in points.values():
+        if not p.error and p.gflops:
+            shapes.setdefault(p.shape, []).append(p)
+    if not shapes:
+        print("summary.py: no successful points in %s" % args.results, file=sys.stderr)
+        return 1
+    print("%s — %s, %s" % (args.results, context.get("cpu_model", "?"), context.get("isa", "?")))
+    rows = []
+    speedups = []
+    for shape, pts in shapes.items():
+        best = max(pts, key=lambda p: p.gflops)
+        base = [p for p in pts if p.kernel == args.baseline]
+        base_best = max(base, key=lambda p: p.gflops) if base else None
+        su = best.gflops / base_best.gflops if base_best else None
+        if su:
+            speedups.append(su)
+        rows.append((best.shape_label(), "%s T%d" % (best.kernel, best.threads), best.gflops,
+                     best.get("%peak"), base_best.gflops if base_best else None, su))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
+    print("%-*s  %-*s  %9s  %6s  %9s  %8s" % (w0, "shape", w1, "best kernel", "GFLOP/s", "%peak",
+                                            args.baseline, "speedup"))
+    for label, kern, g, pk, bg, su in rows:
+        print("%-*s  %-*s  %9.2f  %6s  %9s  %8s" % (
+            w0, label, w1, kern, g, "-" if pk is None else "%.1f" % pk,
+            "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su))
+    if speedups:
+        print("geometric-mean speed-up of the best kernel over %s: %.2fx over %d shapes"
+              % (args.baseline, attnresults.geomean(speedups), len(speedups)))
+    if errors:
+        print("%d points failed or were refused (see error_message in the file), e.g. %s: %s"
+              % (len(errors), errors[0].name, errors[0].error))
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends quietly
+    sys.exit(main())

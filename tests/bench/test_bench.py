@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Tests of `attnbench bench` and the result scripts (run by CTest; see CMakeLists.txt).
+
+  test_bench.py config-errors ATTNBENCH      malformed configs fail with FILE:LINE, exit 2
+  test_bench.py refuse ATTNBENCH             a point too big for memory is refused
+  test_bench.py sigint ATTNBENCH CONFIGDIR   SIGINT mid-sweep keeps finished points
+  test_bench.py results RESULTS.json         context and counters of a ci.ini run
+  test_bench.py scripts RESULTS.json DIR     plot.py / compare.py / summary.py on it
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+FAILED = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILED.append(what)
+        print("FAIL:", what)
+
+
+GOOD = """[s]
+kernels = blocked
+heads = 4
+kv_heads = 2
+head_dim = 16
+seq_len = 8
+causal = false, true
+"""
+
+# (config text, line the error must name, text the message must contain)
+BAD = [
+    (GOOD + "colour = blue\n", 8, "unknown key 'colour'"),
+    (GOOD.replace("seq_len = 8", "seq_len = 8, x"), 6, "'x' is not an integer"),
+    (GOOD.replace("seq_len = 8", "seq_len = 8,,16"), 6, "empty item"),
+    (GOOD.replace("seq_len = 8", "seq_len ="), 6, "seq_len: empty list"),
+    (GOOD.replace("head_dim = 16", "d_model = 30"), 5, "d_model 30 is not divisible by heads 4"),
+    (GOOD.replace("kv_heads = 2", "kv_heads = 3"), 4, "kv_heads 3 does not divide heads 4"),
+    (GOOD.replace("kernels = blocked", "kernels = blocked, warp_drive"), 2, "unknown kernel 'warp_drive'"),
+    (GOOD.replace("causal = false, true", "causal = maybe"), 7, "causal: 'maybe'"),
+    (GOOD.replace("heads = 4", "heads = -4"), 3, "out of range"),
+    (GOOD.replace("heads = 4", "heads = 4\nheads = 8"), 4, "repeated"),
+    (GOOD + "this line has no equals sign\n", 8, "syntax error"),
+    (GOOD.replace("head_dim = 16", "head_dim = 16\nd_model = 64"), 6, "exactly one of d_model and head_dim"),
+    ("kernels = blocked\n" + GOOD, 1, "outside any [section]"),
+    (GOOD.replace("kernels = blocked\n", ""), 1, "missing key 'kernels'"),
+    (GOOD + "repetitions = 2.5\n", 8, "repetitions"),
+]
+
+
+def config_errors(binary):
+    with tempfile.TemporaryDirectory() as d:
+        good = os.path.join(d, "good.ini")
+        with open(good, "w") as f:
+            f.write(GOOD)
+        r = subprocess.run([binary, "bench", "--config", good, "--dry-run"], capture_output=True, text=True)
+        check(r.returncode == 0, "a good config is accepted (%s)" % r.stderr.strip())
+        check(len(r.stdout.strip().splitlines()) == 3, "good config expands to 2 points + total line")
+        for i, (text, line, msg) in enumerate(BAD):
+            path = os.path.join(d, "bad%d.ini" % i)
+            with open(path, "w") as f:
+                f.write(text)
+            out = os.path.join(d, "never.json")
+            r = subprocess.run([binary, "bench", "--config", path, "--out", out],
+                               capture_output=True, text=True)
+            err = r.stderr.strip()
+            check(r.returncode == 2, "bad config %d exits 2 (got %d: %s)" % (i, r.returncode, err))
+            check(err.startswith("%s:%d: " % (path, line)), "bad config %d names %s:%d (got: %s)" % (i, path, line, err))
+            check(msg in err, "bad config %d says '%s' (got: %s)" % (i, msg, err))
+            check(not os.path.exists(out), "bad config %d ran nothing" % i)
+        excl = os.path.join(d, "excl.ini")
+        with open(excl, "w") as f:
+            f.write(GOOD.replace("kernels = blocked", "kernels = all, -naive"))
+        r = subprocess.run([binary, "bench", "--config", excl, "--dry-run"], capture_output=True, text=True)
+        names = [ln.split()[0] for ln in r.stdout.splitlines()[:-1]]
+        check(r.returncode == 0 and names, "kernels = all, -naive is accepted")
+        check(not any(n.startswith(("naive/", "reference/")) for n in names),
+              "'all, -naive' has neither naive nor reference")
+        check(any(n.startswith("blocked/") for n in names), "'all, -naive' keeps blocked")
+        r = subprocess.run([binary, "bench", "--config", os.path.join(d, "nope.ini")], capture_output=True, text=True)
+        check(r.returncode == 2 and "cannot open" in r.stderr, "missing config file is reported")
+        r = subprocess.run([binary, "bench", "--config", good, "--kernel", "nope"], capture_output=True, text=True)
+        check(r.returncode == 2 and "unknown kernel 'nope'" in r.stderr, "unknown --kernel is reported")
+        r = subprocess.run([binary, "bench", "--config", good, "--benchmark_bogus=1"], capture_output=True, text=True)
+        check(r.returncode == 2, "an unknown --benchmark_ flag is an error")
+
+
+def refuse(binary):
+    """A point far larger than memory is refused (an error in the file), others still run."""
+    cfg = GOOD + """
+[huge]
+kernels = blocked
+batch = 64
+heads = 64
+head_dim = 128
+seq_len = 65536
+"""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "huge.ini")
+        with open(path, "w") as f:
+            f.write(cfg)
+        out = os.path.join(d, "res.json")
+        r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--no-probe",
+                            "--benchmark_min_time=0.01"], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 1, "a refused point makes the run exit 1 (got %d)" % r.returncode)
+        check("refused: needs" in r.stderr, "the refusal is explained on stderr")
+        with open(out) as f:
+            doc = json.load(f)
+        errs = [b for b in doc["benchmarks"] if b.get("error_occurred")]
+        oks = [b for b in doc["benchmarks"] if not b.get("error_occurred")]
+        check(len(errs) == 1 and "refused" in errs[0]["error_message"], "the huge point is an error")
+        check(len(oks) == 2, "the other points ran")
+
+
+def sigint(binary, _configdir):
+    # Points of ~20 ms per call and 0.15 s of timing each: several finish per second.
+    cfg = """[slow]
+kernels = blocked
+heads = 8
+head_dim = 64
+seq_len = 256
+seq_kv = 64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768
+causal = false
+threads = 1
+repetitions = 2
+min_time = 0.15
+"""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "slow.ini")
+        with open(path, "w") as f:
+            f.write(cfg)
+        out = os.path.join(d, "res.json")
+        p = subprocess.Popen([binary, "bench", "--config", path, "--out", out, "--no-probe"],
+                             stderr=subprocess.PIPE, text=True)
+        finished = 0
+        deadline = time.time() + 120
+        for line in p.stderr:  # wait until three points have finished
+            if re.match(r"\[\d+/12\] ", line):
+                finished += 1
+                if finished == 3:
+                    break
+            if time.time() > deadline:
+                break
+        p.send_signal(signal.SIGINT)
+        rest = p.stderr.read()
+        rc = p.wait(timeout=60)
+        check(finished == 3, "three points finished before the interrupt")
+        check(rc == 128 + signal.SIGINT, "interrupted run exits 130 (got %d)" % rc)
+        check("interrupted" in rest and out in rest, "the interrupt message names the results file")
+        check(not os.path.exists(out + ".tmp"), "no temporary file is left behind")
+        try:
+            with open(out) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            check(False, "results file is valid JSON after SIGINT (%s)" % e)
+            return
+        names = {b["run_name"] for b in doc["benchmarks"]}
+        check(len(names) >= 3, "the finished points are in the file (%d found)" % len(names))
+        check(len(names) < 12, "the interrupt stopped the sweep early")
+        for b in doc["benchmarks"]:
+            check(not b.get("error_occurred"), "no error in kept points")
+        medians = [b for b in doc["benchmarks"] if b.get("aggregate_name") == "median"]
+        check(len(medians) >= 3, "finished points carry their aggregates")
+
+
+def strict_constant(c):
+    raise ValueError("non-standard JSON constant %s" % c)
+
+
+def results(path):
+    with open(path) as f:
+        text = f.read()
+    try:  # strict JSON: no NaN / Infinity (jq and browsers reject them)
+        json.loads(text, parse_constant=strict_constant)
+    except ValueError as e:
+        check(False, "results file is strict JSON (%s)" % e)
+    doc = json.loads(text)
+    ctx = doc["context"]
+    for key in ("cpu_model", "isa", "topology", "hwloc_cores", "hwloc_pus", "hwloc_packages",
+                "hwloc_numa_nodes", "l1d_bytes", "l2_bytes", "l3_bytes", "compiler", "cflags",
+                "git_commit", "environment", "config", "threads_zero_means"):
+        check(key in ctx and ctx[key] != "", "context has %s" % key)
+    check(any(k.startswith("binding_T") for k in ctx), "context has the binding")
+    check(any(k.startswith("peak_fma_gflops_") for k in ctx), "context has measured FMA peaks")
+    check(any(k.startswith("read_bandwidth_gbs_T") for k in ctx), "context has the read bandwidth")
+    runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+    check(len(runs) > 0, "there are benchmark runs")
+    check(not any(b.get("error_occurred") for b in runs), "no point failed its check")
+    kernels = {b.get("label") for b in runs}
+    check("blocked" in kernels, "the blocked kernel was benchmarked")
+    check("reference" not in kernels, "kernels = all leaves out the reference")
+    for b in runs:
+        for c in ("GFLOP/s", "GB/s", "%peak", "B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal",
+                  "kernel_threads", "flop", "bytes"):
+            check(c in b, "%s has counter %s" % (b["name"], c))
+        if "GFLOP/s" in b and "flop" in b:
+            # the rate is flop per iteration / seconds per iteration
+            secs = b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[b["time_unit"]]
+            expect = b["flop"] / secs / 1e9
+            check(abs(b["GFLOP/s"] - expect) <= 1e-6 * expect + 1e-9,
+                  "%s: GFLOP/s = flop / real time" % b["name"])
+        want = "%s/B%d/H%d/KV%d/Sq%d/Skv%d/D%d" % (b["label"], b["B"], b["H"], b["KV"], b["Sq"],
+                                                  b["Skv"], b["Dqk"])
+        check(b["name"].startswith(want), "%s: name matches its counters" % b["name"])
+    aggs = {b.get("aggregate_name") for b in doc["benchmarks"] if b.get("run_type") == "aggregate"}
+    check({"mean", "median", "stddev", "cv"} <= aggs, "repetitions give mean/median/stddev/cv")
+
+
+def scripts(path, sdir):
+    py = "/usr/bin/python3"
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run([py, os.path.join(sdir, "plot.py"), path, "--out-dir", d],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, "plot.py runs (%s)" % r.stderr.strip())
+        pngs = [f for f in os.listdir(d) if f.endswith(".png")]
+        check(len(pngs) == 3, "plot.py writes gflops, peak and roofline PNGs (%s)" % pngs)
+        for f in pngs:
+            with open(os.path.join(d, f), "rb") as fh:
+                check(fh.read(8) == b"\x89PNG\r\n\x1a\n", "%s is a PNG" % f)
+        csvp = os.path.join(d, "r.csv")
+        r = subprocess.run([py, os.path.join(sdir, "compare.py"), path, path, "--csv", csvp],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, "compare.py runs (%s)" % r.stderr.strip())
+        check("1.00x" in r.stdout, "a file compared with itself shows 1.00x")
+        check("0 faster, 0 SLOWER" in r.stdout, "no change is flagged comparing a file with itself")
+        r = subprocess.run([py, os.path.join(sdir, "compare.py"), path, path, "--by-shape"],
+                           capture_output=True, text=True)
+        check(r.returncode == 0 and "1.00x" in r.stdout and r.stdout.splitlines()[2].startswith("shape"),
+              "compare.py --by-shape matches by shape (%s)" % r.stderr.strip())
+        with open(csvp) as f:
+            lines = f.read().splitlines()
+        check(lines and lines[0].startswith("file,name,kernel"), "CSV has a header")
+        check(len(lines) > 2, "CSV has rows")
+        r = subprocess.run([py, os.path.join(sdir, "summary.py"), path], capture_output=True, text=True)
+        check(r.returncode == 0, "summary.py runs (%s)" % r.stderr.strip())
+        check("best kernel" in r.stdout and "speedup" in r.stdout, "summary has its columns")
+        # A perturbed copy: one point 100x slower in every repetition must be flagged
+        # (100x is beyond any noise a busy machine shows: flagged while cv < 35).
+        with open(path) as f:
+            doc = json.load(f)
+        cvs = {b["run_name"]: b["real_time"] for b in doc["benchmarks"] if b.get("aggregate_name") == "cv"}
+        target = min(cvs, key=cvs.get)
+        for b in doc["benchmarks"]:
+            if b.get("run_name") == target and b.get("aggregate_name") not in ("cv",):
+                b["real_time"] *= 100
+        slow = os.path.join(d, "slow.json")
+        with open(slow, "w") as f:
+            json.dump(doc, f)
+        r = subprocess.run([py, os.path.join(sdir, "compare.py"), path, slow], capture_output=True, text=True)
+        row = [ln for ln in r.stdout.splitlines() if ln.startswith(target + " ")]
+        check(row and "SLOWER" in row[0], "a 100x slower point is flagged SLOWER (%s)" % row)
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{not json")
+        for s in ("plot.py", "compare.py", "summary.py"):
+            args = [py, os.path.join(sdir, s), bad] + ([bad] if s == "compare.py" else [])
+            r = subprocess.run(args, capture_output=True, text=True)
+            check(r.returncode == 1 and "cannot read" in r.stderr, "%s reports an unreadable file" % s)
+
+
+def main():
+    mode = sys.argv[1]
+    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "results": results, "scripts": scripts}[mode](*sys.argv[2:])
+    if FAILED:
+        print("%d checks failed" % len(FAILED))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// A kernel that fails the correctness check must be reported as an error through
+// Google Benchmark and never timed; a correct kernel on the same shape is timed and
+// carries its counters. Runs bench/point.c + the gbench shim with a deliberately broken
+// kernel that is not in the registry.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+#include "bench/point.h"
+#include "gbench/gbench.h"
+
+static int g_broken_calls;
+
+// blocked, then one output element off by 1e-2 — well beyond the checker's tolerance.
+static int broken_run(const attn_problem *p, const attn_exec *exec, const float *q,
+                      const float *k, const float *v, float *o, void *ws) {
+  g_broken_calls++;
+  const attn_kernel *b = attn_kernel_find("blocked");
+  const int rc = b->run(p, exec, q, k, v, o, ws);
+  o[attn_o_elems(p) / 2] += 1e-2f;
+  return rc;
+}
+
+static size_t broken_ws(const attn_problem *p, const attn_exec *exec) {
+  return attn_kernel_workspace(attn_kernel_find("blocked"), p, exec);
+}
+
+static const attn_kernel kBroken = {
+    .name = "broken", .summary = "test only", .caps = ATTN_CAP_ALL_SHAPES,
+    .workspace = broken_ws, .run = broken_run};
+
+typedef struct seen {
+  int results, errors;
+  char message[512];
+  double gflops_good;
+} seen;
+
+static void progress(void *user, const attn_gb_result *r, size_t done, size_t total) {
+  (void)done;
+  (void)total;
+  seen *s = user;
+  s->results++;
+  if (r->error) {
+    s->errors++;
+    snprintf(s->message, sizeof s->message, "%s", r->error_message);
+  } else {
+    s->gflops_good = attn_gb_result_counter(r, "GFLOP/s", -1);
+  }
+}
+
+static int failures;
+#define EXPECT(c)                                                     \
+  do {                                                                \
+    if (!(c)) {                                                       \
+      fprintf(stderr, "%s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #c); \
+      failures++;                                                     \
+    }                                                                 \
+  } while (0)
+
+int main(int argc, char **argv) {
+  const char *out = argc > 1 ? argv[1] : "test_bench_point.json";
+  char a0[] = "test", a1[] = "--benchmark_min_time=0.01";
+  char *gb_argv[] = {a0, a1, NULL};
+  int gb_argc = 2;
+  EXPECT(attn_gb_init(&gb_argc, gb_argv));
+
+  attn_bench_point pts[2];
+  memset(pts, 0, sizeof pts);
+  const attn_kernel *kernels[2] = {&kBroken, attn_kernel_find("blocked")};
+  attn_bench_state states[2];
+  memset(states, 0, sizeof states);
+  for (int i = 0; i < 2; i++) {
+    pts[i].kernel = kernels[i];
+    pts[i].problem = attn_problem_make(1, 4, 2, 33, 47, 16, 16, true);
+    pts[i].threads = 1;
+    attn_bench_point_name(pts[i].kernel, &pts[i].problem, 1, pts[i].name, sizeof pts[i].name);
+    states[i].point = &pts[i];
+    const attn_gb_def def = {.name = pts[i].name, .run = attn_bench_run_point,
+                             .user = &states[i], .real_time = true};
+    EXPECT(attn_gb_register(&def));
+  }
+  seen s = {0};
+  const attn_gb_run_opts opts = {.json_path = out, .display = "none", .plain_names = true,
+                                 .progress = progress, .progress_user = &s};
+  EXPECT(attn_gb_run(&opts) == 2);
+  attn_bench_release_buffers();
+  attn_bench_release_reference();
+
+  EXPECT(s.results == 2);
+  EXPECT(s.errors == 1);
+  EXPECT(strstr(s.message, "failed the correctness check") != NULL);
+  EXPECT(g_broken_calls == 1);  // the check's call only: never timed
+  EXPECT(s.gflops_good > 0);
+  EXPECT(states[0].checked && !states[0].check_pass);
+  EXPECT(states[1].checked && states[1].check_pass);
+
+  // The results file holds both, the broken one marked as an error.
+  FILE *f = fopen(out, "r");
+  EXPECT(f != NULL);
+  if (f) {
+    static char text[1 << 16];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    EXPECT(strstr(text, "\"error_occurred\": true") != NULL);
+    EXPECT(strstr(text, "broken/B1/H4/KV2/Sq33/Skv47/D16/causal/T1") != NULL);
+    EXPECT(strstr(text, "\"name\": \"blocked/B1/H4/KV2/Sq33/Skv47/D16/causal/T1\"") != NULL);
+  }
+  if (failures) {
+    fprintf(stderr, "test_bench_point: %d failure(s); last error message: %s\n", failures, s.message);
+    return 1;
+  }
+  printf("test_bench_point: broken kernel reported as an error and not timed; blocked timed\n");
+  return 0;
+}
