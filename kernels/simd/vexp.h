@@ -8,7 +8,8 @@
 #include <stddef.h>
 
 // The error bound of vf_exp over every float in [−88, 0], in ulp of the exact
-// e^x: measured exhaustively at 1.0086 ulp (x = −27.3791351; 1.0 ulp from glibc expf),
+// e^x: measured exhaustively at 1.0086 ulp on AVX2, AVX-512 and NEON (same operations,
+// same result; x = −27.3791351; 1.0 ulp from glibc expf),
 // asserted by tests/simd/test_vexp.c (docs/simd.md).
 #define VEXP_MAX_ULP 1.01
 // Below this input vf_exp returns exactly +0 (e^x would be subnormal: ln FLT_MIN ≈ −87.3365).
