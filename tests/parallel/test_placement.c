@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// harness/placement.c and harness/peak/bandwidth.c: default threads, binding report,
+// tile precedence (exec > ATTNBENCH_TILE_* > cache rule), malformed environment values,
+// and the read-bandwidth probe's self-check on a small buffer. Built only with the
+// harness (needs hwloc). Binding may be refused in some containers: then the test
+// checks that the failure is reported, not that it succeeded.
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tiles.h"
+#include "peak/bandwidth.h"
+#include "placement.h"
+#include "test_util.h"
+
+static void test_threads_and_binding(void) {
+  const attn_placement_caches c = attn_placement_query();
+  const int n = attn_placement_default_threads();
+  EXPECT(n >= 1, "default threads %d", n);
+  if (c.cores > 0) EXPECT(n == c.cores, "default threads %d != physical cores %d", n, c.cores);
+  char report[512], again[512];
+  const int bound = attn_placement_bind(n, report, sizeof report);
+  if (bound > 0) {
+    EXPECT(bound == n, "bound %d of %d threads", bound, n);
+    EXPECT(strncmp(report, "T0->core", 8) == 0, "report '%s'", report);
+    char want[32];
+    snprintf(want, sizeof want, "T%d->core", n - 1);
+    EXPECT(strstr(report, want) != NULL, "report '%s' lacks %s", report, want);
+  } else {
+    EXPECT(report[0] != '\0', "binding failed without a reason");
+  }
+  attn_placement_describe(again, sizeof again);
+  EXPECT(strcmp(report, again) == 0, "describe '%s' != bind report '%s'", again, report);
+}
+
+static void test_tiles(void) {
+  const attn_problem p = attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false);
+  const attn_placement_caches c = attn_placement_query();
+  int rq, rkv;
+  attn_tiles_for_caches(&p, c.l1d, c.l2, &rq, &rkv);
+  char err[256];
+  unsetenv("ATTNBENCH_TILE_Q"), unsetenv("ATTNBENCH_TILE_KV");
+  attn_exec e = {0};
+  EXPECT(attn_placement_tiles(&p, &e, err, sizeof err) == 0, "%s", err);
+  EXPECT(e.tile_q == rq && e.tile_kv == rkv, "rule: got %d/%d want %d/%d", e.tile_q, e.tile_kv, rq,
+         rkv);
+  setenv("ATTNBENCH_TILE_Q", "40", 1), setenv("ATTNBENCH_TILE_KV", "96", 1);
+  attn_exec e2 = {0};
+  EXPECT(attn_placement_tiles(&p, &e2, err, sizeof err) == 0, "%s", err);
+  EXPECT(e2.tile_q == 40 && e2.tile_kv == 96, "env: got %d/%d", e2.tile_q, e2.tile_kv);
+  int kq, kkv;  // the kernels' own resolution agrees
+  attn_tiles_resolve(&p, &(attn_exec){0}, &kq, &kkv);
+  EXPECT(kq == 40 && kkv == 96, "kernel-side env: got %d/%d", kq, kkv);
+  attn_exec e3 = {.tile_q = 8, .tile_kv = 0};  // explicit beats env, per field
+  EXPECT(attn_placement_tiles(&p, &e3, err, sizeof err) == 0, "%s", err);
+  EXPECT(e3.tile_q == 8 && e3.tile_kv == 96, "exec+env: got %d/%d", e3.tile_q, e3.tile_kv);
+  static const char *const bad[] = {"abc", "0", "-5", "12x", "99999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("ATTNBENCH_TILE_Q", bad[i], 1);
+    attn_exec eb = {0};
+    err[0] = '\0';
+    EXPECT(attn_placement_tiles(&p, &eb, err, sizeof err) != 0, "ATTNBENCH_TILE_Q=%s accepted",
+           bad[i]);
+    EXPECT(strstr(err, "ATTNBENCH_TILE_Q") != NULL, "error '%s' does not name the variable", err);
+  }
+  unsetenv("ATTNBENCH_TILE_Q"), unsetenv("ATTNBENCH_TILE_KV");
+}
+
+// The rule itself: within range, multiples of the register tiles, monotone in L2.
+static void test_rule(void) {
+  static const size_t l2s[] = {256 << 10, 512 << 10, 1 << 20, 2 << 20, 32 << 20};
+  static const int dims[] = {1, 64, 128, 256, 1000};
+  for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+    const attn_problem p = attn_problem_make(1, 1, 1, 100, 100, dims[d], dims[d], false);
+    int prev_q = 0;
+    for (size_t i = 0; i < sizeof l2s / sizeof l2s[0]; i++) {
+      int tq, tkv;
+      attn_tiles_for_caches(&p, 32 << 10, l2s[i], &tq, &tkv);
+      EXPECT(tq >= 8 && tq <= 256 && tq % 8 == 0, "D%d L2 %zu: tile_q %d", dims[d], l2s[i], tq);
+      EXPECT(tkv >= 32 && tkv <= 512 && tkv % 32 == 0, "D%d L2 %zu: tile_kv %d", dims[d], l2s[i], tkv);
+      EXPECT(tq >= prev_q, "D%d: tile_q shrinks as L2 grows", dims[d]);
+      prev_q = tq;
+    }
+  }
+}
+
+static void test_bandwidth(void) {
+  attn_bandwidth b;
+  EXPECT(attn_bandwidth_read((size_t)8 << 20, 2, 3, &b) == 0, "probe failed");
+  EXPECT(b.ok == 1, "probe sum mismatch");
+  EXPECT(b.best_gbs > 0 && b.median_gbs > 0 && b.best_gbs >= b.median_gbs, "best %g median %g",
+         b.best_gbs, b.median_gbs);
+  EXPECT(b.bytes == ((size_t)8 << 20) && b.threads == 2 && b.passes == 3, "fields");
+}
+
+int main(void) {
+  test_threads_and_binding();
+  test_tiles();
+  test_rule();
+  test_bandwidth();
+  return test_finish("test_placement");
+}
