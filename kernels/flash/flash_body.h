@@ -42,6 +42,10 @@
 #define FL_ROW_BLOCK (FL_QK_MR * FL_PV_MR)
 #endif
 
+#ifndef FL_PF_LOCALITY
+#define FL_PF_LOCALITY 3
+#endif
+
 #define FL_INLINE static inline __attribute__((always_inline))
 
 // ── Spread-out prefetch of the next K/V tile ─────────────────────────────────────────
@@ -50,19 +54,18 @@
 // the micro-kernels' inner loops each issue two requests (two 64-byte lines) per
 // iteration from this cursor: first the next K tile, then the next V tile. (With 8 rows
 // a tile has about half as many inner iterations as lines to fetch, hence two.)
-// The requests ask for L2 (prefetcht1), not L1: the next tile (2 × 64 KiB at D128) does
-// not fit L1 anyway (T0 requests presumably pushed the current tile's lines out of it).
-// Measured, MQA decode (Skv 32768, D128, 8 heads / 1 KV head), A/B in one session:
-// 2 threads 1.78 → 1.59 ms median, 1 thread 3.56 → 2.97 ms; prefill unchanged. The row
-// path's whole-tile fl_prefetch keeps T0 (T1 there measured no better for MHA decode).
+// FL_PF_LOCALITY is the __builtin_prefetch locality of these requests, per ISA file:
+// 3 (prefetcht0, into L1) by default; flash_avx512.c asks for 2 (prefetcht1, into L2),
+// which measured faster there for MQA decode and slower for flash__avx2. The row path's
+// whole-tile fl_prefetch stays at 3 (2 measured no better for MHA decode).
 typedef struct fl_pf {
   const char *p, *end;    // current segment
   const char *p2, *end2;  // the segment after it (empty when p2 == end2)
 } fl_pf;
 FL_INLINE void fl_pf_step(fl_pf *c) {
   if (c->p < c->end) {
-    __builtin_prefetch(c->p, 0, 2);  // into L2 (prefetcht1): lines wait there for the tile
-    __builtin_prefetch(c->p + 64, 0, 2);
+    __builtin_prefetch(c->p, 0, FL_PF_LOCALITY);
+    __builtin_prefetch(c->p + 64, 0, FL_PF_LOCALITY);
     c->p += 128;
   } else if (c->p2 < c->end2) {
     c->p = c->p2, c->end = c->end2, c->p2 = c->end2;
