@@ -249,6 +249,41 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, 
 #undef FL_PV_CASE
 }
 
+// A single row (decode: one query row per K/V head): up to 8 vectors of head_dim_v per
+// pass, so each V row is read once for head_dim_v ≤ 8·VF_W (128 floats on AVX-512)
+// instead of once per FL_PV_NV vectors — V streams from L2 / memory in decode. The
+// arithmetic per output element is that of fl_pv_micro (α·acc, then one FMA per key in
+// key order), so the result is bitwise the same. Columns past the last whole 8-vector
+// block go through fl_pv_any.
+#define FL_PV_ROW_NV 8
+static void fl_pv_row(const float *pr, int64_t nc, const float *vp, int64_t vstride, float *acc,
+                      int64_t dvp, const float *alpha, int rescale, fl_pf *pf) {
+  int64_t e = 0;
+  for (; e + FL_PV_ROW_NV * VF_W <= dvp; e += FL_PV_ROW_NV * VF_W) {
+    vf_t o[FL_PV_ROW_NV];
+    const vf_t a = vf_set1(rescale ? alpha[0] : 1.0f);
+#pragma GCC unroll 8
+    for (int v = 0; v < FL_PV_ROW_NV; v++) {
+      o[v] = vf_load(acc + e + v * VF_W);
+      if (rescale) o[v] = vf_mul(o[v], a);
+    }
+    const float *ve = vp + e;
+    for (int64_t c = 0; c < nc; c++) {
+      const vf_t pb = vf_set1(pr[c]);
+      fl_pf_step(pf);
+#pragma GCC unroll 8
+      for (int v = 0; v < FL_PV_ROW_NV; v++) o[v] = vf_fma(pb, vf_load(ve + c * vstride + v * VF_W), o[v]);
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < FL_PV_ROW_NV; v++) vf_store(acc + e + v * VF_W, o[v]);
+  }
+  for (; e < dvp; e += FL_PV_NV * VF_W) {
+    const int64_t left = (dvp - e) / VF_W;
+    const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
+    fl_pv_any(1, nv, pr, 0, nc, vp + e, vstride, acc + e, dvp, alpha, rescale, pf);
+  }
+}
+
 // acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc). A register tile whose rows all
 // kept their max (α = 1) skips the rescale.
 // Each register tile stops at the last key one of its rows sees (lims), since P is 0
@@ -261,6 +296,10 @@ static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float 
     const int64_t nc = fl_max_lim(lims, r, mr);
     int any = 0;
     for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
+    if (nrows == 1) {
+      fl_pv_row(pm, nc, vp, vstride, acc, dvp, alpha, any, pf);
+      continue;
+    }
     for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
       const int64_t left = (dvp - e) / VF_W;
       const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
