@@ -34,6 +34,7 @@ static const shape kShapes[] = {
     {1, 8, 1, 1, 4099, 128, 128, false, 0, 0},
     {2, 4, 2, 1, 1537, 64, 64, true, 0, 0},
     {1, 3, 3, 2, 3001, 33, 17, true, 0, 0},
+    {1, 2, 2, 1, 700, 40, 200, false, 0, 0},  // one-row P·V: 8-vector passes + narrow tail
     // prefill, causal and not, GQA, cross both ways
     {1, 4, 4, 300, 300, 64, 64, true, 0, 0},
     {1, 4, 4, 257, 257, 64, 64, false, 0, 0},
