@@ -50,6 +50,8 @@ static const shape kShapes[] = {
     {1, 1, 1, 1000, 1000, 24, 24, true, 1000, 600},
     {1, 2, 2, 37, 300, 33, 20, true, 1, 0},   // one-row tasks under a causal mask
     {1, 2, 1, 70, 45, 19, 130, true, 1, 0},   // … with rows that see nothing (seq_q > seq_kv)
+    {1, 4, 2, 3, 2, 24, 40, true, 4, 0},      // decode-path GQA rows with differing limits
+    {1, 6, 2, 5, 900, 40, 20, true, 6, 0},    // … 3 heads × 2 positions, split-KV
 };
 
 static void fill(float *x, size_t n, uint64_t seed) {
