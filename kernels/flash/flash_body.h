@@ -22,7 +22,7 @@
 // Causal: tiles wholly above the diagonal are never visited (the loop stops at the
 // keys the task's last row sees); in tiles that cross it, each row's limit (lims) masks
 // its scores and register tiles / row blocks past every row's limit are skipped.
-// Rows < FL_QK_MR (decode) skip the transpose and take dot products from K's rows.
+// Rows < FL_QK_MR (decode) skip the tiles: one fused pass over the keys (fl_row_fused).
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
 #pragma once
 
@@ -56,8 +56,8 @@
 // a tile has about half as many inner iterations as lines to fetch, hence two.)
 // FL_PF_LOCALITY is the __builtin_prefetch locality of these requests, per ISA file:
 // 3 (prefetcht0, into L1) by default; flash_avx512.c asks for 2 (prefetcht1, into L2),
-// which measured faster there for MQA decode and slower for flash__avx2. The row path's
-// whole-tile fl_prefetch stays at 3 (2 measured no better for MHA decode).
+// which measured faster there for MQA decode and slower for flash__avx2. (Tasks of fewer
+// rows than a Q·Kᵀ register tile take fl_row_fused, which uses no software prefetch.)
 typedef struct fl_pf {
   const char *p, *end;    // current segment
   const char *p2, *end2;  // the segment after it (empty when p2 == end2)
@@ -141,48 +141,6 @@ static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
   }
 }
 
-// Q·Kᵀ for a handful of rows (fewer than FL_QK_MR, e.g. decode): dot products straight
-// from K's rows (no transpose), vectors along head_dim, one horizontal sum per score.
-// Keys [0, nk); columns [nk, round_up(nk, VF_W)) are left unwritten (masked later).
-static void fl_qk_rows(int64_t nrows, int64_t nk, const float *q, int64_t dqk, const float *k,
-                       float *s, int64_t tkv) {
-  const int64_t dfull = dqk - dqk % VF_W;
-  const int dtail = (int)(dqk % VF_W);
-  for (int64_t r = 0; r < nrows; r++) {
-    const float *qr = q + r * dqk;
-    int64_t c = 0;
-    for (; c + 4 <= nk; c += 4) {  // four keys at once for independent FMA chains
-      const float *k0 = k + c * dqk, *k1 = k0 + dqk, *k2 = k1 + dqk, *k3 = k2 + dqk;
-      vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
-      for (int64_t d = 0; d < dfull; d += VF_W) {
-        const vf_t qv = vf_load(qr + d);
-        a0 = vf_fma(qv, vf_load(k0 + d), a0);
-        a1 = vf_fma(qv, vf_load(k1 + d), a1);
-        a2 = vf_fma(qv, vf_load(k2 + d), a2);
-        a3 = vf_fma(qv, vf_load(k3 + d), a3);
-      }
-      if (dtail) {
-        const vf_t qv = vf_load_partial(qr + dfull, dtail);
-        a0 = vf_fma(qv, vf_load_partial(k0 + dfull, dtail), a0);
-        a1 = vf_fma(qv, vf_load_partial(k1 + dfull, dtail), a1);
-        a2 = vf_fma(qv, vf_load_partial(k2 + dfull, dtail), a2);
-        a3 = vf_fma(qv, vf_load_partial(k3 + dfull, dtail), a3);
-      }
-      s[r * tkv + c] = vf_hsum(a0);
-      s[r * tkv + c + 1] = vf_hsum(a1);
-      s[r * tkv + c + 2] = vf_hsum(a2);
-      s[r * tkv + c + 3] = vf_hsum(a3);
-    }
-    for (; c < nk; c++) {
-      const float *kc = k + c * dqk;
-      vf_t a = vf_zero();
-      for (int64_t d = 0; d < dfull; d += VF_W) a = vf_fma(vf_load(qr + d), vf_load(kc + d), a);
-      if (dtail) a = vf_fma(vf_load_partial(qr + dfull, dtail), vf_load_partial(kc + dfull, dtail), a);
-      s[r * tkv + c] = vf_hsum(a);
-    }
-  }
-}
-
 // ── P·V micro-kernel: acc[mr][nv·LANES] = α·acc + P[mr][0..nc) · V̂[0..nc)[nv·LANES] ──
 FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t nc,
                            const float *vp, int64_t vstride, float *acc, int64_t dvp,
@@ -249,41 +207,6 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, 
 #undef FL_PV_CASE
 }
 
-// A single row (decode: one query row per K/V head): up to 8 vectors of head_dim_v per
-// pass, so each V row is read once for head_dim_v ≤ 8·VF_W (128 floats on AVX-512)
-// instead of once per FL_PV_NV vectors — V streams from L2 / memory in decode. The
-// arithmetic per output element is that of fl_pv_micro (α·acc, then one FMA per key in
-// key order), so the result is bitwise the same. Columns past the last whole 8-vector
-// block go through fl_pv_any.
-#define FL_PV_ROW_NV 8
-static void fl_pv_row(const float *pr, int64_t nc, const float *vp, int64_t vstride, float *acc,
-                      int64_t dvp, const float *alpha, int rescale, fl_pf *pf) {
-  int64_t e = 0;
-  for (; e + FL_PV_ROW_NV * VF_W <= dvp; e += FL_PV_ROW_NV * VF_W) {
-    vf_t o[FL_PV_ROW_NV];
-    const vf_t a = vf_set1(rescale ? alpha[0] : 1.0f);
-#pragma GCC unroll 8
-    for (int v = 0; v < FL_PV_ROW_NV; v++) {
-      o[v] = vf_load(acc + e + v * VF_W);
-      if (rescale) o[v] = vf_mul(o[v], a);
-    }
-    const float *ve = vp + e;
-    for (int64_t c = 0; c < nc; c++) {
-      const vf_t pb = vf_set1(pr[c]);
-      fl_pf_step(pf);
-#pragma GCC unroll 8
-      for (int v = 0; v < FL_PV_ROW_NV; v++) o[v] = vf_fma(pb, vf_load(ve + c * vstride + v * VF_W), o[v]);
-    }
-#pragma GCC unroll 8
-    for (int v = 0; v < FL_PV_ROW_NV; v++) vf_store(acc + e + v * VF_W, o[v]);
-  }
-  for (; e < dvp; e += FL_PV_NV * VF_W) {
-    const int64_t left = (dvp - e) / VF_W;
-    const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
-    fl_pv_any(1, nv, pr, 0, nc, vp + e, vstride, acc + e, dvp, alpha, rescale, pf);
-  }
-}
-
 // acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc). A register tile whose rows all
 // kept their max (α = 1) skips the rescale.
 // Each register tile stops at the last key one of its rows sees (lims), since P is 0
@@ -296,10 +219,6 @@ static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float 
     const int64_t nc = fl_max_lim(lims, r, mr);
     int any = 0;
     for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
-    if (nrows == 1) {
-      fl_pv_row(pm, nc, vp, vstride, acc, dvp, alpha, any, pf);
-      continue;
-    }
     for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
       const int64_t left = (dvp - e) / VF_W;
       const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
@@ -315,11 +234,93 @@ static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float 
   }
 }
 
-// Software prefetch of n floats (one request per 64-byte line). Decode streams K and V
-// from DRAM with little arithmetic per byte; asking for the next tile early keeps more
-// lines in flight than the hardware prefetcher does on its own.
-static inline void fl_prefetch(const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(x + i, 0, 3);
+// ── Decode rows (fewer than FL_QK_MR): one fused pass over the keys ─────────────────
+// Decode tasks (MHA: one row; GQA: the group's heads) read each K and V element once with
+// a few flop per byte, so their speed is what the hardware prefetcher sustains. It
+// streams best when every access is strictly sequential: each key's score is one dot
+// product along its own K row (4 accumulators over head_dim, one horizontal sum), and
+// blocks of FL_ROW_KEYS keys are scored, softmax-updated and folded into acc at once, so
+// K and V advance as two sequential streams. No software prefetch: here it only competes
+// with the hardware prefetcher. (The tiled path read 4 K rows at once — 4 interleaved
+// streams 512 bytes apart at D128 — and asked for the whole next tile up front: 16–17 ms
+// vs 10–11 ms for this on 1 thread, Sq1 Skv32768 D128 KV8.) Per block and row
+// (vs_online_softmax_row):
+//   s_c = Q̂·K_c, m' = max(m, max_c s_c), α = e^{m−m'}, p_c = e^{s_c−m'}, l' = α·l + Σ p_c,
+//   acc' = α·acc + Σ_c p_c·V_c  (key order; the α multiply is skipped when α = 1).
+#ifndef FL_ROW_KEYS
+#define FL_ROW_KEYS 32
+#endif
+#define FL_ROW_NV 8  // acc vectors held in registers per pass over a block's V rows
+
+// Rows [0, nrows) (nrows < FL_QK_MR) of a task over its keys [0, nkeys); row r sees keys
+// [0, vis[r]) (causal: vis[r] < nkeys for rows before the last). Each key's K row is read
+// once from memory, start to end, by the first row's dot product; the other rows reread it
+// from L1, and each row's P·V pass rereads the block's V rows from L1 likewise.
+static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float *k,
+                         const float *v, int64_t dv, int64_t dvp, int64_t nkeys,
+                         const int32_t *vis, float *acc, float *m, float *l) {
+  float sbuf[FL_QK_MR][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
+  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
+    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
+    const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
+    const float *kj = k + j0 * dqk, *vj = v + j0 * dv;
+    for (int64_t c = 0; c < nk; c++) {
+      const float *kc = kj + c * dqk;
+      for (int64_t r = 0; r < nrows; r++) {
+        const float *qr = q + r * dqk;
+        vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
+        int64_t d = 0;
+        for (; d + 4 * VF_W <= dqk; d += 4 * VF_W) {
+          a0 = vf_fma(vf_load(qr + d), vf_load(kc + d), a0);
+          a1 = vf_fma(vf_load(qr + d + VF_W), vf_load(kc + d + VF_W), a1);
+          a2 = vf_fma(vf_load(qr + d + 2 * VF_W), vf_load(kc + d + 2 * VF_W), a2);
+          a3 = vf_fma(vf_load(qr + d + 3 * VF_W), vf_load(kc + d + 3 * VF_W), a3);
+        }
+        for (; d + VF_W <= dqk; d += VF_W) a0 = vf_fma(vf_load(qr + d), vf_load(kc + d), a0);
+        if (d < dqk)
+          a1 = vf_fma(vf_load_partial(qr + d, (int)(dqk - d)),
+                      vf_load_partial(kc + d, (int)(dqk - d)), a1);
+        sbuf[r][c] = vf_hsum(vf_add(vf_add(a0, a1), vf_add(a2, a3)));
+      }
+    }
+    for (int64_t r = 0; r < nrows; r++) {
+      int64_t n = vis[r] - j0;  // keys of this block row r sees
+      n = n < 0 ? 0 : n > nk ? nk : n;
+      float *s = sbuf[r];
+      const float alpha = vs_online_softmax_row(s, n, ncol, &m[r], &l[r]);  // s: p from here
+      if (n == 0) continue;  // p = 0 and α = 1: acc unchanged
+      float *ar = acc + r * dvp;
+      const vf_t va = vf_set1(alpha);
+      const int rescale = alpha != 1.0f;
+      int64_t e = 0;
+      for (; e + FL_ROW_NV * VF_W <= dv; e += FL_ROW_NV * VF_W) {  // 8 whole vectors per pass
+        vf_t o[FL_ROW_NV];
+#pragma GCC unroll 8
+        for (int x = 0; x < FL_ROW_NV; x++) {
+          o[x] = vf_load(ar + e + x * VF_W);
+          if (rescale) o[x] = vf_mul(o[x], va);
+        }
+        const float *ve = vj + e;
+        for (int64_t c = 0; c < n; c++) {
+          const vf_t pb = vf_set1(s[c]);
+#pragma GCC unroll 8
+          for (int x = 0; x < FL_ROW_NV; x++) o[x] = vf_fma(pb, vf_load(ve + c * dv + x * VF_W), o[x]);
+        }
+#pragma GCC unroll 8
+        for (int x = 0; x < FL_ROW_NV; x++) vf_store(ar + e + x * VF_W, o[x]);
+      }
+      for (; e < dvp; e += VF_W) {  // the rest one vector at a time; the last may be partial
+        const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
+        vf_t o = vf_load(ar + e);
+        if (rescale) o = vf_mul(o, va);
+        for (int64_t c = 0; c < n; c++) {
+          const float *vr = vj + c * dv + e;
+          o = vf_fma(vf_set1(s[c]), w == VF_W ? vf_load(vr) : vf_load_partial(vr, w), o);
+        }
+        vf_store(ar + e, o);
+      }
+    }
+  }
 }
 
 // ── Packing ──────────────────────────────────────────────────────────────────────────
@@ -383,8 +384,16 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       float *dst = qs + hh * nq * dqk;
       for (int64_t x = 0; x < nq * dqk; x++) dst[x] = scale * qh[x];
     }
-    const int packed = nrows >= FL_QK_MR;  // transpose K only when a full tile reuses it
-    for (int64_t j0 = kb; j0 < ke; j0 += tkv) {
+    // Fewer rows than one Q·Kᵀ register tile (decode): no transpose, one fused pass.
+    const int packed = nrows >= FL_QK_MR;
+    if (!packed) {  // keys each row sees from kb on (ke is cut at the last row's limit)
+      for (int64_t row = 0; row < nrows; row++) {
+        const int64_t lim = attn_visible_keys(p, i0 + row % nq) - kb;
+        lims[row] = (int32_t)(lim > ke - kb ? ke - kb : lim < 0 ? 0 : lim);
+      }
+      fl_row_fused(nrows, qs, dqk, kh + kb * dqk, vh + kb * dv, dv, dvp, ke - kb, lims, acc, m, l);
+    }
+    for (int64_t j0 = kb; packed && j0 < ke; j0 += tkv) {  // ≥ FL_QK_MR rows: tiles
       const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
       const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
       for (int64_t row = 0; row < nrows; row++) {  // keys each row sees in this tile
@@ -395,10 +404,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       // The next tile's K and V, requested a line at a time by the inner loops below.
       const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
       fl_pf pf = {0};
-      if (nn > 0 && !packed) {  // row path (decode): few inner iterations, ask at once
-        fl_prefetch(kj + tkv * dqk, nn * dqk);
-        fl_prefetch(vj + tkv * dv, nn * dv);
-      } else if (nn > 0) {
+      if (nn > 0) {
         const char *nk0 = (const char *)(kj + tkv * dqk), *nv0 = (const char *)(vj + tkv * dv);
         pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
       }
@@ -412,8 +418,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         }
         vt = vs;
       }
-      if (packed) {
-        // K̂ᵀ: tkv keys per d row; columns [nk, ncol) zero so their scores are finite.
+      {  // K̂ᵀ: tkv keys per d row; columns [nk, ncol) zero so their scores are finite.
         const int64_t ncq = (nk + FL_QK_NV * VF_W - 1) / (FL_QK_NV * VF_W) *
                             (FL_QK_NV * VF_W);
         const int64_t ncp = ncq < tkv ? ncq : tkv;
@@ -426,8 +431,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
         if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
         float *sb = S + r0 * tkv;
-        if (packed) fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
-        else fl_qk_rows(nb, nk, qs + r0 * dqk, dqk, kj, sb, tkv);
+        fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
         for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
           alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
         fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);

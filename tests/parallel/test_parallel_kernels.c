@@ -34,7 +34,8 @@ static const shape kShapes[] = {
     {1, 8, 1, 1, 4099, 128, 128, false, 0, 0},
     {2, 4, 2, 1, 1537, 64, 64, true, 0, 0},
     {1, 3, 3, 2, 3001, 33, 17, true, 0, 0},
-    {1, 2, 2, 1, 700, 40, 200, false, 0, 0},  // one-row P·V: 8-vector passes + narrow tail
+    {1, 2, 2, 1, 700, 40, 200, false, 0, 0},  // one-row path: 8-vector passes + narrow tail
+    {1, 2, 2, 1, 1500, 7, 9, false, 0, 0},    // one-row path, head dims below one vector
     // prefill, causal and not, GQA, cross both ways
     {1, 4, 4, 300, 300, 64, 64, true, 0, 0},
     {1, 4, 4, 257, 257, 64, 64, false, 0, 0},
@@ -47,6 +48,10 @@ static const shape kShapes[] = {
     {1, 4, 2, 101, 203, 33, 65, true, 5, 17},
     {1, 2, 2, 64, 640, 128, 128, true, 16, 32},
     {1, 1, 1, 1000, 1000, 24, 24, true, 1000, 600},
+    {1, 2, 2, 37, 300, 33, 20, true, 1, 0},   // one-row tasks under a causal mask
+    {1, 2, 1, 70, 45, 19, 130, true, 1, 0},   // … with rows that see nothing (seq_q > seq_kv)
+    {1, 4, 2, 3, 2, 24, 40, true, 4, 0},      // decode-path GQA rows with differing limits
+    {1, 6, 2, 5, 900, 40, 20, true, 6, 0},    // … 3 heads × 2 positions, split-KV
 };
 
 static void fill(float *x, size_t n, uint64_t seed) {
