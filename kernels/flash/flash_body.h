@@ -142,7 +142,9 @@ static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
 }
 
 // ── P·V micro-kernel: acc[mr][nv·LANES] = α·acc + P[mr][0..nc) · V̂[0..nc)[nv·LANES] ──
-FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t nc,
+// P[r][c] is pm[r·prs + c·pcs]: row-major scores (prs = tkv, pcs = 1) or the lanes
+// path's transposed P̂ᵀ (prs = 1, pcs = R).
+FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t prs, int64_t pcs, int64_t nc,
                            const float *vp, int64_t vstride, float *acc, int64_t dvp,
                            const float *alpha, int rescale, fl_pf *pf) {
   vf_t o[FL_PV_MR][FL_PV_NV];
@@ -162,7 +164,7 @@ FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t
     fl_pf_step(pf);
 #pragma GCC unroll 16
     for (int r = 0; r < mr; r++) {
-      const vf_t pb = vf_set1(pm[r * tkv + c]);
+      const vf_t pb = vf_set1(pm[r * prs + c * pcs]);
 #pragma GCC unroll 4
       for (int v = 0; v < nv; v++) o[r][v] = vf_fma(pb, vv[v], o[r][v]);
     }
@@ -176,17 +178,18 @@ FL_INLINE void fl_pv_micro(int mr, int nv, const float *pm, int64_t tkv, int64_t
 // One register tile of any shape mr ≤ FL_PV_MR, nv ≤ FL_PV_NV: the switch gives each
 // row count its own fully unrolled instance (a 1-row tile still runs nv independent
 // FMA chains — decode rows are a single row).
-static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, const float *vp,
+static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs, int64_t nc,
+                      const float *vp,
                       int64_t vstride, float *ar, int64_t dvp, const float *al, int rescale,
                       fl_pf *pf) {
 #define FL_PV_CASE(M)                                                                      \
   case M:                                                                                  \
     if (nv == FL_PV_NV)                                                                    \
-      fl_pv_micro(M, FL_PV_NV, pr, tkv, nc, vp, vstride, ar, dvp, al, rescale, pf);        \
+      fl_pv_micro(M, FL_PV_NV, pr, prs, pcs, nc, vp, vstride, ar, dvp, al, rescale, pf); \
     else /* narrow right edge: head_dim_v not a multiple of the tile */                    \
       for (int v = 0; v < nv; v++)                                                         \
-        fl_pv_micro(M, 1, pr, tkv, nc, vp + v * VF_W, vstride, ar + v * VF_W, dvp, al, rescale, \
-                    pf);                                                                   \
+        fl_pv_micro(M, 1, pr, prs, pcs, nc, vp + v * VF_W, vstride, ar + v * VF_W, dvp, al,  \
+                    rescale, pf);                                                          \
     break;
   switch (mr) {
     FL_PV_CASE(1) FL_PV_CASE(2) FL_PV_CASE(3) FL_PV_CASE(4)
@@ -207,30 +210,35 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t tkv, int64_t nc, 
 #undef FL_PV_CASE
 }
 
-// acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc). A register tile whose rows all
-// kept their max (α = 1) skips the rescale.
-// Each register tile stops at the last key one of its rows sees (lims), since P is 0
-// beyond a row's limit.
-static void fl_pv_tile(int64_t nrows, const float *pm, int64_t tkv, const float *vp,
+// acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc); P[r][c] = pm[r·prs + c·pcs].
+// Rows are split into equal register tiles of at most FL_PV_MR rows (8 rows with
+// FL_PV_MR 6: 4 + 4, not 6 + 2). A register tile whose rows all kept their max (α = 1)
+// skips the rescale. Each register tile stops at the last key one of its rows sees
+// (lims), since P is 0 beyond a row's limit.
+static void fl_pv_tile(int64_t nrows, const float *pm, int64_t prs, int64_t pcs, const float *vp,
                        int64_t vstride, float *acc, int64_t dvp, const float *alpha,
                        const int32_t *lims, fl_pf *pf) {
-  for (int64_t r = 0; r < nrows; r += FL_PV_MR) {
-    const int mr = (int)(nrows - r < FL_PV_MR ? nrows - r : FL_PV_MR);
+  const int64_t ntiles = (nrows + FL_PV_MR - 1) / FL_PV_MR;
+  for (int64_t g = 0, r = 0; g < ntiles; g++) {
+    const int mr = (int)(nrows / ntiles + (g < nrows % ntiles));
     const int64_t nc = fl_max_lim(lims, r, mr);
     int any = 0;
     for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
     for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
       const int64_t left = (dvp - e) / VF_W;
       const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
-      const float *pr = pm + r * tkv;
+      const float *pr = pm + r * prs;
       float *ar = acc + r * dvp + e;
       if (mr == FL_PV_MR && nv == FL_PV_NV) {
-        if (any) fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 1, pf);
-        else fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, 0, pf);
+        if (any)
+          fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, prs, pcs, nc, vp + e, vstride, ar, dvp, alpha + r, 1, pf);
+        else
+          fl_pv_micro(FL_PV_MR, FL_PV_NV, pr, prs, pcs, nc, vp + e, vstride, ar, dvp, alpha + r, 0, pf);
       } else {
-        fl_pv_any(mr, nv, pr, tkv, nc, vp + e, vstride, ar, dvp, alpha + r, any, pf);
+        fl_pv_any(mr, nv, pr, prs, pcs, nc, vp + e, vstride, ar, dvp, alpha + r, any, pf);
       }
     }
+    r += mr;
   }
 }
 
@@ -323,6 +331,167 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
   }
 }
 
+// ── Decode rows in vector lanes: FL_RV_W ≤ rows ≤ 2·FL_RV_W (MQA / GQA decode) ──────────
+// The heads of one K/V group at one position (MQA decode: 8 rows) share every K and V
+// row. The tiled path packs K̂ᵀ per tile, and at 8 rows that transpose costs about a fifth
+// of the task; the fused path's per-row dot products end in one horizontal sum per row
+// and key. Here Q̂ is transposed instead, once per task (Q̂ᵀ[d][r], R = rows rounded up to
+// whole row vectors of FL_RV_W lanes, padding rows 0), and K is read in place:
+//   Sᵀ[c][·] = Σ_d K[c][d] · Q̂ᵀ[d][·]       one broadcast K element × one row vector
+// FL_DEC_NK keys at a time (their accumulators stay in registers). The online softmax
+// then runs lane-wise on Sᵀ (row r lives in lane r of every key's R floats: maxima and
+// sums need no horizontal reductions), and P·V reads P̂ᵀ with column stride R. Each
+// row's arithmetic is fixed by the shape alone (block boundaries, key order).
+// The row vector: an ISA file may define a narrower one than vf_t (flash_avx512.c uses
+// 8-lane __m256, as fast per lane on Zen 4 and not wasting half of each vector at 8 rows).
+#ifndef FL_RV_W
+#define FL_RV_W VF_W
+typedef vf_t fl_rv_t;
+FL_INLINE fl_rv_t fl_rv_zero(void) { return vf_zero(); }
+FL_INLINE fl_rv_t fl_rv_load(const float *p) { return vf_load(p); }
+FL_INLINE void fl_rv_store(float *p, fl_rv_t x) { vf_store(p, x); }
+FL_INLINE fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
+  return vf_fma(vf_set1(*k), q, acc);
+}
+#endif
+#ifndef FL_DEC_NK
+#define FL_DEC_NK 8  // keys whose score row vectors are accumulated at once (one row vector)
+#endif
+#ifndef FL_DEC_BLOCK
+#define FL_DEC_BLOCK 64  // keys per online-softmax block
+#endif
+#define FL_LANES_MAX_R (2 * FL_RV_W)
+#define FL_LANES_W (FL_LANES_MAX_R > VF_W ? FL_LANES_MAX_R : VF_W)
+
+// Sᵀ[c][x·FL_RV_W ..] for keys c < nk (nk ≤ FL_DEC_NK / nrv), row vectors x < nrv.
+FL_INLINE void fl_lanes_qk_micro(int nrv, int nk, const float *qt, int64_t R, const float *k,
+                                 int64_t dqk, float *st, fl_pf *pf) {
+  fl_rv_t s[2][FL_DEC_NK];
+#pragma GCC unroll 2
+  for (int x = 0; x < nrv; x++)
+#pragma GCC unroll 16
+    for (int c = 0; c < nk; c++) s[x][c] = fl_rv_zero();
+  for (int64_t d = 0; d < dqk; d++) {
+    const fl_rv_t q0 = fl_rv_load(qt + d * R);
+    const fl_rv_t q1 = nrv > 1 ? fl_rv_load(qt + d * R + FL_RV_W) : q0;
+    if (d & 1) fl_pf_step(pf);
+#pragma GCC unroll 16
+    for (int c = 0; c < nk; c++) {
+      s[0][c] = fl_rv_fma_bcast(k + c * dqk + d, q0, s[0][c]);
+      if (nrv > 1) s[1][c] = fl_rv_fma_bcast(k + c * dqk + d, q1, s[1][c]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int x = 0; x < nrv; x++)
+#pragma GCC unroll 16
+    for (int c = 0; c < nk; c++) fl_rv_store(st + c * R + x * FL_RV_W, s[x][c]);
+}
+
+// The online-softmax update (see softmax.h) of one block, lane-wise: st holds Sᵀ[c][r]
+// for c < nk, r < R, then −∞ up to n_flat (a multiple of VF_W); P̂ᵀ replaces it.
+// m, l, alpha: R entries. A row that has seen no key yet subtracts 0 instead of its
+// max −∞, so e^(−∞ − 0) = 0 gives P = 0, α = 0 on a zero acc and l = 0: never NaN.
+static void fl_lanes_softmax(float *st, int64_t n_flat, int64_t R, float *m, float *l,
+                             float *alpha) {
+  // Vector i of st covers lanes (i·VF_W .. ) mod R: when R > VF_W there are R / VF_W
+  // phases, each with its own accumulator; else lane j of any vector is row j mod R.
+  const int nph = R > VF_W ? (int)(R / VF_W) : 1;
+  const int W = nph * VF_W;  // lanes of one phase cycle: max(R, VF_W)
+  float tmp[FL_LANES_W] __attribute__((aligned(64)));
+  float rep_old[FL_LANES_W] __attribute__((aligned(64)));
+  float rep_new[FL_LANES_W] __attribute__((aligned(64)));
+  vf_t acc[FL_LANES_W / VF_W];
+  for (int ph = 0; ph < nph; ph++) acc[ph] = vf_set1(-INFINITY);
+  for (int64_t x = 0, ph = 0; x < n_flat; x += VF_W, ph = ph + 1 == nph ? 0 : ph + 1)
+    acc[ph] = vf_max(acc[ph], vf_load(st + x));
+  for (int ph = 0; ph < nph; ph++) vf_store(tmp + ph * VF_W, acc[ph]);
+  for (int64_t r = 0; r < R; r++) {
+    float bm = tmp[r];
+    for (int64_t j = r + R; j < W; j += R) bm = tmp[j] > bm ? tmp[j] : bm;
+    const float mn = bm > m[r] ? bm : m[r];
+    const float ms = mn == -INFINITY ? 0.0f : mn;
+    for (int64_t j = r; j < W; j += R) rep_old[j] = m[r], rep_new[j] = ms;
+    m[r] = mn;
+  }
+  for (int ph = 0; ph < nph; ph++) {  // α = e^(m − m'), lane-wise
+    const vf_t a = vf_exp(vf_sub(vf_load(rep_old + ph * VF_W), vf_load(rep_new + ph * VF_W)));
+    vf_store(tmp + ph * VF_W, a);
+  }
+  for (int64_t r = 0; r < R; r++) alpha[r] = tmp[r];
+  vf_t vm[FL_LANES_W / VF_W];
+  for (int ph = 0; ph < nph; ph++) vm[ph] = vf_load(rep_new + ph * VF_W), acc[ph] = vf_zero();
+  for (int64_t x = 0, ph = 0; x < n_flat; x += VF_W, ph = ph + 1 == nph ? 0 : ph + 1) {
+    const vf_t p = vf_exp(vf_sub(vf_load(st + x), vm[ph]));
+    vf_store(st + x, p);
+    acc[ph] = vf_add(acc[ph], p);
+  }
+  for (int ph = 0; ph < nph; ph++) vf_store(tmp + ph * VF_W, acc[ph]);
+  for (int64_t r = 0; r < R; r++) {
+    float sum = 0.0f;
+    for (int64_t j = r; j < W; j += R) sum += tmp[j];
+    l[r] = alpha[r] * l[r] + sum;
+  }
+}
+
+// Rows [0, nrows) of a task over its keys [0, nkeys); row r sees keys [0, vis[r]).
+// qt: dqk·R floats of scratch; vs: blk·dvp floats, used when dv is not whole vectors.
+static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k, const float *v,
+                     int64_t dv, int64_t dvp, int64_t nkeys, int64_t blk, const int32_t *vis,
+                     float *qt, float *vs, float *acc, float *m, float *l) {
+  const int nrv = nrows > FL_RV_W ? 2 : 1;
+  const int64_t R = nrv * FL_RV_W;
+  float st[FL_DEC_BLOCK * FL_LANES_MAX_R + VF_W] __attribute__((aligned(64)));
+  float lm[FL_LANES_MAX_R], ll[FL_LANES_MAX_R], alpha[FL_LANES_MAX_R];
+  int32_t bl[FL_LANES_MAX_R];
+  if (blk > FL_DEC_BLOCK) blk = FL_DEC_BLOCK;
+  for (int64_t d = 0; d < dqk; d++)
+    for (int64_t r = 0; r < R; r++) qt[d * R + r] = r < nrows ? qs[r * dqk + d] : 0.0f;
+  int64_t vmin = nkeys;  // keys every row sees
+  for (int64_t r = 0; r < nrows; r++) vmin = vis[r] < vmin ? vis[r] : vmin;
+  for (int64_t r = 0; r < R; r++) lm[r] = -INFINITY, ll[r] = 0.0f;
+  const int step = FL_DEC_NK / nrv;
+  for (int64_t j0 = 0; j0 < nkeys; j0 += blk) {
+    const int64_t nk = nkeys - j0 < blk ? nkeys - j0 : blk;
+    const float *kj = k + j0 * dqk, *vj = v + j0 * dv;
+    // The next block's K and V, requested two lines per two d steps of the Q·Kᵀ loop.
+    const int64_t nn = nkeys - j0 - nk < blk ? nkeys - j0 - nk : blk;  // ≤ 0: last block
+    fl_pf pf = {0};
+    if (nn > 0) {
+      const char *nk0 = (const char *)(kj + nk * dqk), *nv0 = (const char *)(vj + nk * dv);
+      pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
+    }
+    int64_t c = 0;
+    if (nrv == 1)
+      for (; c + step <= nk; c += step)
+        fl_lanes_qk_micro(1, FL_DEC_NK, qt, R, kj + c * dqk, dqk, st + c * R, &pf);
+    else
+      for (; c + step <= nk; c += step)
+        fl_lanes_qk_micro(2, FL_DEC_NK / 2, qt, R, kj + c * dqk, dqk, st + c * R, &pf);
+    for (; c < nk; c++) fl_lanes_qk_micro(nrv, 1, qt, R, kj + c * dqk, dqk, st + c * R, &pf);
+    for (int64_t r = 0; r < nrows; r++) {  // keys of this block row r sees; mask the rest
+      int64_t n = vis[r] - j0;
+      n = n < 0 ? 0 : n > nk ? nk : n;
+      bl[r] = (int32_t)n;
+      if (j0 + nk > vmin)
+        for (int64_t cc = n; cc < nk; cc++) st[cc * R + r] = -INFINITY;
+    }
+    const int64_t n_flat = (nk * R + VF_W - 1) / VF_W * VF_W;
+    for (int64_t x = nk * R; x < n_flat; x++) st[x] = -INFINITY;
+    fl_lanes_softmax(st, n_flat, R, lm, ll, alpha);
+    const float *vt = vj;
+    if (dv != dvp) {  // P·V runs over whole vectors: zero-padded copy of the block's V
+      for (int64_t cc = 0; cc < nk; cc++) {
+        memcpy(vs + cc * dvp, vj + cc * dv, (size_t)dv * sizeof(float));
+        for (int64_t e = dv; e < dvp; e++) vs[cc * dvp + e] = 0.0f;
+      }
+      vt = vs;
+    }
+    fl_pf none = {0};
+    fl_pv_tile(nrows, st, 1, R, vt, dv == dvp ? dv : dvp, acc, dvp, alpha, bl, &none);
+  }
+  for (int64_t r = 0; r < nrows; r++) m[r] = lm[r], l[r] = ll[r];
+}
+
 // ── Packing ──────────────────────────────────────────────────────────────────────────
 // K̂ᵀ[d][c] = K[c][d] for c < nk, 0 for nk ≤ c < ncp. Blocks of VF_W keys × VF_W dims go
 // through FL_TRANSPOSE_BLOCK when the ISA file defines it (in-register transpose:
@@ -384,14 +553,21 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       float *dst = qs + hh * nq * dqk;
       for (int64_t x = 0; x < nq * dqk; x++) dst[x] = scale * qh[x];
     }
-    // Fewer rows than one Q·Kᵀ register tile (decode): no transpose, one fused pass.
-    const int packed = nrows >= FL_QK_MR;
+    // Decode-sized tasks skip the K̂ᵀ tiles: FL_RV_W..2·FL_RV_W rows (MQA/GQA decode)
+    // put the rows in vector lanes; fewer than one Q·Kᵀ register tile take one fused pass.
+    const int lanes = nrows >= FL_RV_W && nrows <= 2 * FL_RV_W;
+    const int packed = !lanes && nrows >= FL_QK_MR;
     if (!packed) {  // keys each row sees from kb on (ke is cut at the last row's limit)
       for (int64_t row = 0; row < nrows; row++) {
         const int64_t lim = attn_visible_keys(p, i0 + row % nq) - kb;
         lims[row] = (int32_t)(lim > ke - kb ? ke - kb : lim < 0 ? 0 : lim);
       }
-      fl_row_fused(nrows, qs, dqk, kh + kb * dqk, vh + kb * dv, dv, dvp, ke - kb, lims, acc, m, l);
+      if (lanes)
+        fl_lanes(nrows, qs, dqk, kh + kb * dqk, vh + kb * dv, dv, dvp, ke - kb, tkv, lims, kt, vs,
+                 acc, m, l);
+      else
+        fl_row_fused(nrows, qs, dqk, kh + kb * dqk, vh + kb * dv, dv, dvp, ke - kb, lims, acc, m,
+                     l);
     }
     for (int64_t j0 = kb; packed && j0 < ke; j0 += tkv) {  // ≥ FL_QK_MR rows: tiles
       const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
@@ -434,7 +610,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
         for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
           alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
-        fl_pv_tile(nb, sb, tkv, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
+        fl_pv_tile(nb, sb, tkv, 1, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
       }
     }
   }

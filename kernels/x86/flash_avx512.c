@@ -34,6 +34,19 @@ static inline void fl_transpose16(const float *src, int64_t ss, float *dst, int6
   for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ds, r[i]);  // r[i] = column i
 }
 
+// Decode row vectors (flash_body.h, fl_lanes): 8-lane __m256. MQA decode has 8 rows per
+// K/V head; a __m512 would leave half of its lanes empty, and on Zen 4 two 256-bit FMAs
+// per cycle match one 512-bit FMA. (No AVX512VL here, so 16 ymm registers: 8 score
+// accumulators, the Q̂ᵀ row vector and the broadcast K element.)
+#define FL_RV_W 8
+typedef __m256 fl_rv_t;
+static inline fl_rv_t fl_rv_zero(void) { return _mm256_setzero_ps(); }
+static inline fl_rv_t fl_rv_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void fl_rv_store(float *p, fl_rv_t x) { _mm256_storeu_ps(p, x); }
+static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
+  return _mm256_fmadd_ps(_mm256_broadcast_ss(k), q, acc);
+}
+
 #define FL_QK_MR 8
 #define FL_QK_NV 2
 #define FL_PV_MR 6
