@@ -22,7 +22,9 @@
 // Causal: tiles wholly above the diagonal are never visited (the loop stops at the
 // keys the task's last row sees); in tiles that cross it, each row's limit (lims) masks
 // its scores and register tiles / row blocks past every row's limit are skipped.
-// Rows < FL_QK_MR (decode) skip the tiles: one fused pass over the keys (fl_row_fused).
+// Decode-sized tasks skip the tiles: FL_RV_W..2·FL_RV_W rows (MQA/GQA decode) put the
+// rows in vector lanes (fl_lanes); fewer than FL_QK_MR rows take one fused pass over the
+// keys (fl_row_fused).
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
 #pragma once
 
@@ -62,15 +64,21 @@ typedef struct fl_pf {
   const char *p, *end;    // current segment
   const char *p2, *end2;  // the segment after it (empty when p2 == end2)
 } fl_pf;
-FL_INLINE void fl_pf_step(fl_pf *c) {
-  if (c->p < c->end) {
-    __builtin_prefetch(c->p, 0, FL_PF_LOCALITY);
-    __builtin_prefetch(c->p + 64, 0, FL_PF_LOCALITY);
-    c->p += 128;
-  } else if (c->p2 < c->end2) {
-    c->p = c->p2, c->end = c->end2, c->p2 = c->end2;
+#define FL_PF_STEP_FN(name, locality)                                                      \
+  FL_INLINE void name(fl_pf *c) {                                                          \
+    if (c->p < c->end) {                                                                   \
+      __builtin_prefetch(c->p, 0, locality);                                               \
+      __builtin_prefetch(c->p + 64, 0, locality);                                          \
+      c->p += 128;                                                                         \
+    } else if (c->p2 < c->end2) {                                                          \
+      c->p = c->p2, c->end = c->end2, c->p2 = c->end2;                                     \
+    }                                                                                      \
   }
-}
+FL_PF_STEP_FN(fl_pf_step, FL_PF_LOCALITY)
+// The rows-in-lanes decode path (fl_lanes) prefetches into L2 on every ISA: measured
+// faster than L1 there for flash__avx2 and flash__avx512 (MQA decode, Skv 32768).
+FL_PF_STEP_FN(fl_pf_step_l2, 2)
+#undef FL_PF_STEP_FN
 
 // ── Q·Kᵀ micro-kernel: S[mr][nv·LANES] = Q̂[mr][d] · K̂ᵀ[d][nv·LANES] ─────────────────
 // K̂ᵀ holds one row of tkv keys per d, so each d loads nv contiguous vectors of keys and
@@ -361,6 +369,8 @@ FL_INLINE fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_DEC_BLOCK 64  // keys per online-softmax block
 #endif
 #define FL_LANES_MAX_R (2 * FL_RV_W)
+// Q̂ᵀ (dqk × R floats) lives in the task's K̂ᵀ scratch (dqk × tkv, tkv ≥ FL_QK_NV·VF_W).
+_Static_assert(FL_QK_NV * VF_W >= FL_LANES_MAX_R, "fl_lanes: Q̂ᵀ does not fit the K̂ᵀ scratch");
 #define FL_LANES_W (FL_LANES_MAX_R > VF_W ? FL_LANES_MAX_R : VF_W)
 
 // Sᵀ[c][x·FL_RV_W ..] for keys c < nk (nk ≤ FL_DEC_NK / nrv), row vectors x < nrv.
@@ -374,7 +384,7 @@ FL_INLINE void fl_lanes_qk_micro(int nrv, int nk, const float *qt, int64_t R, co
   for (int64_t d = 0; d < dqk; d++) {
     const fl_rv_t q0 = fl_rv_load(qt + d * R);
     const fl_rv_t q1 = nrv > 1 ? fl_rv_load(qt + d * R + FL_RV_W) : q0;
-    if (d & 1) fl_pf_step(pf);
+    if (d & 1) fl_pf_step_l2(pf);
 #pragma GCC unroll 16
     for (int c = 0; c < nk; c++) {
       s[0][c] = fl_rv_fma_bcast(k + c * dqk + d, q0, s[0][c]);
