@@ -22,8 +22,8 @@
 // Causal: tiles wholly above the diagonal are never visited (the loop stops at the
 // keys the task's last row sees); in tiles that cross it, each row's limit (lims) masks
 // its scores and register tiles / row blocks past every row's limit are skipped.
-// Decode-sized tasks skip the tiles: FL_RV_W..2·FL_RV_W rows (MQA/GQA decode) put the
-// rows in vector lanes (fl_lanes); fewer than FL_QK_MR rows take one fused pass over the
+// Decode-sized tasks skip the tiles: FL_RV_W..FL_LANES_MAX_ROWS rows (MQA/GQA decode) put
+// the rows in vector lanes (fl_lanes); fewer than FL_QK_MR rows take one fused pass over the
 // keys (fl_row_fused).
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
 #pragma once
@@ -339,7 +339,7 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
   }
 }
 
-// ── Decode rows in vector lanes: FL_RV_W ≤ rows ≤ 2·FL_RV_W (MQA / GQA decode) ──────────
+// ── Decode rows in vector lanes: FL_RV_W ≤ rows ≤ FL_LANES_MAX_ROWS (MQA / GQA decode) ──
 // The heads of one K/V group at one position (MQA decode: 8 rows) share every K and V
 // row. The tiled path packs K̂ᵀ per tile, and at 8 rows that transpose costs about a fifth
 // of the task; the fused path's per-row dot products end in one horizontal sum per row
@@ -369,6 +369,15 @@ FL_INLINE fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_DEC_BLOCK 64  // keys per online-softmax block
 #endif
 #define FL_LANES_MAX_R (2 * FL_RV_W)
+// Tasks of FL_RV_W..FL_LANES_MAX_ROWS rows take this path (at most two row vectors).
+// flash_avx512.c stops at 8: with 16 rows the packed transpose is shared by twice the
+// rows and the 8×32 zmm tiles measured faster than two 8-lane row vectors.
+#ifndef FL_LANES_MAX_ROWS
+#define FL_LANES_MAX_ROWS FL_LANES_MAX_R
+#endif
+#if FL_LANES_MAX_ROWS < FL_RV_W || FL_LANES_MAX_ROWS > FL_LANES_MAX_R
+#error "FL_LANES_MAX_ROWS: between FL_RV_W and 2·FL_RV_W"
+#endif
 // Q̂ᵀ (dqk × R floats) lives in the task's K̂ᵀ scratch (dqk × tkv, tkv ≥ FL_QK_NV·VF_W).
 _Static_assert(FL_QK_NV * VF_W >= FL_LANES_MAX_R, "fl_lanes: Q̂ᵀ does not fit the K̂ᵀ scratch");
 #define FL_LANES_W (FL_LANES_MAX_R > VF_W ? FL_LANES_MAX_R : VF_W)
@@ -563,9 +572,10 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       float *dst = qs + hh * nq * dqk;
       for (int64_t x = 0; x < nq * dqk; x++) dst[x] = scale * qh[x];
     }
-    // Decode-sized tasks skip the K̂ᵀ tiles: FL_RV_W..2·FL_RV_W rows (MQA/GQA decode)
-    // put the rows in vector lanes; fewer than one Q·Kᵀ register tile take one fused pass.
-    const int lanes = nrows >= FL_RV_W && nrows <= 2 * FL_RV_W;
+    // Decode-sized tasks skip the K̂ᵀ tiles: FL_RV_W..FL_LANES_MAX_ROWS rows (MQA/GQA
+    // decode) put the rows in vector lanes; fewer than one Q·Kᵀ register tile take one
+    // fused pass. (The path depends on the plan's rows only: on the shape, not threads.)
+    const int lanes = nrows >= FL_RV_W && nrows <= FL_LANES_MAX_ROWS;
     const int packed = !lanes && nrows >= FL_QK_MR;
     if (!packed) {  // keys each row sees from kb on (ke is cut at the last row's limit)
       for (int64_t row = 0; row < nrows; row++) {

@@ -46,6 +46,7 @@ static inline void fl_rv_store(float *p, fl_rv_t x) { _mm256_storeu_ps(p, x); }
 static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
   return _mm256_fmadd_ps(_mm256_broadcast_ss(k), q, acc);
 }
+#define FL_LANES_MAX_ROWS 8  // 9–16 rows: the packed 8×32 tiles measured faster
 
 #define FL_QK_MR 8
 #define FL_QK_NV 2

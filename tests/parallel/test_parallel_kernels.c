@@ -52,7 +52,7 @@ static const shape kShapes[] = {
     {1, 2, 1, 70, 45, 19, 130, true, 1, 0},   // … with rows that see nothing (seq_q > seq_kv)
     {1, 4, 2, 3, 2, 24, 40, true, 4, 0},      // decode-path GQA rows with differing limits
     {1, 6, 2, 5, 900, 40, 20, true, 6, 0},    // … 3 heads × 2 positions, split-KV
-    // rows-in-lanes decode path (FL_RV_W..2·FL_RV_W rows: 8–16 on x86, 4–8 on NEON)
+    // rows-in-lanes decode path (8 rows on AVX-512, 8–16 on AVX2, 4–8 on NEON)
     {1, 8, 1, 2, 3000, 128, 128, true, 0, 0},  // MQA, 2 positions: 16 rows, limits differ
     {1, 12, 1, 1, 1000, 33, 20, false, 0, 0},  // 12 rows (padding lanes), V copied
     {1, 8, 2, 3, 50, 16, 24, true, 0, 16},     // GQA 4 heads × 3 positions, small tiles
