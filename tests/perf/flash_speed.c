@@ -4,6 +4,11 @@
 // and `--reps` timed calls of the same problem and prints the median wall time,
 // GFLOP/s (attn_flops: visible pairs only), GB/s of K and V read (both from the median),
 // the fastest call (least disturbed by other load), and the peak RSS of the process. With --bandwidth it first runs the read-bandwidth probe.
+// --rotate N keeps N separate copies of Q, K, V and O and gives each call the next one, so
+// that data smaller than the last-level cache (MQA decode: 32 MiB of K+V against a 32 MiB
+// L3) is not partly served from cache by the previous call: with N copies totalling well
+// over the LLC, every call reads its K and V from DRAM, as a decode step of a real model
+// (many layers' KV cache) does.
 //
 //   flash_speed --kernel flash__avx512 --threads 1,2 --seq 2048 --d 64 [--causal]
 //   flash_speed --kernel flash__avx512 --threads 2 --seq-q 1 --seq 32768 --d 128 --kv-heads 1
@@ -60,7 +65,7 @@ static int parse_list(const char *opt, const char *s, int *out, int cap) {
 
 int main(int argc, char **argv) {
   const char *kernels[16];
-  int nk = 0, threads[8] = {0}, nthreads = 0, reps = 5, bw = 0;
+  int nk = 0, threads[8] = {0}, nthreads = 0, reps = 5, bw = 0, rotate = 1;
   int64_t batch = 1, heads = 8, kv_heads = 0, seq = 2048, seq_q = 0, d = 64;
   attn_exec base = {0};
   bool causal = false;
@@ -75,6 +80,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--kernel") && nk < 16) kernels[nk++] = v, i++;
     else if (!strcmp(a, "--threads")) nthreads = parse_list(a, v, threads, 8), i++;
     else if (!strcmp(a, "--reps")) reps = (int)number(a, v, 1, 1000), i++;
+    else if (!strcmp(a, "--rotate")) rotate = (int)number(a, v, 1, 64), i++;
     else if (!strcmp(a, "--batch")) batch = number(a, v, 1, 1 << 20), i++;
     else if (!strcmp(a, "--heads")) heads = number(a, v, 1, 1 << 20), i++;
     else if (!strcmp(a, "--kv-heads")) kv_heads = number(a, v, 1, 1 << 20), i++;
@@ -106,23 +112,30 @@ int main(int argc, char **argv) {
     fprintf(stderr, "flash_speed: %s\n", err);
     return 2;
   }
-  float *q = malloc(attn_q_elems(&p) * sizeof(float));
-  float *k = malloc(attn_k_elems(&p) * sizeof(float));
-  float *v = malloc(attn_v_elems(&p) * sizeof(float));
-  float *o = malloc(attn_o_elems(&p) * sizeof(float));
-  if (!q || !k || !v || !o) {
-    fprintf(stderr, "flash_speed: out of memory\n");
-    return 1;
+  float *qs[64], *ks[64], *vs[64], *os[64];
+  for (int c = 0; c < rotate; c++) {
+    qs[c] = malloc(attn_q_elems(&p) * sizeof(float));
+    ks[c] = malloc(attn_k_elems(&p) * sizeof(float));
+    vs[c] = malloc(attn_v_elems(&p) * sizeof(float));
+    os[c] = malloc(attn_o_elems(&p) * sizeof(float));
+    if (!qs[c] || !ks[c] || !vs[c] || !os[c]) {
+      fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
+      return 1;
+    }
+    fill(qs[c], attn_q_elems(&p), 1), fill(ks[c], attn_k_elems(&p), 2);
+    fill(vs[c], attn_v_elems(&p), 3);
+    memset(os[c], 0, attn_o_elems(&p) * sizeof(float));  // touched: no first-call faults
   }
-  fill(q, attn_q_elems(&p), 1), fill(k, attn_k_elems(&p), 2), fill(v, attn_v_elems(&p), 3);
   const double flops = attn_flops(&p);
   const double kv_bytes = (double)(attn_k_elems(&p) + attn_v_elems(&p)) * sizeof(float);
   const double io_mib =
       (double)(attn_q_elems(&p) + attn_k_elems(&p) + attn_v_elems(&p) + attn_o_elems(&p)) *
       4.0 / 1048576.0;
-  printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)\n", (long long)batch,
+  printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)batch,
          (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
          causal ? "causal" : "non-causal", reps);
+  if (rotate > 1) printf(", %d rotating input copies (%.0f MiB of K+V)", rotate, rotate * kv_bytes / 1048576.0);
+  printf("\n");
   printf("%-16s %3s %10s %10s %9s %9s %10s %10s\n", "kernel", "T", "median ms", "min ms",
          "GFLOP/s", "KV GB/s", "RSS MiB", "in+out MiB");
   for (int ki = 0; ki < nk; ki++) {
@@ -135,13 +148,14 @@ int main(int argc, char **argv) {
       attn_exec ex = base;
       ex.threads = threads[ti];
       double t[1000];
-      if (attn_kernel_call(kr, &p, &ex, q, k, v, o, err, sizeof err) != ATTN_OK) {
+      if (attn_kernel_call(kr, &p, &ex, qs[0], ks[0], vs[0], os[0], err, sizeof err) != ATTN_OK) {
         fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
         return 1;
       }
       for (int r = 0; r < reps; r++) {
         const double t0 = omp_get_wtime();
-        attn_kernel_call(kr, &p, &ex, q, k, v, o, err, sizeof err);
+        const int c = (r + 1) % rotate;  // the warm-up call used copy 0
+        attn_kernel_call(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err);
         t[r] = omp_get_wtime() - t0;
       }
       qsort(t, (size_t)reps, sizeof(double), cmp_double);
@@ -153,6 +167,6 @@ int main(int argc, char **argv) {
              kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
     }
   }
-  free(q), free(k), free(v), free(o);
+  for (int c = 0; c < rotate; c++) free(qs[c]), free(ks[c]), free(vs[c]), free(os[c]);
   return 0;
 }
