@@ -393,7 +393,7 @@ FL_INLINE void fl_lanes_qk_micro(int nrv, int nk, const float *qt, int64_t R, co
   for (int64_t d = 0; d < dqk; d++) {
     const fl_rv_t q0 = fl_rv_load(qt + d * R);
     const fl_rv_t q1 = nrv > 1 ? fl_rv_load(qt + d * R + FL_RV_W) : q0;
-    if (d & 1) fl_pf_step_l2(pf);
+    if ((d & 3) == 3) fl_pf_step_l2(pf);
 #pragma GCC unroll 16
     for (int c = 0; c < nk; c++) {
       s[0][c] = fl_rv_fma_bcast(k + c * dqk + d, q0, s[0][c]);
@@ -473,10 +473,14 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
     const int64_t nk = nkeys - j0 < blk ? nkeys - j0 : blk;
     const float *kj = k + j0 * dqk, *vj = v + j0 * dv;
     // The next block's K and V, requested two lines per two d steps of the Q·Kᵀ loop.
-    const int64_t nn = nkeys - j0 - nk < blk ? nkeys - j0 - nk : blk;  // ≤ 0: last block
+#ifndef FL_DEC_AHEAD
+#define FL_DEC_AHEAD 1
+#endif
+    const int64_t pj = j0 + FL_DEC_AHEAD * blk;  // first key of the block to prefetch
+    const int64_t nn = nkeys - pj < blk ? nkeys - pj : blk;  // ≤ 0: nothing left
     fl_pf pf = {0};
     if (nn > 0) {
-      const char *nk0 = (const char *)(kj + nk * dqk), *nv0 = (const char *)(vj + nk * dv);
+      const char *nk0 = (const char *)(k + pj * dqk), *nv0 = (const char *)(v + pj * dv);
       pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
     }
     int64_t c = 0;
@@ -505,8 +509,7 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
       }
       vt = vs;
     }
-    fl_pf none = {0};
-    fl_pv_tile(nrows, st, 1, R, vt, dv == dvp ? dv : dvp, acc, dvp, alpha, bl, &none);
+    fl_pv_tile(nrows, st, 1, R, vt, dv == dvp ? dv : dvp, acc, dvp, alpha, bl, &pf);
   }
   for (int64_t r = 0; r < nrows; r++) m[r] = lm[r], l[r] = ll[r];
 }
