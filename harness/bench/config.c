@@ -30,6 +30,7 @@ typedef struct sweep {
   ilist batch, heads, kv_heads, d_model, head_dim, head_dim_v, seq_len, seq_kv, causal, threads;
   int repetitions;
   double min_time;
+  bool cold_inputs;
 } sweep;
 
 typedef struct key_line {
@@ -265,6 +266,20 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     return 1;
   }
+  if (strcmp(key, "cold_inputs") == 0) {  // one boolean, not a list
+    char v[16];
+    copy_str(v, sizeof v, value);
+    trim(v);
+    for (char *p = v; *p; p++) *p = (char)tolower((unsigned char)*p);
+    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0) {
+      s->cold_inputs = true;
+    } else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0) {
+      s->cold_inputs = false;
+    } else {
+      return fail(c, line, "cold_inputs: '%s' is not true or false", value);
+    }
+    return 1;
+  }
   static const char *const kListKeys[] = {"batch", "heads", "kv_heads", "d_model", "head_dim",
                                           "head_dim_v", "seq_len", "seq_kv", "causal", "threads"};
   ilist *lists[] = {&s->batch, &s->heads, &s->kv_heads, &s->d_model, &s->head_dim,
@@ -276,7 +291,7 @@ static int handler(void *user, const char *section, const char *name, const char
   }
   return fail(c, line,
               "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
-              "seq_len seq_kv causal threads repetitions min_time)",
+              "seq_len seq_kv causal threads repetitions min_time cold_inputs)",
               key);
 }
 
@@ -393,8 +408,13 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.threads = t;
     pt.repetitions = s->repetitions;
     pt.min_time = s->min_time;
+    pt.cold_inputs = s->cold_inputs;
     copy_str(pt.sweep, sizeof pt.sweep, s->name);
     attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
+    if (pt.cold_inputs) {  // a cold point is another measurement than the warm one
+      const size_t len = strlen(pt.name);
+      snprintf(pt.name + len, sizeof pt.name - len, "/cold");
+    }
     if (!push(b, &pt)) return fail(c, sec, "out of memory"), false;
   }
   return true;

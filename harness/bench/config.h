@@ -20,6 +20,8 @@
 //   threads  = 1, 2                     ; 0 = one per physical core (default: 1)
 //   repetitions = 5                     ; optional; --benchmark_repetitions overrides
 //   min_time = 0.1                      ; optional seconds per repetition
+//   cold_inputs = true                  ; optional (default false): rotate over copies of
+//                                       ; the inputs so every call reads them from DRAM
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
 // kv_heads not dividing heads, unknown kernel, ...) is reported as "FILE:LINE: message"
@@ -42,6 +44,7 @@ typedef struct attn_bench_point {
   int threads;       // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
   int repetitions;   // 0: Google Benchmark's default / flag
   double min_time;   // 0: Google Benchmark's default / flag
+  bool cold_inputs;  // rotate over input copies larger than the LLC (bench/point.h)
   char sweep[48];    // the [section] it came from
   char name[160];    // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2"
 } attn_bench_point;

@@ -9,22 +9,29 @@
 
 #include "check/check.h"
 #include "placement.h"
+#include "topology.h"
 
 enum { kSeed = 20240607 };
 
 // Inputs of the point being run. Google Benchmark calls a point's function several times
-// (iteration-count probing, repetitions); the buffers are made once per point.
+// (iteration-count probing, repetitions); the buffers are made once per point. Copy 0 is
+// what the check reads; cold points have more copies (attn_bench_input_copies), with the
+// same contents, and call i uses copy i mod copies.
 static struct {
   const attn_bench_point *owner;
-  float *q, *k, *v, *o;
+  int copies;
+  float *q[ATTN_BENCH_COLD_MAX_COPIES], *k[ATTN_BENCH_COLD_MAX_COPIES];
+  float *v[ATTN_BENCH_COLD_MAX_COPIES], *o[ATTN_BENCH_COLD_MAX_COPIES];
   void *ws;
 } g_buf;
 
 void attn_bench_release_buffers(void) {
-  free(g_buf.q);
-  free(g_buf.k);
-  free(g_buf.v);
-  free(g_buf.o);
+  for (int c = 0; c < g_buf.copies; c++) {
+    free(g_buf.q[c]);
+    free(g_buf.k[c]);
+    free(g_buf.v[c]);
+    free(g_buf.o[c]);
+  }
   free(g_buf.ws);
   memset(&g_buf, 0, sizeof g_buf);
 }
@@ -41,18 +48,29 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   char report[256];
   (void)attn_placement_bind(pt->threads, report, sizeof report);
   const attn_problem *p = &pt->problem;
-  g_buf.q = alloc64(attn_q_elems(p) * sizeof(float));
-  g_buf.k = alloc64(attn_k_elems(p) * sizeof(float));
-  g_buf.v = alloc64(attn_v_elems(p) * sizeof(float));
-  g_buf.o = alloc64(attn_o_elems(p) * sizeof(float));
   g_buf.ws = alloc64(attn_kernel_workspace(pt->kernel, p, exec));
-  if (!g_buf.q || !g_buf.k || !g_buf.v || !g_buf.o || !g_buf.ws) {
-    attn_bench_release_buffers();
-    return false;
+  const int copies = attn_bench_input_copies(pt);
+  const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p), no = attn_o_elems(p);
+  for (int c = 0; c < copies; c++) {
+    g_buf.copies = c + 1;  // what release frees
+    g_buf.q[c] = alloc64(nq * sizeof(float));
+    g_buf.k[c] = alloc64(nk * sizeof(float));
+    g_buf.v[c] = alloc64(nv * sizeof(float));
+    g_buf.o[c] = alloc64(no * sizeof(float));
+    if (!g_buf.q[c] || !g_buf.k[c] || !g_buf.v[c] || !g_buf.o[c] || !g_buf.ws) {
+      attn_bench_release_buffers();
+      return false;
+    }
+    if (c == 0) {
+      const attn_check_case cc = {.problem = *p, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+      attn_check_fill(&cc, g_buf.q[0], g_buf.k[0], g_buf.v[0]);
+    } else {
+      memcpy(g_buf.q[c], g_buf.q[0], nq * sizeof(float));
+      memcpy(g_buf.k[c], g_buf.k[0], nk * sizeof(float));
+      memcpy(g_buf.v[c], g_buf.v[0], nv * sizeof(float));
+    }
+    memset(g_buf.o[c], 0, no * sizeof(float));  // touch every page before timing
   }
-  const attn_check_case c = {.problem = *p, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
-  attn_check_fill(&c, g_buf.q, g_buf.k, g_buf.v);
-  memset(g_buf.o, 0, attn_o_elems(p) * sizeof(float));  // touch every page before timing
   g_buf.owner = pt;
   return true;
 }
@@ -83,6 +101,21 @@ static uint64_t tensor_bytes(const attn_problem *p) {
          sizeof(float);
 }
 
+int attn_bench_input_copies(const attn_bench_point *pt) {
+  if (!pt->cold_inputs) return 1;
+  const attn_topology *t = attn_topology_get();
+  uint64_t llc = 0;
+  if (t->ok) {
+    if (t->l3_bytes) llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
+    else if (t->l2_bytes) llc = t->l2_bytes * (uint64_t)(t->l2_count > 0 ? t->l2_count : 1);
+  }
+  uint64_t want = ATTN_BENCH_COLD_LLC_FACTOR * llc;
+  if (want < ATTN_BENCH_COLD_MIN_BYTES) want = ATTN_BENCH_COLD_MIN_BYTES;
+  const uint64_t one = tensor_bytes(&pt->problem);
+  const uint64_t n = one ? (want + one - 1) / one : 1;
+  return n < 1 ? 1 : n > ATTN_BENCH_COLD_MAX_COPIES ? ATTN_BENCH_COLD_MAX_COPIES : (int)n;
+}
+
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
   const attn_exec exec = {.threads = pt->threads};
   const attn_problem c = attn_bench_check_shape(&pt->problem);
@@ -90,7 +123,8 @@ uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
   // (double), a guarded output (float) and the kernel's workspace for that shape.
   const uint64_t check = tensor_bytes(&c) + (uint64_t)attn_o_elems(&c) * (4 + 8) +
                          attn_kernel_workspace(pt->kernel, &c, &exec);
-  return tensor_bytes(&pt->problem) + attn_kernel_workspace(pt->kernel, &pt->problem, &exec) + check;
+  return (uint64_t)attn_bench_input_copies(pt) * tensor_bytes(&pt->problem) +
+         attn_kernel_workspace(pt->kernel, &pt->problem, &exec) + check;
 }
 
 uint32_t attn_bench_peak_isa(const attn_kernel *k) {
@@ -137,7 +171,8 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
       const attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
       g_ref.pc = attn_check_prepare(&c, err, sizeof err);
     } else {
-      g_ref.pc = attn_check_prepare_inputs(&pt->problem, g_buf.q, g_buf.k, g_buf.v, err, sizeof err);
+      g_ref.pc = attn_check_prepare_inputs(&pt->problem, g_buf.q[0], g_buf.k[0], g_buf.v[0], err,
+                                           sizeof err);
     }
     g_ref.shape = s->checked_shape;
   }
@@ -205,15 +240,19 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_skip_with_error(st, s->check_message);
     return;
   }
+  attn_gb_set_counter(st, "input_copies", g_buf.copies, ATTN_GB_PLAIN);
+  int c = 0;
   while (attn_gb_keep_running(st)) {
-    const int rc = pt->kernel->run(p, &exec, g_buf.q, g_buf.k, g_buf.v, g_buf.o, g_buf.ws);
+    float *o = g_buf.o[c];
+    const int rc = pt->kernel->run(p, &exec, g_buf.q[c], g_buf.k[c], g_buf.v[c], o, g_buf.ws);
+    c = c + 1 == g_buf.copies ? 0 : c + 1;
     if (rc != ATTN_OK) {
       char msg[64];
       snprintf(msg, sizeof msg, "kernel returned status %d", rc);
       attn_gb_skip_with_error(st, msg);
       continue;  // keep_running now returns false
     }
-    attn_gb_do_not_optimize(g_buf.o);
+    attn_gb_do_not_optimize(o);
   }
   // Per-iteration amounts; Google Benchmark turns them into rates (÷ seconds/iteration).
   const double gflop = attn_flops(p) * 1e-9;

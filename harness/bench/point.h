@@ -28,7 +28,20 @@ typedef struct attn_bench_state {
   attn_problem checked_shape;  // the shape the check ran on (== point's unless reduced)
 } attn_bench_state;
 
-// Bytes the point needs: inputs + output + workspace + what the check needs on top.
+// cold_inputs points: how many copies of Q, K, V and O the timed loop rotates over (one
+// per call, in turn), so that together they are at least ATTN_BENCH_COLD_LLC_FACTOR × the
+// last-level cache (hwloc; all LLCs together) and at least ATTN_BENCH_COLD_MIN_BYTES:
+// every call then reads its inputs from DRAM, as one decode step of a model whose KV cache
+// spans many layers does, instead of finding part of them in the cache where the previous
+// call left them (MQA decode at seq_kv 32768: 32 MiB of K+V against a 32 MiB L3).
+// 1 for other points; at most ATTN_BENCH_COLD_MAX_COPIES.
+#define ATTN_BENCH_COLD_LLC_FACTOR 4
+#define ATTN_BENCH_COLD_MIN_BYTES ((uint64_t)64 << 20)
+#define ATTN_BENCH_COLD_MAX_COPIES 64
+int attn_bench_input_copies(const attn_bench_point *pt);
+
+// Bytes the point needs: inputs + output (× input copies) + workspace + what the check
+// needs on top.
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt);
 
 // The shape a point is checked on: the point's own, or with seq_q/seq_kv halved until

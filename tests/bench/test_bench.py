@@ -52,6 +52,7 @@ BAD = [
     ("kernels = blocked\n" + GOOD, 1, "outside any [section]"),
     (GOOD.replace("kernels = blocked\n", ""), 1, "missing key 'kernels'"),
     (GOOD + "repetitions = 2.5\n", 8, "repetitions"),
+    (GOOD + "cold_inputs = sometimes\n", 8, "cold_inputs: 'sometimes' is not true or false"),
 ]
 
 
@@ -170,6 +171,39 @@ min_time = 0.15
         check(len(medians) >= 3, "finished points carry their aggregates")
 
 
+def cold(binary):
+    """cold_inputs = true: the point is named .../cold, rotates over several input copies
+    (input_copies counter, memory estimate of the dry run) and still passes its check."""
+    cfg = GOOD.replace("causal = false, true", "causal = false")
+    with tempfile.TemporaryDirectory() as d:
+        paths = {}
+        for name, extra in (("warm", ""), ("cold", "cold_inputs = true\n")):
+            paths[name] = os.path.join(d, name + ".ini")
+            with open(paths[name], "w") as f:
+                f.write(cfg + extra)
+        dry = {}
+        for name, path in paths.items():
+            r = subprocess.run([binary, "bench", "--config", path, "--dry-run"], capture_output=True, text=True)
+            check(r.returncode == 0, "%s config accepted (%s)" % (name, r.stderr.strip()))
+            dry[name] = r.stdout.splitlines()[0].split()
+        check(dry["cold"][0] == dry["warm"][0] + "/cold", "cold point name ends in /cold (%s)" % dry["cold"][0])
+        check(dry["cold"][1:] != dry["warm"][1:], "the memory estimate counts the copies (%s vs %s)"
+              % (dry["cold"][1:], dry["warm"][1:]))
+        copies = {}
+        for name, path in paths.items():
+            out = os.path.join(d, name + ".json")
+            r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--no-probe", "--quiet",
+                                "--benchmark_min_time=0.01"], capture_output=True, text=True, timeout=300)
+            check(r.returncode == 0, "%s point runs (%s)" % (name, r.stderr.strip()))
+            with open(out) as f:
+                runs = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
+            check(runs and not any(b.get("error_occurred") for b in runs), "%s point checked and timed" % name)
+            copies[name] = runs[0].get("input_copies") if runs else None
+        check(copies["warm"] == 1, "a warm point uses one input copy (%s)" % copies["warm"])
+        # A tiny point: the 64 MiB minimum needs more copies than the cap allows.
+        check(copies["cold"] == 64, "a tiny cold point rotates over 64 copies (%s)" % copies["cold"])
+
+
 def strict_constant(c):
     raise ValueError("non-standard JSON constant %s" % c)
 
@@ -267,7 +301,7 @@ def scripts(path, sdir):
 
 def main():
     mode = sys.argv[1]
-    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "results": results, "scripts": scripts}[mode](*sys.argv[2:])
+    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results, "scripts": scripts}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1
