@@ -366,7 +366,7 @@ FL_INLINE fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_DEC_NK 8  // keys whose score row vectors are accumulated at once (one row vector)
 #endif
 #ifndef FL_DEC_BLOCK
-#define FL_DEC_BLOCK 64  // keys per online-softmax block
+#define FL_DEC_BLOCK 64  // keys per online-softmax block (and the prefetch distance)
 #endif
 #define FL_LANES_MAX_R (2 * FL_RV_W)
 // Tasks of FL_RV_W..FL_LANES_MAX_ROWS rows take this path (at most two row vectors).
