@@ -472,11 +472,10 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
   for (int64_t j0 = 0; j0 < nkeys; j0 += blk) {
     const int64_t nk = nkeys - j0 < blk ? nkeys - j0 : blk;
     const float *kj = k + j0 * dqk, *vj = v + j0 * dv;
-    // The next block's K and V, requested two lines per two d steps of the Q·Kᵀ loop.
-#ifndef FL_DEC_AHEAD
-#define FL_DEC_AHEAD 1
-#endif
-    const int64_t pj = j0 + FL_DEC_AHEAD * blk;  // first key of the block to prefetch
+    // The next block's K and V, requested into L2 a little at a time: two lines per four
+    // d steps of the Q·Kᵀ loop, then two per key step of the P·V loops (spread over the
+    // block's whole compute time, not in a burst that fills the miss queue).
+    const int64_t pj = j0 + blk;                             // first key of the next block
     const int64_t nn = nkeys - pj < blk ? nkeys - pj : blk;  // ≤ 0: nothing left
     fl_pf pf = {0};
     if (nn > 0) {
