@@ -6,6 +6,12 @@
 //   FL_QK_MR, FL_QK_NV     Q·Kᵀ register tile: MR query rows × NV vectors of keys
 //   FL_PV_MR, FL_PV_NV     P·V register tile:  MR query rows × NV vectors of head_dim_v
 //   FL_RUN, FL_WORKSPACE   names of the kernel's run / workspace functions
+// and optionally:
+//   FL_TRANSPOSE_BLOCK     in-register VF_W × VF_W transpose for packing K̂ᵀ
+//   FL_PF_LOCALITY         __builtin_prefetch locality of the tiled path (default 3)
+//   FL_RV_W + fl_rv_t, fl_rv_zero/load/store/fma_bcast   the decode row vector (default:
+//                          vf_t itself), FL_LANES_MAX_ROWS, FL_DEC_NK, FL_DEC_BLOCK — see
+//                          "Decode rows in vector lanes" below
 //
 // ── The algorithm (Dao 2023, FlashAttention-2; online softmax, Milakov & Gimelshein
 // 2018) for one task (see core/flash_plan.h) holding `rows` query rows:
