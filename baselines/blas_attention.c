@@ -17,12 +17,18 @@
 // Memory: each thread materialises one block of scores (R × seq_kv floats, ≤ 16 MiB),
 // so any shape runs. Causal: a block's GEMMs stop at the last key its rows can see;
 // masked scores inside the block are excluded from the softmax.
+// Softmax: vectorised, as in the frameworks' CPU attention (PyTorch uses SLEEF's exp):
+// the row max and sum are `omp simd` reductions, and the exponentials go through the same
+// vectorised exp as the fused kernels (simd/vexp.h, ≤ 1.01 ulp, exactly 0 below
+// ln FLT_MIN — no denormals), picked at run time for the CPU (scalar expf without AVX2).
+// So a comparison with `blas` measures fusion and tiling, not a slower exp.
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 
 #include "core/attn_internal.h"
+#include "simd/vexp.h"
 
 enum { kScoreFloats = 4 << 20 };  // 16 MiB of scores per row block
 
@@ -43,6 +49,42 @@ static size_t blas_workspace(const attn_problem *p, const attn_exec *exec) {
   return (size_t)team_size(exec) * (size_t)rows_per_block(p) * (size_t)p->seq_kv * sizeof(float);
 }
 
+typedef void (*vexp_fn)(const float *x, float *y, size_t n);
+
+// The CPU's vectorised exp, or NULL (scalar expf).
+static vexp_fn pick_vexp(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  const uint32_t f = attn_cpu_features();
+  if (f & ATTN_ISA_AVX512F) return attn_vexp__avx512;
+  if (f & ATTN_ISA_AVX2) return attn_vexp__avx2;
+#elif defined(__aarch64__)
+  if (attn_cpu_features() & ATTN_ISA_NEON) return attn_vexp__neon;
+#endif
+  return NULL;
+}
+
+// s[0..n) = softmax(s[0..n)), in place: max subtracted, exp, divided by the sum (n ≥ 1).
+static void softmax_row(float *s, int64_t n, vexp_fn vexp) {
+  float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) s[j] -= m;
+  if (vexp) {
+    vexp(s, s, (size_t)n);
+  } else {
+    // exp(x) < 2^-126 would be denormal: flushed here (< 2^-126 of mass per key, far
+    // below float rounding of l >= 1), so sgemm never sees denormal inputs.
+    for (int64_t j = 0; j < n; j++) s[j] = s[j] < -87.0f ? 0.0f : expf(s[j]);
+  }
+  float l = 0.0f;
+#pragma omp simd reduction(+ : l)
+  for (int64_t j = 0; j < n; j++) l += s[j];
+  const float inv = 1.0f / l;  // l ≥ 1: the max element gives e^0
+#pragma omp simd
+  for (int64_t j = 0; j < n; j++) s[j] *= inv;
+}
+
 // Row r of a group block is query row r % seq_q of some head of the group.
 static int64_t visible(const attn_problem *p, int64_t r) {
   return attn_visible_keys(p, r % p->seq_q);
@@ -50,7 +92,8 @@ static int64_t visible(const attn_problem *p, int64_t r) {
 
 // One task: rows [r0, r0 + nr) of K/V head g's group in batch b. S: nr × seq_kv floats.
 static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64_t nr,
-                  const float *q, const float *k, const float *v, float *o, float *S) {
+                  const float *q, const float *k, const float *v, float *o, float *S,
+                  vexp_fn vexp) {
   const int64_t group = p->heads / p->kv_heads, dqk = p->head_dim_qk, dv = p->head_dim_v;
   const float *qg = attn_q_head(p, q, b, g * group);  // [group·seq_q][dqk]
   float *og = attn_o_head(p, o, b, g * group);         // [group·seq_q][dv]
@@ -72,20 +115,8 @@ static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64
   for (int64_t r = 0; r < nr; r++) {
     float *s = S + r * n;
     const int64_t vis = visible(p, r0 + r);
-    float m = -INFINITY;
-    for (int64_t j = 0; j < vis; j++) m = fmaxf(m, s[j]);
-    float l = 0.0f;
-    for (int64_t j = 0; j < vis; j++) {
-      const float x = s[j] - m;
-      // exp(x) < 2^-126 would be denormal: flushed here (< 2^-126 of mass per key, far
-      // below float rounding of l >= 1), so sgemm never sees denormal inputs.
-      const float e = x < -87.0f ? 0.0f : expf(x);
-      s[j] = e;
-      l += e;
-    }
-    const float inv = vis > 0 ? 1.0f / l : 0.0f;
-    for (int64_t j = 0; j < vis; j++) s[j] *= inv;
-    for (int64_t j = vis; j < n; j++) s[j] = 0.0f;
+    if (vis > 0) softmax_row(s, vis, vexp);
+    for (int64_t j = vis; j < n; j++) s[j] = 0.0f;  // masked (vis = 0: the row outputs 0)
   }
   // O_block = P · V[0:n]
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)dv, (int)n, 1.0f, S, (int)n,
@@ -99,6 +130,7 @@ static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q
   const int64_t rows = p->seq_q * (p->heads / p->kv_heads), R = rows_per_block(p);
   const int64_t nblocks = (rows + R - 1) / R, ntasks = p->batch * p->kv_heads * nblocks;
   const size_t per_thread = (size_t)R * (size_t)p->seq_kv;
+  const vexp_fn vexp = pick_vexp();
 #pragma omp parallel num_threads(team_size(exec))
   {
     attn_fp_env env = attn_fp_env_enter();
@@ -107,7 +139,7 @@ static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q
     for (int64_t t = 0; t < ntasks; t++) {
       const int64_t rb = t % nblocks, bg = t / nblocks;
       const int64_t r0 = rb * R, nr = rows - r0 < R ? rows - r0 : R;
-      block(p, bg / p->kv_heads, bg % p->kv_heads, r0, nr, q, k, v, o, S);
+      block(p, bg / p->kv_heads, bg % p->kv_heads, r0, nr, q, k, v, o, S, vexp);
     }
     attn_fp_env_leave(env);
   }
@@ -116,7 +148,8 @@ static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q
 
 const attn_kernel attn_kernel_blas = {
     .name = "blas",
-    .summary = "unfused baseline: OpenBLAS sgemm (Q·Kᵀ), softmax, sgemm (P·V); OpenMP over row blocks",
+    .summary = "unfused baseline: OpenBLAS sgemm (Q·Kᵀ), vectorised softmax, sgemm (P·V); OpenMP "
+               "over row blocks",
     .required_isa = 0,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
     .workspace = blas_workspace,
