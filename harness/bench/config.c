@@ -266,18 +266,10 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     return 1;
   }
-  if (strcmp(key, "cold_inputs") == 0) {  // one boolean, not a list
-    char v[16];
-    copy_str(v, sizeof v, value);
-    trim(v);
-    for (char *p = v; *p; p++) *p = (char)tolower((unsigned char)*p);
-    if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0) {
-      s->cold_inputs = true;
-    } else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0) {
-      s->cold_inputs = false;
-    } else {
-      return fail(c, line, "cold_inputs: '%s' is not true or false", value);
-    }
+  if (strcmp(key, "cold_inputs") == 0) {  // one boolean (same spellings as causal), not a list
+    int64_t on;
+    if (!parse_bool(value, &on)) return fail(c, line, "cold_inputs: '%s' is not true or false", value);
+    s->cold_inputs = on != 0;
     return 1;
   }
   static const char *const kListKeys[] = {"batch", "heads", "kv_heads", "d_model", "head_dim",

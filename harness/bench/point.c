@@ -49,6 +49,7 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   (void)attn_placement_bind(pt->threads, report, sizeof report);
   const attn_problem *p = &pt->problem;
   g_buf.ws = alloc64(attn_kernel_workspace(pt->kernel, p, exec));
+  if (!g_buf.ws) return false;
   const int copies = attn_bench_input_copies(pt);
   const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p), no = attn_o_elems(p);
   for (int c = 0; c < copies; c++) {
@@ -57,7 +58,7 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
     g_buf.k[c] = alloc64(nk * sizeof(float));
     g_buf.v[c] = alloc64(nv * sizeof(float));
     g_buf.o[c] = alloc64(no * sizeof(float));
-    if (!g_buf.q[c] || !g_buf.k[c] || !g_buf.v[c] || !g_buf.o[c] || !g_buf.ws) {
+    if (!g_buf.q[c] || !g_buf.k[c] || !g_buf.v[c] || !g_buf.o[c]) {
       attn_bench_release_buffers();
       return false;
     }

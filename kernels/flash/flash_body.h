@@ -81,10 +81,31 @@ typedef struct fl_pf {
     }                                                                                      \
   }
 FL_PF_STEP_FN(fl_pf_step, FL_PF_LOCALITY)
-// The rows-in-lanes decode path (fl_lanes) prefetches into L2 on every ISA: measured
-// faster than L1 there for flash__avx2 and flash__avx512 (MQA decode, Skv 32768).
+// The Q·Kᵀ loop of the rows-in-lanes decode path (fl_lanes) prefetches into L2 on every
+// ISA: measured faster than L1 there for flash__avx2 and flash__avx512 (MQA decode, Skv
+// 32768). Its P·V share goes through fl_pv_micro, i.e. FL_PF_LOCALITY.
 FL_PF_STEP_FN(fl_pf_step_l2, 2)
 #undef FL_PF_STEP_FN
+
+// A cursor over the K rows, then the V rows, of the n keys (n ≤ 0: none) that start at
+// k and v — the next tile or block, handed out by the steps above.
+FL_INLINE fl_pf fl_pf_keys(const float *k, const float *v, int64_t n, int64_t dqk, int64_t dv) {
+  if (n <= 0) return (fl_pf){0};
+  const char *kc = (const char *)k, *vc = (const char *)v;
+  return (fl_pf){kc, kc + n * dqk * 4, vc, vc + n * dv * 4};
+}
+
+// V̂ for P·V, which runs over dvp columns: when head_dim_v is a whole number of vectors
+// (dv == dvp) V's own rows serve; otherwise its nk rows are copied into buf, zero-padded
+// to dvp. Either way the rows returned have stride dvp.
+static const float *fl_v_rows(const float *v, int64_t nk, int64_t dv, int64_t dvp, float *buf) {
+  if (dv == dvp) return v;
+  for (int64_t c = 0; c < nk; c++) {
+    memcpy(buf + c * dvp, v + c * dv, (size_t)dv * sizeof(float));
+    for (int64_t e = dv; e < dvp; e++) buf[c * dvp + e] = 0.0f;
+  }
+  return buf;
+}
 
 // ── Q·Kᵀ micro-kernel: S[mr][nv·LANES] = Q̂[mr][d] · K̂ᵀ[d][nv·LANES] ─────────────────
 // K̂ᵀ holds one row of tkv keys per d, so each d loads nv contiguous vectors of keys and
@@ -483,11 +504,7 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
     // block's whole compute time, not in a burst that fills the miss queue).
     const int64_t pj = j0 + blk;                             // first key of the next block
     const int64_t nn = nkeys - pj < blk ? nkeys - pj : blk;  // ≤ 0: nothing left
-    fl_pf pf = {0};
-    if (nn > 0) {
-      const char *nk0 = (const char *)(k + pj * dqk), *nv0 = (const char *)(v + pj * dv);
-      pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
-    }
+    fl_pf pf = fl_pf_keys(k + pj * dqk, v + pj * dv, nn, dqk, dv);
     int64_t c = 0;
     if (nrv == 1)
       for (; c + step <= nk; c += step)
@@ -506,15 +523,7 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
     const int64_t n_flat = (nk * R + VF_W - 1) / VF_W * VF_W;
     for (int64_t x = nk * R; x < n_flat; x++) st[x] = -INFINITY;
     fl_lanes_softmax(st, n_flat, R, lm, ll, alpha);
-    const float *vt = vj;
-    if (dv != dvp) {  // P·V runs over whole vectors: zero-padded copy of the block's V
-      for (int64_t cc = 0; cc < nk; cc++) {
-        memcpy(vs + cc * dvp, vj + cc * dv, (size_t)dv * sizeof(float));
-        for (int64_t e = dv; e < dvp; e++) vs[cc * dvp + e] = 0.0f;
-      }
-      vt = vs;
-    }
-    fl_pv_tile(nrows, st, 1, R, vt, dv == dvp ? dv : dvp, acc, dvp, alpha, bl, &pf);
+    fl_pv_tile(nrows, st, 1, R, fl_v_rows(vj, nk, dv, dvp, vs), dvp, acc, dvp, alpha, bl, &pf);
   }
   for (int64_t r = 0; r < nrows; r++) m[r] = lm[r], l[r] = ll[r];
 }
@@ -607,21 +616,8 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
       // The next tile's K and V, requested a line at a time by the inner loops below.
       const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
-      fl_pf pf = {0};
-      if (nn > 0) {
-        const char *nk0 = (const char *)(kj + tkv * dqk), *nv0 = (const char *)(vj + tkv * dv);
-        pf = (fl_pf){nk0, nk0 + nn * dqk * 4, nv0, nv0 + nn * dv * 4};
-      }
-      // V̂: the P·V tile runs over dvp columns. When head_dim_v is a whole number of
-      // vectors V's own rows serve (stride dv); otherwise rows are copied zero-padded.
-      const float *vt = vj;
-      if (dv != dvp) {
-        for (int64_t c = 0; c < nk; c++) {
-          memcpy(vs + c * dvp, vj + c * dv, (size_t)dv * sizeof(float));
-          for (int64_t e = dv; e < dvp; e++) vs[c * dvp + e] = 0.0f;
-        }
-        vt = vs;
-      }
+      fl_pf pf = fl_pf_keys(kj + tkv * dqk, vj + tkv * dv, nn, dqk, dv);
+      const float *vt = fl_v_rows(vj, nk, dv, dvp, vs);  // V̂: in place, or padded copy
       {  // K̂ᵀ: tkv keys per d row; columns [nk, ncol) zero so their scores are finite.
         const int64_t ncq = (nk + FL_QK_NV * VF_W - 1) / (FL_QK_NV * VF_W) *
                             (FL_QK_NV * VF_W);
@@ -630,7 +626,6 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       }
       // Row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back, so their
       // scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
-      const int64_t vstride = dv == dvp ? dv : dvp;
       for (int64_t r0 = 0; r0 < nrows; r0 += FL_ROW_BLOCK) {
         const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
         if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
@@ -638,7 +633,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
         for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
           alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
-        fl_pv_tile(nb, sb, tkv, 1, vt, vstride, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
+        fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
       }
     }
   }
