@@ -86,6 +86,10 @@ double attn_flops(const attn_problem *p);
 
 // ── Execution parameters (shared by every kernel; 0 means "kernel default") ─────────
 
+// The most threads any source may ask for (--threads, a config's `threads`,
+// OMP_NUM_THREADS through the OpenMP default). Checked before any parallel region.
+#define ATTN_MAX_THREADS 1024
+
 typedef struct attn_exec {
   int threads;  // threads a parallel kernel may use; 0 = OpenMP default. Ignored by
                 // single-thread kernels. The answer must not depend on it.
