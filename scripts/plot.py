@@ -84,9 +84,14 @@ def series_plot(points, metric, ylabel, title, path):
         variants = sorted({e for _, e in lines})
         for (kernel, extra), lp in sorted(lines.items()):
             lp.sort(key=lambda p: p.get(xk))
-            ax.plot([p.get(xk) for p in lp], [p.get(metric) for p in lp], marker="o", ms=3,
-                    color=colors[kernel], linestyle=styles[variants.index(extra) % len(styles)],
-                    label=" ".join((kernel,) + extra))
+            # External baselines (PyTorch, ONNX Runtime, ggml): grey-edged squares, thin
+            # lines, "(ext)" in the legend, so they never pass for attnbench kernels.
+            ext = bool(lp[0].get("baseline"))
+            ax.plot([p.get(xk) for p in lp], [p.get(metric) for p in lp],
+                    marker="s" if ext else "o", ms=4 if ext else 3, mec="0.3" if ext else None,
+                    lw=0.9 if ext else 1.5, color=colors[kernel],
+                    linestyle=styles[variants.index(extra) % len(styles)],
+                    label=" ".join((kernel + (" (ext)" if ext else ""),) + extra))
         ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

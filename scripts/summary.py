@@ -3,6 +3,9 @@
 """A short table from an `attnbench bench` results file: for every shape, the fastest
 kernel (any thread count), its GFLOP/s and % of peak, and its speed-up over the `blas`
 baseline (blas's best thread count for that shape), plus the geometric-mean speed-up.
+When the file holds external baselines (scripts/bench-baselines: PyTorch, ONNX Runtime,
+ggml), it also shows the fastest of them per shape and the best kernel's speed ratio
+over it (> 1: attnbench is faster).
 
 usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
 """
@@ -27,15 +30,17 @@ def main(argv=None):
         return 1
     shapes = {}
     errors = [p for p in points.values() if p.error]
+    external = {}
     for p in points.values():
         if not p.error and p.gflops:
-            shapes.setdefault(p.shape, []).append(p)
+            (external if p.get("baseline") else shapes).setdefault(p.shape, []).append(p)
     if not shapes:
         print("summary.py: no successful points in %s" % args.results, file=sys.stderr)
         return 1
     print("%s — %s, %s" % (args.results, context.get("cpu_model", "?"), context.get("isa", "?")))
     rows = []
     speedups = []
+    ext_ratios = []
     for shape, pts in shapes.items():
         best = max(pts, key=lambda p: p.gflops)
         base = [p for p in pts if p.kernel == args.baseline]
@@ -43,19 +48,37 @@ def main(argv=None):
         su = best.gflops / base_best.gflops if base_best else None
         if su:
             speedups.append(su)
+        ext = max(external.get(shape, []), key=lambda p: p.gflops, default=None)
+        ratio = best.gflops / ext.gflops if ext else None
+        if ratio:
+            ext_ratios.append(ratio)
         rows.append((best.shape_label(), "%s T%d" % (best.kernel, best.threads), best.gflops,
-                     best.get("%peak"), base_best.gflops if base_best else None, su))
+                     best.get("%peak"), base_best.gflops if base_best else None, su,
+                     "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
+                     ext.gflops if ext else None, ratio))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
-    print("%-*s  %-*s  %9s  %6s  %9s  %8s" % (w0, "shape", w1, "best kernel", "GFLOP/s", "%peak",
-                                            args.baseline, "speedup"))
-    for label, kern, g, pk, bg, su in rows:
-        print("%-*s  %-*s  %9.2f  %6s  %9s  %8s" % (
+    w2 = max(len(r[6]) for r in rows + [("",) * 6 + ("best external",)])
+    has_ext = bool(external)
+    head = "%-*s  %-*s  %9s  %6s  %9s  %8s" % (w0, "shape", w1, "best kernel", "GFLOP/s", "%peak",
+                                             args.baseline, "speedup")
+    if has_ext:
+        head += "  %-*s  %9s  %7s" % (w2, "best external", "GFLOP/s", "ratio")
+    print(head)
+    for label, kern, g, pk, bg, su, en, eg, er in rows:
+        line = "%-*s  %-*s  %9.2f  %6s  %9s  %8s" % (
             w0, label, w1, kern, g, "-" if pk is None else "%.1f" % pk,
-            "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su))
+            "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su)
+        if has_ext:
+            line += "  %-*s  %9s  %7s" % (w2, en, "-" if eg is None else "%.2f" % eg,
+                                         "-" if er is None else "%.2fx" % er)
+        print(line)
     if speedups:
         print("geometric-mean speed-up of the best kernel over %s: %.2fx over %d shapes"
               % (args.baseline, attnresults.geomean(speedups), len(speedups)))
+    if ext_ratios:
+        print("geometric-mean speed ratio of the best kernel over the best external baseline: "
+              "%.2fx over %d shapes" % (attnresults.geomean(ext_ratios), len(ext_ratios)))
     if errors:
         print("%d points failed or were refused (see error_message in the file), e.g. %s: %s"
               % (len(errors), errors[0].name, errors[0].error))

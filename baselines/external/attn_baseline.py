@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""attn_baseline.py — runs one external attention implementation (a framework a user
+would pick instead of attnbench) on the same inputs, with the same timing rules.
+
+  attn_baseline.py list
+  attn_baseline.py run --baseline NAME|FILE.py --q Q.npy --k K.npy --v V.npy --out O.npy
+                       [--causal] [--scale S] [--threads N] [--warmup W]
+                       [--repetitions R] [--min-time SEC] [--input-copies C] [--json R.json]
+
+Tensors are attnbench's layout (float32, C order): Q [B][H][Sq][Dqk], K [B][KVH][Skv][Dqk],
+V [B][KVH][Skv][Dv] -> O [B][H][Sq][Dv]. `run` writes O from the first call (for the
+reference check, which `scripts/bench-baselines` does with `attnbench check --o`) and
+the timings as JSON: per repetition, iterations are repeated until --min-time has passed
+(at least one) and the mean time per iteration is kept — Google Benchmark's rule, which
+the kernels are timed with. --input-copies C cycles over C copies of the inputs (cold
+inputs, as `cold_inputs = true` does for the kernels).
+
+A baseline is one small Python file (see docs/baselines.md) with NAME, SUMMARY,
+PACKAGES, available() -> (ok, why) and prepare(problem, inputs, threads) -> (fn, info),
+fn(c) returning O for input copy c. Exit codes: 0 ok, 1 the baseline failed,
+2 bad command line, 3 the baseline is not installed (message says how to install it).
+"""
+import argparse
+import importlib.util
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn")
+INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
+EXIT_NOT_INSTALLED = 3
+
+
+def load_baseline(name):
+    """A built-in baseline by name, or any baseline file by path."""
+    path = name if name.endswith(".py") else os.path.join(HERE, name + ".py")
+    if not name.endswith(".py") and name not in BUILTIN:
+        raise SystemExit("attn_baseline: unknown baseline '%s' (built in: %s; or give a "
+                         "FILE.py)" % (name, ", ".join(BUILTIN)))
+    if not os.path.isfile(path):
+        raise SystemExit("attn_baseline: no such baseline file: %s" % path)
+    spec = importlib.util.spec_from_file_location("attn_baseline_" + os.path.basename(path)[:-3],
+                                                  path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for attr in ("NAME", "SUMMARY", "available", "prepare"):
+        if not hasattr(mod, attr):
+            raise SystemExit("attn_baseline: %s lacks %s (see docs/baselines.md)" % (path, attr))
+    return mod
+
+
+def problem_from_shapes(q, k, v, causal, scale):
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError("Q, K and V must be 4-D (got %d-D, %d-D, %d-D)" % (q.ndim, k.ndim, v.ndim))
+    B, H, Sq, D = q.shape
+    Bk, KV, Skv, Dk = k.shape
+    if (Bk, Dk) != (B, D) or v.shape[:3] != (B, KV, Skv) or H % KV:
+        raise ValueError("shapes disagree: Q %s K %s V %s" % (q.shape, k.shape, v.shape))
+    return {"batch": B, "heads": H, "kv_heads": KV, "seq_q": Sq, "seq_kv": Skv,
+            "head_dim_qk": D, "head_dim_v": v.shape[3], "causal": bool(causal),
+            "scale": float(scale) if scale is not None else 1.0 / math.sqrt(D)}
+
+
+def time_calls(fn, copies, warmup, repetitions, min_time):
+    """Seconds per iteration, one per repetition (Google Benchmark's rule)."""
+    c = 0
+    for _ in range(warmup):
+        fn(c % copies)
+        c += 1
+    times = []
+    for _ in range(repetitions):
+        iters, t0 = 0, time.perf_counter()
+        while True:
+            fn(c % copies)
+            c += 1
+            iters += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= min_time:
+                break
+        times.append(elapsed / iters)
+    return times
+
+
+def save_npy(path, a):
+    import numpy as np
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, np.ascontiguousarray(a, dtype=np.float32))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def cmd_list():
+    for name in BUILTIN:
+        mod = load_baseline(name)
+        ok, why = mod.available()
+        print("%-18s %-13s %s" % (name, "available" if ok else "not installed",
+                                  mod.SUMMARY if ok else why + "; install: " + INSTALL_HINT))
+    return 0
+
+
+def cmd_run(a):
+    import numpy as np
+    mod = load_baseline(a.baseline)
+    ok, why = mod.available()
+    if not ok:
+        print("attn_baseline: %s is not installed: %s; install it with %s" % (mod.NAME, why,
+              INSTALL_HINT), file=sys.stderr)
+        return EXIT_NOT_INSTALLED
+    q, k, v = (np.load(p, allow_pickle=False) for p in (a.q, a.k, a.v))
+    for name, t in (("Q", q), ("K", k), ("V", v)):
+        if t.dtype != np.float32:
+            print("attn_baseline: %s must be float32, got %s" % (name, t.dtype), file=sys.stderr)
+            return 1
+    try:
+        p = problem_from_shapes(q, k, v, a.causal, a.scale)
+    except ValueError as e:
+        print("attn_baseline: %s" % e, file=sys.stderr)
+        return 1
+    inputs = [(q, k, v)] + [(q.copy(), k.copy(), v.copy()) for _ in range(a.input_copies - 1)]
+    try:
+        fn, info = mod.prepare(p, inputs, a.threads)
+        out = np.asarray(fn(0), dtype=np.float32)
+        want = (p["batch"], p["heads"], p["seq_q"], p["head_dim_v"])
+        if out.shape != want:
+            raise RuntimeError("output shape %s, expected %s" % (out.shape, want))
+        save_npy(a.out, out)
+        # A baseline may time a cheaper call than the one that returns O (e.g. without
+        # copying the result out of its own buffers): fn.timed.
+        times = time_calls(getattr(fn, "timed", fn), a.input_copies, a.warmup, a.repetitions,
+                           a.min_time)
+    except Exception as e:
+        print("attn_baseline: %s failed: %s: %s" % (mod.NAME, type(e).__name__, e), file=sys.stderr)
+        return 1
+    result = {"baseline": mod.NAME, "summary": mod.SUMMARY, "problem": p, "threads": a.threads,
+              "warmup": a.warmup, "repetitions": a.repetitions, "min_time": a.min_time,
+              "input_copies": a.input_copies, "times_s": times,
+              "median_s": statistics.median(times), "info": info}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+    else:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="the built-in baselines and whether they are installed")
+    r = sub.add_parser("run", help="run and time one baseline on Q/K/V .npy files")
+    r.add_argument("--baseline", required=True)
+    for t in ("q", "k", "v", "out"):
+        r.add_argument("--" + t, required=True)
+    r.add_argument("--causal", action="store_true")
+    r.add_argument("--scale", type=float)
+    r.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    r.add_argument("--warmup", type=int, default=1)
+    r.add_argument("--repetitions", type=int, default=1)
+    r.add_argument("--min-time", type=float, default=0.1)
+    r.add_argument("--input-copies", type=int, default=1)
+    r.add_argument("--json")
+    a = ap.parse_args(argv)
+    if a.cmd == "list":
+        return cmd_list()
+    if a.threads < 1 or a.repetitions < 1 or a.warmup < 0 or a.input_copies < 1 or a.min_time < 0:
+        ap.error("--threads, --repetitions and --input-copies must be >= 1, --warmup and "
+                 "--min-time >= 0")
+    return cmd_run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

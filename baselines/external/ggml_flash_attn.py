@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+"""ggml_flash_attn — ggml's `ggml_flash_attn_ext` on the CPU backend (through the PyPI
+package ggml-python, which builds a recent ggml from source), K/V in F32, precision F32.
+
+ggml's tensors are column-major in its `ne` order, so attnbench's C-order Q
+[B][H][Sq][D] is ggml's q with ne = (D, Sq, H, B) and needs no copy of layout; K and V
+likewise. The result is permuted (ne = (Dv, H, Sq, B), i.e. [B][Sq][H][Dv] in memory) and
+is transposed back outside timing. The causal mask is an F16 additive mask [Sq][Skv]
+(0 / -inf) stating attnbench's bottom-right rule. GQA: ggml broadcasts K/V heads the same
+way (query head h reads K/V head h // (H // KVH)). Threads: ggml_graph_compute_with_ctx's
+n_threads. One graph per input copy, all built before timing.
+"""
+NAME = "ggml_flash_attn"
+SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, F32 K/V, F32 precision)"
+PACKAGES = ("ggml-python",)
+KV_TYPE = "f32"  # ggml_flash_attn_f16.py reuses this file with "f16"
+
+
+def available():
+    try:
+        import ggml  # noqa: F401
+    except Exception as e:
+        return False, "ggml-python not importable (%s)" % (str(e).splitlines() or ["?"])[0]
+    return True, ""
+
+
+def prepare(problem, inputs, threads, kv_type=None):
+    import ctypes
+
+    import ggml
+    import numpy as np
+    kv_type = kv_type or KV_TYPE
+    p = problem
+    B, H, KV, Sq, Skv, D, Dv = (p[k] for k in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
+                                                "head_dim_qk", "head_dim_v"))
+    gtype = ggml.GGML_TYPE_F16 if kv_type == "f16" else ggml.GGML_TYPE_F32
+    npkv = np.float16 if kv_type == "f16" else np.float32
+    mask_np = None
+    if p["causal"]:
+        i = np.arange(Sq)[:, None]
+        j = np.arange(Skv)[None, :]
+        mask_np = np.where(j <= i + (Skv - Sq), 0.0, -np.inf).astype(np.float16)
+    graphs = []
+    for q, k, v in inputs:
+        nbytes = q.nbytes + (k.nbytes + v.nbytes) * (2 if kv_type == "f16" else 1)
+        nbytes += 2 * B * Sq * H * Dv * 4 + (mask_np.nbytes if mask_np is not None else 0)
+        mem = nbytes + 64 * 1024 * 1024 + threads * (D + 2 * Dv + Skv) * 64  # + work buffer
+        ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=mem, mem_buffer=None))
+        if not ctx:
+            raise MemoryError("ggml_init(%d bytes) failed" % mem)
+        tq = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, D, Sq, H, B)
+        tk = ggml.ggml_new_tensor_4d(ctx, gtype, D, Skv, KV, B)
+        tv = ggml.ggml_new_tensor_4d(ctx, gtype, Dv, Skv, KV, B)
+        tm = None
+        if mask_np is not None:
+            tm = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F16, Skv, Sq, 1, 1)
+        for t, a in ((tq, q), (tk, k.astype(npkv)), (tv, v.astype(npkv)), (tm, mask_np)):
+            if t is not None:
+                a = np.ascontiguousarray(a)
+                assert ggml.ggml_nbytes(t) == a.nbytes
+                ctypes.memmove(ggml.ggml_get_data(t), a.ctypes.data, a.nbytes)
+        out = ggml.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, float(p["scale"]), 0.0, 0.0)
+        ggml.ggml_flash_attn_ext_set_prec(out, ggml.GGML_PREC_F32)
+        gf = ggml.ggml_new_graph(ctx)
+        ggml.ggml_build_forward_expand(gf, out)
+        graphs.append((ctx, gf, out))
+
+    def fn(c):
+        ctx, gf, out = graphs[c]
+        ggml.ggml_graph_compute_with_ctx(ctx, gf, threads)
+        return out
+
+    def result(c):
+        out = fn(c)
+        buf = (ctypes.c_float * (B * Sq * H * Dv)).from_address(ggml.ggml_get_data(out))
+        a = np.frombuffer(buf, dtype=np.float32).reshape(B, Sq, H, Dv)
+        return np.ascontiguousarray(a.transpose(0, 2, 1, 3))
+
+    info = {"version": _version(), "kv_type": kv_type, "precision": "f32", "threads": threads}
+    # result(c) copies the output back for the check; timing calls fn only.
+    result.timed = fn
+    return result, info
+
+
+def _version():
+    try:
+        from importlib.metadata import version
+        return "ggml-python " + version("ggml-python")
+    except Exception:
+        return "unknown"
