@@ -7,11 +7,13 @@ would pick instead of attnbench) on the same inputs, with the same timing rules.
   attn_baseline.py run --baseline NAME|FILE.py --q Q.npy --k K.npy --v V.npy --out O.npy
                        [--causal] [--scale S] [--threads N] [--warmup W]
                        [--repetitions R] [--min-time SEC] [--input-copies C] [--json R.json]
+                       [--wait-for-check]
 
 Tensors are attnbench's layout (float32, C order): Q [B][H][Sq][Dqk], K [B][KVH][Skv][Dqk],
 V [B][KVH][Skv][Dv] -> O [B][H][Sq][Dv]. `run` writes O from the first call (for the
-reference check, which `scripts/bench-baselines` does with `attnbench check --o`) and
-the timings as JSON: per repetition, iterations are repeated until --min-time has passed
+reference check, which `scripts/bench-baselines` does with `attnbench check --o`; with
+--wait-for-check it then waits for "time" on stdin, so nothing is timed before the check
+passed) and the timings as JSON: per repetition, iterations are repeated until --min-time has passed
 (at least one) and the mean time per iteration is kept — Google Benchmark's rule, which
 the kernels are timed with. --input-copies C cycles over C copies of the inputs (cold
 inputs, as `cold_inputs = true` does for the kernels).
@@ -137,6 +139,12 @@ def cmd_run(a):
         if out.shape != want:
             raise RuntimeError("output shape %s, expected %s" % (out.shape, want))
         save_npy(a.out, out)
+        if a.wait_for_check:
+            # Checked before timed: the caller checks O against the reference and answers
+            # "time" (go on) or anything else (stop here, untimed).
+            print("checkpoint: output written to %s" % a.out, flush=True)
+            if sys.stdin.readline().strip() != "time":
+                return 0
         # A baseline may time a cheaper call than the one that returns O (e.g. without
         # copying the result out of its own buffers): fn.timed.
         times = time_calls(getattr(fn, "timed", fn), a.input_copies, a.warmup, a.repetitions,
@@ -173,6 +181,8 @@ def main(argv):
     r.add_argument("--min-time", type=float, default=0.1)
     r.add_argument("--input-copies", type=int, default=1)
     r.add_argument("--json")
+    r.add_argument("--wait-for-check", action="store_true",
+                   help="after writing O, wait for 'time' on stdin before timing")
     a = ap.parse_args(argv)
     if a.cmd == "list":
         return cmd_list()
