@@ -331,13 +331,16 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
     if (!default_out(out_buf, sizeof out_buf)) return ATTNBENCH_EXIT_FAILURE;
     out = out_buf;
   }
-  progress pg = {.quiet = a->quiet};
-  results_file rf = {.pg = &pg};
-  if (!open_results(&rf, out, a->config)) return ATTNBENCH_EXIT_FAILURE;
   char msg[ATTN_OUT_PATH_MAX + 128];
   snprintf(msg, sizeof msg,
            "\nattnbench bench: interrupted; the points finished so far are in %s\n", out);
-  attn_fileio_catch_signals(msg);
+  attn_fileio_catch_signals(msg);  // removes temporaries and the lock file
+  progress pg = {.quiet = a->quiet};
+  results_file rf = {.pg = &pg};
+  if (!open_results(&rf, out, a->config)) {
+    attn_fileio_release_signals();
+    return ATTNBENCH_EXIT_FAILURE;
+  }
 
   if (!a->quiet && !a->no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
   attn_bench_add_context(plan, a->config, !a->no_probe);

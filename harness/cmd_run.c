@@ -261,8 +261,10 @@ static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_
   const uint64_t need = attn_run_bytes(k, p, &a->exec, a->verify);
   char msg[160];
   if (!attn_memory_refused(need, budget, msg, sizeof msg)) return true;
-  fprintf(stderr, "attnbench run: refused: Q, K, V, O, %s's workspace%s %s\n", k->name,
-          a->verify ? " and the --check reference" : "", msg);
+  fprintf(stderr,
+          "attnbench run: refused: this run (Q, K, V, O, %s's workspace%s) %s; nothing was "
+          "computed\n",
+          k->name, a->verify ? ", the --check reference" : "", msg);
   return false;
 }
 
@@ -357,16 +359,16 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "attnbench run: %s\n", err);
     return ATTNBENCH_EXIT_USAGE;
   }
-  attn_output out;
-  if (!prepare_output(&a, &out) || !files_fit(&a, budget)) return ATTNBENCH_EXIT_FAILURE;
+  // From here on a signal removes any temporary (and writes no partial O).
   attn_fileio_catch_signals("\nattnbench run: interrupted; no partial output left behind\n");
-
   rc = ATTNBENCH_EXIT_FAILURE;
   named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", a.q_path, {0}};
   named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", a.k_path, {0}};
   named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", a.v_path, {0}};
   float *o = NULL;
   attn_problem p;
+  attn_output out;
+  if (!prepare_output(&a, &out) || !files_fit(&a, budget)) goto done;
   if (!load(&q) || !load(&k) || !load(&v) || !derive_problem(&q, &k, &v, a.causal, &p)) goto done;
   if (a.scale_given) p.scale = (float)a.scale;
   if (!problem_fits(kernel, &p, &a, budget)) goto done;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,32 +53,35 @@ bool attn_path_error(char *err, size_t len, const char *path, const char *fmt, .
 }
 
 // ── files being written, for the signal handler ─────────────────────────────────────
-// A slot is filled (path copied) before its flag is set, and the flag cleared before the
-// slot is reused, so the handler only ever unlinks complete names. One writer thread.
+// A name is registered BEFORE the file is created and unregistered after it is renamed
+// or removed, so whichever thread a signal lands on, the handler knows every temporary
+// that may exist (unlinking a name not yet created is harmless: it holds our pid, so no
+// other live process uses it). The slot is filled before its flag is set (release) and
+// the handler reads the flag first (acquire). One writer thread.
 enum { kLiveSlots = 4, kLiveCap = ATTN_OUT_PATH_MAX + 64 };
 static char g_live[kLiveSlots][kLiveCap];
-static volatile sig_atomic_t g_live_on[kLiveSlots];
+static atomic_int g_live_on[kLiveSlots];
 static char g_sig_message[ATTN_OUT_PATH_MAX + 512];
 
 static int live_add(const char *path) {
   for (int i = 0; i < kLiveSlots; i++) {
-    if (g_live_on[i]) continue;
+    if (atomic_load_explicit(&g_live_on[i], memory_order_relaxed)) continue;
     snprintf(g_live[i], kLiveCap, "%s", path);
-    g_live_on[i] = 1;
+    atomic_store_explicit(&g_live_on[i], 1, memory_order_release);
     return i;
   }
   return -1;
 }
 
 static void live_remove(int slot) {
-  if (slot >= 0) g_live_on[slot] = 0;
+  if (slot >= 0) atomic_store_explicit(&g_live_on[slot], 0, memory_order_release);
 }
 
 static void on_signal(int sig) {
   // async-signal-safe calls only
   if (g_sig_message[0]) (void)!write(STDERR_FILENO, g_sig_message, strlen(g_sig_message));
   for (int i = 0; i < kLiveSlots; i++)
-    if (g_live_on[i]) unlink(g_live[i]);
+    if (atomic_load_explicit(&g_live_on[i], memory_order_acquire)) unlink(g_live[i]);
   _exit(128 + sig);
 }
 
@@ -145,14 +149,27 @@ static void tmp_name(const char *target, char *buf, size_t cap) {
   }
 }
 
-// Creates a new temporary next to target (O_EXCL); returns the fd or −1 (errno set).
-static int create_tmp(const char *target, char *name, size_t cap) {
+// Creates a new temporary next to target (O_EXCL), registered for the signal handler
+// (*slot) from before it exists. Returns the fd or −1 (errno set).
+static int create_tmp(const char *target, char *name, size_t cap, int *slot) {
   for (int attempt = 0; attempt < 100; attempt++) {
     tmp_name(target, name, cap);
+    *slot = live_add(name);
     const int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
+    if (fd >= 0) return fd;
+    const int e = errno;
+    live_remove(*slot);
+    *slot = -1;
+    errno = e;
+    if (e != EEXIST) return -1;
   }
   return -1;
+}
+
+// Removes a temporary and its registration.
+static void drop_tmp(const char *name, int slot) {
+  unlink(name);
+  live_remove(slot);
 }
 
 // ── validation ──────────────────────────────────────────────────────────────────────
@@ -231,12 +248,13 @@ bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file
   }
   // Probe: a temporary can be created (and removed) in the target's directory.
   char tmp[kLiveCap];
-  const int fd = create_tmp(o->target, tmp, sizeof tmp);
+  int slot;
+  const int fd = create_tmp(o->target, tmp, sizeof tmp, &slot);
   if (fd < 0)
     return attn_path_error(err, err_len, path, "cannot create a file in its directory: %s",
                            strerror(errno));
   close(fd);
-  unlink(tmp);
+  drop_tmp(tmp, slot);
   return true;
 }
 
@@ -270,11 +288,11 @@ bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_par
                        size_t err_len) {
   const char *shown = o->given ? o->given : o->target;
   char tmp[kLiveCap];
-  const int fd = create_tmp(o->target, tmp, sizeof tmp);
+  int slot;
+  const int fd = create_tmp(o->target, tmp, sizeof tmp, &slot);
   if (fd < 0)
     return attn_path_error(err, err_len, shown, "cannot create a temporary file next to it: %s",
                            strerror(errno));
-  const int slot = live_add(tmp);
   bool ok = false;
   for (size_t i = 0; i < n_parts; i++) {
     if (parts[i].len && !write_all(fd, parts[i].data, parts[i].len)) {
@@ -308,8 +326,7 @@ bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_par
 fail_fd:
   close(fd);
 fail_tmp:
-  unlink(tmp);
-  live_remove(slot);
+  drop_tmp(tmp, slot);
   return ok;
 }
 
@@ -372,7 +389,7 @@ bool attn_output_lock(attn_output *o, char *err, size_t err_len) {
 void attn_output_unlock(attn_output *o) {
   if (o->lock_fd < 0) return;
   for (int i = 0; i < kLiveSlots; i++)
-    if (g_live_on[i] && strcmp(g_live[i], o->lock_path) == 0) live_remove(i);
+    if (atomic_load(&g_live_on[i]) && strcmp(g_live[i], o->lock_path) == 0) live_remove(i);
   unlink(o->lock_path);  // while still holding the lock
   close(o->lock_fd);
   o->lock_fd = -1;
