@@ -5,6 +5,7 @@
 * --out may replace only a regular file, or write through a symlink to one; a device
   node, FIFO, directory or dangling symlink is refused before any work (exit 1);
 * --out may not be an input (same path, hard link or symlink): refused, input untouched;
+* concurrent runs on one --out: each succeeds, the file is complete (last writer wins);
 * SIGINT/SIGTERM while O is being written leave no temporary (and no O);
 * error messages keep their reason with a 3000-character path;
 * --threads is capped at ATTN_MAX_THREADS (1024) in run, check and bench;
@@ -95,6 +96,15 @@ with clitest.tempdir() as d:
     check(rc == 0, f"--out symlink to a regular file runs ({rc}: {se})")
     check(os.path.islink(link) and os.readlink(link) == "target.npy", "the symlink is kept")
     check(np.array_equal(np.load(target), want), "the symlink's target holds O")
+    check(not temporaries(d), f"no temporaries left: {temporaries(d)}")
+
+    # Concurrent runs on one --out: last writer wins, the file is always complete.
+    shared = os.path.join(d, "shared.npy")
+    procs = [subprocess.Popen([clitest.BIN, *args(shared)], stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    rcs = [p.wait(timeout=60) for p in procs]
+    check(rcs == [0, 0, 0, 0], f"four concurrent runs on one --out succeed ({rcs})")
+    check(np.array_equal(np.load(shared), want), "the shared output is complete and right")
     check(not temporaries(d), f"no temporaries left: {temporaries(d)}")
 
     # ── --out equal to an input ─────────────────────────────────────────────────────────
