@@ -249,12 +249,15 @@ min_time = 0.15
 
 def lock(binary):
     """Two bench runs on one --out: the second fails at once naming the first's pid (also
-    through a symlink to the same file); the first is unaffected."""
+    through a symlink to the same file); the first is unaffected. A stale lock file (from
+    a killed run) does not block."""
     with tempfile.TemporaryDirectory() as d:
         cfg = os.path.join(d, "slow.ini")
         with open(cfg, "w") as f:
             f.write(SLOW)
         out = os.path.join(d, "res.json")
+        with open(out + ".lock", "w") as f:  # left by a killed run: not held, so no obstacle
+            f.write("999999\n")
         first = subprocess.Popen([binary, "bench", "--config", cfg, "--out", out, "--no-probe"],
                                  stderr=subprocess.PIPE, text=True)
         for line in first.stderr:  # the lock is taken before this line
