@@ -3,12 +3,11 @@
 // the memory budget (ATTNBENCH_MEMORY_LIMIT parsing), the 80% refusal rule, and the
 // estimates (consistent with each other, saturating instead of wrapping).
 #define _POSIX_C_SOURCE 200809L
-#include "test_util.h"
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "util.h"
 
 static void test_nonfinite(void) {
