@@ -18,6 +18,7 @@
 #include "check/check.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "util.h"
 
 typedef struct kernel_tally {
   const attn_kernel *k;
@@ -27,21 +28,13 @@ typedef struct kernel_tally {
   double seconds;      // wall time inside attn_check_kernel (run + compare)
 } kernel_tally;
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // Selects kernels: all of the registry when names is empty, else the named ones (in
 // registry order, duplicates merged). Unavailable ones get a note and are skipped.
 // Returns the number selected, or -1 after an "unknown kernel" error.
 static long select_kernels(const cli_list *names, kernel_tally *sel) {
   for (size_t j = 0; j < names->count; j++) {
     if (!attn_kernel_find(names->items[j])) {
-      fprintf(stderr, "attnbench check: unknown kernel '%s'; kernels:", names->items[j]);
-      for (size_t i = 0; i < attn_kernel_count(); i++) fprintf(stderr, " %s", attn_kernel_at(i)->name);
-      fprintf(stderr, "\n");
+      attn_report_unknown_kernel("check", names->items[j]);
       return -1;
     }
   }
@@ -70,7 +63,7 @@ int cmd_check(int argc, char **argv) {
       {.name = "kernel", .kind = CLI_STRING_LIST, .dest = &names, .metavar = "NAME",
        .help = "check only this kernel (default: every available kernel)"},
       {.name = "quick", .kind = CLI_FLAG, .dest = &quick, .help = "a fast subset of the matrix (sequences <= 100)"},
-      {.name = "threads", .kind = CLI_INT, .dest = &exec.threads, .metavar = "N", .min = 0, .max = 4096,
+      {.name = "threads", .kind = CLI_INT, .dest = &exec.threads, .metavar = "N", .min = 0, .max = ATTN_MAX_THREADS,
        .help = "threads for parallel kernels (0 = OpenMP default)"},
       {.name = "tile-q", .kind = CLI_INT, .dest = &exec.tile_q, .metavar = "N", .min = 0, .max = 1 << 20,
        .help = "query rows per tile for tiled kernels (0 = kernel default)"},
@@ -148,11 +141,21 @@ int cmd_check(int argc, char **argv) {
     return ATTNBENCH_EXIT_USAGE;
   }
 
+  // Memory: a (kernel, case) pair whose check would not fit is a failure, not a crash.
+  uint64_t budget = 0;
+  char merr[256];
+  if (!attn_memory_budget(&budget, merr, sizeof merr)) {
+    fprintf(stderr, "attnbench check: %s\n", merr);
+    free(sel);
+    free(cases);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+
   const bool tty = isatty(STDERR_FILENO);
   const bool show_progress = !no_progress && (progress || tty) && n_sel > 0;
   const char *clear = tty ? "\r\033[K" : "";
   size_t passed = 0, failed = 0;
-  const double t_start = now_seconds();
+  const double t_start = attn_now_seconds();
   for (size_t c = 0; c < n_cases && n_sel > 0; c++) {
     char desc[192], err[256];
     attn_check_case_describe(&cases[c], desc, sizeof desc);
@@ -161,7 +164,13 @@ int cmd_check(int argc, char **argv) {
       if (!tty) fputc('\n', stderr);
       fflush(stderr);
     }
-    attn_check_prepared *pc = attn_check_prepare(&cases[c], err, sizeof err);
+    char refused[160] = "refused: ";
+    attn_check_prepared *pc = NULL;
+    if (attn_memory_refused(attn_check_bytes(&cases[c].problem, NULL, &exec), budget,
+                            refused + 9, sizeof refused - 9))
+      snprintf(err, sizeof err, "%s", refused);
+    else
+      pc = attn_check_prepare(&cases[c], err, sizeof err);
     if (!pc) {  // the harness could not build the case: every kernel counts as failed
       if (show_progress && tty) fputs(clear, stderr);
       for (long i = 0; i < n_sel; i++) {
@@ -173,10 +182,19 @@ int cmd_check(int argc, char **argv) {
       continue;
     }
     for (long i = 0; i < n_sel; i++) {
+      if (attn_memory_refused(attn_check_bytes(&cases[c].problem, sel[i].k, &exec), budget,
+                              refused + 9, sizeof refused - 9)) {
+        if (show_progress && tty) fputs(clear, stderr);
+        printf("FAIL %s %s: %s\n", sel[i].k->name, desc, refused);
+        sel[i].failed++;
+        failed++;
+        fflush(stdout);
+        continue;
+      }
       attn_check_result r;
-      const double t0 = now_seconds();
+      const double t0 = attn_now_seconds();
       const bool ok = attn_check_kernel(sel[i].k, pc, &exec, &r);
-      sel[i].seconds += now_seconds() - t0;
+      sel[i].seconds += attn_now_seconds() - t0;
       if (r.worst_ratio > sel[i].worst_ratio) sel[i].worst_ratio = r.worst_ratio;
       if (r.max_rel_err > sel[i].max_rel_err) sel[i].max_rel_err = r.max_rel_err;
       if (ok) {
@@ -212,7 +230,7 @@ int cmd_check(int argc, char **argv) {
       printf("%-*s  %6zu  %6zu  %13.3g  %11.3g  %8.2f\n", w, sel[i].k->name, sel[i].passed, sel[i].failed,
              sel[i].worst_ratio, sel[i].max_rel_err, sel[i].seconds);
     fprintf(stderr, "%zu of %zu cases x %ld kernels in %.1f s (threads=%d)\n", n_cases, n_total, n_sel,
-            now_seconds() - t_start, exec.threads);
+            attn_now_seconds() - t_start, exec.threads);
   } else {
     fprintf(stderr, "attnbench check: no available kernel selected; nothing checked\n");
   }

@@ -10,6 +10,7 @@
 #include "check/check.h"
 #include "placement.h"
 #include "topology.h"
+#include "util.h"
 
 enum { kSeed = 20240607 };
 
@@ -97,10 +98,7 @@ attn_problem attn_bench_check_shape(const attn_problem *p) {
   return c;
 }
 
-static uint64_t tensor_bytes(const attn_problem *p) {
-  return (uint64_t)(attn_q_elems(p) + attn_k_elems(p) + attn_v_elems(p) + attn_o_elems(p)) *
-         sizeof(float);
-}
+static uint64_t tensor_bytes(const attn_problem *p) { return attn_tensor_bytes(p); }
 
 int attn_bench_input_copies(const attn_bench_point *pt) {
   if (!pt->cold_inputs) return 1;
@@ -118,14 +116,16 @@ int attn_bench_input_copies(const attn_bench_point *pt) {
 }
 
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
+  // The estimate of util.h, shared with `run` and `check`: the timed copies of Q, K, V,
+  // O, the kernel's workspace, and the check on its (possibly reduced) shape.
   const attn_exec exec = {.threads = pt->threads};
   const attn_problem c = attn_bench_check_shape(&pt->problem);
-  // The check holds copies of Q, K, V, the reference output (float), the tolerance
-  // (double), a guarded output (float) and the kernel's workspace for that shape.
-  const uint64_t check = tensor_bytes(&c) + (uint64_t)attn_o_elems(&c) * (4 + 8) +
-                         attn_kernel_workspace(pt->kernel, &c, &exec);
-  return (uint64_t)attn_bench_input_copies(pt) * tensor_bytes(&pt->problem) +
-         attn_kernel_workspace(pt->kernel, &pt->problem, &exec) + check;
+  const uint64_t copies = (uint64_t)attn_bench_input_copies(pt);
+  const uint64_t timed = tensor_bytes(&pt->problem);
+  return attn_bytes_add(
+      attn_bytes_add(attn_bytes_mul(copies, timed),
+                     attn_kernel_workspace(pt->kernel, &pt->problem, &exec)),
+      attn_check_bytes(&c, pt->kernel, &exec));
 }
 
 uint32_t attn_bench_peak_isa(const attn_kernel *k) {
