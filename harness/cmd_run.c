@@ -215,6 +215,10 @@ int cmd_run(int argc, char **argv) {
     }
     attn_check_output(pc, o, &cr);
     attn_check_prepared_free(pc);
+    if (cr.verdict == ATTN_CHECK_INCONCLUSIVE) {  // no verdict is not a pass: exit 1
+      fprintf(stderr, "attnbench run: check: inconclusive (%s); O not written\n", cr.message);
+      goto done;
+    }
     if (!cr.pass) {
       fprintf(stderr,
               "attnbench run: --check FAILED for %s: max abs err %.3g, max rel err %.3g, err/tol %.3g "

@@ -123,6 +123,9 @@ double attn_flops(const attn_problem *p);
 // attn_kernel_call calls attn_exec_check, and so must any caller that runs a kernel's
 // entry point directly (the bench's timed loop).
 #define ATTN_MAX_THREADS 1024
+// The largest tile_q / tile_kv (the CLI's and ATTNBENCH_TILE_*'s limit too). Kernels also
+// clamp tiles to the problem (seq_q rows, seq_kv keys).
+#define ATTN_MAX_TILE (1 << 20)
 
 typedef struct attn_exec {
   int threads;  // threads a parallel kernel may use; 0 = OpenMP default. Ignored by
@@ -131,7 +134,8 @@ typedef struct attn_exec {
   int tile_kv;  // key rows per tile for tiled kernels; 0 = kernel default
 } attn_exec;
 
-// Checks exec (NULL means all defaults): 0 <= threads <= ATTN_MAX_THREADS, tiles >= 0, and
+// Checks exec (NULL means all defaults): 0 <= threads <= ATTN_MAX_THREADS,
+// 0 <= tile_q, tile_kv <= ATTN_MAX_TILE, and
 // for threads == 0 that the OpenMP default (omp_get_max_threads(), i.e. OMP_NUM_THREADS)
 // is within the cap too. Returns ATTN_OK or ATTN_ERR_INVALID with a one-line message.
 int attn_exec_check(const attn_exec *exec, char *err, size_t err_len);

@@ -20,8 +20,11 @@
 //           times scale if the kernel scales after the dot), a flushed scale multiply or
 //           s − m < μ; a pre-scaled operand (scale·q_t, or scale·log2(e)·q_t, < 2|q_t|
 //           per unit scale) that flushes loses < μ·|k_jt| of its product (or μ·|q_t|);
-//   tol   = 2·Σ_j p_j·E_j·|v_jd − o_d|                 first-order effect of score errors
-//         + 2·E_max²·max_j |v_jd|                      second-order remainder
+//   T_d   = min( 2·Σ_j p_j·E_j·|v_jd − o_d| + 2·E_max²·max_j |v_jd|,      (first order
+//                                                             + second-order remainder)
+//                Σ_j p_j·(e^(E_j + E_max) − 1)·|v_jd − o_d| )                 (exact)
+//           — two bounds on the effect of the score errors on o_d (below);
+//   tol   = min(T_d, R_d),   R_d = max_j |v_jd − o_d|        weights: never beyond R_d
 //         + (3n + ATTN_CHECK_EXP_ULP + 8)·u·Σ_j p_j·|v_jd|
 //           — float32 accumulation of Σ p_j v_j and of l = Σ p_j (≤ n roundings each, plus
 //           up to n online-softmax rescalings), the exp error, the final division;
@@ -36,17 +39,24 @@
 //           from l, which moves o by < 1.4μ·n·|o| ≤ 1.4μ·n·max|v|. The factor 2 covers the
 //           1.4 and the rounding of these tiny terms.
 //
-// A perturbation ε_j of each score changes p_j by the factor exp(ε_j − Σ_k p_k ε_k), so
-// |δo_d| ≤ Σ_j p_j·|ε_j − ε̄|·|v_jd − o_d| to first order; the first term bounds that.
+// Score errors: the kernel's weights are w_j = p_j·e^(ε_j) / Σ_k p_k·e^(ε_k) with
+// |ε_j| ≤ E_j (the row maximum cancels), and Σ w_j = Σ p_j = 1, so
+//   δo_d = Σ_j (w_j − p_j)·(v_jd − o_d).
+// To first order w_j/p_j − 1 = ε_j − Σ_k p_k ε_k, which gives the first bound (2E_j ≥
+// |ε_j − ε̄|, plus a second-order remainder). Exactly, the denominator lies in
+// [e^(−E_max), e^(E_max)], so |w_j/p_j − 1| ≤ e^(E_j + E_max) − 1: the second bound, valid
+// for any size of E (evaluated in log space where p_j underflows). And δo_d = Σ_j w_j v_jd
+// − o_d, where a convex combination of the v_jd lies within R_d of o_d: |δo_d| ≤ R_d.
+// Each is a valid bound; tol uses the smallest.
 // Outside the domain of attn_inputs_check (attn.h) a float32 kernel's scores or
 // accumulator may overflow; the bound assumes that does not happen.
 //
 // ── When the bound says nothing: pass, fail, inconclusive ───────────────────────────
 // Whatever the scores' errors, the kernel's weights are some convex combination, so the
 // weight-induced error of element d is at most R_d = max_j |v_jd − o_d| (the spread of
-// the visible V values around the answer). If the score part of the bound
-// (T_d = 2·Σ p_j E_j |v_jd − o_d| + 2·E_max²·max|v_jd|) reaches R_d while R_d exceeds the
-// rest of the bound (so the weighting matters at all), then every weighting of the
+// the visible V values around the answer). If the score part of the bound T_d reaches
+// R_d while R_d exceeds the rest of the bound (so the weighting matters at all beyond
+// rounding and flush-to-zero), then every weighting of the
 // visible rows — all zeros when the values straddle 0, the wrong row, the mean — passes
 // at d: the element is *uninformative*. (With Q and K near ±3e38, E_j ~ 1e70 and a kernel
 // writing zeros would be inside tol.) The verdict of a case is:

@@ -76,10 +76,11 @@ int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
                exec->threads, ATTN_MAX_THREADS);
     return ATTN_ERR_INVALID;
   }
-  if (exec->tile_q < 0 || exec->tile_kv < 0) {
+  if (exec->tile_q < 0 || exec->tile_kv < 0 || exec->tile_q > ATTN_MAX_TILE ||
+      exec->tile_kv > ATTN_MAX_TILE) {
     if (err && err_len)
-      snprintf(err, err_len, "tile sizes must be >= 0 (got tile_q %d, tile_kv %d)", exec->tile_q,
-               exec->tile_kv);
+      snprintf(err, err_len, "tile sizes must be in 0..%d (got tile_q %d, tile_kv %d)",
+               ATTN_MAX_TILE, exec->tile_q, exec->tile_kv);
     return ATTN_ERR_INVALID;
   }
   if (exec->threads == 0) {
