@@ -199,20 +199,17 @@ static void row_tolerance(const attn_problem *p, const float *qrow, const float 
   const double scale = fabs((double)p->scale);
   double m = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
-    double dot = 0.0, absdot = 0.0, absdot_sub = 0.0, abssum = 0.0;
+    double dot = 0.0, absdot = 0.0, abssum = 0.0;
     for (int64_t t = 0; t < dqk; t++) {
       const double qt = (double)qrow[t], kt = (double)kh[j * dqk + t];
       const double x = qt * kt;
       dot += x;
       absdot += fabs(x);
       abssum += fabs(qt) + fabs(kt);
-      if ((qt != 0 && fabs(qt) < FLT_MIN_D) || (kt != 0 && fabs(kt) < FLT_MIN_D))
-        absdot_sub += fabs(x);  // DAZ: this product is 0 in the kernel
     }
     s[j] = (double)p->scale * dot;
-    e[j] = (double)(dqk + 2) * U32 * scale * absdot  // rounding of the dot and the scale
-           + scale * absdot_sub                      // DAZ inputs
-           + 2.0 * FLT_MIN_D * (abssum + (1.0 + scale) * (double)(2 * dqk + 2));  // FTZ
+    e[j] = (double)(dqk + 2) * U32 * scale * absdot                               // rounding
+           + 2.0 * FLT_MIN_D * (1.0 + scale) * (abssum + (double)(2 * dqk + 2));  // DAZ/FTZ
     if (s[j] > m) m = s[j];
   }
   double l = 0.0, e_max = 0.0;

@@ -13,13 +13,14 @@
 //   E_j   = (dqk + 2)·u·scale·Σ_t |q_t·k_jt|  +  2u·(|s_j| + |m|)  +  F_j
 //           — a worst-case bound on the error of a float32 score (dot product of length
 //           dqk, the scale multiply) and of the subtraction s_j − m;
-//   F_j   = scale·Σ_t |q_t·k_jt|·[q_t or k_jt subnormal]
-//         + 2μ·(Σ_t (|q_t| + |k_jt|) + (1 + scale)·(2·dqk + 2))
-//           — flush-to-zero (attn.h): a subnormal input reads as 0 (the first sum); a
-//           flushed product or partial sum of the dot loses < μ each (2·dqk of them,
-//           times scale if the kernel scales after the dot), a flushed scale multiply or
-//           s − m < μ; a pre-scaled operand (scale·q_t, or scale·log2(e)·q_t, < 2|q_t|
-//           per unit scale) that flushes loses < μ·|k_jt| of its product (or μ·|q_t|);
+//   F_j   = 2μ·(1 + scale)·(Σ_t (|q_t| + |k_jt|) + 2·dqk + 2)
+//           — flush-to-zero (attn.h). A factor that reads as 0 — a subnormal input q_t
+//           (DAZ), or a pre-scaled operand scale·q_t or scale·log2(e)·q_t that flushes —
+//           is below μ, so its product loses less than μ·|k_jt| (times scale when the
+//           scale is applied afterwards; symmetrically μ·|q_t|): the first sum. A flushed
+//           product or partial sum of the dot loses < μ each (2·dqk of them, times scale
+//           when the kernel scales after the dot), a flushed scale multiply or s − m < μ:
+//           the second. The factor 2 covers log2(e) < 2;
 //   T_d   = min( 2·Σ_j p_j·E_j·|v_jd − o_d| + 2·E_max²·max_j |v_jd|,      (first order
 //                                                             + second-order remainder)
 //                Σ_j p_j·(e^(E_j + E_max) − 1)·|v_jd − o_d| )                 (exact)

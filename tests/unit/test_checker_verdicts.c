@@ -194,5 +194,28 @@ int main(void) {
       release(&x);
     }
   }
+  {  // 6. DAZ inside the scores: subnormal Q elements against large K elements. The kernel
+     //    reads q_0 as 0, losing q_0·k_0 (up to ~2e-3) from every score — far beyond the
+     //    rounding terms; the bound's DAZ term (check.h, F_j) accounts for it.
+    inputs x = make();
+    uint64_t s = 9;
+    for (int64_t r = 0; r < x.p.heads * x.p.seq_q; r++)
+      x.q[r * 8] = (lcg(&s) < 0 ? -1.0f : 1.0f) * 1.1e-38f * 0.9f;
+    for (int64_t r = 0; r < x.p.kv_heads * x.p.seq_kv; r++)
+      x.k[r * 8] = (lcg(&s) < 0 ? -1.0f : 1.0f) * 2e35f;
+    EXPECT(fpclassify(x.q[0]) == FP_SUBNORMAL, "q_0 is subnormal");
+    char err[256];
+    EXPECT(attn_inputs_check(&x.p, x.q, x.k, x.v, err, sizeof err) == ATTN_OK, "in domain: %s",
+           err);
+    attn_check_prepared *pc = prepare(&x);
+    for (size_t i = 0; pc && i < attn_kernel_count(); i++) {
+      const attn_kernel *k = attn_kernel_at(i);
+      if (!attn_kernel_available(k, NULL, 0)) continue;
+      EXPECT(attn_check_kernel(k, pc, NULL, &r), "%s with subnormal q_0, large k_0: %s (%s)",
+             k->name, attn_check_verdict_name(r.verdict), r.message);
+    }
+    attn_check_prepared_free(pc);
+    release(&x);
+  }
   return test_finish("test_checker_verdicts");
 }
