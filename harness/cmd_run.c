@@ -133,7 +133,7 @@ int cmd_run(int argc, char **argv) {
        .help = "bottom-right aligned causal mask: row i sees key j iff j <= i + seq_kv - seq_q"},
       {.name = "scale", .kind = CLI_DOUBLE, .dest = &scale, .given = &scale_given, .metavar = "S",
        .help = "score scale (default 1/sqrt(head_dim_qk))"},
-      {.name = "threads", .kind = CLI_INT, .dest = &exec.threads, .metavar = "N", .min = 0, .max = 4096,
+      {.name = "threads", .kind = CLI_INT, .dest = &exec.threads, .metavar = "N", .min = 0, .max = ATTN_MAX_THREADS,
        .help = "threads for parallel kernels (0 = OpenMP default)"},
       {.name = "tile-q", .kind = CLI_INT, .dest = &exec.tile_q, .metavar = "N", .min = 0, .max = 1 << 20,
        .help = "query rows per tile for tiled kernels (0 = kernel default)"},
