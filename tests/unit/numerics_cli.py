@@ -20,6 +20,8 @@ clitest.init()
 rng = np.random.default_rng(9)
 kernels = [n for n, ok, _ in clitest.list_kernels() if ok]
 float_kernels = [n for n in kernels if n != "reference"]
+# available kernels that use exec.threads ('name available caps summary…')
+threaded = [n for n, ok, line in clitest.list_kernels() if ok and "threads" in line.split()[2].split(",")]
 
 with clitest.tempdir() as d:
     def save(name, arr):
@@ -80,12 +82,27 @@ with clitest.tempdir() as d:
 
     # 5. The thread cap with the OpenMP default above it: an error naming OMP_NUM_THREADS.
     env = {"OMP_NUM_THREADS": "100000"}
-    for kern in [n for n in kernels if n.startswith(("flash", "omp", "blas"))] or ["blocked"]:
+    for kern in threaded:
         rc, so, se = run_kernel(kern, env=env)
         check(rc == 1 and "OMP_NUM_THREADS" in se and not os.path.exists(out),
               f"OMP_NUM_THREADS=100000 run {kern}: refused ({rc}: {se.strip()})")
         rc, so, se = run_kernel(kern, extra=["--threads", "2"], env=env)
         check(rc == 0, f"OMP_NUM_THREADS=100000 run {kern} --threads 2 runs ({rc}: {se.strip()})")
+    # a bench config's threads (it accepts up to 2^30): each point refused before it runs
+    # (was SIGSEGV in libgomp from flash__avx2 via the checker)
+    if threaded:
+        cfg = os.path.join(d, "threads.ini")
+        with open(cfg, "w") as f:
+            f.write(f"[t]\nkernels = {', '.join(threaded)}\nheads = 2\nhead_dim = 16\nseq_len = 8\nthreads = 65536\n")
+        res = os.path.join(d, "threads.json")
+        rc, so, se = run("bench", "--config", cfg, "--out", res, "--no-probe", "--benchmark_min_time=0.01")
+        errs = []
+        if os.path.exists(res):
+            import json
+            with open(res) as f:
+                errs = [b.get("error_message", "") for b in json.load(f)["benchmarks"]]
+        check(rc == 1 and len(errs) == len(threaded) and all("threads = 65536 is out of range" in e for e in errs),
+              f"bench threads = 65536: every point refused ({rc}: {errs} {se.strip()[-200:]})")
     rc, so, se = run("check", "--quick", "--no-progress", "--kernel", "naive", "--threads", "1025")
     check(rc == 2 and "out of range" in se, f"check --threads 1025 is a usage error ({rc}: {se.strip()})")
 
