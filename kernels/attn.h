@@ -44,8 +44,8 @@
 //          head_dim_qk ≤ 2^26);
 //       3. seq_kv · max|v| ≤ ATTN_VALUE_LIMIT: the unnormalised accumulator Σ_j e^(s_j−m)·v_j
 //          has weights ≤ 1, so it stays below FLT_MAX with the same margin.
-//     Within it, scores that differ by more than ~88 make probabilities flush to zero;
-//     that is part of the answer (the reference does the same in double), not an error.
+//     Within it, a score more than ~87 below its row maximum gets a probability below
+//     FLT_MIN, which flushes to zero (next section); the check tolerance allows for that.
 //
 // ── Numerics contract: flush-to-zero ────────────────────────────────────────────────
 //     Kernels must not take denormal slow paths: they call attn_fp_env_enter/leave, which
