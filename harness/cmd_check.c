@@ -302,6 +302,14 @@ int cmd_check(int argc, char **argv) {
     if (n_cases == -2) return ATTNBENCH_EXIT_USAGE;
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
+  // The thread cap (attn.h) once, up front: OMP_NUM_THREADS above it would otherwise fail
+  // every pair with the same message.
+  char exec_err[256];
+  if (attn_exec_check(&o.exec, exec_err, sizeof exec_err) != ATTN_OK) {
+    fprintf(stderr, "attnbench check: %s\n", exec_err);
+    free(cases);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
   kernel_tally *sel = calloc(attn_kernel_count() + 1, sizeof *sel);
   if (!sel) {
     fprintf(stderr, "attnbench check: out of memory\n");

@@ -88,6 +88,9 @@ with clitest.tempdir() as d:
               f"OMP_NUM_THREADS=100000 run {kern}: refused ({rc}: {se.strip()})")
         rc, so, se = run_kernel(kern, extra=["--threads", "2"], env=env)
         check(rc == 0, f"OMP_NUM_THREADS=100000 run {kern} --threads 2 runs ({rc}: {se.strip()})")
+    rc, so, se = run("check", "--quick", "--no-progress", "--kernel", "naive", env=env)
+    check(rc == 1 and "OMP_NUM_THREADS" in se and len(se.strip().splitlines()) == 1 and so == "",
+          f"OMP_NUM_THREADS=100000 check: one error up front, exit 1 ({rc}: {se.strip()[:300]})")
     # a bench config's threads (it accepts up to 2^30): each point refused before it runs
     # (was SIGSEGV in libgomp from flash__avx2 via the checker)
     if threaded:
