@@ -317,6 +317,10 @@ static bool verify_output(const attn_kernel *kernel, const attn_problem *p, cons
   }
   attn_check_output(pc, o, cr);
   attn_check_prepared_free(pc);
+  if (cr->verdict == ATTN_CHECK_INCONCLUSIVE) {  // no verdict is not a pass: exit 1
+    fprintf(stderr, "attnbench run: check: inconclusive (%s); O not written\n", cr->message);
+    return false;
+  }
   if (cr->pass) return true;
   fprintf(stderr,
           "attnbench run: --check FAILED for %s: max abs err %.3g, max rel err %.3g, err/tol %.3g "

@@ -187,7 +187,8 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
   if (s->check_pass) return;
   const int n = snprintf(s->check_message, sizeof s->check_message,
-             "failed the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
+             "%s the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
+             r.verdict == ATTN_CHECK_INCONCLUSIVE ? "got no verdict from" : "failed",
              reduced ? " (reduced seq)" : "", r.message, r.max_abs_err, r.worst_ratio);
   (void)n;  // a long message is cut, never overflowed
 }
@@ -222,6 +223,12 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   }
   attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
+  // The thread cap (attn.h) before any buffer is sized for or any parallel region run by
+  // this point: the timed loop calls the kernel's entry point directly.
+  if (attn_exec_check(&exec, err, sizeof err) != ATTN_OK) {
+    attn_gb_skip_with_error(st, err);
+    return;
+  }
   if (s->refused[0]) {
     attn_gb_skip_with_error(st, s->refused);
     return;
