@@ -25,6 +25,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/attn_internal.h"
@@ -45,8 +46,13 @@ static int team_size(const attn_exec *exec) {
   return exec->threads > 0 ? exec->threads : omp_get_max_threads();
 }
 
+// team · R · seq_kv floats. R·seq_kv ≤ max(kScoreFloats, seq_kv) and seq_kv·4 fits in
+// size_t (attn_problem_validate); the team (≤ ATTN_MAX_THREADS once attn_exec_check has
+// passed) could still wrap it on a 32-bit size_t, so the product saturates at SIZE_MAX.
 static size_t blas_workspace(const attn_problem *p, const attn_exec *exec) {
-  return (size_t)team_size(exec) * (size_t)rows_per_block(p) * (size_t)p->seq_kv * sizeof(float);
+  const size_t per_thread = (size_t)rows_per_block(p) * (size_t)p->seq_kv * sizeof(float);
+  const size_t team = (size_t)team_size(exec);
+  return per_thread > SIZE_MAX / team ? SIZE_MAX : team * per_thread;
 }
 
 typedef void (*vexp_fn)(const float *x, float *y, size_t n);
@@ -96,7 +102,7 @@ static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64
                   vexp_fn vexp) {
   const int64_t group = p->heads / p->kv_heads, dqk = p->head_dim_qk, dv = p->head_dim_v;
   const float *qg = attn_q_head(p, q, b, g * group);  // [group·seq_q][dqk]
-  float *og = attn_o_head(p, o, b, g * group);         // [group·seq_q][dv]
+  float *og = attn_o_head(p, o, b, g * group);        // [group·seq_q][dv]
   const float *kg = attn_k_head(p, k, b, g), *vg = attn_v_head(p, v, b, g);
   // the most keys any row of the block sees (rows may span two heads)
   int64_t n = 0;
@@ -148,8 +154,9 @@ static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q
 
 const attn_kernel attn_kernel_blas = {
     .name = "blas",
-    .summary = "unfused baseline: OpenBLAS sgemm (Q·Kᵀ), vectorised softmax, sgemm (P·V); OpenMP "
-               "over row blocks",
+    .summary =
+        "unfused baseline: OpenBLAS sgemm (Q·Kᵀ), vectorised softmax, sgemm (P·V); OpenMP "
+        "over row blocks",
     .required_isa = 0,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
     .workspace = blas_workspace,

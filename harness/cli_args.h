@@ -17,7 +17,7 @@
 //   const cli_option opts[] = {
 //     {.name = "kernel", .kind = CLI_STRING_LIST, .dest = &kernels, .metavar = "NAME",
 //      .help = "check only this kernel (repeatable)"},
-//     {.name = "threads", .kind = CLI_INT, .dest = &threads, .min = 0, .max = 4096, ...},
+//     {.name = "threads", .kind = CLI_INT, .dest = &threads, .min = 0, .max = ATTN_MAX_THREADS, ...},
 //   };
 //   const cli_spec spec = {.command = "check", .summary = "...", .options = opts,
 //                          .n_options = sizeof opts / sizeof opts[0]};

@@ -3,14 +3,16 @@
 // its shape, time it with Google Benchmark and write a JSON results file with the
 // machine's context (docs/benchmarking.md).
 //
-// The results file is rewritten atomically after every finished point, so Ctrl-C or a
-// crash keeps every point finished so far. Progress goes to stderr:
+// The results file is replaced atomically (fileio.h) after every finished point, so
+// Ctrl-C or a crash keeps every point finished so far; the run holds a lock on
+// "<out>.lock" so a second bench on the same file fails at once; the first save that
+// fails (disk full, ...) stops the sweep. Progress goes to stderr:
 //     [k/N] name  time  GFLOP/s  % peak  cv  ETA
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
-// for memory) — it is in the file with error_occurred; 2 bad command line or config.
+// for memory) — it is in the file with error_occurred — or the results could not be
+// saved, or --out is in use; 2 bad command line or config.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,33 +26,17 @@
 #include "bench/point.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "fileio.h"
 #include "gbench/gbench.h"
 #include "topology.h"
-
-// ── interruption ────────────────────────────────────────────────────────────────────
-// The file on disk is complete after every point; on SIGINT/SIGTERM we only say where it
-// is, drop a half-written temporary, and exit (async-signal-safe calls only).
-static char g_sig_msg[4352];
-static char g_tmp_path[4200];
-
-static void on_signal(int sig) {
-  (void)!write(STDERR_FILENO, g_sig_msg, strlen(g_sig_msg));
-  unlink(g_tmp_path);
-  _exit(128 + sig);
-}
+#include "util.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────
 typedef struct progress {
   double start;
-  size_t errors;
+  size_t errors, finished;
   bool quiet;
 } progress;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void format_duration(double s, char *buf, size_t len) {
   const long t = (long)(s + 0.5);
@@ -73,13 +59,15 @@ static void format_time(double s, char *buf, size_t len) {
 
 static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t total) {
   progress *pg = user;
+  pg->finished++;
   if (r->error) pg->errors++;
   if (pg->quiet) return;
-  const double elapsed = now_seconds() - pg->start;
+  const double elapsed = attn_now_seconds() - pg->start;
   char eta[32];
   format_duration(done ? elapsed / (double)done * (double)(total - done) : 0, eta, sizeof eta);
   if (r->error) {
-    fprintf(stderr, "[%zu/%zu] %s  ERROR: %s  ETA %s\n", done, total, r->name, r->error_message, eta);
+    fprintf(stderr, "[%zu/%zu] %s  ERROR: %s  ETA %s\n", done, total, r->name, r->error_message,
+            eta);
     return;
   }
   char t[32], cv[32] = "", pk[32] = "";
@@ -92,6 +80,19 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
 }
 
 // ── options ─────────────────────────────────────────────────────────────────────────
+typedef struct bench_args {
+  const char *config, *out;
+  cli_list kernels, gb_flags;
+  cli_int_list threads;
+  bool dry_run, no_probe, quiet;
+  // from the --benchmark_* flags attnbench interprets itself
+  const char *display;
+  bool color, user_reps, user_min_time, user_aggr;
+  // the rest, for Google Benchmark (argv[0] first)
+  char *gb_argv[CLI_LIST_MAX + 2];
+  int gb_argc;
+} bench_args;
+
 static bool starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
@@ -101,6 +102,120 @@ static const char *value_of(const char *arg) {
   return eq ? eq + 1 : "";
 }
 
+// Our options; --benchmark_* flags are collected verbatim by the parser's passthrough.
+static int parse_args(int argc, char **argv, bench_args *a) {
+  const cli_option opts[] = {
+      {.name = "config",
+       .kind = CLI_STRING,
+       .dest = &a->config,
+       .metavar = "FILE",
+       .required = true,
+       .help = "sweep config (INI), e.g. configs/default.ini"},
+      {.name = "kernel",
+       .kind = CLI_STRING_LIST,
+       .dest = &a->kernels,
+       .metavar = "NAME",
+       .help = "benchmark this kernel instead of the config's"},
+      {.name = "threads",
+       .kind = CLI_INT_LIST,
+       .dest = &a->threads,
+       .metavar = "N",
+       .min = 0,
+       .max = ATTN_MAX_THREADS,
+       .help = "use this thread count instead of the config's (0 = one per core)"},
+      {.name = "out",
+       .kind = CLI_STRING,
+       .dest = &a->out,
+       .metavar = "FILE",
+       .help = "results file (default results/<host>-<date>.json)"},
+      {.name = "dry-run",
+       .kind = CLI_FLAG,
+       .dest = &a->dry_run,
+       .help = "print the points and the memory each needs, run nothing"},
+      {.name = "no-probe",
+       .kind = CLI_FLAG,
+       .dest = &a->no_probe,
+       .help = "skip the FMA-peak and bandwidth probes (no % peak counter)"},
+      {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
+  };
+  const cli_spec spec = {
+      .command = "bench",
+      .summary = "benchmark kernels over a sweep config with Google Benchmark; JSON results",
+      .epilog =
+          "Google Benchmark flags pass through, e.g. --benchmark_repetitions=10,\n"
+          "--benchmark_min_time=0.5, --benchmark_filter=REGEX, --benchmark_format=console.\n"
+          "Config format, counters and results files: docs/benchmarking.md",
+      .options = opts,
+      .n_options = sizeof opts / sizeof opts[0],
+      .passthrough_prefix = "benchmark_",
+      .passthrough = &a->gb_flags,
+  };
+  const cli_status st = cli_parse(&spec, argc, argv);
+  return st == CLI_OK ? -1 : cli_exit_code(st);
+}
+
+// Interprets --benchmark_format/_out/_out_format/_color (the display and the results
+// file are attnbench's) and hands every other --benchmark_* flag to Google Benchmark.
+// Returns -1 to go on, else the exit code.
+static int split_benchmark_flags(char *argv0, bench_args *a) {
+  a->display = "none";
+  a->gb_argv[a->gb_argc++] = argv0;
+  const char *gb_out = NULL;
+  for (size_t i = 0; i < a->gb_flags.count; i++) {
+    const char *f = a->gb_flags.items[i];
+    if (starts_with(f, "--benchmark_format=")) {
+      a->display = value_of(f);
+    } else if (starts_with(f, "--benchmark_out=")) {
+      gb_out = value_of(f);
+    } else if (starts_with(f, "--benchmark_out_format=")) {
+      if (strcmp(value_of(f), "json") != 0) {
+        fprintf(stderr, "attnbench bench: results files are JSON (--benchmark_out_format=json)\n");
+        return ATTNBENCH_EXIT_USAGE;
+      }
+    } else if (starts_with(f, "--benchmark_color")) {
+      a->color = strcmp(value_of(f), "false") != 0 && strcmp(value_of(f), "no") != 0;
+    } else {
+      a->user_reps |= starts_with(f, "--benchmark_repetitions");
+      a->user_min_time |= starts_with(f, "--benchmark_min_time");
+      a->user_aggr |= starts_with(f, "--benchmark_display_aggregates_only") ||
+                      starts_with(f, "--benchmark_report_aggregates_only");
+      a->gb_argv[a->gb_argc++] = (char *)f;  // points into argv
+    }
+  }
+  if (strcmp(a->display, "none") && strcmp(a->display, "console") && strcmp(a->display, "json")) {
+    fprintf(stderr, "attnbench bench: --benchmark_format must be console, json or none\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (gb_out) {
+    if (!*gb_out || (a->out && strcmp(a->out, gb_out))) {
+      fprintf(stderr, "attnbench bench: --out and --benchmark_out disagree\n");
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    a->out = gb_out;
+  }
+  return -1;
+}
+
+// --kernel / --threads overrides. Returns false after an "unknown kernel" error.
+static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, int *threads,
+                              attn_bench_overrides *ov) {
+  for (size_t i = 0; i < a->kernels.count; i++) {
+    kernels[i] = attn_kernel_find(a->kernels.items[i]);
+    if (!kernels[i]) {
+      attn_report_unknown_kernel("bench", a->kernels.items[i]);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a->threads.count; i++) threads[i] = (int)a->threads.items[i];
+  *ov = (attn_bench_overrides){.kernels = kernels,
+                               .kernel_count = a->kernels.count,
+                               .threads = threads,
+                               .thread_count = a->threads.count,
+                               .physical_cores = attn_bench_physical_cores()};
+  return true;
+}
+
+// ── the results file ────────────────────────────────────────────────────────────────
 // results/<host>-<YYYYmmdd-HHMMSS>.json (creating results/)
 static bool default_out(char *buf, size_t len) {
   char host[256] = "host";
@@ -121,229 +236,166 @@ static bool default_out(char *buf, size_t len) {
   return true;
 }
 
-static bool writable(const char *path) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    fprintf(stderr, "attnbench bench: cannot write %s: %s\n", tmp, strerror(errno));
+typedef struct results_file {
+  attn_output out;
+  const progress *pg;
+  bool failed;
+} results_file;
+
+// Before any work: a file we may replace (never the config) and not in use by another
+// bench (the lock is held until close_results).
+static bool open_results(results_file *rf, const char *path, const char *config) {
+  const attn_input_file inputs[] = {{"config (--config)", config}};
+  char err[ATTN_OUT_PATH_MAX + 512];
+  if (!attn_output_prepare(&rf->out, path, inputs, 1, err, sizeof err) ||
+      !attn_output_lock(&rf->out, err, sizeof err)) {
+    fprintf(stderr, "attnbench bench: cannot write results: %s\n", err);
     return false;
   }
-  fclose(f);
-  unlink(tmp);
   return true;
 }
 
-// Runs the sweep once the plan is loaded; returns the exit code.
-static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char *config,
-                    const char *out, bool dry_run, bool no_probe, bool quiet, bool user_reps,
-                    bool user_min_time, const attn_gb_run_opts *display);
-
-static int bench_main(int argc, char **argv, char **gb_argv, char **our_argv) {
-  // Google Benchmark's own flags pass through; a few of them map onto ours.
-  int gb_argc = 0, our_argc = 0;
-  gb_argv[gb_argc++] = argv[0];
-  our_argv[our_argc++] = argv[0];
-  const char *display = "none", *gb_out = NULL;
-  bool color = false, user_reps = false, user_min_time = false, user_aggr = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!starts_with(a, "--benchmark_")) {
-      our_argv[our_argc++] = argv[i];
-      continue;
-    }
-    if (starts_with(a, "--benchmark_format=")) {
-      display = value_of(a);
-    } else if (starts_with(a, "--benchmark_out=")) {
-      gb_out = value_of(a);
-    } else if (starts_with(a, "--benchmark_out_format=")) {
-      if (strcmp(value_of(a), "json") != 0) {
-        fprintf(stderr, "attnbench bench: results files are JSON (--benchmark_out_format=json)\n");
-        return ATTNBENCH_EXIT_USAGE;
-      }
-    } else if (starts_with(a, "--benchmark_color")) {
-      color = strcmp(value_of(a), "false") != 0 && strcmp(value_of(a), "no") != 0;
-    } else {
-      user_reps |= starts_with(a, "--benchmark_repetitions");
-      user_min_time |= starts_with(a, "--benchmark_min_time");
-      user_aggr |= starts_with(a, "--benchmark_display_aggregates_only") ||
-                   starts_with(a, "--benchmark_report_aggregates_only");
-      gb_argv[gb_argc++] = argv[i];
-    }
-  }
-  if (strcmp(display, "none") && strcmp(display, "console") && strcmp(display, "json")) {
-    fprintf(stderr, "attnbench bench: --benchmark_format must be console, json or none\n");
-    return ATTNBENCH_EXIT_USAGE;
-  }
-
-  const char *config = NULL, *out = NULL;
-  cli_list kernels = {0}, threads = {0};
-  bool dry_run = false, no_probe = false, quiet = false;
-  const cli_option opts[] = {
-      {.name = "config", .kind = CLI_STRING, .dest = &config, .metavar = "FILE", .required = true,
-       .help = "sweep config (INI), e.g. configs/default.ini"},
-      {.name = "kernel", .kind = CLI_STRING_LIST, .dest = &kernels, .metavar = "NAME",
-       .help = "benchmark this kernel instead of the config's"},
-      {.name = "threads", .kind = CLI_STRING_LIST, .dest = &threads, .metavar = "N",
-       .help = "use this thread count instead of the config's (0 = one per core)"},
-      {.name = "out", .kind = CLI_STRING, .dest = &out, .metavar = "FILE",
-       .help = "results file (default results/<host>-<date>.json)"},
-      {.name = "dry-run", .kind = CLI_FLAG, .dest = &dry_run,
-       .help = "print the points and the memory each needs, run nothing"},
-      {.name = "no-probe", .kind = CLI_FLAG, .dest = &no_probe,
-       .help = "skip the FMA-peak and bandwidth probes (no % peak counter)"},
-      {.name = "quiet", .kind = CLI_FLAG, .dest = &quiet, .help = "no progress lines on stderr"},
-  };
-  const cli_spec spec = {
-      .command = "bench",
-      .summary = "benchmark kernels over a sweep config with Google Benchmark; JSON results",
-      .epilog = "Google Benchmark flags pass through, e.g. --benchmark_repetitions=10,\n"
-                "--benchmark_min_time=0.5, --benchmark_filter=REGEX, --benchmark_format=console.\n"
-                "Config format, counters and results files: docs/benchmarking.md",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
-  };
-  const cli_status st = cli_parse(&spec, our_argc, our_argv);
-  if (st != CLI_OK) return cli_exit_code(st);
-  if (gb_out) {
-    if (out && strcmp(out, gb_out)) {
-      fprintf(stderr, "attnbench bench: --out and --benchmark_out disagree\n");
-      return ATTNBENCH_EXIT_USAGE;
-    }
-    out = gb_out;
-  }
-
-  // Overrides from the command line.
-  const attn_kernel *ov_kernels[CLI_LIST_MAX];
-  int ov_threads[CLI_LIST_MAX];
-  for (size_t i = 0; i < kernels.count; i++) {
-    ov_kernels[i] = attn_kernel_find(kernels.items[i]);
-    if (!ov_kernels[i]) {
-      fprintf(stderr, "attnbench bench: unknown kernel '%s'; kernels:", kernels.items[i]);
-      for (size_t j = 0; j < attn_kernel_count(); j++) fprintf(stderr, " %s", attn_kernel_at(j)->name);
-      fprintf(stderr, "\n");
-      return ATTNBENCH_EXIT_USAGE;
-    }
-  }
-  for (size_t i = 0; i < threads.count; i++) {
-    int64_t t;
-    if (!cli_parse_i64(threads.items[i], 0, 4096, &t)) {
-      fprintf(stderr, "attnbench bench: --threads: '%s' is not an integer in [0, 4096]\n",
-              threads.items[i]);
-      return ATTNBENCH_EXIT_USAGE;
-    }
-    ov_threads[i] = (int)t;
-  }
-  const attn_bench_overrides ov = {.kernels = ov_kernels, .kernel_count = kernels.count,
-                                   .threads = ov_threads, .thread_count = threads.count,
-                                   .physical_cores = attn_bench_physical_cores()};
-  attn_bench_plan plan;
-  char err[512];
-  if (!attn_bench_plan_load(config, &ov, stderr, &plan, err, sizeof err)) {
-    fprintf(stderr, "%s\n", err);
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  if (!attn_gb_init(&gb_argc, gb_argv)) {
-    attn_bench_plan_free(&plan);
-    return ATTNBENCH_EXIT_USAGE;
-  }
-
-  attn_bench_state *states = calloc(plan.count ? plan.count : 1, sizeof *states);
-  if (!states) {
-    attn_bench_plan_free(&plan);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  const attn_gb_run_opts display_opts = {.display = display,
-                                         .color = color,
-                                         .display_aggregates_only = !user_aggr,
-                                         .plain_names = true};
-  const int rc = run_plan(&plan, states, config, out, dry_run, no_probe, quiet, user_reps,
-                          user_min_time, &display_opts);
-  attn_bench_release_buffers();
-  attn_bench_release_reference();
-  attn_bench_plan_free(&plan);
-  free(states);
-  return rc;
+static void close_results(results_file *rf) {
+  attn_output_unlock(&rf->out);
 }
 
-static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const char *config,
-                    const char *out, bool dry_run, bool no_probe, bool quiet, bool user_reps,
-                    bool user_min_time, const attn_gb_run_opts *display) {
-  // Memory: refuse points that do not fit (they are reported as errors, not run).
-  const uint64_t avail = attn_available_memory();
-  char a[32], b[32];
+// The shim's save callback: replace the file with the document so far. The first
+// failure stops the sweep (the shim skips what is left) with one clear message.
+static bool save_results(void *user, const char *json, size_t len) {
+  results_file *rf = user;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  const attn_buf part = {json, len};
+  if (attn_output_write(&rf->out, &part, 1, err, sizeof err)) return true;
+  rf->failed = true;
+  fprintf(stderr,
+          "attnbench bench: cannot save results: %s; stopping the sweep (%s keeps the %zu "
+          "point%s finished before)\n",
+          err, rf->out.given, rf->pg->finished, rf->pg->finished == 1 ? "" : "s");
+  return false;
+}
+
+// ── the sweep ───────────────────────────────────────────────────────────────────────
+// Memory: points that do not fit are marked refused (reported as errors, not run).
+// With dry_run, prints each point and what it needs. Returns false on a bad
+// ATTNBENCH_MEMORY_LIMIT.
+static bool plan_memory(attn_bench_plan *plan, attn_bench_state *states, bool dry_run) {
+  uint64_t avail = 0;
+  char err[256], a[32], b[32];
+  if (!attn_memory_budget(&avail, err, sizeof err)) {
+    fprintf(stderr, "attnbench bench: %s\n", err);
+    return false;
+  }
   for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
     s->point = &plan->points[i];
     const uint64_t need = attn_bench_point_bytes(s->point);
-    attn_format_bytes(need, a, sizeof a);
-    attn_format_bytes(avail, b, sizeof b);
-    if (dry_run) printf("%-64s %s\n", s->point->name, a);
-    if (avail && (double)need > 0.8 * (double)avail) {
-      snprintf(s->refused, sizeof s->refused,
-               "refused: needs %s of memory, %s available (limit: 80%% of available)", a, b);
+    if (dry_run) printf("%-64s %s\n", s->point->name, attn_format_bytes(need, a, sizeof a));
+    char why[160];
+    if (attn_memory_refused(need, avail, why, sizeof why)) {
+      snprintf(s->refused, sizeof s->refused, "refused: %s", why);
       fprintf(stderr, "note: %s %s\n", s->point->name, s->refused);
     }
   }
-  if (dry_run) {
+  if (dry_run)
     printf("%zu points; %s available\n", plan->count, attn_format_bytes(avail, b, sizeof b));
-    return ATTNBENCH_EXIT_OK;
-  }
+  return true;
+}
 
-  char out_buf[4096];
-  if (!out) {
-    if (!default_out(out_buf, sizeof out_buf)) return ATTNBENCH_EXIT_FAILURE;
-    out = out_buf;
-  }
-  if (!writable(out)) return ATTNBENCH_EXIT_FAILURE;
-
-  if (!quiet && !no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
-  attn_bench_add_context(plan, config, !no_probe);
+static void register_points(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a) {
   for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
-    if (!no_probe)
-      s->peak_gflops = attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
+    if (!a->no_probe)
+      s->peak_gflops =
+          attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
     const attn_gb_def def = {
         .name = s->point->name,
         .run = attn_bench_run_point,
         .user = s,
         .real_time = true,  // OpenMP kernels: wall-clock time, one Google Benchmark thread
-        .repetitions = user_reps ? 0 : s->point->repetitions,
-        .min_time = user_min_time ? 0 : s->point->min_time,
+        .repetitions = a->user_reps ? 0 : s->point->repetitions,
+        .min_time = a->user_min_time ? 0 : s->point->min_time,
         .unit = ATTN_GB_UNIT_US,
     };
     attn_gb_register(&def);
   }
+}
 
-  snprintf(g_tmp_path, sizeof g_tmp_path, "%s.tmp", out);
-  snprintf(g_sig_msg, sizeof g_sig_msg,
+// Runs the sweep once the plan is loaded; returns the exit code.
+static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a) {
+  if (!plan_memory(plan, states, a->dry_run)) return ATTNBENCH_EXIT_USAGE;
+  if (a->dry_run) return ATTNBENCH_EXIT_OK;
+
+  char out_buf[4096];
+  const char *out = a->out;
+  if (!out) {
+    if (!default_out(out_buf, sizeof out_buf)) return ATTNBENCH_EXIT_FAILURE;
+    out = out_buf;
+  }
+  char msg[ATTN_OUT_PATH_MAX + 128];
+  snprintf(msg, sizeof msg,
            "\nattnbench bench: interrupted; the points finished so far are in %s\n", out);
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  attn_fileio_catch_signals(msg);  // removes temporaries and the lock file
+  progress pg = {.quiet = a->quiet};
+  results_file rf = {.pg = &pg};
+  if (!open_results(&rf, out, a->config)) {
+    attn_fileio_release_signals();
+    return ATTNBENCH_EXIT_FAILURE;
+  }
 
-  progress pg = {.start = now_seconds(), .quiet = quiet};
-  if (!quiet) fprintf(stderr, "%zu points planned from %s -> %s\n", plan->count, config, out);
-  attn_gb_run_opts run = *display;
-  run.json_path = out;
-  run.progress = on_progress;
-  run.progress_user = &pg;
+  if (!a->quiet && !a->no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
+  attn_bench_add_context(plan, a->config, !a->no_probe);
+  register_points(plan, states, a);
+
+  pg.start = attn_now_seconds();
+  if (!a->quiet) fprintf(stderr, "%zu points planned from %s -> %s\n", plan->count, a->config, out);
+  const attn_gb_run_opts run = {.save_json = save_results,
+                                .save_user = &rf,
+                                .display = a->display,
+                                .color = a->color,
+                                .display_aggregates_only = !a->user_aggr,
+                                .plain_names = true,
+                                .progress = on_progress,
+                                .progress_user = &pg};
   const size_t ran = attn_gb_run(&run);
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  if (ran == (size_t)-1) return ATTNBENCH_EXIT_FAILURE;
+  attn_fileio_release_signals();
+  close_results(&rf);
+  if (ran == (size_t)-1 || rf.failed) return ATTNBENCH_EXIT_FAILURE;
   char took[32];
-  format_duration(now_seconds() - pg.start, took, sizeof took);
+  format_duration(attn_now_seconds() - pg.start, took, sizeof took);
   fprintf(stderr, "%zu point%s in %s, %zu error%s; results: %s\n", ran, ran == 1 ? "" : "s", took,
           pg.errors, pg.errors == 1 ? "" : "s", out);
   return pg.errors ? ATTNBENCH_EXIT_FAILURE : ATTNBENCH_EXIT_OK;
 }
 
 int cmd_bench(int argc, char **argv) {
-  char **gb_argv = calloc((size_t)argc + 2, sizeof *gb_argv);
-  char **our_argv = calloc((size_t)argc + 1, sizeof *our_argv);
-  int rc = ATTNBENCH_EXIT_FAILURE;
-  if (gb_argv && our_argv) rc = bench_main(argc, argv, gb_argv, our_argv);
-  free(gb_argv);
-  free(our_argv);
+  static bench_args a;  // large (argv copies); one bench per process
+  memset(&a, 0, sizeof a);
+  int rc = parse_args(argc, argv, &a);
+  if (rc < 0) rc = split_benchmark_flags(argv[0], &a);
+  if (rc >= 0) return rc;
+  const attn_kernel *ov_kernels[CLI_LIST_MAX];
+  int ov_threads[CLI_LIST_MAX];
+  attn_bench_overrides ov;
+  if (!resolve_overrides(&a, ov_kernels, ov_threads, &ov)) return ATTNBENCH_EXIT_USAGE;
+
+  attn_bench_plan plan;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  if (!attn_bench_plan_load(a.config, &ov, stderr, &plan, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  attn_bench_state *states = calloc(plan.count ? plan.count : 1, sizeof *states);
+  if (!attn_gb_init(&a.gb_argc, a.gb_argv)) {
+    rc = ATTNBENCH_EXIT_USAGE;
+  } else if (!states) {
+    fprintf(stderr, "attnbench bench: out of memory for %zu points\n", plan.count);
+    rc = ATTNBENCH_EXIT_FAILURE;
+  } else {
+    rc = run_plan(&plan, states, &a);
+  }
+  attn_bench_release_buffers();
+  attn_bench_release_reference();
+  attn_bench_plan_free(&plan);
+  free(states);
   return rc;
 }

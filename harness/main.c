@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attn.h"
 #include "cli_args.h"
 #include "commands.h"
 
@@ -65,6 +66,13 @@ int main(int argc, char **argv) {
     return ATTNBENCH_EXIT_OK;
   }
   const command *c = find(name);
+  // The environment is checked once, before any command: a malformed ISA mask is a bad
+  // command line (exit 2), not a silent "0" or "everything".
+  char env_err[256];
+  if (c && !attn_isa_mask_check(env_err, sizeof env_err)) {
+    fprintf(stderr, "attnbench: %s\n", env_err);
+    return ATTNBENCH_EXIT_USAGE;
+  }
   if (!c) {
     fprintf(stderr, "attnbench: unknown command '%s'\n\n", name);
     usage(stderr);

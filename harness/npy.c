@@ -10,6 +10,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "npy.h"
 
+#include "fileio.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -23,15 +25,12 @@
 // a float32 array needs far less, so anything bigger is corrupt or hostile.
 enum { kMaxHeaderLen = 1 << 16 };
 
+// "<path>: <reason>"; a path too long for err is shortened, never the reason (fileio.h).
 static bool fail(char *err, size_t len, const char *path, const char *fmt, ...) {
-  if (err && len) {
-    int n = snprintf(err, len, "%s: ", path);
-    if (n < 0 || (size_t)n >= len) n = 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, len - (size_t)n, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  attn_path_verror(err, len, path, fmt, ap);
+  va_end(ap);
   return false;
 }
 
@@ -399,48 +398,18 @@ done:
 }
 
 // ── writer ──────────────────────────────────────────────────────────────────────────
-
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
-
-// Best effort: makes the rename durable by syncing the containing directory.
-static void sync_parent_dir(const char *path) {
-  char dir[4096];
-  const char *slash = strrchr(path, '/');
-  if (!slash) {
-    snprintf(dir, sizeof dir, ".");
-  } else if (slash == path) {
-    snprintf(dir, sizeof dir, "/");
-  } else {
-    const size_t n = (size_t)(slash - path);
-    if (n >= sizeof dir) return;
-    memcpy(dir, path, n);
-    dir[n] = '\0';
-  }
-  const int fd = open(dir, O_RDONLY);
-  if (fd < 0) return;
-  (void)fsync(fd);
-  close(fd);
-}
+// The file policy (what may be replaced, the temporary, fsync, rename, signals) is
+// fileio.c's; this side only builds the header and the little-endian data.
 
 bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
                    size_t err_len) {
   if (!path || !*path) return fail(err, err_len, "(null)", "no output path");
-  if (ndim < 0 || ndim > NPY_MAX_DIMS) return fail(err, err_len, path, "rank %d is not supported", ndim);
+  if (ndim < 0 || ndim > NPY_MAX_DIMS)
+    return fail(err, err_len, path, "rank %d is not supported", ndim);
   size_t count = 1;
   for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0) return fail(err, err_len, path, "negative dimension %lld", (long long)shape[i]);
+    if (shape[i] < 0)
+      return fail(err, err_len, path, "negative dimension %lld", (long long)shape[i]);
     if (shape[i] != 0 && count > SIZE_MAX / 4 / (uint64_t)shape[i])
       return fail(err, err_len, path, "array too large (byte count overflows size_t)");
     count *= (size_t)shape[i];
@@ -449,9 +418,11 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
 
   // Header: dict, space padding, '\n', such that 10 + header_len is a multiple of 64.
   char dict[512], sb[400];
-  const int dn = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
-                          npy_shape_string(ndim, shape, sb, sizeof sb));
-  if (dn < 0 || (size_t)dn >= sizeof dict) return fail(err, err_len, path, "shape too long for the header");
+  const int dn =
+      snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
+               npy_shape_string(ndim, shape, sb, sizeof sb));
+  if (dn < 0 || (size_t)dn >= sizeof dict)
+    return fail(err, err_len, path, "shape too long for the header");
   const size_t total = ((10 + (size_t)dn + 1 + 63) / 64) * 64;
   const size_t header_len = total - 10;
   unsigned char head[600];
@@ -462,64 +433,17 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
   memset(head + 10 + dn, ' ', header_len - (size_t)dn - 1);
   head[total - 1] = '\n';
 
-  const size_t path_len = strlen(path);
-  char *tmp = malloc(path_len + 32);
-  if (!tmp) return fail(err, err_len, path, "out of memory");
-  // "<path>.tmp.<pid>"; if a crashed earlier process with the same pid left that name
-  // behind, "<path>.tmp.<pid>.<n>" (O_EXCL: never write into someone else's file).
-  bool ok = false;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    if (attempt == 0)
-      snprintf(tmp, path_len + 32, "%s.tmp.%ld", path, (long)getpid());
-    else
-      snprintf(tmp, path_len + 32, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    fail(err, err_len, path, "cannot create temporary file %s: %s", tmp, strerror(errno));
-    free(tmp);
-    return false;
-  }
   const float *src = data;
   float *swapped = NULL;
   if (count && !host_is_little_endian()) {
     swapped = malloc(count * 4);
-    if (!swapped) {
-      fail(err, err_len, path, "out of memory");
-      goto fail_fd;
-    }
+    if (!swapped) return fail(err, err_len, path, "out of memory");
     memcpy(swapped, data, count * 4);
     byteswap32(swapped, count);
     src = swapped;
   }
-  if (!write_all(fd, head, total) || (count && !write_all(fd, src, count * 4))) {
-    fail(err, err_len, path, "write to %s failed: %s", tmp, strerror(errno));
-    goto fail_fd;
-  }
-  if (fsync(fd) != 0) {
-    fail(err, err_len, path, "fsync of %s failed: %s", tmp, strerror(errno));
-    goto fail_fd;
-  }
-  if (close(fd) != 0) {
-    fail(err, err_len, path, "close of %s failed: %s", tmp, strerror(errno));
-    unlink(tmp);
-    goto out;
-  }
-  if (rename(tmp, path) != 0) {
-    fail(err, err_len, path, "cannot rename %s into place: %s", tmp, strerror(errno));
-    unlink(tmp);
-    goto out;
-  }
-  sync_parent_dir(path);
-  ok = true;
-  goto out;
-fail_fd:
-  close(fd);
-  unlink(tmp);
-out:
+  const attn_buf parts[2] = {{head, total}, {src, count * 4}};
+  const bool ok = attn_write_file_atomic(path, parts, 2, err, err_len);
   free(swapped);
-  free(tmp);
   return ok;
 }

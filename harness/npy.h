@@ -10,8 +10,10 @@
 //     exactly prod(shape)·4 bytes, with nothing after it. Anything else is an error
 //     whose message names the file and what is wrong (the dtype found, the byte counts
 //     of a truncation, ...).
-//   * write: format 1.0 ('<f4', C order), written to "<path>.tmp.<pid>", fsync'ed and
-//     renamed over <path>; on any error the temporary is removed and <path> untouched.
+//   * write: format 1.0 ('<f4', C order), replacing <path> atomically under fileio.h's
+//     output contract (only regular files or symlinks to them are replaced; a unique
+//     temporary "<path>.tmp.<pid>.<random>" is fsync'ed and renamed over it); on any
+//     error the temporary is removed and <path> untouched.
 #pragma once
 
 #include <stdbool.h>

@@ -19,9 +19,6 @@
 extern "C" {
 #endif
 
-// The binding report is available as a string (bench/context.c looks for this).
-#define ATTNBENCH_HAVE_PLACEMENT_STRING 1
-
 typedef struct attn_placement_caches {
   size_t l1d, l2, l3;  // bytes of one cache of each level as hwloc reports (0 = unknown)
   int cores, pus;      // physical cores and processing units (0 = unknown)

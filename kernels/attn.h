@@ -29,10 +29,30 @@
 //     seq_q == seq_kv gives the usual lower triangle; seq_q == 1 (decode) sees every key.
 //     A row that sees no key at all (possible when seq_q > seq_kv) outputs zeros.
 //
-// ── Numerics contract ───────────────────────────────────────────────────────────────
-//     Softmax subtracts the row maximum before exponentiating, so scores of any finite
-//     magnitude give finite outputs. Kernels must not take denormal slow paths (they
-//     call attn_fp_env_enter/leave, which sets FTZ/DAZ, or clamp).
+// ── Numerics contract: the input domain ────────────────────────────────────────────
+//     Softmax subtracts the row maximum before exponentiating. Every kernel gives a
+//     finite, accurate output (within the tolerance of kernels/check/check.h) for inputs
+//     in this domain, which attn_inputs_check() enforces (attn_kernel_call calls it and
+//     refuses anything else with ATTN_ERR_RANGE):
+//       1. every element of Q, K and V is finite;
+//       2. max(1, |scale|) · max_i ‖q_i‖₂ · max_j ‖k_j‖₂ ≤ ATTN_SCORE_LIMIT, per batch and
+//          K/V group (i over the group's query rows, j over its key rows). By
+//          Cauchy–Schwarz every partial sum of q_i·k_j, scaled or not, and so every score
+//          is at most that in magnitude; s − m is at most twice it, and a kernel working
+//          in base 2 multiplies by log2(e) < 1.5 — all far below FLT_MAX ≈ 2^128 (the
+//          2^8 margin also covers rounding growth (1+u)^Dqk ≤ e^(Dqk·2^-24) for
+//          head_dim_qk ≤ 2^26);
+//       3. seq_kv · max|v| ≤ ATTN_VALUE_LIMIT: the unnormalised accumulator Σ_j e^(s_j−m)·v_j
+//          has weights ≤ 1, so it stays below FLT_MAX with the same margin.
+//     Within it, a score more than ~87 below its row maximum gets a probability below
+//     FLT_MIN, which flushes to zero (next section); the check tolerance allows for that.
+//
+// ── Numerics contract: flush-to-zero ────────────────────────────────────────────────
+//     Kernels must not take denormal slow paths: they call attn_fp_env_enter/leave, which
+//     sets FTZ/DAZ (or clamp). So subnormal inputs (|x| < FLT_MIN = 2^-126) act as zero and
+//     subnormal intermediate results flush to zero. The check tolerance includes the
+//     resulting absolute error terms (a few·n·FLT_MIN on each output, see check.h), so
+//     e.g. inputs of 1e-40 everywhere give outputs of 0 and pass.
 #pragma once
 
 #include <stdbool.h>
@@ -68,6 +88,18 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 // overflows size_t.
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 
+// The input domain (see "Numerics contract" above). 2^120 ≈ 1.33e36.
+#define ATTN_SCORE_LIMIT 0x1p120  // bound on max(1,|scale|)·max‖q_i‖₂·max‖k_j‖₂
+#define ATTN_VALUE_LIMIT 0x1p120  // bound on seq_kv·max|v|
+
+// Checks that the inputs of a valid problem lie in the input domain: every element finite,
+// scores and the V accumulation safely inside float32 (conditions 1–3 above). O(size of
+// the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
+// tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
+// "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
+int attn_inputs_check(const attn_problem *p, const float *q, const float *k, const float *v,
+                      char *err, size_t err_len);
+
 // Element counts of the four tensors (valid problems only).
 size_t attn_q_elems(const attn_problem *p);
 size_t attn_k_elems(const attn_problem *p);
@@ -87,8 +119,13 @@ double attn_flops(const attn_problem *p);
 // ── Execution parameters (shared by every kernel; 0 means "kernel default") ─────────
 
 // The most threads any source may ask for (--threads, a config's `threads`,
-// OMP_NUM_THREADS through the OpenMP default). Checked before any parallel region.
+// OMP_NUM_THREADS through the OpenMP default). Checked before any parallel region:
+// attn_kernel_call calls attn_exec_check, and so must any caller that runs a kernel's
+// entry point directly (the bench's timed loop).
 #define ATTN_MAX_THREADS 1024
+// The largest tile_q / tile_kv (the CLI's and ATTNBENCH_TILE_*'s limit too). Kernels also
+// clamp tiles to the problem (seq_q rows, seq_kv keys).
+#define ATTN_MAX_TILE (1 << 20)
 
 typedef struct attn_exec {
   int threads;  // threads a parallel kernel may use; 0 = OpenMP default. Ignored by
@@ -96,6 +133,12 @@ typedef struct attn_exec {
   int tile_q;   // query rows per tile for tiled kernels; 0 = kernel default
   int tile_kv;  // key rows per tile for tiled kernels; 0 = kernel default
 } attn_exec;
+
+// Checks exec (NULL means all defaults): 0 <= threads <= ATTN_MAX_THREADS,
+// 0 <= tile_q, tile_kv <= ATTN_MAX_TILE, and
+// for threads == 0 that the OpenMP default (omp_get_max_threads(), i.e. OMP_NUM_THREADS)
+// is within the cap too. Returns ATTN_OK or ATTN_ERR_INVALID with a one-line message.
+int attn_exec_check(const attn_exec *exec, char *err, size_t err_len);
 
 // ── The kernel descriptor ───────────────────────────────────────────────────────────
 
@@ -123,6 +166,7 @@ enum {
   ATTN_OK = 0,
   ATTN_ERR_INVALID = 1,  // the problem failed attn_problem_validate
   ATTN_ERR_NOMEM = 2,    // the kernel could not allocate what it needed
+  ATTN_ERR_RANGE = 3,    // inputs outside the input domain (attn_inputs_check)
 };
 
 // The kernel entry point. Preconditions (guaranteed by callers, asserted by kernels):
@@ -154,8 +198,10 @@ const attn_kernel *attn_kernel_find(const char *name);
 // if why != NULL, a reason like "needs avx512f".
 bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len);
 
-// Validates the problem, allocates the workspace (64-byte aligned), runs the kernel and
-// frees the workspace. Returns ATTN_OK or an error code; err gets a message.
+// Validates the problem (attn_problem_validate), exec (attn_exec_check) and the inputs
+// (attn_inputs_check), checks CPU support, allocates the workspace (64-byte aligned), runs
+// the kernel and frees the workspace. Returns ATTN_OK or an error code (ATTN_ERR_INVALID,
+// ATTN_ERR_RANGE, ATTN_ERR_NOMEM, or the kernel's own); err gets a message.
 int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
                      const float *q, const float *kk, const float *v, float *o, char *err,
                      size_t err_len);
@@ -168,7 +214,13 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 // ATTN_ISA_* bits of the running CPU (detected once, at run time: cpuid/xgetbv on x86,
 // getauxval on aarch64 Linux). Setting the environment variable ATTNBENCH_ISA_MASK to a
 // number masks the result (e.g. 0 hides every SIMD ISA) for testing dispatch.
+// The value must be a whole unsigned number (decimal, 0x hex or 0 octal) that fits in
+// 32 bits; anything else is malformed and hides every ISA here — programs call
+// attn_isa_mask_check() at start-up to refuse it with a message instead.
 uint32_t attn_cpu_features(void);
+// True if ATTNBENCH_ISA_MASK is unset, empty or well-formed (see above); otherwise false
+// and a one-line message naming the variable and its value in err.
+bool attn_isa_mask_check(char *err, size_t err_len);
 // Space-separated names of the bits in isa ("avx2 avx512f"); "none" for 0.
 const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len);
 

@@ -13,16 +13,8 @@
 #include "gbench/gbench.h"
 #include "topology.h"
 
-#if defined(__has_include)
-#if __has_include("peak/peak.h")
-#include "peak/peak.h"
-#define HAVE_PEAK 1
-#endif
-#if __has_include("peak/bandwidth.h")
 #include "peak/bandwidth.h"
-#define HAVE_BANDWIDTH 1
-#endif
-#endif
+#include "peak/peak.h"
 #include "placement.h"
 
 #ifndef ATTNBENCH_COMPILER
@@ -69,7 +61,6 @@ double attn_bench_fma_peak(uint32_t isa, int threads) {
   for (int i = 0; i < g_npeaks; i++)
     if (g_peaks[i].isa == isa && g_peaks[i].threads == threads) return g_peaks[i].v;
   double v = 0;
-#ifdef HAVE_PEAK
   // The probe takes the best of several short runs; on a busy machine a call can still
   // land entirely in a noisy stretch, so take the best of three calls (a peak is a max).
   for (int i = 0; i < 3; i++) {
@@ -96,7 +87,6 @@ double attn_bench_fma_peak(uint32_t isa, int threads) {
       fprintf(stderr, "warning: FMA peak (%s, %d threads) %s\n", isa_key(isa), threads, msg);
     }
   }
-#endif
   if (g_npeaks < kMemo) g_peaks[g_npeaks++] = (peak_memo){isa, threads, v};
   return v;
 }
@@ -105,11 +95,9 @@ double attn_bench_read_bandwidth(int threads) {
   for (int i = 0; i < g_nbw; i++)
     if (g_bw[i].threads == threads) return g_bw[i].v;
   double v = 0;
-#ifdef HAVE_BANDWIDTH
   attn_bandwidth bw;
   // 512 MiB: many times any last-level cache here, and quick to fill.
   if (attn_bandwidth_read((size_t)512 << 20, threads, 5, &bw) == 0 && bw.ok) v = bw.best_gbs;
-#endif
   if (g_nbw < kMemo) g_bw[g_nbw++] = (bw_memo){threads, v};
   return v;
 }

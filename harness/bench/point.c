@@ -10,6 +10,7 @@
 #include "check/check.h"
 #include "placement.h"
 #include "topology.h"
+#include "util.h"
 
 enum { kSeed = 20240607 };
 
@@ -97,10 +98,7 @@ attn_problem attn_bench_check_shape(const attn_problem *p) {
   return c;
 }
 
-static uint64_t tensor_bytes(const attn_problem *p) {
-  return (uint64_t)(attn_q_elems(p) + attn_k_elems(p) + attn_v_elems(p) + attn_o_elems(p)) *
-         sizeof(float);
-}
+static uint64_t tensor_bytes(const attn_problem *p) { return attn_tensor_bytes(p); }
 
 int attn_bench_input_copies(const attn_bench_point *pt) {
   if (!pt->cold_inputs) return 1;
@@ -118,14 +116,16 @@ int attn_bench_input_copies(const attn_bench_point *pt) {
 }
 
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
+  // The estimate of util.h, shared with `run` and `check`: the timed copies of Q, K, V,
+  // O, the kernel's workspace, and the check on its (possibly reduced) shape.
   const attn_exec exec = {.threads = pt->threads};
   const attn_problem c = attn_bench_check_shape(&pt->problem);
-  // The check holds copies of Q, K, V, the reference output (float), the tolerance
-  // (double), a guarded output (float) and the kernel's workspace for that shape.
-  const uint64_t check = tensor_bytes(&c) + (uint64_t)attn_o_elems(&c) * (4 + 8) +
-                         attn_kernel_workspace(pt->kernel, &c, &exec);
-  return (uint64_t)attn_bench_input_copies(pt) * tensor_bytes(&pt->problem) +
-         attn_kernel_workspace(pt->kernel, &pt->problem, &exec) + check;
+  const uint64_t copies = (uint64_t)attn_bench_input_copies(pt);
+  const uint64_t timed = tensor_bytes(&pt->problem);
+  return attn_bytes_add(
+      attn_bytes_add(attn_bytes_mul(copies, timed),
+                     attn_kernel_workspace(pt->kernel, &pt->problem, &exec)),
+      attn_check_bytes(&c, pt->kernel, &exec));
 }
 
 uint32_t attn_bench_peak_isa(const attn_kernel *k) {
@@ -187,7 +187,8 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
   if (s->check_pass) return;
   const int n = snprintf(s->check_message, sizeof s->check_message,
-             "failed the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
+             "%s the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
+             r.verdict == ATTN_CHECK_INCONCLUSIVE ? "got no verdict from" : "failed",
              reduced ? " (reduced seq)" : "", r.message, r.max_abs_err, r.worst_ratio);
   (void)n;  // a long message is cut, never overflowed
 }
@@ -222,6 +223,12 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   }
   attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
+  // The thread cap (attn.h) before any buffer is sized for or any parallel region run by
+  // this point: the timed loop calls the kernel's entry point directly.
+  if (attn_exec_check(&exec, err, sizeof err) != ATTN_OK) {
+    attn_gb_skip_with_error(st, err);
+    return;
+  }
   if (s->refused[0]) {
     attn_gb_skip_with_error(st, s->refused);
     return;

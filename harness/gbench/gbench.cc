@@ -2,11 +2,12 @@
 // gbench.cc — the C shim over Google Benchmark (interface and usage in gbench.h).
 // The only C++ in attnbench; it translates calls and owns no benchmarking logic.
 //
-// Results file: a JSONReporter writes into memory; after every ReportRuns the text so far
-// plus the closing "]}" (exactly what JSONReporter::Finalize appends) is written to
-// <path>.tmp and renamed over <path>. The file on disk is therefore always a complete
-// JSON document holding every benchmark reported so far — an interrupted run loses only
-// the benchmark in flight.
+// Results: a JSONReporter writes into memory; after every ReportRuns the text so far plus
+// the closing "]}" (exactly what JSONReporter::Finalize appends) — a complete JSON
+// document holding every benchmark reported so far — is handed to the caller's save
+// callback. Where and how it is stored (atomic replacement, locking, what to do when it
+// cannot be saved) is the caller's policy (harness/cmd_bench.c, harness/fileio.h). A
+// failed save stops the sweep: the benchmarks not yet run are skipped without running.
 #include "gbench/gbench.h"
 
 #include <benchmark/benchmark.h>
@@ -25,7 +26,9 @@
 
 namespace {
 
-benchmark::State &S(attn_gb_state *s) { return *reinterpret_cast<benchmark::State *>(s); }
+benchmark::State &S(attn_gb_state *s) {
+  return *reinterpret_cast<benchmark::State *>(s);
+}
 const benchmark::State &S(const attn_gb_state *s) {
   return *reinterpret_cast<const benchmark::State *>(s);
 }
@@ -35,32 +38,15 @@ std::vector<std::string> &RegisteredNames() {
   return names;
 }
 
-// Writes text to path atomically (temp + rename). Returns false and reports on failure.
-bool WriteAtomically(const std::string &path, const std::string &text) {
-  const std::string tmp = path + ".tmp";
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    std::fprintf(stderr, "attnbench: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
-    return false;
-  }
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) {
-    std::fprintf(stderr, "attnbench: write to %s failed\n", tmp.c_str());
-    std::remove(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::fprintf(stderr, "attnbench: cannot rename %s to %s: %s\n", tmp.c_str(), path.c_str(),
-                 std::strerror(errno));
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
+// Set when the caller could not save the results: every benchmark still to come is
+// skipped (no timing) and nothing more is reported.
+bool g_stopped = false;
 
 class NullReporter : public benchmark::BenchmarkReporter {
  public:
-  bool ReportContext(const Context &) override { return true; }
+  bool ReportContext(const Context &) override {
+    return true;
+  }
   void ReportRuns(const std::vector<Run> &) override {}
 };
 
@@ -82,7 +68,7 @@ class TeeReporter : public benchmark::BenchmarkReporter {
   }
 
   void ReportRuns(const std::vector<Run> &reported) override {
-    if (reported.empty()) return;
+    if (reported.empty() || g_stopped) return;
     std::vector<Run> runs = reported;
     for (Run &r : runs) {
       // The cv of a counter that is 0 in every repetition (e.g. causal = 0) is 0/0; it
@@ -107,6 +93,7 @@ class TeeReporter : public benchmark::BenchmarkReporter {
       display_->ReportRuns(runs);
     json_.ReportRuns(runs);
     Flush();
+    if (!ok_) return;  // not saved: not reported as finished
     // A benchmark is finished when its aggregates arrive, or with its runs when there
     // will be no aggregates (one repetition, or an error).
     if (!(aggregates || first.error_occurred || first.repetitions <= 1)) return;
@@ -146,18 +133,21 @@ class TeeReporter : public benchmark::BenchmarkReporter {
 
   void Finalize() override {
     display_->Finalize();
-    Flush();
+    if (!g_stopped) Flush();
   }
 
-  bool ok() const { return ok_; }
+  bool ok() const {
+    return ok_;
+  }
 
  private:
   void Flush() {
-    if (!opts_.json_path || !ok_) return;
+    if (!opts_.save_json || !ok_) return;
     std::string text = buffer_.str();
     // Identical to JSONReporter::Finalize's closing of the benchmarks list and document.
     text += "\n  ]\n}\n";
-    ok_ = WriteAtomically(opts_.json_path, text);
+    ok_ = opts_.save_json(opts_.save_user, text.data(), text.size());
+    if (!ok_) g_stopped = true;
   }
 
   benchmark::BenchmarkReporter *display_;
@@ -212,8 +202,12 @@ bool attn_gb_register(const attn_gb_def *def) {
   if (!def || !def->name || !def->run) return false;
   const attn_gb_run_fn run = def->run;
   void *const user = def->user;
-  benchmark::internal::Benchmark *b = benchmark::RegisterBenchmark(
-      def->name, [run, user](benchmark::State &st) {
+  benchmark::internal::Benchmark *b =
+      benchmark::RegisterBenchmark(def->name, [run, user](benchmark::State &st) {
+        if (g_stopped) {
+          st.SkipWithError("not run: the results could not be saved");
+          return;
+        }
         run(reinterpret_cast<attn_gb_state *>(&st), user);
       });
   std::string full = def->name;
@@ -226,11 +220,20 @@ bool attn_gb_register(const attn_gb_def *def) {
   if (def->repetitions > 0) b->Repetitions(def->repetitions);
   if (def->min_time > 0) b->MinTime(def->min_time);
   switch (def->unit) {
-    case ATTN_GB_UNIT_NS: b->Unit(benchmark::kNanosecond); break;
-    case ATTN_GB_UNIT_US: b->Unit(benchmark::kMicrosecond); break;
-    case ATTN_GB_UNIT_MS: b->Unit(benchmark::kMillisecond); break;
-    case ATTN_GB_UNIT_S: b->Unit(benchmark::kSecond); break;
-    case ATTN_GB_UNIT_DEFAULT: break;
+    case ATTN_GB_UNIT_NS:
+      b->Unit(benchmark::kNanosecond);
+      break;
+    case ATTN_GB_UNIT_US:
+      b->Unit(benchmark::kMicrosecond);
+      break;
+    case ATTN_GB_UNIT_MS:
+      b->Unit(benchmark::kMillisecond);
+      break;
+    case ATTN_GB_UNIT_S:
+      b->Unit(benchmark::kSecond);
+      break;
+    case ATTN_GB_UNIT_DEFAULT:
+      break;
   }
   RegisteredNames().push_back(full);
   return true;
@@ -246,10 +249,11 @@ size_t attn_gb_run(const attn_gb_run_opts *opts) {
   } else if (display == "none") {
     shown.reset(new NullReporter);
   } else {
-    shown.reset(new benchmark::ConsoleReporter(
-        opts->color ? benchmark::ConsoleReporter::OO_ColorTabular
-                    : benchmark::ConsoleReporter::OO_Tabular));
+    shown.reset(new benchmark::ConsoleReporter(opts->color
+                                                   ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                   : benchmark::ConsoleReporter::OO_Tabular));
   }
+  g_stopped = false;
   TeeReporter tee(shown.get(), *opts, CountSelected());
   const size_t n = benchmark::RunSpecifiedBenchmarks(&tee);
   benchmark::ClearRegisteredBenchmarks();
@@ -263,13 +267,21 @@ double attn_gb_result_counter(const attn_gb_result *r, const char *name, double 
   return fallback;
 }
 
-bool attn_gb_keep_running(attn_gb_state *state) { return S(state).KeepRunning(); }
-void attn_gb_pause(attn_gb_state *state) { S(state).PauseTiming(); }
-void attn_gb_resume(attn_gb_state *state) { S(state).ResumeTiming(); }
+bool attn_gb_keep_running(attn_gb_state *state) {
+  return S(state).KeepRunning();
+}
+void attn_gb_pause(attn_gb_state *state) {
+  S(state).PauseTiming();
+}
+void attn_gb_resume(attn_gb_state *state) {
+  S(state).ResumeTiming();
+}
 void attn_gb_skip_with_error(attn_gb_state *state, const char *message) {
   S(state).SkipWithError(message ? message : "error");
 }
-bool attn_gb_error_occurred(const attn_gb_state *state) { return S(state).error_occurred(); }
+bool attn_gb_error_occurred(const attn_gb_state *state) {
+  return S(state).error_occurred();
+}
 
 void attn_gb_set_counter(attn_gb_state *state, const char *name, double value,
                          attn_gb_counter_kind kind) {
@@ -285,7 +297,11 @@ void attn_gb_set_label(attn_gb_state *state, const char *label) {
 int64_t attn_gb_range(const attn_gb_state *state, size_t index) {
   return S(state).range(index);
 }
-int64_t attn_gb_iterations(const attn_gb_state *state) { return S(state).iterations(); }
-void attn_gb_do_not_optimize(const void *p) { benchmark::DoNotOptimize(p); }
+int64_t attn_gb_iterations(const attn_gb_state *state) {
+  return S(state).iterations();
+}
+void attn_gb_do_not_optimize(const void *p) {
+  benchmark::DoNotOptimize(p);
+}
 
 }  // extern "C"

@@ -10,15 +10,19 @@
 
 #include "core/attn_internal.h"
 
-#define U32 (1.0 / 16777216.0)  // float32 unit roundoff 2^-24
-enum { kGuard = 64 };           // guard floats on each side of O
+#define U32 (1.0 / 16777216.0)                  // float32 unit roundoff 2^-24
+#define FLT_MIN_D 0x1p-126                      // smallest normal float32 (FLT_MIN)
+enum { kGuard = 64 };                           // guard floats on each side of O
 static const uint32_t kGuardBits = 0x7fc0dead;  // a quiet NaN no kernel writes by chance
 
 const char *attn_dist_name(attn_dist d) {
   switch (d) {
-    case ATTN_DIST_UNIFORM: return "uniform";
-    case ATTN_DIST_NORMAL: return "normal";
-    case ATTN_DIST_LARGE: return "large";
+    case ATTN_DIST_UNIFORM:
+      return "uniform";
+    case ATTN_DIST_NORMAL:
+      return "normal";
+    case ATTN_DIST_LARGE:
+      return "large";
   }
   return "?";
 }
@@ -59,23 +63,23 @@ void attn_check_fill(const attn_check_case *c, float *q, float *k, float *v) {
   }
   fill(q, attn_q_elems(p), c->dist, a, c->seed * 3 + 1);
   fill(k, attn_k_elems(p), c->dist, a, c->seed * 3 + 2);
-  fill(v, attn_v_elems(p), c->dist == ATTN_DIST_UNIFORM ? ATTN_DIST_UNIFORM : ATTN_DIST_NORMAL,
-       1.0, c->seed * 3 + 3);
+  fill(v, attn_v_elems(p), c->dist == ATTN_DIST_UNIFORM ? ATTN_DIST_UNIFORM : ATTN_DIST_NORMAL, 1.0,
+       c->seed * 3 + 3);
 }
 
 // ── The matrix ──────────────────────────────────────────────────────────────────────
 
 // Sequence pairs: every length of the list with itself, and cross pairs both ways.
 static const int64_t kSeqPairs[][2] = {
-    {1, 1},     {2, 2},    {3, 3},     {7, 7},     {16, 16},  {31, 31},  {64, 64},
-    {100, 100}, {257, 257}, {1024, 1024}, {1, 1024}, {1, 257}, {1, 7},   {7, 1},
-    {2, 31},    {31, 2},   {3, 100},   {100, 3},   {16, 64},  {64, 16},  {257, 31},
-    {31, 257},  {7, 100},  {100, 7},   {1024, 64}, {64, 1024}, {257, 1024},
+    {1, 1},     {2, 2},     {3, 3},       {7, 7},     {16, 16},   {31, 31},    {64, 64},
+    {100, 100}, {257, 257}, {1024, 1024}, {1, 1024},  {1, 257},   {1, 7},      {7, 1},
+    {2, 31},    {31, 2},    {3, 100},     {100, 3},   {16, 64},   {64, 16},    {257, 31},
+    {31, 257},  {7, 100},   {100, 7},     {1024, 64}, {64, 1024}, {257, 1024},
 };
 // Head dims (qk, v): the list, plus pairs with head_dim_v != head_dim_qk.
 static const int64_t kHeadDims[][2] = {
-    {1, 1},   {2, 2},   {3, 3},     {16, 16},  {33, 33}, {64, 64}, {80, 80},
-    {96, 96}, {128, 128}, {256, 256}, {2, 4},  {16, 33}, {64, 128}, {33, 1}, {128, 64},
+    {1, 1},     {2, 2},     {3, 3}, {16, 16}, {33, 33},  {64, 64}, {80, 80},  {96, 96},
+    {128, 128}, {256, 256}, {2, 4}, {16, 33}, {64, 128}, {33, 1},  {128, 64},
 };
 // (heads, kv_heads): MHA, GQA, MQA.
 static const int64_t kHeads[][2] = {{1, 1}, {4, 4}, {8, 2}, {4, 1}, {6, 3}};
@@ -161,6 +165,13 @@ struct attn_check_prepared {
   float *ref;   // reference output, O layout
   double *tol;  // per-element tolerance, O layout
   double ref_max_abs;
+  // Why no verdict can be pass (check.h, "When the bound says nothing"): the inputs are
+  // outside the kernel input domain (domain[] holds attn_inputs_check's message), the
+  // reference or a tolerance is not finite, or the bound is uninformative somewhere.
+  char domain[256];
+  size_t n_nonfinite_ref, first_nonfinite_ref;
+  size_t n_weak, first_weak;     // elements whose bound admits every convex combination
+  double weak_tol, weak_spread;  // at first_weak: score part of tol, max_j |v_jd − o_d|
 };
 
 void attn_check_prepared_free(attn_check_prepared *pc) {
@@ -178,22 +189,27 @@ const float *attn_check_reference_output(const attn_check_prepared *pc) {
 }
 
 // Tolerance of every output element of one query row (see check.h). s[j] holds the
-// double scores of the visible keys, p[j] their reference probabilities.
+// double scores of the visible keys, p[j] their reference probabilities. tol_score[d]
+// gets the score part of the bound before it is capped at spread[d], the spread of the
+// visible V values (check.h, "When the bound says nothing").
 static void row_tolerance(const attn_problem *p, const float *qrow, const float *kh,
                           const float *vh, int64_t n, double *s, double *prob, double *e,
-                          double *tol_row) {
+                          double *tol_row, double *tol_score, double *spread) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
   const double scale = fabs((double)p->scale);
   double m = -INFINITY;
   for (int64_t j = 0; j < n; j++) {
-    double dot = 0.0, absdot = 0.0;
+    double dot = 0.0, absdot = 0.0, abssum = 0.0;
     for (int64_t t = 0; t < dqk; t++) {
-      const double x = (double)qrow[t] * (double)kh[j * dqk + t];
+      const double qt = (double)qrow[t], kt = (double)kh[j * dqk + t];
+      const double x = qt * kt;
       dot += x;
       absdot += fabs(x);
+      abssum += fabs(qt) + fabs(kt);
     }
     s[j] = (double)p->scale * dot;
-    e[j] = (double)(dqk + 2) * U32 * scale * absdot;
+    e[j] = (double)(dqk + 2) * U32 * scale * absdot                               // rounding
+           + 2.0 * FLT_MIN_D * (1.0 + scale) * (abssum + (double)(2 * dqk + 2));  // DAZ/FTZ
     if (s[j] > m) m = s[j];
   }
   double l = 0.0, e_max = 0.0;
@@ -203,19 +219,30 @@ static void row_tolerance(const attn_problem *p, const float *qrow, const float 
     prob[j] = exp(s[j] - m);
     l += prob[j];
   }
+  const double log_l = log(l);
   for (int64_t j = 0; j < n; j++) prob[j] /= l;
   const double acc_ulps = (3.0 * (double)n + ATTN_CHECK_EXP_ULP + 8.0) * U32;
   for (int64_t d = 0; d < dv; d++) {
     double o = 0.0;
     for (int64_t j = 0; j < n; j++) o += prob[j] * (double)vh[j * dv + d];
-    double first = 0.0, mag = 0.0, vmax = 0.0;
+    double first = 0.0, exact = 0.0, mag = 0.0, vmax = 0.0, vsum = 0.0, r = 0.0;
     for (int64_t j = 0; j < n; j++) {
       const double vj = (double)vh[j * dv + d];
       first += prob[j] * e[j] * fabs(vj - o);
+      // p_j·(e^(E_j+E_max) − 1), in log space where p_j underflows
+      const double x = e[j] + e_max;
+      exact += fabs(vj - o) * (prob[j] > 1e-300 ? prob[j] * expm1(x) : exp(s[j] - m - log_l + x));
       mag += prob[j] * fabs(vj);
+      vsum += fabs(vj);
       if (fabs(vj) > vmax) vmax = fabs(vj);
+      if (fabs(vj - o) > r) r = fabs(vj - o);
     }
-    tol_row[d] = 2.0 * first + 2.0 * e_max * e_max * vmax + acc_ulps * mag;
+    const double ftz = 2.0 * FLT_MIN_D * (3.0 * (double)n + 2.0 + vsum + (double)n * vmax);
+    // Two valid bounds on the weight-induced error (check.h); weak when even the
+    // smaller reaches the spread r, which itself bounds that error.
+    tol_score[d] = fmin(2.0 * first + 2.0 * e_max * e_max * vmax, exact);
+    spread[d] = r;
+    tol_row[d] = fmin(tol_score[d], r) + acc_ulps * mag + ftz;
   }
 }
 
@@ -237,18 +264,49 @@ nomem:
   return NULL;
 }
 
-// Reference output (through the registered reference kernel) and the tolerance.
+// The reference output. The registered reference kernel runs directly, not through
+// attn_kernel_call: its double arithmetic is exact enough for inputs outside the float32
+// input domain too (any finite float32 inputs give finite double scores and sums), and
+// such a case is still prepared — its verdict is inconclusive, never pass.
+static bool run_reference(attn_check_prepared *pc, char *err, size_t err_len) {
+  const attn_kernel *ref = attn_kernel_find("reference");
+  if (!ref) {
+    if (err && err_len) snprintf(err, err_len, "the reference kernel is not registered");
+    return false;
+  }
+  static const attn_exec kExec = {0};
+  const size_t ws_bytes = attn_kernel_workspace(ref, &pc->p, &kExec);
+  void *ws = ws_bytes && ws_bytes <= SIZE_MAX - 63
+                 ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63)
+                 : NULL;
+  if (ws_bytes && !ws) {
+    if (err && err_len) snprintf(err, err_len, "out of memory for the reference's workspace");
+    return false;
+  }
+  const int rc = ref->run(&pc->p, &kExec, pc->q, pc->k, pc->v, pc->ref, ws);
+  free(ws);
+  if (rc != ATTN_OK) {
+    if (err && err_len) snprintf(err, err_len, "the reference kernel failed with status %d", rc);
+    return false;
+  }
+  return true;
+}
+
+// Reference output, the tolerance, and what stops a case from being conclusive.
 static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
   const attn_problem *p = &pc->p;
-  const attn_kernel *ref = attn_kernel_find("reference");
-  if (!ref || attn_kernel_call(ref, p, NULL, pc->q, pc->k, pc->v, pc->ref, err, err_len) != ATTN_OK)
-    return false;
-  const size_t n_kv = (size_t)p->seq_kv;
-  double *scratch = malloc((3 * n_kv) * sizeof(double));
+  if (attn_inputs_check(p, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
+    pc->domain[0] = '\0';
+  if (!run_reference(pc, err, err_len)) return false;
+  const size_t n_kv = (size_t)p->seq_kv, dv = (size_t)p->head_dim_v;
+  double *scratch = malloc((3 * n_kv + 2 * dv) * sizeof(double));
   if (!scratch) {
     if (err && err_len) snprintf(err, err_len, "out of memory computing tolerances");
     return false;
   }
+  double *tol_score = scratch + 3 * n_kv, *spread = tol_score + dv;
+
+  pc->n_weak = 0;
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads; h++) {
       const int64_t g = attn_kv_head_of(p, h);
@@ -257,21 +315,41 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
       const float *vh = attn_v_head(p, pc->v, b, g);
       const size_t o_off = (size_t)(attn_o_head(p, pc->ref, b, h) - pc->ref);
       for (int64_t i = 0; i < p->seq_q; i++) {
-        double *tol_row = pc->tol + o_off + (size_t)(i * p->head_dim_v);
+        const size_t row_off = o_off + (size_t)i * dv;
+        double *tol_row = pc->tol + row_off;
         const int64_t n = attn_visible_keys(p, i);
         if (n == 0) {  // no visible key: the output must be exactly zero
-          for (int64_t d = 0; d < p->head_dim_v; d++) tol_row[d] = 0.0;
+          for (size_t d = 0; d < dv; d++) tol_row[d] = 0.0;
           continue;
         }
         row_tolerance(p, qh + i * p->head_dim_qk, kh, vh, n, scratch, scratch + n_kv,
-                      scratch + 2 * n_kv, tol_row);
+                      scratch + 2 * n_kv, tol_row, tol_score, spread);
+        for (size_t d = 0; d < dv; d++) {
+          // Uninformative: the score part of the bound reaches the largest error any
+          // convex combination of the visible V rows could have, where the choice of
+          // weights matters beyond rounding (spread above the rest of the bound).
+          const double rest = tol_row[d] - fmin(tol_score[d], spread[d]);
+          if (!(tol_score[d] < spread[d]) && spread[d] > rest) {
+            if (!pc->n_weak++) {
+              pc->first_weak = row_off + d;
+              pc->weak_tol = tol_score[d];
+              pc->weak_spread = spread[d];
+            }
+          }
+        }
       }
     }
   }
   free(scratch);
   pc->ref_max_abs = 0.0;
-  for (size_t i = 0; i < attn_o_elems(p); i++)
+  pc->n_nonfinite_ref = 0;
+  for (size_t i = 0; i < attn_o_elems(p); i++) {
+    if (!isfinite(pc->ref[i]) || !isfinite(pc->tol[i])) {
+      if (!pc->n_nonfinite_ref++) pc->first_nonfinite_ref = i;
+      continue;
+    }
     if (fabs((double)pc->ref[i]) > pc->ref_max_abs) pc->ref_max_abs = fabs((double)pc->ref[i]);
+  }
   return true;
 }
 
@@ -303,6 +381,43 @@ attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const floa
 
 // ── Comparison ──────────────────────────────────────────────────────────────────────
 
+const char *attn_check_verdict_name(attn_check_verdict v) {
+  switch (v) {
+    case ATTN_CHECK_PASS:
+      return "pass";
+    case ATTN_CHECK_FAIL:
+      return "fail";
+    case ATTN_CHECK_INCONCLUSIVE:
+      return "inconclusive";
+  }
+  return "?";
+}
+
+static bool set_verdict(attn_check_result *r, attn_check_verdict v) {
+  r->verdict = v;
+  r->pass = v == ATTN_CHECK_PASS;
+  return r->pass;
+}
+
+// The reason a case with no failing element is not a pass, or "" (check.h).
+static bool inconclusive_reason(const attn_check_prepared *pc, char *buf, size_t len) {
+  if (pc->domain[0]) {
+    snprintf(buf, len, "inputs outside the kernel input domain: %s", pc->domain);
+  } else if (pc->n_nonfinite_ref) {
+    snprintf(buf, len,
+             "the reference or its tolerance is not finite at %zu outputs (first at index %zu)",
+             pc->n_nonfinite_ref, pc->first_nonfinite_ref);
+  } else if (pc->n_weak) {
+    snprintf(buf, len,
+             "the error bound is uninformative at %zu of %zu outputs: it admits any weighting "
+             "of the visible V rows (first at index %zu: score-error bound %.3g >= spread %.3g)",
+             pc->n_weak, attn_o_elems(&pc->p), pc->first_weak, pc->weak_tol, pc->weak_spread);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check_result *r) {
   memset(r, 0, sizeof *r);
   const size_t n = attn_o_elems(&pc->p);
@@ -320,21 +435,33 @@ bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check
       r->worst_ratio = ratio;
       r->worst_index = i;
     }
-    if (err > pc->tol[i]) bad++;
+    if (err > pc->tol[i]) bad++;  // false for a NaN tolerance: such a case is inconclusive
   }
   r->max_rel_err = pc->ref_max_abs > 0 ? r->max_abs_err / pc->ref_max_abs : r->max_abs_err;
+  char why[sizeof r->message];
+  if (inconclusive_reason(pc, why, sizeof why) && (pc->domain[0] || pc->n_nonfinite_ref)) {
+    // Outside the domain or without a finite reference nothing is promised: no verdict.
+    snprintf(r->message, sizeof r->message, "%s", why);
+    return set_verdict(r, ATTN_CHECK_INCONCLUSIVE);
+  }
   if (nonfinite) {
     snprintf(r->message, sizeof r->message, "%zu non-finite outputs (first at index %zu)",
              nonfinite, r->worst_index);
-  } else if (bad) {
+    return set_verdict(r, ATTN_CHECK_FAIL);
+  }
+  if (bad) {
     const size_t w = r->worst_index;
     snprintf(r->message, sizeof r->message,
              "%zu of %zu outputs beyond tolerance; worst at index %zu: got %.9g, want %.9g, "
              "tol %.3g",
              bad, n, w, (double)o[w], (double)pc->ref[w], pc->tol[w]);
+    return set_verdict(r, ATTN_CHECK_FAIL);  // a valid bound exceeded: wrong, however loose
   }
-  r->pass = !nonfinite && !bad;
-  return r->pass;
+  if (pc->n_weak) {
+    snprintf(r->message, sizeof r->message, "%s", why);
+    return set_verdict(r, ATTN_CHECK_INCONCLUSIVE);
+  }
+  return set_verdict(r, ATTN_CHECK_PASS);
 }
 
 bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, const attn_exec *exec,
@@ -344,18 +471,21 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
   float *buf = malloc((n + 2 * kGuard) * sizeof(float));
   if (!buf) {
     snprintf(r->message, sizeof r->message, "out of memory for the output buffer");
-    return false;
+    return set_verdict(r, ATTN_CHECK_FAIL);
   }
   // Guard zones before and after O, and O itself, start as the guard NaN: a kernel that
   // leaves an element unwritten shows up as a non-finite output.
   for (size_t i = 0; i < n + 2 * kGuard; i++) memcpy(&buf[i], &kGuardBits, sizeof(float));
   float *o = buf + kGuard;
-  char err[160];
+  char err[256];
   const int rc = attn_kernel_call(k, &pc->p, exec, pc->q, pc->k, pc->v, o, err, sizeof err);
   if (rc != ATTN_OK) {
-    snprintf(r->message, sizeof r->message, "kernel returned %d: %s", rc, err);
+    // Refusing inputs outside the domain is the contract, not a wrong answer.
+    const bool refused = rc == ATTN_ERR_RANGE && pc->domain[0];
+    snprintf(r->message, sizeof r->message, "kernel %s %d: %s",
+             refused ? "refused the inputs, status" : "returned", rc, err);
     free(buf);
-    return false;
+    return set_verdict(r, refused ? ATTN_CHECK_INCONCLUSIVE : ATTN_CHECK_FAIL);
   }
   size_t clobbered = 0;
   for (size_t i = 0; i < kGuard; i++) {
@@ -364,8 +494,8 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
   }
   attn_check_output(pc, o, r);
   if (clobbered) {
-    r->pass = false;
     snprintf(r->message, sizeof r->message, "wrote %zu floats outside O (guard zones)", clobbered);
+    set_verdict(r, ATTN_CHECK_FAIL);
   }
   free(buf);
   return r->pass;

@@ -7,21 +7,70 @@
 //
 // ── The tolerance ───────────────────────────────────────────────────────────────────
 // For output element o[i][d] of a row that sees n keys, with reference probabilities p_j
-// (double), reference scores s_j, row maximum m, u = 2^-24 (float32 unit roundoff):
+// (double), reference scores s_j, row maximum m, u = 2^-24 (float32 unit roundoff),
+// μ = FLT_MIN = 2^-126 (smallest normal float32):
 //
-//   E_j   = (dqk + 2)·u·scale·Σ_t |q_t·k_jt|  +  2u·(|s_j| + |m|)
+//   E_j   = (dqk + 2)·u·scale·Σ_t |q_t·k_jt|  +  2u·(|s_j| + |m|)  +  F_j
 //           — a worst-case bound on the error of a float32 score (dot product of length
-//           dqk, the scale multiply) and of the subtraction s_j − m.
-//   tol   = 2·Σ_j p_j·E_j·|v_jd − o_d|                 first-order effect of score errors
-//         + 2·E_max²·max_j |v_jd|                      second-order remainder
+//           dqk, the scale multiply) and of the subtraction s_j − m;
+//   F_j   = 2μ·(1 + scale)·(Σ_t (|q_t| + |k_jt|) + 2·dqk + 2)
+//           — flush-to-zero (attn.h). A factor that reads as 0 — a subnormal input q_t
+//           (DAZ), or a pre-scaled operand scale·q_t or scale·log2(e)·q_t that flushes —
+//           is below μ, so its product loses less than μ·|k_jt| (times scale when the
+//           scale is applied afterwards; symmetrically μ·|q_t|): the first sum. A flushed
+//           product or partial sum of the dot loses < μ each (2·dqk of them, times scale
+//           when the kernel scales after the dot), a flushed scale multiply or s − m < μ:
+//           the second. The factor 2 covers log2(e) < 2;
+//   T_d   = min( 2·Σ_j p_j·E_j·|v_jd − o_d| + 2·E_max²·max_j |v_jd|,      (first order
+//                                                             + second-order remainder)
+//                Σ_j p_j·(e^(E_j + E_max) − 1)·|v_jd − o_d| )                 (exact)
+//           — two bounds on the effect of the score errors on o_d (below);
+//   tol   = min(T_d, R_d),   R_d = max_j |v_jd − o_d|        weights: never beyond R_d
 //         + (3n + ATTN_CHECK_EXP_ULP + 8)·u·Σ_j p_j·|v_jd|
 //           — float32 accumulation of Σ p_j v_j and of l = Σ p_j (≤ n roundings each, plus
-//           up to n online-softmax rescalings), the exp error, the final division.
+//           up to n online-softmax rescalings), the exp error, the final division;
+//         + 2μ·(3n + 2 + Σ_j |v_jd| + n·max_j |v_jd|)
+//           — flush-to-zero in the P·V accumulation. With l ≥ 1 (the row maximum gives
+//           e^0) every absolute error of the unnormalised accumulator shrinks when divided
+//           by l, and a normalised P·V sees the same bounds directly: subnormal v_jd read
+//           as 0 (< μ in total, the weights sum to 1), n flushed products p_j·v_jd, n
+//           flushed partial sums and ≤ n flushed rescalings α·acc (< μ each), the flushed
+//           final quotient (< μ); a flushed probability (e^(s_j−m) < μ, or an exp that
+//           returns 0 below ln μ, < 1.4μ) loses < 1.4μ·|v_jd| from the sum and < 1.4μ
+//           from l, which moves o by < 1.4μ·n·|o| ≤ 1.4μ·n·max|v|. The factor 2 covers the
+//           1.4 and the rounding of these tiny terms.
 //
-// A perturbation ε_j of each score changes p_j by the factor exp(ε_j − Σ_k p_k ε_k), so
-// |δo_d| ≤ Σ_j p_j·|ε_j − ε̄|·|v_jd − o_d| to first order; the first term bounds that.
-// An element passes iff |o − ref| ≤ tol; a case passes iff every element passes, no
-// output is NaN/Inf, the kernel wrote nothing outside O (guard zones) and returned OK.
+// Score errors: the kernel's weights are w_j = p_j·e^(ε_j) / Σ_k p_k·e^(ε_k) with
+// |ε_j| ≤ E_j (the row maximum cancels), and Σ w_j = Σ p_j = 1, so
+//   δo_d = Σ_j (w_j − p_j)·(v_jd − o_d).
+// To first order w_j/p_j − 1 = ε_j − Σ_k p_k ε_k, which gives the first bound (2E_j ≥
+// |ε_j − ε̄|, plus a second-order remainder). Exactly, the denominator lies in
+// [e^(−E_max), e^(E_max)], so |w_j/p_j − 1| ≤ e^(E_j + E_max) − 1: the second bound, valid
+// for any size of E (evaluated in log space where p_j underflows). And δo_d = Σ_j w_j v_jd
+// − o_d, where a convex combination of the v_jd lies within R_d of o_d: |δo_d| ≤ R_d.
+// Each is a valid bound; tol uses the smallest.
+// Outside the domain of attn_inputs_check (attn.h) a float32 kernel's scores or
+// accumulator may overflow; the bound assumes that does not happen.
+//
+// ── When the bound says nothing: pass, fail, inconclusive ───────────────────────────
+// Whatever the scores' errors, the kernel's weights are some convex combination, so the
+// weight-induced error of element d is at most R_d = max_j |v_jd − o_d| (the spread of
+// the visible V values around the answer). If the score part of the bound T_d reaches
+// R_d while R_d exceeds the rest of the bound (so the weighting matters at all beyond
+// rounding and flush-to-zero), then every weighting of the
+// visible rows — all zeros when the values straddle 0, the wrong row, the mean — passes
+// at d: the element is *uninformative*. (With Q and K near ±3e38, E_j ~ 1e70 and a kernel
+// writing zeros would be inside tol.) The verdict of a case is:
+//   inconclusive  the inputs are outside the input domain (non-finite, scores or the V
+//                 accumulation could overflow float32 — attn_inputs_check's reason), or
+//                 the reference or a tolerance is not finite; a kernel refusing such
+//                 inputs with ATTN_ERR_RANGE is inconclusive too;
+//   fail          the kernel returned an error, wrote outside O (guard zones), left an
+//                 element unwritten or non-finite, or some |o − ref| > tol (a valid
+//                 bound exceeded is a wrong answer, however loose the bound);
+//   inconclusive  otherwise, if any element is uninformative;
+//   pass          otherwise. A pass therefore means: every element within a bound that
+//                 is tighter than the choice of softmax weights.
 #pragma once
 
 #include <stdbool.h>
@@ -67,7 +116,8 @@ void attn_check_fill(const attn_check_case *c, float *q, float *k, float *v);
 // reference output and the per-element tolerance.
 typedef struct attn_check_prepared attn_check_prepared;
 
-// NULL if the case is invalid or memory is short (err says which).
+// NULL if the case is invalid or memory is short (err says which). Inputs outside the
+// input domain are prepared (the reference runs in double); their verdict is inconclusive.
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len);
 // The same from caller-supplied inputs (copied).
 attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q,
@@ -76,17 +126,27 @@ attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const floa
 void attn_check_prepared_free(attn_check_prepared *pc);
 const float *attn_check_reference_output(const attn_check_prepared *pc);
 
+typedef enum attn_check_verdict {
+  ATTN_CHECK_PASS = 0,
+  ATTN_CHECK_FAIL = 1,
+  ATTN_CHECK_INCONCLUSIVE = 2,  // no verdict possible; the message gives the reason
+} attn_check_verdict;
+
+// "pass", "fail", "inconclusive".
+const char *attn_check_verdict_name(attn_check_verdict v);
+
 typedef struct attn_check_result {
-  bool pass;
-  double max_abs_err;      // max |o − ref|
-  double max_rel_err;      // max |o − ref| / max |ref|
-  double worst_ratio;      // max |o − ref| / tol over elements (pass needs ≤ 1)
-  size_t worst_index;      // flat index into O of the worst element
-  char message[192];       // empty on pass; otherwise what failed
+  attn_check_verdict verdict;
+  bool pass;           // verdict == ATTN_CHECK_PASS
+  double max_abs_err;  // max |o − ref|
+  double max_rel_err;  // max |o − ref| / max |ref|
+  double worst_ratio;  // max |o − ref| / tol over elements (pass needs ≤ 1)
+  size_t worst_index;  // flat index into O of the worst element
+  char message[320];   // empty on pass; otherwise what failed or why inconclusive
 } attn_check_result;
 
-// Runs kernel k on the prepared case (with guard zones around O) and compares.
-// Returns r->pass.
+// Runs kernel k on the prepared case (with guard zones around O) through
+// attn_kernel_call and compares. Returns r->pass (r->verdict has the three-way verdict).
 bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, const attn_exec *exec,
                        attn_check_result *r);
 

@@ -2,6 +2,8 @@
 // Run-time CPU feature detection. The binary is compiled for baseline x86-64 (or
 // aarch64); only the per-ISA kernel files use wider instructions, and the registry
 // offers them only when this says the CPU and OS support them.
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +26,8 @@ static uint32_t detect(void) {
   const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
   if (!osxsave || !avx) return 0;
   const uint64_t xcr0 = read_xcr0();
-  const bool ymm_os = (xcr0 & 0x6) == 0x6;           // SSE + AVX state
-  const bool zmm_os = (xcr0 & 0xe6) == 0xe6;         // + opmask, ZMM_Hi256, Hi16_ZMM
+  const bool ymm_os = (xcr0 & 0x6) == 0x6;    // SSE + AVX state
+  const bool zmm_os = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
   if (__get_cpuid_max(0, NULL) < 7) return 0;
   __cpuid_count(7, 0, a, b, c, d);
   const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16);
@@ -51,12 +53,45 @@ static uint32_t detect(void) {
 }
 #endif
 
+// Parses ATTNBENCH_ISA_MASK strictly: unset or empty → *present = false; otherwise the
+// whole string must be an unsigned number (strtoull base 0: decimal, 0x hex, 0 octal)
+// that fits in 32 bits — no sign, spaces or trailing characters.
+static bool parse_mask(bool *present, uint32_t *mask) {
+  const char *s = getenv("ATTNBENCH_ISA_MASK");
+  *present = s && *s;
+  *mask = 0;
+  if (!*present) return true;
+  if (!isdigit((unsigned char)s[0])) return false;  // rejects '-', '+', spaces
+  char *end;
+  errno = 0;
+  const unsigned long long v = strtoull(s, &end, 0);
+  if (errno || *end || v > UINT32_MAX) return false;
+  *mask = (uint32_t)v;
+  return true;
+}
+
+bool attn_isa_mask_check(char *err, size_t err_len) {
+  bool present;
+  uint32_t mask;
+  if (parse_mask(&present, &mask)) return true;
+  if (err && err_len)
+    snprintf(err, err_len,
+             "ATTNBENCH_ISA_MASK=%s: expected an unsigned number of at most 32 bits (decimal "
+             "or 0x hex, e.g. 0 or 0x1)",
+             getenv("ATTNBENCH_ISA_MASK"));
+  return false;
+}
+
 uint32_t attn_cpu_features(void) {
   static int cached = -1;  // benign race: every thread computes the same value
   if (cached < 0) {
     uint32_t isa = detect();
-    const char *mask = getenv("ATTNBENCH_ISA_MASK");
-    if (mask && *mask) isa &= (uint32_t)strtoul(mask, NULL, 0);
+    bool present;
+    uint32_t mask;
+    if (!parse_mask(&present, &mask))
+      isa = 0;  // malformed: never enable more than asked
+    else if (present)
+      isa &= mask;
     cached = (int)isa;
   }
   return (uint32_t)cached;

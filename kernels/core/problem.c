@@ -51,8 +51,8 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
   const struct {
     const char *name;
     int64_t value;
-  } sizes[] = {{"batch", p->batch},   {"heads", p->heads},           {"kv_heads", p->kv_heads},
-               {"seq_q", p->seq_q},   {"seq_kv", p->seq_kv},         {"head_dim_qk", p->head_dim_qk},
+  } sizes[] = {{"batch", p->batch},          {"heads", p->heads},   {"kv_heads", p->kv_heads},
+               {"seq_q", p->seq_q},          {"seq_kv", p->seq_kv}, {"head_dim_qk", p->head_dim_qk},
                {"head_dim_v", p->head_dim_v}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     if (sizes[i].value < 1)
@@ -114,4 +114,107 @@ double attn_flops(const attn_problem *p) {
   }
   return 2.0 * (double)(p->head_dim_qk + p->head_dim_v) * pairs * (double)p->batch *
          (double)p->heads;
+}
+
+// ── The input domain (attn.h, "Numerics contract") ──────────────────────────────────
+
+// Flat index → "[b][h][i][d]" of a 4-D tensor with dims (n1, n2, n3) after the first.
+static void coords(size_t idx, int64_t n1, int64_t n2, int64_t n3, char *buf, size_t len) {
+  const size_t d = idx % (size_t)n3, i = idx / (size_t)n3 % (size_t)n2;
+  const size_t h = idx / ((size_t)n3 * (size_t)n2) % (size_t)n1;
+  const size_t b = idx / ((size_t)n3 * (size_t)n2 * (size_t)n1);
+  snprintf(buf, len, "[%zu][%zu][%zu][%zu]", b, h, i, d);
+}
+
+// Index of the first non-finite element of x[0..n), or n.
+static size_t first_nonfinite(const float *x, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) return i;
+  return n;
+}
+
+// max over the rows of x[rows][width] of the Euclidean row norm (in double: a float32
+// element squared is at most 2^256, far inside double).
+static double max_row_norm(const float *x, int64_t rows, int64_t width) {
+  double best = 0.0;
+  for (int64_t r = 0; r < rows; r++) {
+    double ss = 0.0;
+    for (int64_t t = 0; t < width; t++) ss += (double)x[r * width + t] * (double)x[r * width + t];
+    if (ss > best) best = ss;
+  }
+  return sqrt(best);
+}
+
+static int range_fail(char *err, size_t err_len, const char *fmt, ...) {
+  if (err && err_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+  }
+  return ATTN_ERR_RANGE;
+}
+
+int attn_inputs_check(const attn_problem *p, const float *q, const float *k, const float *v,
+                      char *err, size_t err_len) {
+  if (!attn_problem_validate(p, err, err_len)) return ATTN_ERR_INVALID;
+  if (!q || !k || !v) {
+    fail(err, err_len, "a tensor pointer (q, k or v) is NULL");
+    return ATTN_ERR_INVALID;
+  }
+  // 1. finite elements
+  const struct {
+    const char *name;
+    const float *x;
+    size_t n;
+    int64_t n1, n2, n3;
+  } t[3] = {{"Q", q, attn_q_elems(p), p->heads, p->seq_q, p->head_dim_qk},
+            {"K", k, attn_k_elems(p), p->kv_heads, p->seq_kv, p->head_dim_qk},
+            {"V", v, attn_v_elems(p), p->kv_heads, p->seq_kv, p->head_dim_v}};
+  for (int i = 0; i < 3; i++) {
+    const size_t bad = first_nonfinite(t[i].x, t[i].n);
+    if (bad < t[i].n) {
+      char at[96];
+      coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
+      return range_fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)",
+                        t[i].name, at, (double)t[i].x[bad]);
+    }
+  }
+  // 2. scores: max(1,|scale|)·max‖q_i‖·max‖k_j‖ per (batch, K/V group)
+  const double s = fmax(1.0, fabs((double)p->scale));
+  const int64_t group = p->heads / p->kv_heads, dqk = p->head_dim_qk;
+  for (int64_t b = 0; b < p->batch; b++) {
+    for (int64_t g = 0; g < p->kv_heads; g++) {
+      const float *kh =
+          k + ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)dqk;
+      const float *qg =
+          q + ((size_t)b * (size_t)p->heads + (size_t)(g * group)) * (size_t)p->seq_q * (size_t)dqk;
+      const double kn = max_row_norm(kh, p->seq_kv, dqk);
+      const double qn = max_row_norm(qg, group * p->seq_q, dqk);
+      const double bound = s * qn * kn;
+      if (bound > ATTN_SCORE_LIMIT)
+        return range_fail(err, err_len,
+                          "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
+                          "%.3g*%.3g*%.3g = %.3g exceeds the limit %.3g (batch %lld, K/V head "
+                          "%lld; Euclidean row norms)",
+                          s, qn, kn, bound, ATTN_SCORE_LIMIT, (long long)b, (long long)g);
+    }
+  }
+  // 3. the V accumulation: seq_kv·max|v|
+  double vmax = 0.0;
+  size_t vat = 0;
+  for (size_t i = 0; i < t[2].n; i++) {
+    const double a = fabs((double)v[i]);
+    if (a > vmax) vmax = a, vat = i;
+  }
+  if ((double)p->seq_kv * vmax > ATTN_VALUE_LIMIT) {
+    char at[96];
+    coords(vat, t[2].n1, t[2].n2, t[2].n3, at, sizeof at);
+    return range_fail(err, err_len,
+                      "the V accumulation may overflow float32: seq_kv*max|v| = %lld*%.3g "
+                      "(|V%s|) = %.3g exceeds the limit %.3g",
+                      (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT);
+  }
+  if (err && err_len) err[0] = '\0';
+  return ATTN_OK;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The kernel table, generated from attn_registry.def, plus the checked call path.
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,35 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
   return k->workspace ? k->workspace(p, exec ? exec : &kDefaultExec) : 0;
 }
 
+int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
+  if (!exec) return ATTN_OK;  // all defaults; the OpenMP default is checked below
+  if (exec->threads < 0 || exec->threads > ATTN_MAX_THREADS) {
+    if (err && err_len)
+      snprintf(err, err_len, "threads = %d is out of range (0..%d, 0 = OpenMP default)",
+               exec->threads, ATTN_MAX_THREADS);
+    return ATTN_ERR_INVALID;
+  }
+  if (exec->tile_q < 0 || exec->tile_kv < 0 || exec->tile_q > ATTN_MAX_TILE ||
+      exec->tile_kv > ATTN_MAX_TILE) {
+    if (err && err_len)
+      snprintf(err, err_len, "tile sizes must be in 0..%d (got tile_q %d, tile_kv %d)",
+               ATTN_MAX_TILE, exec->tile_q, exec->tile_kv);
+    return ATTN_ERR_INVALID;
+  }
+  if (exec->threads == 0) {
+    const int def = omp_get_max_threads();
+    if (def > ATTN_MAX_THREADS) {
+      if (err && err_len)
+        snprintf(err, err_len,
+                 "the OpenMP default of %d threads (OMP_NUM_THREADS) exceeds the cap of %d; "
+                 "set OMP_NUM_THREADS or the thread count to at most %d",
+                 def, ATTN_MAX_THREADS, ATTN_MAX_THREADS);
+      return ATTN_ERR_INVALID;
+    }
+  }
+  return ATTN_OK;
+}
+
 int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
                      const float *q, const float *kk, const float *v, float *o, char *err,
                      size_t err_len) {
@@ -81,26 +111,31 @@ int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exe
     if (err && err_len) snprintf(err, err_len, "a tensor pointer (q, k, v or o) is NULL");
     return ATTN_ERR_INVALID;
   }
-  if (exec->threads < 0 || exec->tile_q < 0 || exec->tile_kv < 0) {
-    if (err && err_len) snprintf(err, err_len, "threads and tile sizes must be >= 0");
-    return ATTN_ERR_INVALID;
-  }
+  // Before anything that sizes or starts a parallel region (workspace functions read
+  // the thread count).
+  int rc = attn_exec_check(exec, err, err_len);
+  if (rc != ATTN_OK) return rc;
   char why[96];
   if (!attn_kernel_available(k, why, sizeof why)) {
-    if (err && err_len) snprintf(err, err_len, "kernel %s is unavailable on this CPU: %s", k->name, why);
+    if (err && err_len)
+      snprintf(err, err_len, "kernel %s is unavailable on this CPU: %s", k->name, why);
     return ATTN_ERR_INVALID;
   }
+  rc = attn_inputs_check(p, q, kk, v, err, err_len);
+  if (rc != ATTN_OK) return rc;
   const size_t ws_bytes = attn_kernel_workspace(k, p, exec);
   void *ws = NULL;
   if (ws_bytes) {
-    ws = aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63);
+    // rounded up to the alignment; a size within 63 of SIZE_MAX cannot be allocated
+    ws = ws_bytes <= SIZE_MAX - 63 ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
     if (!ws) {
       if (err && err_len)
-        snprintf(err, err_len, "kernel %s: cannot allocate %zu bytes of workspace", k->name, ws_bytes);
+        snprintf(err, err_len, "kernel %s: cannot allocate %zu bytes of workspace", k->name,
+                 ws_bytes);
       return ATTN_ERR_NOMEM;
     }
   }
-  const int rc = k->run(p, exec, q, kk, v, o, ws);
+  rc = k->run(p, exec, q, kk, v, o, ws);
   free(ws);
   if (rc != ATTN_OK && err && err_len)
     snprintf(err, err_len, "kernel %s failed with status %d", k->name, rc);

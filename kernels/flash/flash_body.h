@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // flash_body.h — the FlashAttention-2-style kernel body, written once for every ISA.
-// An ISA file (x86/flash_avx512.c, x86/flash_avx2.c, arm/flash_neon.c) includes its
+// An ISA file (flash_avx512.c, flash_avx2.c, flash_neon.c) includes its
 // SIMD mapping header (simd/vec_<isa>.h: vf_t, VF_W, vf_load, vf_fma, vf_exp, …),
 // defines the register tiles and names below, then includes this file.
 //   FL_QK_MR, FL_QK_NV     Q·Kᵀ register tile: MR query rows × NV vectors of keys
@@ -14,7 +14,7 @@
 //                          "Decode rows in vector lanes" below
 //
 // ── The algorithm (Dao 2023, FlashAttention-2; online softmax, Milakov & Gimelshein
-// 2018) for one task (see core/flash_plan.h) holding `rows` query rows:
+// 2018) for one task (see flash/flash_plan.h) holding `rows` query rows:
 //   Q̂ = scale·Q (packed once, row-major)                     resident for the task
 //   for each K/V tile j (tkv keys) the task's rows can see:
 //     K̂ᵀ[d][c] = K[j+c][d]  (packed once, shared by every row — GQA: by every head of
@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
-#include "core/flash_plan.h"
+#include "flash/flash_plan.h"
 #include "simd/softmax.h"
 
 #if FL_PV_MR < 4 || FL_PV_MR > 8 || FL_QK_MR > 16

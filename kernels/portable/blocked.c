@@ -9,30 +9,44 @@
 // and o = acc / l after the last tile. Key tiles that no row of the query tile can see
 // (causal) are skipped.
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
 
 enum { kDefaultTileQ = 32, kDefaultTileKV = 128 };
 
-static void tiles(const attn_exec *exec, int64_t *tq, int64_t *tkv) {
+// Tiles from exec (0 = default), clamped to the problem: no tile is larger than seq_q
+// rows or seq_kv keys, so the workspace never exceeds what the problem itself needs.
+static void tiles(const attn_problem *p, const attn_exec *exec, int64_t *tq, int64_t *tkv) {
   *tq = exec->tile_q > 0 ? exec->tile_q : kDefaultTileQ;
   *tkv = exec->tile_kv > 0 ? exec->tile_kv : kDefaultTileKV;
+  if (*tq > p->seq_q) *tq = p->seq_q;
+  if (*tkv > p->seq_kv) *tkv = p->seq_kv;
+}
+
+// a·b and a + b in size_t, saturating at SIZE_MAX (which no allocation can satisfy).
+static size_t mul_sat(size_t a, size_t b) {
+  return (b != 0 && a > SIZE_MAX / b) ? SIZE_MAX : a * b;
+}
+static size_t add_sat(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
 static size_t blocked_workspace(const attn_problem *p, const attn_exec *exec) {
   int64_t tq, tkv;
-  tiles(exec, &tq, &tkv);
+  tiles(p, exec, &tq, &tkv);
   // S[tq][tkv], m[tq], l[tq], acc[tq][dv]
-  return ((size_t)tq * (size_t)tkv + 2 * (size_t)tq + (size_t)tq * (size_t)p->head_dim_v) *
-         sizeof(float);
+  const size_t floats = add_sat(add_sat(mul_sat((size_t)tq, (size_t)tkv), mul_sat(2, (size_t)tq)),
+                                mul_sat((size_t)tq, (size_t)p->head_dim_v));
+  return mul_sat(floats, sizeof(float));
 }
 
-static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                       const float *k, const float *v, float *o, void *workspace) {
+static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                       const float *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   int64_t TQ, TKV;
-  tiles(exec, &TQ, &TKV);
+  tiles(p, exec, &TQ, &TKV);
   attn_fp_env env = attn_fp_env_enter();
   float *S = workspace;
   float *m = S + TQ * TKV;

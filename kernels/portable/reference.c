@@ -6,6 +6,7 @@
 //     o   = (Σ_j p_j v_j) / l               (double, rounded to float once)
 // Rows with no visible key (causal, seq_q > seq_kv) output zeros.
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +14,10 @@
 
 static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) {
   (void)exec;
-  // scores for one row + the output accumulator of one row, in double
-  return ((size_t)p->seq_kv + (size_t)p->head_dim_v) * sizeof(double);
+  // scores for one row + the output accumulator of one row, in double. Each count is at
+  // most SIZE_MAX / 4 (attn_problem_validate), so the sum cannot wrap; the product could.
+  const size_t n = (size_t)p->seq_kv + (size_t)p->head_dim_v;
+  return n > SIZE_MAX / sizeof(double) ? SIZE_MAX : n * sizeof(double);
 }
 
 static int reference_run(const attn_problem *p, const attn_exec *exec, const float *q,
@@ -41,7 +44,8 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
         double m = -INFINITY;
         for (int64_t j = 0; j < n; j++) {
           double dot = 0.0;
-          for (int64_t d = 0; d < dqk; d++) dot += (double)qh[i * dqk + d] * (double)kh[j * dqk + d];
+          for (int64_t d = 0; d < dqk; d++)
+            dot += (double)qh[i * dqk + d] * (double)kh[j * dqk + d];
           s[j] = (double)p->scale * dot;
           if (s[j] > m) m = s[j];
         }

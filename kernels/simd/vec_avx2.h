@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // vec_avx2.h — the SIMD mapping for AVX2 + FMA3: 8 float lanes in a __m256.
-// Include ONLY from translation units compiled with -mavx2 -mfma (kernels/x86/*_avx2.c).
+// Include ONLY from translation units compiled with -mavx2 -mfma (files named *_avx2.c).
 // Every mapping header (vec_avx2.h, vec_avx512.h, vec_neon.h) defines the same names,
 // so kernel bodies written against them serve every ISA:
 //   vf_t, VF_W (lanes), VF_ISA (ATTN_ISA_* bit), VF_ISA_NAME

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // vec_avx512.h — the SIMD mapping for AVX-512F: 16 float lanes in a __m512.
-// Include ONLY from translation units compiled with -mavx512f (kernels/x86/*_avx512.c).
+// Include ONLY from translation units compiled with -mavx512f (files named *_avx512.c).
 // Same names as vec_avx2.h (see there for the list).
 #pragma once
 

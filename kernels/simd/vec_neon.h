@@ -5,7 +5,7 @@
 #pragma once
 
 #if !defined(__aarch64__)
-#error "vec_neon.h is for aarch64 builds only (kernels/arm/*_neon.c)"
+#error "vec_neon.h is for aarch64 builds only (files named *_neon.c)"
 #endif
 
 #include <arm_neon.h>

@@ -5,6 +5,10 @@
   test_bench.py config-errors ATTNBENCH      malformed configs fail with FILE:LINE, exit 2
   test_bench.py refuse ATTNBENCH             a point too big for memory is refused
   test_bench.py sigint ATTNBENCH CONFIGDIR   SIGINT mid-sweep keeps finished points
+  test_bench.py outputs ATTNBENCH            --out never a config / device / FIFO / directory
+  test_bench.py lock ATTNBENCH               a second bench on the same --out fails at once
+  test_bench.py diskfull ATTNBENCH           the first failed save stops the sweep (tmpfs;
+                                             exit 77 = skipped where mounting fails)
   test_bench.py results RESULTS.json         context and counters of a ci.ini run
   test_bench.py scripts RESULTS.json DIR     plot.py / compare.py / summary.py on it
 """
@@ -156,6 +160,8 @@ min_time = 0.15
         check(rc == 128 + signal.SIGINT, "interrupted run exits 130 (got %d)" % rc)
         check("interrupted" in rest and out in rest, "the interrupt message names the results file")
         check(not os.path.exists(out + ".tmp"), "no temporary file is left behind")
+        left = [f for f in os.listdir(d) if ".tmp." in f or f.endswith(".lock")]
+        check(not left, "no temporary or lock file is left behind (%s)" % left)
         try:
             with open(out) as f:
                 doc = json.load(f)
@@ -169,6 +175,185 @@ min_time = 0.15
             check(not b.get("error_occurred"), "no error in kept points")
         medians = [b for b in doc["benchmarks"] if b.get("aggregate_name") == "median"]
         check(len(medians) >= 3, "finished points carry their aggregates")
+
+
+def leftovers(d):
+    return sorted(f for f in os.listdir(d) if ".tmp." in f or f.endswith(".lock"))
+
+
+def outputs(binary):
+    """--out may not be the config (by path, hard link or symlink), nor anything but a
+    regular file (or a symlink to one, written through); refusals come before any work."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "tiny.ini")
+        with open(cfg, "w") as f:
+            f.write(GOOD)
+        hard = os.path.join(d, "hard.ini")
+        os.link(cfg, hard)
+        sym = os.path.join(d, "sym.json")
+        os.symlink(cfg, sym)
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        cases = [("the config", cfg, "is the same file as the config"),
+                 ("a hard link to the config", hard, "is the same file as the config"),
+                 ("a symlink to the config", sym, "is the same file as the config"),
+                 ("a directory", d, "is a directory"),
+                 ("a character device", "/dev/null", "is a character device"),
+                 ("a FIFO", fifo, "is a FIFO"),
+                 ("in a missing directory", os.path.join(d, "no", "r.json"), "No such file or directory")]
+        for what, out, msg in cases:
+            t0 = time.time()
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+                                "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=60)
+            check(r.returncode == 1, "--out %s: exit 1 (got %d: %s)" % (what, r.returncode, r.stderr.strip()))
+            check("cannot write results" in r.stderr and msg in r.stderr,
+                  "--out %s: says %r (%s)" % (what, msg, r.stderr.strip()))
+            check("points planned" not in r.stderr and not re.search(r"\[\d+/\d+\]", r.stderr),
+                  "--out %s: refused before any point ran" % what)
+            check(time.time() - t0 < 10, "--out %s: refused at once" % what)
+        with open(cfg) as f:
+            check(f.read() == GOOD, "the config is untouched")
+        check(stat_is_fifo(fifo), "the FIFO is still a FIFO")
+        # A symlink to a results file: the target is replaced, the link kept.
+        target = os.path.join(d, "target.json")
+        with open(target, "w") as f:
+            f.write("old")
+        link = os.path.join(d, "link.json")
+        os.symlink("target.json", link)
+        r = subprocess.run([binary, "bench", "--config", cfg, "--out", link, "--no-probe", "--quiet",
+                            "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, "--out symlink to a file runs (%s)" % r.stderr.strip())
+        check(os.path.islink(link), "the symlink is kept")
+        with open(target) as f:
+            check(len(json.load(f)["benchmarks"]) == 2, "its target holds the results")
+        check(not leftovers(d), "no temporary or lock left (%s)" % leftovers(d))
+
+
+def stat_is_fifo(path):
+    import stat
+    return stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+SLOW = """[slow]
+kernels = blocked
+heads = 8
+head_dim = 64
+seq_len = 256
+seq_kv = 64, 128, 192, 256, 320, 384, 448, 512
+causal = false
+threads = 1
+repetitions = 2
+min_time = 0.15
+"""
+
+
+def lock(binary):
+    """Two bench runs on one --out: the second fails at once naming the first's pid (also
+    through a symlink to the same file); the first is unaffected. A stale lock file (from
+    a killed run) does not block."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "slow.ini")
+        with open(cfg, "w") as f:
+            f.write(SLOW)
+        out = os.path.join(d, "res.json")
+        with open(out + ".lock", "w") as f:  # left by a killed run: not held, so no obstacle
+            f.write("999999\n")
+        first = subprocess.Popen([binary, "bench", "--config", cfg, "--out", out, "--no-probe"],
+                                 stderr=subprocess.PIPE, text=True)
+        for line in first.stderr:  # the lock is taken before this line
+            if "points planned" in line:
+                break
+        alias = os.path.join(d, "alias.json")
+        os.symlink("res.json", alias)
+        for what, path in (("same path", out), ("symlink to it", alias)):
+            t0 = time.time()
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", path, "--no-probe"],
+                               capture_output=True, text=True, timeout=60)
+            check(r.returncode == 1, "second bench (%s) exits 1 (got %d: %s)" % (what, r.returncode, r.stderr.strip()))
+            check("another attnbench process (pid %d" % first.pid in r.stderr,
+                  "second bench (%s) names the first's pid %d (%s)" % (what, first.pid, r.stderr.strip()))
+            check(time.time() - t0 < 10, "second bench (%s) fails at once" % what)
+        rest = first.stderr.read()
+        rc = first.wait(timeout=300)
+        check(rc == 0, "the first bench completes (%d: %s)" % (rc, rest[-300:]))
+        with open(out) as f:
+            names = {b["run_name"] for b in json.load(f)["benchmarks"]}
+        check(len(names) == 8, "the first bench's results are all there (%d)" % len(names))
+        check(not leftovers(d), "no temporary or lock left (%s)" % leftovers(d))
+        # Once released, the file can be written again.
+        r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--quiet",
+                            "--benchmark_min_time=0.001", "--benchmark_repetitions=1",
+                            "--benchmark_filter=Skv64/"], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, "after the first, a new bench takes the lock (%s)" % r.stderr.strip())
+
+
+TINY = """[s]
+kernels = blocked
+heads = 2
+head_dim = 8
+seq_len = 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+causal = false, true
+threads = 1
+"""
+
+
+def diskfull(binary):
+    """--out on a 16 KiB tmpfs: the results (~25 KiB for 20 points) stop fitting after a
+    few points; the sweep stops at the first failed save with one clear message, exit 1,
+    and the file keeps the points saved before. Then a full file system from the start."""
+    mnt = tempfile.mkdtemp(prefix="attnbench-tmpfs-")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        os.rmdir(mnt)
+        print("SKIPPED: cannot mount a tmpfs here (%s); the disk-full test needs root or "
+              "CAP_SYS_ADMIN" % (r.stderr.strip() or "mount failed"))
+        sys.exit(77)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            cfg = os.path.join(d, "tiny.ini")
+            with open(cfg, "w") as f:
+                f.write(TINY)
+            out = os.path.join(mnt, "res.json")
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+                                "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=120)
+            err = r.stderr
+            check(r.returncode == 1, "disk full: exit 1 (got %d)" % r.returncode)
+            saves = [ln for ln in err.splitlines() if "cannot save results" in ln]
+            check(len(saves) == 1 and "No space left on device" in saves[0],
+                  "disk full: one message naming the cause (%s)" % saves)
+            m = re.search(r"keeps the (\d+) points? finished before", err)
+            check(m is not None, "disk full: the message says how many points the file keeps (%s)" % saves)
+            progress = [ln for ln in err.splitlines() if re.match(r"\[\d+/20\] ", ln)]
+            check(0 < len(progress) < 20, "disk full: the sweep stopped early (%d points)" % len(progress))
+            if m and os.path.exists(out):
+                with open(out) as f:
+                    doc = json.load(f)
+                names = {b["run_name"] for b in doc["benchmarks"]}
+                check(len(names) == int(m.group(1)) == len(progress),
+                      "disk full: the file holds the %s finished points (%d)" % (m.group(1), len(names)))
+            else:
+                check(False, "disk full: the results file of the finished points exists")
+            check(not leftovers(mnt), "disk full: no temporary or lock left (%s)" % leftovers(mnt))
+            os.remove(out)
+            # Full from the start: the first save (the context) fails; nothing runs.
+            filler = os.path.join(mnt, "filler")
+            with open(filler, "wb", buffering=0) as f:
+                try:
+                    while True:
+                        f.write(b"\0" * 4096)
+                except OSError:
+                    pass
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+                                "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=120)
+            check(r.returncode == 1 and "No space left on device" in r.stderr,
+                  "full from the start: exit 1 naming the cause (%d: %s)" % (r.returncode, r.stderr.strip()))
+            check(not re.search(r"\[\d+/20\] ", r.stderr), "full from the start: no point ran")
+            check(not os.path.exists(out), "full from the start: no results file")
+            check(not leftovers(mnt), "full from the start: no temporary or lock left (%s)" % leftovers(mnt))
+    finally:
+        subprocess.run(["umount", mnt])
+        os.rmdir(mnt)
 
 
 def cold(binary):
@@ -301,7 +486,8 @@ def scripts(path, sdir):
 
 def main():
     mode = sys.argv[1]
-    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results, "scripts": scripts}[mode](*sys.argv[2:])
+    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results,
+     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1

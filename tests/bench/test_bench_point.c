@@ -2,20 +2,22 @@
 // A kernel that fails the correctness check must be reported as an error through
 // Google Benchmark and never timed; a correct kernel on the same shape is timed and
 // carries its counters. Runs bench/point.c + the gbench shim with a deliberately broken
-// kernel that is not in the registry.
+// kernel that is not in the registry. Then: a results save that fails stops the sweep —
+// no kernel runs after it — and attn_gb_run reports it.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn.h"
 #include "bench/point.h"
+#include "fileio.h"
 #include "gbench/gbench.h"
 
 static int g_broken_calls;
 
 // blocked, then one output element off by 1e-2 — well beyond the checker's tolerance.
-static int broken_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                      const float *k, const float *v, float *o, void *ws) {
+static int broken_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                      const float *v, float *o, void *ws) {
   g_broken_calls++;
   const attn_kernel *b = attn_kernel_find("blocked");
   const int rc = b->run(p, exec, q, k, v, o, ws);
@@ -27,9 +29,11 @@ static size_t broken_ws(const attn_problem *p, const attn_exec *exec) {
   return attn_kernel_workspace(attn_kernel_find("blocked"), p, exec);
 }
 
-static const attn_kernel kBroken = {
-    .name = "broken", .summary = "test only", .caps = ATTN_CAP_ALL_SHAPES,
-    .workspace = broken_ws, .run = broken_run};
+static const attn_kernel kBroken = {.name = "broken",
+                                    .summary = "test only",
+                                    .caps = ATTN_CAP_ALL_SHAPES,
+                                    .workspace = broken_ws,
+                                    .run = broken_run};
 
 typedef struct seen {
   int results, errors;
@@ -50,13 +54,45 @@ static void progress(void *user, const attn_gb_result *r, size_t done, size_t to
   }
 }
 
+// The results policy of cmd_bench in miniature: every document replaces the file.
+static bool save_to_file(void *user, const char *json, size_t len) {
+  char err[512];
+  const attn_buf part = {json, len};
+  if (attn_write_file_atomic(user, &part, 1, err, sizeof err)) return true;
+  fprintf(stderr, "save failed: %s\n", err);
+  return false;
+}
+
+static int g_counted_calls;
+static int counted_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
+                       const float *v, float *o, void *ws) {
+  g_counted_calls++;
+  return attn_kernel_find("blocked")->run(p, exec, q, k, v, o, ws);
+}
+static const attn_kernel kCounted = {.name = "counted",
+                                     .summary = "test only",
+                                     .caps = ATTN_CAP_ALL_SHAPES,
+                                     .workspace = broken_ws,
+                                     .run = counted_run};
+
+// Fails at the third save (context, first point, second point's results).
+static int g_saves, g_calls_at_failure = -1;
+static bool save_then_fail(void *user, const char *json, size_t len) {
+  (void)user;
+  (void)json;
+  (void)len;
+  if (++g_saves < 3) return true;
+  g_calls_at_failure = g_counted_calls;
+  return false;
+}
+
 static int failures;
-#define EXPECT(c)                                                     \
-  do {                                                                \
-    if (!(c)) {                                                       \
+#define EXPECT(c)                                                            \
+  do {                                                                       \
+    if (!(c)) {                                                              \
       fprintf(stderr, "%s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #c); \
-      failures++;                                                     \
-    }                                                                 \
+      failures++;                                                            \
+    }                                                                        \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -77,13 +113,17 @@ int main(int argc, char **argv) {
     pts[i].threads = 1;
     attn_bench_point_name(pts[i].kernel, &pts[i].problem, 1, pts[i].name, sizeof pts[i].name);
     states[i].point = &pts[i];
-    const attn_gb_def def = {.name = pts[i].name, .run = attn_bench_run_point,
-                             .user = &states[i], .real_time = true};
+    const attn_gb_def def = {
+        .name = pts[i].name, .run = attn_bench_run_point, .user = &states[i], .real_time = true};
     EXPECT(attn_gb_register(&def));
   }
   seen s = {0};
-  const attn_gb_run_opts opts = {.json_path = out, .display = "none", .plain_names = true,
-                                 .progress = progress, .progress_user = &s};
+  const attn_gb_run_opts opts = {.save_json = save_to_file,
+                                 .save_user = (void *)out,
+                                 .display = "none",
+                                 .plain_names = true,
+                                 .progress = progress,
+                                 .progress_user = &s};
   EXPECT(attn_gb_run(&opts) == 2);
   attn_bench_release_buffers();
   attn_bench_release_reference();
@@ -108,8 +148,36 @@ int main(int argc, char **argv) {
     EXPECT(strstr(text, "broken/B1/H4/KV2/Sq33/Skv47/D16/causal/T1") != NULL);
     EXPECT(strstr(text, "\"name\": \"blocked/B1/H4/KV2/Sq33/Skv47/D16/causal/T1\"") != NULL);
   }
+  // A failed save stops the sweep: the points after it never call their kernel.
+  attn_bench_point cp[3];
+  attn_bench_state cs[3];
+  memset(cp, 0, sizeof cp);
+  memset(cs, 0, sizeof cs);
+  for (int i = 0; i < 3; i++) {
+    cp[i].kernel = &kCounted;
+    cp[i].problem = attn_problem_make(1, 2, 2, 8 + i, 8, 16, 16, false);
+    cp[i].threads = 1;
+    attn_bench_point_name(cp[i].kernel, &cp[i].problem, 1, cp[i].name, sizeof cp[i].name);
+    cs[i].point = &cp[i];
+    const attn_gb_def def = {
+        .name = cp[i].name, .run = attn_bench_run_point, .user = &cs[i], .real_time = true};
+    EXPECT(attn_gb_register(&def));
+  }
+  seen s2 = {0};
+  const attn_gb_run_opts stop_opts = {
+      .save_json = save_then_fail, .display = "none", .progress = progress, .progress_user = &s2};
+  EXPECT(attn_gb_run(&stop_opts) == (size_t)-1);
+  attn_bench_release_buffers();
+  attn_bench_release_reference();
+  EXPECT(g_saves == 3);                           // no save attempted after the failure
+  EXPECT(g_calls_at_failure > 0);                 // the first two points ran
+  EXPECT(g_counted_calls == g_calls_at_failure);  // nothing ran after the failed save
+  EXPECT(cs[1].checked && !cs[2].checked);
+  EXPECT(s2.results == 1);  // the point whose save failed is not reported as finished
+
   if (failures) {
-    fprintf(stderr, "test_bench_point: %d failure(s); last error message: %s\n", failures, s.message);
+    fprintf(stderr, "test_bench_point: %d failure(s); last error message: %s\n", failures,
+            s.message);
     return 1;
   }
   printf("test_bench_point: broken kernel reported as an error and not timed; blocked timed\n");

@@ -19,7 +19,7 @@
 
 #include "attn.h"
 #include "check/check.h"
-#include "core/flash_plan.h"
+#include "flash/flash_plan.h"
 #include "test_util.h"
 
 typedef struct shape {

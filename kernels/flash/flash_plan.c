@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Task decomposition, workspace layout and the split-KV merge of the flash kernels
 // (see flash_plan.h). Portable C.
-#include "core/flash_plan.h"
+#include "flash/flash_plan.h"
 
 #include <math.h>
 #include <omp.h>

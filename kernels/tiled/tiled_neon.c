@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tiled__neon — single-thread tiled attention, aarch64 Advanced SIMD (4 lanes). The
-// algorithm is simd/tiled_body.h; this file only picks the register tile for 32 q
+// algorithm is tiled/tiled_body.h; this file only picks the register tile for 32 q
 // registers:  Q·Kᵀ: 8 query rows × 8 keys = 16 accumulators;  P·V: 8 rows × 8 columns.
 #include "simd/vec_neon.h"
 
@@ -11,7 +11,7 @@
 #define TILED_TKV 128
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
-#include "simd/tiled_body.h"
+#include "tiled/tiled_body.h"
 
 const attn_kernel attn_kernel_tiled__neon = {
     .name = "tiled__neon",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // flash__avx2 — OpenMP FlashAttention-2-style kernel, AVX2 + FMA (8 lanes). The
-// algorithm is flash/flash_body.h and the task split core/flash_plan.h; this file only
+// algorithm is flash/flash_body.h and the task split flash/flash_plan.h; this file only
 // picks the register tiles for 16 ymm registers:
 //   Q·Kᵀ: 6 query rows × 16 keys = 12 accumulators (+2 K vectors, 1 broadcast)
 //   P·V:  6 query rows × 16 columns = 12 accumulators (+2 V vectors, 1 broadcast)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tiled__avx2 — single-thread tiled attention, AVX2 + FMA (8 lanes). The algorithm is
-// simd/tiled_body.h; this file only picks the register tile for 16 ymm registers:
+// tiled/tiled_body.h; this file only picks the register tile for 16 ymm registers:
 //   Q·Kᵀ: 6 query rows × 16 keys = 12 accumulators;  P·V: 6 rows × 16 columns = 12.
 #include "simd/vec_avx2.h"
 
@@ -11,7 +11,7 @@
 #define TILED_TKV 256
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
-#include "simd/tiled_body.h"
+#include "tiled/tiled_body.h"
 
 const attn_kernel attn_kernel_tiled__avx2 = {
     .name = "tiled__avx2",

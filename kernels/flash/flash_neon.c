@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // flash__neon — OpenMP FlashAttention-2-style kernel, aarch64 Advanced SIMD (4 lanes).
-// The algorithm is flash/flash_body.h and the task split core/flash_plan.h; this file
+// The algorithm is flash/flash_body.h and the task split flash/flash_plan.h; this file
 // only picks the register tiles for 32 q registers:
 //   Q·Kᵀ: 8 query rows × 8 keys  = 16 accumulators (+2 K vectors, 1 broadcast)
 //   P·V:  6 query rows × 16 columns = 24 accumulators (+4 V vectors, 1 broadcast)

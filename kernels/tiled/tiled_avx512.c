@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // tiled__avx512 — single-thread tiled attention, AVX-512F (16 lanes). The algorithm is
-// simd/tiled_body.h; this file only picks the register tile for 32 zmm registers:
+// tiled/tiled_body.h; this file only picks the register tile for 32 zmm registers:
 //   Q·Kᵀ: 8 query rows × 32 keys = 16 accumulators;  P·V: 8 rows × 32 columns = 16.
 #include "simd/vec_avx512.h"
 
@@ -11,7 +11,7 @@
 #define TILED_TKV 256
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
-#include "simd/tiled_body.h"
+#include "tiled/tiled_body.h"
 
 const attn_kernel attn_kernel_tiled__avx512 = {
     .name = "tiled__avx512",

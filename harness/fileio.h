@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+//
+// fileio.h — the one place that writes output files (libc + POSIX only, part of attnnpy so
+// the tests and the cross build have it). Used by the .npy writer, the `bench` results
+// writer and the SIGINT/SIGTERM handler, so the temporary's name is known here only.
+//
+// The output contract (docs/cli.md, README "Reliability"):
+//   * an output path may name nothing yet (its directory must exist), a regular file, or a
+//     symlink that resolves to a regular file — then the TARGET is replaced and the link
+//     kept ("write through"). A directory, device node, FIFO, socket or dangling symlink
+//     is refused before any work;
+//   * an output may not be the same file (st_dev, st_ino — through symlinks and hard
+//     links) as any file the command reads;
+//   * a write goes to a temporary in the target's directory named
+//     "<target>.tmp.<pid>.<random>" (created with O_EXCL), is fsync'ed, renamed over the
+//     target, and the directory fsync'ed. On any error the temporary is removed and the
+//     target untouched; SIGINT/SIGTERM/SIGHUP remove it too (attn_fileio_catch_signals);
+//   * a long-running writer (bench) holds an exclusive flock on "<target>.lock" holding
+//     its pid; a second writer fails at once naming that pid.
+//
+// Error messages are "<path>: <reason>"; when the buffer is too small the PATH is
+// shortened (its start replaced by "...") so the reason always survives.
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Longest output path handled (the resolved target; the kernel's PATH_MAX on Linux).
+enum { ATTN_OUT_PATH_MAX = 4096 };
+
+// "<path>: <reason>" into err[len], shortening path (never the reason) to fit. Returns
+// false, so callers can `return attn_path_error(...)`.
+bool attn_path_error(char *err, size_t len, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+bool attn_path_verror(char *err, size_t len, const char *path, const char *fmt, va_list ap);
+
+// A file the command reads, for the "output equals an input" check.
+typedef struct attn_input_file {
+  const char *what;  // "--config", "Q (--q)"
+  const char *path;
+} attn_input_file;
+
+typedef struct attn_output {
+  const char *given;               // the path as the user gave it (for messages)
+  char target[ATTN_OUT_PATH_MAX];  // the file replaced: given, or a symlink's target
+  bool through_symlink;            // target came from resolving a symlink
+  int lock_fd;                     // ≥ 0 while attn_output_lock holds the lock
+  char lock_path[ATTN_OUT_PATH_MAX + 8];
+} attn_output;
+
+// Validates `path` as an output before any work (see the contract above) and probes that
+// a temporary can be created next to the target. On failure: false, err says why.
+bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file *inputs,
+                         size_t n_inputs, char *err, size_t err_len);
+
+// One piece of the file's contents.
+typedef struct attn_buf {
+  const void *data;
+  size_t len;
+} attn_buf;
+
+// Atomically replaces o->target with the concatenation of parts (see the contract).
+bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_parts, char *err,
+                       size_t err_len);
+
+// prepare (no inputs) + write: the one-shot form the .npy writer uses.
+bool attn_write_file_atomic(const char *path, const attn_buf *parts, size_t n_parts, char *err,
+                            size_t err_len);
+
+// Takes the exclusive lock "<target>.lock" (flock, non-blocking; the file holds our pid).
+// Held: false with "in use by another attnbench (pid N)". Released by attn_output_unlock
+// (which removes the lock file) or at process exit.
+bool attn_output_lock(attn_output *o, char *err, size_t err_len);
+void attn_output_unlock(attn_output *o);
+
+// Installs SIGINT/SIGTERM/SIGHUP handlers that write `message` (copied; may be NULL) to
+// stderr, remove every temporary being written and the lock file held, and _exit(128 +
+// signal). attn_fileio_release_signals restores the default actions.
+void attn_fileio_catch_signals(const char *message);
+void attn_fileio_release_signals(void);
+
+#ifdef __cplusplus
+}
+#endif
