@@ -12,6 +12,7 @@
 // The command runs in named steps: parse_options, select_cases, select_kernels, then
 // check_case per case (record per pair), print_summary.
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,9 @@
 #include "check/check.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "fileio.h"
+#include "npy.h"
+#include "qkv_inputs.h"
 #include "util.h"
 
 typedef struct kernel_tally {
@@ -64,6 +68,10 @@ typedef struct check_options {
   bool quick, verbose, progress, no_progress, list_cases;
   const char *filter;
   attn_exec exec;
+  // --o: check an output computed elsewhere (a framework, the user's own code).
+  const char *q_path, *k_path, *v_path, *o_path;
+  bool causal, scale_given;
+  double scale;
 } check_options;
 
 // Step 1: parse the command line. Returns CLI_OK or the status to exit with.
@@ -120,6 +128,21 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .kind = CLI_FLAG,
        .dest = &o->no_progress,
        .help = "never show progress"},
+      {.name = "o",
+       .kind = CLI_STRING,
+       .dest = &o->o_path,
+       .metavar = "O.npy",
+       .help = "instead of kernels: check this output (computed elsewhere) of --q/--k/--v"},
+      {.name = "q", .kind = CLI_STRING, .dest = &o->q_path, .metavar = "Q.npy",
+       .help = "with --o: queries, float32 [batch][heads][seq_q][head_dim_qk]"},
+      {.name = "k", .kind = CLI_STRING, .dest = &o->k_path, .metavar = "K.npy",
+       .help = "with --o: keys, float32 [batch][kv_heads][seq_kv][head_dim_qk]"},
+      {.name = "v", .kind = CLI_STRING, .dest = &o->v_path, .metavar = "V.npy",
+       .help = "with --o: values, float32 [batch][kv_heads][seq_kv][head_dim_v]"},
+      {.name = "causal", .kind = CLI_FLAG, .dest = &o->causal,
+       .help = "with --o: the bottom-right aligned causal mask (j <= i + seq_kv - seq_q)"},
+      {.name = "scale", .kind = CLI_DOUBLE, .dest = &o->scale, .given = &o->scale_given,
+       .metavar = "S", .help = "with --o: score scale (default 1/sqrt(head_dim_qk))"},
   };
   const cli_spec spec = {
       .command = "check",
@@ -137,6 +160,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
           "  attnbench check\n"
           "  attnbench check --quick --kernel blocked --kernel naive --verbose\n"
           "  attnbench check --kernel blocked --filter causal --list-cases\n"
+          "  attnbench check --q q.npy --k k.npy --v v.npy --o o.npy --causal\n"
           "\nexit codes: 0 every pair passed, 1 a pair failed or was inconclusive, 2 bad\n"
           "command line or unknown kernel",
       .options = opts,
@@ -297,10 +321,85 @@ static void print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, s
           n_sel, seconds, o->exec.threads);
 }
 
+// --o: an output computed outside attnbench (PyTorch, ONNX Runtime, the user's own code)
+// against the float64 reference of its inputs, with the same per-element bound and the
+// same three verdicts as every kernel. One pair: "check: pass|FAIL|inconclusive (…)" and
+// the usual closing line.
+static int check_given_output(const check_options *o) {
+  if (!o->q_path || !o->k_path || !o->v_path) {
+    fprintf(stderr, "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (o->names.count || o->quick || o->filter || o->list_cases) {
+    fprintf(stderr, "attnbench check: --o checks one given output; --kernel, --quick, --filter and "
+                    "--list-cases do not apply\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (o->scale_given && !isfinite((float)o->scale)) {
+    fprintf(stderr, "attnbench check: --scale %g does not fit in float32\n", o->scale);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  int rc = ATTNBENCH_EXIT_FAILURE;
+  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}};
+  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}};
+  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", o->v_path, {0}};
+  npy_array out = {0};
+  attn_check_prepared *pc = NULL;
+  attn_problem p;
+  char err[ATTN_OUT_PATH_MAX + 512], sb[400];
+  if (!qkv_load("check", &q) || !qkv_load("check", &k) || !qkv_load("check", &v) ||
+      !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
+    goto done;
+  if (o->scale_given) p.scale = (float)o->scale;
+  if (!npy_read_f32(o->o_path, &out, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: O: %s\n", err);
+    goto done;
+  }
+  const int64_t want[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
+  if (out.ndim != 4 || memcmp(out.shape, want, sizeof want) != 0) {
+    char wb[128];
+    fprintf(stderr, "attnbench check: O (%s) has shape %s; Q, K and V make it %s "
+                    "[batch][heads][seq_q][head_dim_v]\n", o->o_path,
+            npy_shape_string(out.ndim, out.shape, sb, sizeof sb),
+            npy_shape_string(4, want, wb, sizeof wb));
+    goto done;
+  }
+  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.data, v.a.data, err, sizeof err);
+  if (!pc) {
+    fprintf(stderr, "attnbench check: cannot compute the reference: %s\n", err);
+    goto done;
+  }
+  attn_check_result r;
+  attn_check_output(pc, out.data, &r);
+  const char *verdict = r.verdict == ATTN_CHECK_PASS   ? "pass"
+                        : r.verdict == ATTN_CHECK_FAIL ? "FAIL"
+                                                       : "inconclusive";
+  printf("check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
+         verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index,
+         r.message[0] ? "; " : "", r.message);
+  printf("%d passed, %d failed, %d inconclusive\n", r.verdict == ATTN_CHECK_PASS,
+         r.verdict == ATTN_CHECK_FAIL, r.verdict == ATTN_CHECK_INCONCLUSIVE);
+  rc = r.verdict == ATTN_CHECK_PASS ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+done:
+  attn_check_prepared_free(pc);
+  npy_free(&out);
+  npy_free(&q.a);
+  npy_free(&k.a);
+  npy_free(&v.a);
+  return rc;
+}
+
 int cmd_check(int argc, char **argv) {
   check_options o = {0};
   const cli_status st = parse_options(argc, argv, &o);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (o.o_path || o.q_path || o.k_path || o.v_path) {
+    if (!o.o_path) {
+      fprintf(stderr, "attnbench check: --q/--k/--v need --o (the output to check)\n");
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    return check_given_output(&o);
+  }
 
   attn_check_case *cases = NULL;
   size_t n_total = 0;

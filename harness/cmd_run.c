@@ -22,86 +22,9 @@
 #include "commands.h"
 #include "fileio.h"
 #include "npy.h"
+#include "qkv_inputs.h"
 #include "placement.h"  // hwloc tiles + thread binding
 #include "util.h"
-
-typedef struct named_array {
-  const char *what;    // "Q"
-  const char *layout;  // "[batch][heads][seq_q][head_dim_qk]"
-  const char *path;
-  npy_array a;
-} named_array;
-
-static bool load(named_array *t) {
-  char err[ATTN_OUT_PATH_MAX + 512], sb[400];
-  if (!npy_read_f32(t->path, &t->a, err, sizeof err)) {
-    fprintf(stderr, "attnbench run: %s: %s\n", t->what, err);
-    return false;
-  }
-  if (t->a.ndim != 4) {
-    fprintf(stderr, "attnbench run: %s (%s) must be 4-D %s, got %d-D shape %s\n", t->what, t->path,
-            t->layout, t->a.ndim, npy_shape_string(t->a.ndim, t->a.shape, sb, sizeof sb));
-    return false;
-  }
-  for (int d = 0; d < 4; d++) {
-    if (t->a.shape[d] < 1) {
-      fprintf(stderr, "attnbench run: %s (%s) has an empty dimension: shape %s %s\n", t->what,
-              t->path, npy_shape_string(4, t->a.shape, sb, sizeof sb), t->layout);
-      return false;
-    }
-  }
-  // NaN/Inf inputs would silently give NaN outputs; refuse them instead.
-  for (size_t i = 0; i < t->a.count; i++) {
-    if (!isfinite(t->a.data[i])) {
-      fprintf(stderr, "attnbench run: %s (%s) contains a non-finite value (%g) at flat index %zu\n",
-              t->what, t->path, (double)t->a.data[i], i);
-      return false;
-    }
-  }
-  return true;
-}
-
-// Derives the problem from the three shapes; false (message printed) if they disagree.
-static bool derive_problem(const named_array *q, const named_array *k, const named_array *v,
-                           bool causal, attn_problem *p) {
-  const int64_t *Q = q->a.shape, *K = k->a.shape, *V = v->a.shape;
-  char sq[128], sk[128], sv[128];
-  npy_shape_string(4, Q, sq, sizeof sq);
-  npy_shape_string(4, K, sk, sizeof sk);
-  npy_shape_string(4, V, sv, sizeof sv);
-#define MISMATCH(...)                                               \
-  do {                                                              \
-    fprintf(stderr, "attnbench run: shape mismatch: " __VA_ARGS__); \
-    fprintf(stderr,                                                 \
-            "\n  Q %s [batch][heads][seq_q][head_dim_qk]\n  K %s "  \
-            "[batch][kv_heads][seq_kv][head_dim_qk]\n"              \
-            "  V %s [batch][kv_heads][seq_kv][head_dim_v]\n",       \
-            sq, sk, sv);                                            \
-    return false;                                                   \
-  } while (0)
-  if (K[0] != Q[0])
-    MISMATCH("K batch (dim 0) is %lld but Q batch is %lld", (long long)K[0], (long long)Q[0]);
-  if (V[0] != Q[0])
-    MISMATCH("V batch (dim 0) is %lld but Q batch is %lld", (long long)V[0], (long long)Q[0]);
-  if (V[1] != K[1])
-    MISMATCH("V kv_heads (dim 1) is %lld but K kv_heads is %lld", (long long)V[1], (long long)K[1]);
-  if (V[2] != K[2])
-    MISMATCH("V seq_kv (dim 2) is %lld but K seq_kv is %lld", (long long)V[2], (long long)K[2]);
-  if (K[3] != Q[3])
-    MISMATCH("K head_dim_qk (dim 3) is %lld but Q head_dim_qk is %lld", (long long)K[3],
-             (long long)Q[3]);
-  if (Q[1] % K[1] != 0)
-    MISMATCH("Q heads (dim 1) = %lld is not a multiple of K/V kv_heads (dim 1) = %lld",
-             (long long)Q[1], (long long)K[1]);
-#undef MISMATCH
-  *p = attn_problem_make(Q[0], Q[1], K[1], Q[2], K[2], Q[3], V[3], causal);
-  char err[256];
-  if (!attn_problem_validate(p, err, sizeof err)) {
-    fprintf(stderr, "attnbench run: invalid problem: %s\n", err);
-    return false;
-  }
-  return true;
-}
 
 typedef struct run_args {
   const char *kernel_name, *q_path, *k_path, *v_path, *out_path;
@@ -373,7 +296,8 @@ int cmd_run(int argc, char **argv) {
   attn_problem p;
   attn_output out;
   if (!prepare_output(&a, &out) || !files_fit(&a, budget)) goto done;
-  if (!load(&q) || !load(&k) || !load(&v) || !derive_problem(&q, &k, &v, a.causal, &p)) goto done;
+  if (!qkv_load("run", &q) || !qkv_load("run", &k) || !qkv_load("run", &v) ||
+      !qkv_derive_problem("run", &q, &k, &v, a.causal, &p)) goto done;
   if (a.scale_given) p.scale = (float)a.scale;
   if (!problem_fits(kernel, &p, &a, budget)) goto done;
   const size_t o_elems = attn_o_elems(&p);

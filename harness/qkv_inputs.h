@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// qkv_inputs.h — reading Q, K, V (.npy, float32, 4-D) and deriving the attention problem
+// from their shapes, with messages that name the array, its file and the layout. Shared
+// by `attnbench run` (a kernel on the user's tensors) and `attnbench check --o` (an
+// output computed elsewhere, checked against the reference).
+#pragma once
+
+#include <stdbool.h>
+
+#include "attn.h"
+#include "npy.h"
+
+typedef struct named_array {
+  const char *what;    // "Q"
+  const char *layout;  // "[batch][heads][seq_q][head_dim_qk]"
+  const char *path;
+  npy_array a;
+} named_array;
+
+// Reads t->path into t->a: 4-D, no empty dimension, every element finite. False (message
+// "attnbench <cmd>: …" on stderr) otherwise; t->a is then empty or must be npy_free'd.
+bool qkv_load(const char *cmd, named_array *t);
+
+// The problem the three shapes describe (default scale); false (message printed) if they
+// disagree or the problem is invalid.
+bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array *k,
+                        const named_array *v, bool causal, attn_problem *p);
