@@ -9,6 +9,7 @@
   test_bench.py lock ATTNBENCH               a second bench on the same --out fails at once
   test_bench.py diskfull ATTNBENCH           the first failed save stops the sweep (tmpfs;
                                              exit 77 = skipped where mounting fails)
+  test_bench.py filter ATTNBENCH             --benchmark_filter on the displayed names
   test_bench.py results RESULTS.json         context and counters of a ci.ini run
   test_bench.py scripts RESULTS.json DIR     plot.py / compare.py / summary.py on it
 """
@@ -389,6 +390,84 @@ def cold(binary):
         check(copies["cold"] == 64, "a tiny cold point rotates over 64 copies (%s)" % copies["cold"])
 
 
+FILTER_CFG = """[s]
+kernels = all
+heads = 2
+head_dim = 8
+seq_len = 4, 8
+causal = false, true
+threads = 1, 2
+"""
+
+
+def dry_names(binary, cfg, *extra):
+    r = subprocess.run([binary, "bench", "--config", cfg, "--dry-run"] + list(extra),
+                       capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    return r, [ln.split()[0] for ln in lines[:-1]], lines[-1] if lines else ""
+
+
+def filter_(binary):
+    """--benchmark_filter matches the names users see (anchors work), --dry-run and the
+    plan line apply it, a filter matching nothing (or not a regex) fails with no file."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "f.ini")
+        with open(cfg, "w") as f:
+            f.write(FILTER_CFG)
+        r, every, total = dry_names(binary, cfg)
+        check(r.returncode == 0 and len(every) > 8, "unfiltered dry run lists the points (%s)" % r.stderr)
+        check(total.startswith("%d points;" % len(every)), "unfiltered plan line counts every point (%s)" % total)
+        t1 = [n for n in every if n.endswith("/T1")]
+        check(t1 and len(t1) < len(every), "the config has T1 and T2 points")
+        # '$' anchors at the end of the displayed name (no hidden /min_time:... suffix)
+        r, names, total = dry_names(binary, cfg, "--benchmark_filter=/T1$")
+        check(r.returncode == 0, "'/T1$' is accepted (%s)" % r.stderr.strip())
+        check(names == t1, "'/T1$' selects exactly the T1 points (%d of %d, want %d)"
+              % (len(names), len(every), len(t1)))
+        check(total.startswith("%d points;" % len(t1)), "the dry run's plan line counts the filtered points (%s)" % total)
+        # '^' anchors at the start: "^blocked/" but not "^locked/"
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=^blocked/.*/causal/T1$")
+        want = [n for n in every if n.startswith("blocked/") and n.endswith("/causal/T1")]
+        check(r.returncode == 0 and names == want and len(want) == 2, "'^blocked/.*/causal/T1$' selects %s (got %s)" % (want, names))
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=^locked/")
+        check(r.returncode == 2 and not names, "'^locked/' matches nothing: exit 2 (got %d)" % r.returncode)
+        # a leading '-' negates: the complement of '/T1$'
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=-/T1$")
+        check(r.returncode == 0 and names == [n for n in every if n not in t1], "'-/T1$' selects the T2 points")
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=all")
+        check(names == every, "'all' selects every point")
+        # a filter that matches nothing: exit 2, a message, no results file, nothing run
+        out = os.path.join(d, "none.json")
+        for flt in ("nomatch", "/T3$", "-."):
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--quiet",
+                                "--benchmark_min_time=0.001", "--benchmark_filter=" + flt],
+                               capture_output=True, text=True, timeout=60)
+            check(r.returncode == 2, "filter %r matching nothing exits 2 (got %d)" % (flt, r.returncode))
+            check("matches none of the %d points" % len(every) in r.stderr,
+                  "filter %r: the message says so (%s)" % (flt, r.stderr.strip()))
+            check(not os.path.exists(out) and not os.path.exists(out + ".lock"),
+                  "filter %r: no results file" % flt)
+        r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--benchmark_filter=(T1"],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "not a valid regular expression" in r.stderr and not os.path.exists(out),
+              "an invalid regex exits 2 with a message (%d: %s)" % (r.returncode, r.stderr.strip()))
+        # a real run: only the selected points, counted in the plan line, in the file
+        out = os.path.join(d, "sel.json")
+        flt = "^blocked/.*/T1$|^naive/B1/H2/KV2/Sq8/Skv8/D8/causal/T1$"
+        want = [n for n in every if re.search(flt, n)]
+        r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+                            "--benchmark_min_time=0.001", "--benchmark_filter=" + flt],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, "a filtered run succeeds (%s)" % r.stderr.strip())
+        check("%d points planned" % len(want) in r.stderr, "the plan line counts %d points (%s)"
+              % (len(want), r.stderr.strip()))
+        with open(out) as f:
+            doc = json.load(f)
+        got = [b["name"] for b in doc["benchmarks"]]
+        check(got == want, "the results file has exactly the selected points (%s)" % got)
+        check(doc["context"].get("benchmark_filter") == flt, "the context records the filter")
+
+
 def strict_constant(c):
     raise ValueError("non-standard JSON constant %s" % c)
 
@@ -487,7 +566,7 @@ def scripts(path, sdir):
 def main():
     mode = sys.argv[1]
     {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results,
-     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull}[mode](*sys.argv[2:])
+     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1
