@@ -7,7 +7,7 @@
 // Ctrl-C or a crash keeps every point finished so far; the run holds a lock on
 // "<out>.lock" so a second bench on the same file fails at once; the first save that
 // fails (disk full, ...) stops the sweep. Progress goes to stderr:
-//     [k/N] name  time  GFLOP/s  % peak  cv  ETA
+//     [k/N] name  time  GFLOP/s  % peak  % roofline (bandwidth|FMA)  cv  ETA
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
 // for memory) — it is in the file with error_occurred — or the results could not be
 // saved, or --out is in use; 2 bad command line or config.
@@ -71,13 +71,17 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
             eta);
     return;
   }
-  char t[32], cv[32] = "", pk[32] = "";
+  char t[32], cv[32] = "", pk[32] = "", roof[48] = "";
   format_time(r->seconds, t, sizeof t);
   if (r->cv >= 0) snprintf(cv, sizeof cv, "  cv %.1f%%", 100 * r->cv);
   const double pct = attn_gb_result_counter(r, "%peak", -1);
   if (pct >= 0) snprintf(pk, sizeof pk, "  %5.1f%% peak", pct);
-  fprintf(stderr, "[%zu/%zu] %s  %s  %.2f GFLOP/s%s%s  ETA %s\n", done, total, r->name, t,
-          attn_gb_result_counter(r, "GFLOP/s", 0), pk, cv, eta);
+  const double rl = attn_gb_result_counter(r, "%roofline", -1);
+  if (rl >= 0)
+    snprintf(roof, sizeof roof, "  %5.1f%% roofline (%s)", rl,
+             attn_gb_result_counter(r, "memory_bound", 0) > 0 ? "bandwidth" : "FMA");
+  fprintf(stderr, "[%zu/%zu] %s  %s  %.2f GFLOP/s%s%s%s  ETA %s\n", done, total, r->name, t,
+          attn_gb_result_counter(r, "GFLOP/s", 0), pk, roof, cv, eta);
 }
 
 // ── options ─────────────────────────────────────────────────────────────────────────
@@ -352,9 +356,11 @@ static bool plan_memory(attn_bench_plan *plan, attn_bench_state *states, bool dr
 static void register_points(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a) {
   for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
-    if (!a->no_probe)
+    if (!a->no_probe) {  // memoised: measured once per (ISA, threads) / threads
       s->peak_gflops =
           attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
+      s->bandwidth_gbs = attn_bench_read_bandwidth(s->point->threads);
+    }
     const attn_gb_def def = {
         .name = s->point->name,
         .run = attn_bench_run_point,

@@ -487,7 +487,8 @@ def results(path):
         check(key in ctx and ctx[key] != "", "context has %s" % key)
     check(any(k.startswith("binding_T") for k in ctx), "context has the binding")
     check(any(k.startswith("peak_fma_gflops_") for k in ctx), "context has measured FMA peaks")
-    check(any(k.startswith("read_bandwidth_gbs_T") for k in ctx), "context has the read bandwidth")
+    for t in {int(b["kernel_threads"]) for b in doc["benchmarks"] if b.get("run_type") == "iteration"}:
+        check("read_bandwidth_gbs_T%d" % t in ctx, "context has the read bandwidth at %d threads" % t)
     runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
     check(len(runs) > 0, "there are benchmark runs")
     check(not any(b.get("error_occurred") for b in runs), "no point failed its check")
@@ -504,6 +505,25 @@ def results(path):
             expect = b["flop"] / secs / 1e9
             check(abs(b["GFLOP/s"] - expect) <= 1e-6 * expect + 1e-9,
                   "%s: GFLOP/s = flop / real time" % b["name"])
+        for c in ("%roofline", "memory_bound", "roofline_GFLOP/s", "read_bw_GB/s", "peak_GFLOP/s"):
+            check(c in b, "%s has counter %s" % (b["name"], c))
+        if all(c in b for c in ("%roofline", "memory_bound", "read_bw_GB/s", "peak_GFLOP/s", "flop", "bytes")):
+            # scored against the right limit, measured in this run at the point's threads
+            bw_ctx = float(ctx.get("read_bandwidth_gbs_T%d" % b["kernel_threads"], "nan"))
+            check(abs(b["read_bw_GB/s"] - bw_ctx) <= 0.051, "%s: bandwidth of its thread count (%s vs %s)"
+                  % (b["name"], b["read_bw_GB/s"], bw_ctx))
+            t_fma = b["flop"] / (b["peak_GFLOP/s"] * 1e9)
+            t_mem = b["bytes"] / (b["read_bw_GB/s"] * 1e9)
+            secs = b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[b["time_unit"]]
+            expect = 100 * max(t_fma, t_mem) / secs
+            check(abs(b["%roofline"] - expect) <= 1e-6 * expect, "%s: %%roofline = roofline time / time"
+                  % b["name"])
+            check(b["memory_bound"] == (1 if t_mem > t_fma else 0), "%s: the limit is the larger term" % b["name"])
+            attain = min(b["peak_GFLOP/s"], b["flop"] / b["bytes"] * b["read_bw_GB/s"])
+            check(abs(b["roofline_GFLOP/s"] - attain) <= 1e-9 * attain, "%s: attainable = min(peak, AI x bw)"
+                  % b["name"])
+            if b["Sq"] == 1:  # decode: ~1 flop per byte is below any ridge point
+                check(b["memory_bound"] == 1, "%s: a decode point is bandwidth-bound" % b["name"])
         want = "%s/B%d/H%d/KV%d/Sq%d/Skv%d/D%d" % (b["label"], b["B"], b["H"], b["KV"], b["Sq"],
                                                   b["Skv"], b["Dqk"])
         check(b["name"].startswith(want), "%s: name matches its counters" % b["name"])
