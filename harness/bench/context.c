@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/point.h"
+#include "cpu_ident.h"
 #include "gbench/gbench.h"
 #include "peak/bandwidth.h"
 #include "peak/peak.h"
@@ -148,6 +149,17 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
     attn_gb_add_context("config_text", text);
   }
   ctx("cpu_model", "%s", t->cpu_model);
+  // What the CPU is, for comparing machines (cpu_ident.h): the brand string above may be
+  // generic under a hypervisor.
+  const attn_cpu_ident *id = attn_cpu_ident_get();
+  ctx("cpu_vendor", "%s", id->vendor);
+  ctx("cpu_family", "%d", id->family);
+  ctx("cpu_model_number", "%d", id->model);
+  ctx("cpu_stepping", "%d", id->stepping);
+  if (id->variant >= 0) ctx("cpu_variant", "%d", id->variant);
+  ctx("cpu_uarch", "%s", id->uarch);
+  if (id->note[0]) ctx("cpu_uarch_note", "%s", id->note);
+  ctx("cpu_hypervisor", "%s", id->hypervisor ? "yes" : "no");
   ctx("isa", "%s", attn_isa_names(attn_cpu_features(), buf, sizeof buf));
   attn_topology_summary(t, buf, sizeof buf);
   ctx("topology", "%s", buf);

@@ -11,6 +11,7 @@
                                              exit 77 = skipped where mounting fails)
   test_bench.py filter ATTNBENCH             --benchmark_filter on the displayed names
   test_bench.py results RESULTS.json         context and counters of a ci.ini run
+  test_bench.py cpu ATTNBENCH RESULTS.json   `info` prints the CPU identity the context has
   test_bench.py scripts RESULTS.json DIR     plot.py / compare.py / summary.py on it
 """
 import json
@@ -531,6 +532,42 @@ def results(path):
     check({"mean", "median", "stddev", "cv"} <= aggs, "repetitions give mean/median/stddev/cv")
 
 
+CPU_KEYS = ("cpu_vendor", "cpu_family", "cpu_model_number", "cpu_stepping", "cpu_uarch", "cpu_hypervisor")
+
+
+def cpu(binary, path):
+    """The results context records vendor, family, model, stepping and the implied
+    microarchitecture; `attnbench info` prints the same; on Linux x86 they are the
+    kernel's /proc/cpuinfo fields."""
+    with open(path) as f:
+        ctx = json.load(f)["context"]
+    for k in CPU_KEYS:
+        check(ctx.get(k, "") != "", "context has %s" % k)
+    r = subprocess.run([binary, "info", "--no-peak"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "info runs (%s)" % r.stderr.strip())
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("cpu id:")]
+    check(len(line) == 1, "info prints a 'cpu id:' line")
+    if line and all(k in ctx for k in CPU_KEYS):
+        check(("-> %s" % ctx["cpu_uarch"]) in line[0], "info names the uarch of the context (%s)" % line[0])
+        if ctx["cpu_vendor"] in ("GenuineIntel", "AuthenticAMD", "HygonGenuine"):
+            want = "%s family %s model %s stepping %s" % (ctx["cpu_vendor"], ctx["cpu_family"],
+                                                          ctx["cpu_model_number"], ctx["cpu_stepping"])
+            check(want in line[0], "info prints %s (%s)" % (want, line[0]))
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]
+    except OSError:
+        return
+    fields = dict((a.strip(), b.strip()) for a, _, b in (ln.partition(":") for ln in first.splitlines()))
+    if "vendor_id" in fields:
+        check(fields["vendor_id"] == ctx.get("cpu_vendor"), "cpu_vendor is /proc/cpuinfo's vendor_id")
+        check(fields.get("cpu family") == ctx.get("cpu_family"), "cpu_family is /proc/cpuinfo's")
+        check(fields.get("model") == ctx.get("cpu_model_number"), "cpu_model_number is /proc/cpuinfo's")
+        check(fields.get("stepping") == ctx.get("cpu_stepping"), "cpu_stepping is /proc/cpuinfo's")
+        flags = fields.get("flags", "").split()
+        check(("hypervisor" in flags) == (ctx.get("cpu_hypervisor") == "yes"), "cpu_hypervisor is the flag")
+
+
 def scripts(path, sdir):
     py = "/usr/bin/python3"
     with tempfile.TemporaryDirectory() as d:
@@ -586,7 +623,7 @@ def scripts(path, sdir):
 def main():
     mode = sys.argv[1]
     {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results,
-     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_}[mode](*sys.argv[2:])
+     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_, "cpu": cpu}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1
