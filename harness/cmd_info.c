@@ -134,7 +134,8 @@ int cmd_info(int argc, char **argv) {
   const attn_cpu_ident *id = attn_cpu_ident_get();
   char ident[96];
   attn_cpu_ident_format(id, ident, sizeof ident);
-  printf("cpu id:     %s -> %s%s\n", ident, id->uarch, id->hypervisor ? " (under a hypervisor)" : "");
+  printf("cpu id:     %s -> %s%s\n", ident, id->uarch,
+         id->hypervisor ? " (under a hypervisor)" : "");
   if (id->note[0]) printf("            note: %s\n", id->note);
   printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """A short table from an `attnbench bench` results file: for every shape, the fastest
-kernel (any thread count), its GFLOP/s and % of peak, and its speed-up over the `blas`
-baseline (blas's best thread count for that shape), plus the geometric-mean speed-up.
+kernel (any thread count), its GFLOP/s and GB/s, its % of roofline and the limit that
+applies (bandwidth for decode, FMA for prefill: attnresults.py), and its speed-up over
+the `blas` baseline (blas's best thread count for that shape), plus the geometric-mean
+speed-up.
 
 usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
 """
@@ -33,7 +35,8 @@ def main(argv=None):
     if not shapes:
         print("summary.py: no successful points in %s" % args.results, file=sys.stderr)
         return 1
-    print("%s — %s, %s" % (args.results, context.get("cpu_model", "?"), context.get("isa", "?")))
+    m = attnresults.machine(context)
+    print("%s — %s (%s), %s" % (args.results, m["cpu"], m["uarch"], context.get("isa", "?")))
     rows = []
     speedups = []
     for shape, pts in shapes.items():
@@ -44,15 +47,19 @@ def main(argv=None):
         if su:
             speedups.append(su)
         rows.append((best.shape_label(), "%s T%d" % (best.kernel, best.threads), best.gflops,
-                     best.get("%peak"), base_best.gflops if base_best else None, su))
+                     best.get("GB/s"), best.roofline_pct(context), best.limit(context),
+                     base_best.gflops if base_best else None, su))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
-    print("%-*s  %-*s  %9s  %6s  %9s  %8s" % (w0, "shape", w1, "best kernel", "GFLOP/s", "%peak",
-                                            args.baseline, "speedup"))
-    for label, kern, g, pk, bg, su in rows:
-        print("%-*s  %-*s  %9.2f  %6s  %9s  %8s" % (
-            w0, label, w1, kern, g, "-" if pk is None else "%.1f" % pk,
+    print("%-*s  %-*s  %9s  %7s  %6s  %-9s  %9s  %8s" % (
+        w0, "shape", w1, "best kernel", "GFLOP/s", "GB/s", "%roof", "limit", args.baseline, "speedup"))
+    for label, kern, g, gb, rl, lim, bg, su in rows:
+        print("%-*s  %-*s  %9.2f  %7s  %6s  %-9s  %9s  %8s" % (
+            w0, label, w1, kern, g, "-" if gb is None else "%.2f" % gb,
+            "-" if rl is None else "%.1f" % rl, lim or "-",
             "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su))
+    print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
+          "bandwidth) as measured in this run (limit: the larger term)")
     if speedups:
         print("geometric-mean speed-up of the best kernel over %s: %.2fx over %d shapes"
               % (args.baseline, attnresults.geomean(speedups), len(speedups)))
