@@ -182,8 +182,8 @@ def main(argv=None):
     for i in range(1, len(files)):
         header += "  |%d: %10s %6s%s %7s %-36s %-7s" % (
             i, "time", "cv", " %-*s" % (kw, "kernel") if kw else "", "speedup",
-            " = hardware limit x kernel efficiency", "")
-    print(header)
+            "= hardware limit x kernel efficiency", "")
+    print(header.rstrip())
     flagged = {"faster": 0, "SLOWER": 0}
     shown = 0
     for name, a in base.items():
@@ -206,9 +206,9 @@ def main(argv=None):
             flagged[v] = flagged.get(v, 0) + 1
             ocv = "-" if o.cv is None else "%.1f%%" % (100 * o.cv)
             d = decompose(a, base_ctx, o, octx)
-            split = " = %5.2fx limit x %5.2fx efficiency" % (d[1], d[2]) if d else " " * 36
-            line += "  |   %10s %6s%s %6.2fx%s %-7s" % (fmt_time(o.median_s), ocv, who(o),
-                                                        a.median_s / o.median_s, split, v)
+            split = ("= %.2fx limit x %.2fx efficiency" % (d[1], d[2]) if d else "").ljust(36)
+            line += "  |   %10s %6s%s %6.2fx %s %-7s" % (fmt_time(o.median_s), ocv, who(o),
+                                                         a.median_s / o.median_s, split, v)
         print(line.rstrip())
         shown += 1
     print("%d points compared; %d faster, %d SLOWER beyond noise (speedup = base time / time"
