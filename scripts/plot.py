@@ -94,7 +94,8 @@ def yerr(points, values):
 
 def series_plot(points, metric, ylabel, title, path, context=None, mark_limit=False):
     """metric(point) -> value or None."""
-    ok = [p for p in points if not p.error and metric(p) is not None]
+    # entries without a shape (e.g. external baselines that carry only a label) have no x
+    ok = [p for p in points if not p.error and metric(p) is not None and p.get("Sq") and p.get("Skv")]
     if not ok:
         return False
     panels = {}
@@ -146,7 +147,7 @@ def series_plot(points, metric, ylabel, title, path, context=None, mark_limit=Fa
 
 
 def roofline(points, context, title, path):
-    ok = [p for p in points if not p.error and p.gflops and p.get("bytes")]
+    ok = [p for p in points if not p.error and p.gflops and p.get("bytes") and p.get("flop")]
     if not ok:
         return False
     fig, ax = plt.subplots(figsize=(7.5, 5.2))

@@ -707,6 +707,10 @@ def synthetic(sdir):
         ext = synth_point("torch_sdpa", (1, 8, 8, 2048, 2048, 64), 2, 1e9, 1e6, jitter(0.02), 100.0, 20.0)
         for e in ext:
             e["baseline"] = 1
+        # and one with nothing but a label, a time and its own counters
+        ext.append({"name": "ort/attention", "run_name": "ort/attention", "run_type": "iteration",
+                    "real_time": 3.0, "time_unit": "ms", "label": "onnxruntime", "baseline": 1,
+                    "GFLOP/s": 12.5, "iterations": 5})
         synth_file(a, MACHINE_A, extra=ext)
         synth_file(b, MACHINE_B)
         synth_file(b_old, MACHINE_B, roofline_counters=False)  # files from before %roofline
@@ -749,6 +753,10 @@ def synthetic(sdir):
             bw_row = [ln for ln in out.splitlines() if ln.startswith("read bandwidth T2")]
             check(peak_row and peak_row[0].split()[-2:] == ["100.0", "80.0"], "peaks side by side (%s)" % peak_row)
             check(bw_row and bw_row[0].split()[-2:] == ["20.0", "25.0"], "bandwidths side by side (%s)" % bw_row)
+        for script, args in (("summary.py", [a]), ("compare.py", [a, b]), ("compare.py", [a, a, "--by-shape"]),
+                             ("compare.py", [a, b, "--all", "--csv", os.path.join(d, "x.csv")])):
+            r = subprocess.run([py, os.path.join(sdir, script)] + args, capture_output=True, text=True)
+            check(r.returncode == 0, "%s %s tolerates external-baseline entries (%s)" % (script, args[1:], r.stderr.strip()))
         # summary: %roofline and the limit, not % of FMA peak, for decode
         r = subprocess.run([py, os.path.join(sdir, "summary.py"), b], capture_output=True, text=True)
         check(r.returncode == 0, "summary.py runs on the synthetic file (%s)" % r.stderr.strip())
