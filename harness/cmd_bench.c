@@ -10,7 +10,8 @@
 //     [k/N] name  time  GFLOP/s  % peak  % roofline (bandwidth|FMA)  cv  ETA
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
 // for memory) — it is in the file with error_occurred — or the results could not be
-// saved, or --out is in use; 2 bad command line or config.
+// saved, or --out is in use; 2 bad command line or config, or a --benchmark_filter that
+// is not a regex or selects no point (select_points).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <regex.h>
