@@ -7,12 +7,14 @@
 // Ctrl-C or a crash keeps every point finished so far; the run holds a lock on
 // "<out>.lock" so a second bench on the same file fails at once; the first save that
 // fails (disk full, ...) stops the sweep. Progress goes to stderr:
-//     [k/N] name  time  GFLOP/s  % peak  cv  ETA
+//     [k/N] name  time  GFLOP/s  % peak  % roofline (bandwidth|FMA)  cv  ETA
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
 // for memory) — it is in the file with error_occurred — or the results could not be
-// saved, or --out is in use; 2 bad command line or config.
+// saved, or --out is in use; 2 bad command line or config, or a --benchmark_filter that
+// is not a regex or selects no point (select_points).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,13 +72,17 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
             eta);
     return;
   }
-  char t[32], cv[32] = "", pk[32] = "";
+  char t[32], cv[32] = "", pk[32] = "", roof[48] = "";
   format_time(r->seconds, t, sizeof t);
   if (r->cv >= 0) snprintf(cv, sizeof cv, "  cv %.1f%%", 100 * r->cv);
   const double pct = attn_gb_result_counter(r, "%peak", -1);
   if (pct >= 0) snprintf(pk, sizeof pk, "  %5.1f%% peak", pct);
-  fprintf(stderr, "[%zu/%zu] %s  %s  %.2f GFLOP/s%s%s  ETA %s\n", done, total, r->name, t,
-          attn_gb_result_counter(r, "GFLOP/s", 0), pk, cv, eta);
+  const double rl = attn_gb_result_counter(r, "%roofline", -1);
+  if (rl >= 0)
+    snprintf(roof, sizeof roof, "  %5.1f%% roofline (%s)", rl,
+             attn_gb_result_counter(r, "memory_bound", 0) > 0 ? "bandwidth" : "FMA");
+  fprintf(stderr, "[%zu/%zu] %s  %s  %.2f GFLOP/s%s%s%s  ETA %s\n", done, total, r->name, t,
+          attn_gb_result_counter(r, "GFLOP/s", 0), pk, roof, cv, eta);
 }
 
 // ── options ─────────────────────────────────────────────────────────────────────────
@@ -87,6 +93,7 @@ typedef struct bench_args {
   bool dry_run, no_probe, quiet;
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
+  const char *filter;  // --benchmark_filter (NULL: every point)
   bool color, user_reps, user_min_time, user_aggr;
   // the rest, for Google Benchmark (argv[0] first)
   char *gb_argv[CLI_LIST_MAX + 2];
@@ -143,7 +150,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       .summary = "benchmark kernels over a sweep config with Google Benchmark; JSON results",
       .epilog =
           "Google Benchmark flags pass through, e.g. --benchmark_repetitions=10,\n"
-          "--benchmark_min_time=0.5, --benchmark_filter=REGEX, --benchmark_format=console.\n"
+          "--benchmark_min_time=0.5, --benchmark_format=console.\n"
+          "--benchmark_filter=REGEX selects points by the names --dry-run prints (POSIX\n"
+          "extended regex; ^ and $ anchor on those names; a leading '-' negates); a filter\n"
+          "matching no point is an error (exit 2).\n"
           "Config format, counters and results files: docs/benchmarking.md",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
@@ -172,6 +182,8 @@ static int split_benchmark_flags(char *argv0, bench_args *a) {
         fprintf(stderr, "attnbench bench: results files are JSON (--benchmark_out_format=json)\n");
         return ATTNBENCH_EXIT_USAGE;
       }
+    } else if (starts_with(f, "--benchmark_filter=")) {
+      a->filter = value_of(f);  // ours (select_points); the last one given wins
     } else if (starts_with(f, "--benchmark_color")) {
       a->color = strcmp(value_of(f), "false") != 0 && strcmp(value_of(f), "no") != 0;
     } else {
@@ -213,6 +225,47 @@ static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, 
                                .thread_count = a->threads.count,
                                .physical_cores = attn_bench_physical_cores()};
   return true;
+}
+
+// ── --benchmark_filter ─────────────────────────────────────────────────────────────
+// The filter selects points by the names users see (attn_bench_point.name, e.g.
+// "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/noncausal/T2"), never Google Benchmark's
+// internal names (which carry "/min_time:…/repeats:…/real_time"), so ^ and $ anchor on
+// the displayed name. It is a POSIX extended regular expression (regcomp REG_EXTENDED),
+// searched anywhere in the name unless anchored; as in Google Benchmark, "" and "all"
+// select everything and a leading '-' selects the points that do NOT match. Points not
+// selected are dropped from the plan before anything is printed, planned or registered;
+// the filter is not passed on to Google Benchmark.
+// Returns -1 to go on, else the exit code (2: bad regex, or no point matches).
+static int select_points(const char *filter, attn_bench_plan *plan) {
+  if (!filter || !*filter || strcmp(filter, "all") == 0) return -1;
+  const bool negate = filter[0] == '-';
+  const char *pattern = negate ? filter + 1 : filter;
+  regex_t re;
+  const int rc = regcomp(&re, *pattern ? pattern : ".", REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    char why[128];
+    regerror(rc, &re, why, sizeof why);
+    fprintf(stderr,
+            "attnbench bench: --benchmark_filter '%s' is not a valid regular expression: %s\n",
+            filter, why);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  const size_t before = plan->count;
+  size_t kept = 0;
+  for (size_t i = 0; i < plan->count; i++)
+    if ((regexec(&re, plan->points[i].name, 0, NULL, 0) == 0) != negate)
+      plan->points[kept++] = plan->points[i];  // plain structs: compacting in place is safe
+  regfree(&re);
+  plan->count = kept;
+  if (kept == 0) {  // nothing was moved: points[0] is still the config's first point
+    fprintf(stderr,
+            "attnbench bench: --benchmark_filter '%s' matches none of the %zu points of the "
+            "config (names as --dry-run prints them, e.g. %s)\n",
+            filter, before, before ? plan->points[0].name : "(none)");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  return -1;
 }
 
 // ── the results file ────────────────────────────────────────────────────────────────
@@ -304,9 +357,11 @@ static bool plan_memory(attn_bench_plan *plan, attn_bench_state *states, bool dr
 static void register_points(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a) {
   for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
-    if (!a->no_probe)
+    if (!a->no_probe) {  // memoised: measured once per (ISA, threads) / threads
       s->peak_gflops =
           attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
+      s->bandwidth_gbs = attn_bench_read_bandwidth(s->point->threads);
+    }
     const attn_gb_def def = {
         .name = s->point->name,
         .run = attn_bench_run_point,
@@ -344,6 +399,7 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
 
   if (!a->quiet && !a->no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
   attn_bench_add_context(plan, a->config, !a->no_probe);
+  if (a->filter) attn_gb_add_context("benchmark_filter", a->filter);
   register_points(plan, states, a);
 
   pg.start = attn_now_seconds();
@@ -384,7 +440,13 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "%s\n", err);
     return ATTNBENCH_EXIT_USAGE;
   }
-  attn_bench_state *states = calloc(plan.count ? plan.count : 1, sizeof *states);
+  attn_bench_state *states = NULL;
+  rc = select_points(a.filter, &plan);
+  if (rc >= 0) {
+    attn_bench_plan_free(&plan);
+    return rc;
+  }
+  states = calloc(plan.count ? plan.count : 1, sizeof *states);
   if (!attn_gb_init(&a.gb_argc, a.gb_argv)) {
     rc = ATTNBENCH_EXIT_USAGE;
   } else if (!states) {

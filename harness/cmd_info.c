@@ -13,6 +13,7 @@
 #include "cli_args.h"
 #include "topology.h"
 #include "commands.h"
+#include "cpu_ident.h"
 #include "peak.h"
 #include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
 
@@ -130,6 +131,12 @@ int cmd_info(int argc, char **argv) {
   const uint32_t isa = attn_cpu_features();
   const int threads = omp_get_max_threads();
   printf("cpu:        %s\n", model);
+  const attn_cpu_ident *id = attn_cpu_ident_get();
+  char ident[96];
+  attn_cpu_ident_format(id, ident, sizeof ident);
+  printf("cpu id:     %s -> %s%s\n", ident, id->uarch,
+         id->hypervisor ? " (under a hypervisor)" : "");
+  if (id->note[0]) printf("            note: %s\n", id->note);
   printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
   printf("compiled:   %s\n", attn_isa_names(compiled_isas(), compiled, sizeof compiled));

@@ -6,7 +6,16 @@ benchmark point. Shared by plot.py, compare.py and summary.py.
 Shapes come from the counters (B, H, KV, Sq, Skv, Dqk, Dv, causal, kernel_threads) and
 the kernel from the label, so nothing parses benchmark names. With repetitions the
 record holds the median (Google Benchmark's "median" aggregate) and the spread of the
-repetitions; without, the single run.
+repetitions; without, the single run. Entries and counters this module does not know
+(e.g. external baselines with `baseline = 1`) are kept and ignored.
+
+The roofline score: a point's roofline time is
+    t_roof = max(flop / FMA peak, bytes / read bandwidth)
+with the peak of the kernel's ISA at its thread count and the bandwidth measured at that
+thread count, both from the same run (the `roofline_GFLOP/s` counter = flop / t_roof;
+files without it fall back to the `peak_GFLOP/s` counter and the context's
+read_bandwidth_gbs_T<threads>). % of roofline = 100 · t_roof / median time, and the limit
+is "bandwidth" when the bytes term is the larger (decode), else "FMA" (prefill).
 """
 import json
 import math
@@ -41,6 +50,46 @@ class Point:
     @property
     def gflops(self):
         return self.counters.get("GFLOP/s")
+
+    def attainable_gflops(self, context=None):
+        """min(FMA peak, intensity x read bandwidth) for this point, or None if unknown."""
+        a = self.counters.get("roofline_GFLOP/s")
+        if a:
+            return a
+        peak, flop, nbytes = (self.counters.get(k) for k in ("peak_GFLOP/s", "flop", "bytes"))
+        bw = bandwidths(context or {}).get(self.threads)
+        if not (peak and bw and flop and nbytes):
+            return None
+        return min(peak, flop / nbytes * bw)
+
+    def roofline_s(self, context=None):
+        """The roofline time t_roof in seconds, or None."""
+        a = self.attainable_gflops(context)
+        flop = self.counters.get("flop")
+        return flop / (a * 1e9) if a and flop else None
+
+    def roofline_pct(self, context=None):
+        """100 * t_roof / median time, or None."""
+        t = self.roofline_s(context)
+        return 100.0 * t / self.median_s if t and self.median_s and not self.error else None
+
+    def limit(self, context=None):
+        """'bandwidth' or 'FMA' (which roofline term is the larger), or None."""
+        if "memory_bound" in self.counters:
+            return "bandwidth" if self.counters["memory_bound"] >= 0.5 else "FMA"
+        a = self.attainable_gflops(context)
+        peak = self.counters.get("peak_GFLOP/s")
+        if not a or not peak:
+            return None
+        return "bandwidth" if a < peak else "FMA"
+
+    def spread(self, value):
+        """(low, high) of a per-iteration rate (GFLOP/s, % of roofline: value at the median
+        time) over the repetitions, which scale as 1 / time; None without repetitions."""
+        if value is None or len(self.times) < 2 or not self.median_s:
+            return None
+        vals = [value * self.median_s / t for t in self.times if t > 0]
+        return (min(vals), max(vals)) if vals else None
 
     def shape_label(self):
         c = self.counters
@@ -126,3 +175,14 @@ def bandwidths(context):
 def geomean(xs):
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def machine(context):
+    """What a results file says about its CPU: {"cpu", "uarch", "id", "hypervisor"}."""
+    ident = "?"
+    if context.get("cpu_vendor"):
+        ident = "%s family %s model %s stepping %s" % (
+            context.get("cpu_vendor"), context.get("cpu_family", "?"),
+            context.get("cpu_model_number", "?"), context.get("cpu_stepping", "?"))
+    return {"cpu": context.get("cpu_model", "?"), "uarch": context.get("cpu_uarch", "uarch not recorded"),
+            "id": ident, "hypervisor": context.get("cpu_hypervisor", "?")}

@@ -15,6 +15,18 @@ its fastest successful point per shape (any kernel, any thread count; the kernel
 shown): "best of A vs best of B", e.g. two machines, or two single-kernel runs
 (`bench --kernel flash__avx512 --out a.json`, `bench --kernel blas --out b.json`).
 
+Machines: the header shows each file's CPU (brand string, the microarchitecture its
+vendor/family/model/stepping imply, and those numbers), its measured FMA peaks and read
+bandwidths side by side. Each point's speed-up (time of the first file / time of the
+other) is split into what the hardware's limit explains and what the kernel's
+efficiency does, an exact product:
+
+    speedup = tA / tB = (t_roof,A / t_roof,B) * (eff_B / eff_A),   eff = t_roof / t
+
+printed as "0.57x = 0.80x limit x 0.71x efficiency", where t_roof = max(flop / FMA
+peak, bytes / read bandwidth) is each point's roofline time on its own machine (the
+limit ratio is that of the bound that applies there) and eff its % of roofline / 100.
+
 usage: scripts/compare.py A.json B.json [C.json ...] [--by-shape] [--csv results.csv] [--all]
 """
 import argparse
@@ -49,21 +61,63 @@ def fmt_time(s):
     return "%.3g ns" % (s * 1e9)
 
 
+def decompose(a, actx, b, bctx):
+    """(speedup, limit ratio, efficiency ratio) of point b against point a, with
+    speedup == limit * efficiency; None when either roofline is unknown."""
+    ta, tb = a.roofline_s(actx), b.roofline_s(bctx)
+    if not ta or not tb or not a.median_s or not b.median_s:
+        return None
+    eff_a, eff_b = ta / a.median_s, tb / b.median_s
+    return a.median_s / b.median_s, ta / tb, eff_b / eff_a
+
+
+def fmt_num(v):
+    return "-" if v is None else ("%.1f" % v)
+
+
+def print_machines(files):
+    """Each file's CPU, peaks and bandwidths, side by side."""
+    rows = [("cpu", lambda c: attnresults.machine(c)["cpu"]),
+            ("microarchitecture", lambda c: attnresults.machine(c)["uarch"]),
+            ("cpuid", lambda c: attnresults.machine(c)["id"]),
+            ("hypervisor", lambda c: attnresults.machine(c)["hypervisor"])]
+    peak_keys = sorted({k for _, (c, _) in files for k in attnresults.peaks(c)},
+                       key=lambda k: (k[1], k[0]))
+    for isa, t in peak_keys:
+        rows.append(("FMA peak %s T%d GFLOP/s" % (isa, t),
+                     lambda c, k=(isa, t): fmt_num(attnresults.peaks(c).get(k))))
+    for t in sorted({t for _, (c, _) in files for t in attnresults.bandwidths(c)}):
+        rows.append(("read bandwidth T%d GB/s" % t,
+                     lambda c, t=t: fmt_num(attnresults.bandwidths(c).get(t))))
+    w0 = max(len(r[0]) for r in rows)
+    cols = [[str(fn(ctx)) for _, fn in rows] for _, (ctx, _) in files]
+    widths = [max([len(v) for v in col] + [len("file %d" % i)]) for i, col in enumerate(cols)]
+    print(("%-*s  %s" % (w0, "machine", "  ".join("%-*s" % (w, "file %d" % i if i else "base")
+                                                   for i, w in enumerate(widths)))).rstrip())
+    for j, (label, _) in enumerate(rows):
+        print(("%-*s  %s" % (w0, label, "  ".join("%-*s" % (w, col[j])
+                                                  for w, col in zip(widths, cols)))).rstrip())
+
+
 def write_csv(path, files):
     fields = ["file", "name", "kernel", "B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal",
-              "threads", "median_s", "cv", "repetitions", "GFLOP/s", "GB/s", "%peak", "error"]
+              "threads", "median_s", "cv", "repetitions", "GFLOP/s", "GB/s", "%peak",
+              "%roofline", "limit", "roofline_GFLOP/s", "cpu_uarch", "error"]
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(fields)
-        for fname, (_, points) in files:
+        for fname, (ctx, points) in files:
             for p in points.values():
                 c = p.counters
+                rl, att = p.roofline_pct(ctx), p.attainable_gflops(ctx)
                 w.writerow([fname, p.name, p.kernel] +
                            [int(c.get(k, 0)) for k in attnresults.SHAPE_KEYS] +
                            [p.threads, p.median_s if p.median_s is not None else "",
                             "" if p.cv is None else p.cv, len(p.times),
                             c.get("GFLOP/s", ""), c.get("GB/s", ""), c.get("%peak", ""),
+                            "" if rl is None else rl, p.limit(ctx) or "",
+                            "" if att is None else att, ctx.get("cpu_uarch", ""),
                             p.error or ""])
     os.replace(tmp, path)
 
@@ -107,11 +161,14 @@ def main(argv=None):
     if args.by_shape:
         files = [(name, (ctx, best_per_shape(pts))) for name, (ctx, pts) in files]
     base_name, (base_ctx, base) = files[0]
-    print("baseline: %s  (%s, %s, commit %s)" % (base_name, base_ctx.get("cpu_model", "?"),
-          base_ctx.get("host_name", "?"), base_ctx.get("git_commit", "?")))
+    print("baseline: %s  (%s, %s, %s, commit %s)" % (
+        base_name, base_ctx.get("cpu_model", "?"), attnresults.machine(base_ctx)["uarch"],
+        base_ctx.get("host_name", "?"), base_ctx.get("git_commit", "?")))
     for i, (name, (ctx, _)) in enumerate(files[1:], 1):
-        print("file %d:   %s  (%s, %s, commit %s)" % (i, name, ctx.get("cpu_model", "?"),
-              ctx.get("host_name", "?"), ctx.get("git_commit", "?")))
+        print("file %d:   %s  (%s, %s, %s, commit %s)" % (
+            i, name, ctx.get("cpu_model", "?"), attnresults.machine(ctx)["uarch"],
+            ctx.get("host_name", "?"), ctx.get("git_commit", "?")))
+    print_machines(files)
     width = max([len(n) for n in base] + [10])
     # --by-shape: which kernel (and threads) each file's best point is
     kw = max([len("%s T%d" % (p.kernel, p.threads)) for _, (_, pts) in files for p in pts.values()]
@@ -123,36 +180,40 @@ def main(argv=None):
     header = "%-*s  %10s %6s%s" % (width, "shape" if args.by_shape else "benchmark", "base time",
                                    "cv", " %-*s" % (kw, "kernel") if kw else "")
     for i in range(1, len(files)):
-        header += "  |%d: %10s %6s%s %7s %-7s" % (i, "time", "cv", " %-*s" % (kw, "kernel") if kw else "",
-                                                  "speedup", "")
-    print(header)
+        header += "  |%d: %10s %6s%s %7s %-36s %-7s" % (
+            i, "time", "cv", " %-*s" % (kw, "kernel") if kw else "", "speedup",
+            "= hardware limit x kernel efficiency", "")
+    print(header.rstrip())
     flagged = {"faster": 0, "SLOWER": 0}
     shown = 0
     for name, a in base.items():
-        others = [pts.get(name) for _, (_, pts) in files[1:]]
-        if not args.all and not any(o and not o.error for o in others):
+        others = [(pts.get(name), ctx) for _, (ctx, pts) in files[1:]]
+        if not args.all and not any(o and not o.error for o, _ in others):
             continue
         cv = "-" if a.cv is None else "%.1f%%" % (100 * a.cv)
         line = "%-*s  %10s %6s%s" % (width, name, "ERROR" if a.error else fmt_time(a.median_s), cv,
                                      who(a))
         blank = " " * (kw + 1) if kw else ""
-        for o in others:
+        for o, octx in others:
             if o is None:
-                line += "  |   %10s %6s%s %7s %-7s" % ("missing", "", blank, "", "")
+                line += "  |   %10s %6s%s %7s %36s %-7s" % ("missing", "", blank, "", "", "")
                 continue
             if o.error or a.error or not a.median_s or not o.median_s:
-                line += "  |   %10s %6s%s %7s %-7s" % ("ERROR" if o.error else fmt_time(o.median_s),
-                                                       "", blank, "-", "")
+                line += "  |   %10s %6s%s %7s %36s %-7s" % ("ERROR" if o.error else fmt_time(o.median_s),
+                                                            "", blank, "-", "", "")
                 continue
             v = verdict(a, o)
             flagged[v] = flagged.get(v, 0) + 1
             ocv = "-" if o.cv is None else "%.1f%%" % (100 * o.cv)
-            line += "  |   %10s %6s%s %6.2fx %-7s" % (fmt_time(o.median_s), ocv, who(o),
-                                                      a.median_s / o.median_s, v)
-        print(line)
+            d = decompose(a, base_ctx, o, octx)
+            split = ("= %.2fx limit x %.2fx efficiency" % (d[1], d[2]) if d else "").ljust(36)
+            line += "  |   %10s %6s%s %6.2fx %s %-7s" % (fmt_time(o.median_s), ocv, who(o),
+                                                         a.median_s / o.median_s, split, v)
+        print(line.rstrip())
         shown += 1
-    print("%d points compared; %d faster, %d SLOWER beyond noise (speedup = base time / time)"
-          % (shown, flagged["faster"], flagged["SLOWER"]))
+    print("%d points compared; %d faster, %d SLOWER beyond noise (speedup = base time / time"
+          " = limit ratio x efficiency ratio: roofline time base / other, %% of roofline "
+          "other / base)" % (shown, flagged["faster"], flagged["SLOWER"]))
     return 0
 
 

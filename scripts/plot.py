@@ -2,11 +2,19 @@
 # SPDX-License-Identifier: MIT
 """Plots an `attnbench bench` results file as PNGs:
 
-  <stem>-gflops.png    GFLOP/s vs sequence length per kernel (log2 x axis), one panel per
-                       (head_dim, heads, causal); decode panels (seq_q = 1) use seq_kv
-  <stem>-peak.png      the same as % of the measured FMA peak (when the file has peaks)
-  <stem>-roofline.png  arithmetic intensity (flop per compulsory byte) vs GFLOP/s, with
-                       the measured compute ceilings (FMA peak) and bandwidth ceiling
+  <stem>-gflops.png      GFLOP/s vs sequence length per kernel (log2 x axis), one panel per
+                         (head_dim, heads, causal); decode panels (seq_q = 1) use seq_kv
+  <stem>-efficiency.png  the same as % of roofline: time vs the roofline time
+                         max(flop / FMA peak, bytes / read bandwidth) measured in the same
+                         run (decode is scored against bandwidth, prefill against FMA;
+                         square markers = bandwidth-bound points)
+  <stem>-roofline.png    arithmetic intensity (flop per compulsory byte) vs GFLOP/s, with
+                         the measured roofline min(FMA peak, intensity x bandwidth) per
+                         thread count
+
+Every point shows the spread of its repetitions (min to max) as an error bar; every
+kernel has one colour in all plots (and in every results file: kernel_color); the legend
+names the kernel's thread count.
 
 usage: scripts/plot.py RESULTS.json [--out-dir DIR]
 """
@@ -14,6 +22,7 @@ import argparse
 import os
 import signal
 import sys
+import zlib
 
 import matplotlib
 
@@ -34,12 +43,30 @@ def panel_title(key):
     return "head_dim %d, heads %d, %s" % (d, h, "causal" if causal else "no mask")
 
 
+# One colour per kernel, the same in every plot and every file: the built-in kernels
+# have fixed colours (each ISA family its own hue, the widest ISA the strongest), any
+# other name (plug-ins, external baselines) a colour picked by a stable hash of the name.
+KERNEL_COLORS = {
+    "reference": "#000000", "naive": "#7f7f7f", "blocked": "#bcbd22", "blas": "#9467bd",
+    "tiled__avx2": "#9ecae1", "tiled__avx512": "#1f77b4", "tiled__neon": "#17becf",
+    "omp__avx2": "#98df8a", "omp__avx512": "#2ca02c", "omp__neon": "#006d2c",
+    "flash__avx2": "#ff9896", "flash__avx512": "#d62728", "flash__neon": "#ff7f0e",
+}
+OTHER_COLORS = ["#8c564b", "#e377c2", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
+                "#5254a3", "#b5cf6b", "#e7ba52", "#ad494a", "#a55194", "#6b6ecf", "#c49c94"]
+
+
+def kernel_color(name):
+    if name in KERNEL_COLORS:
+        return KERNEL_COLORS[name]
+    return OTHER_COLORS[zlib.crc32(name.encode()) % len(OTHER_COLORS)]
+
+
 def line_tags(points):
-    """Dimensions besides the panel's and the x axis that vary for one kernel: each value
-    gets its own line (and line style). A dimension that differs only between kernels
-    (single-thread kernels at T1 next to parallel ones at T2) needs no tag."""
+    """Dimensions besides the panel's, the x axis and the thread count that vary for one
+    kernel: each value gets its own line (and line style)."""
     tags = []
-    for k, fmt in (("KV", "KV%d"), ("B", "B%d"), ("kernel_threads", "T%d"), ("Dv", "Dv%d")):
+    for k, fmt in (("KV", "KV%d"), ("B", "B%d"), ("Dv", "Dv%d")):
         per_kernel = {}
         for p in points:
             per_kernel.setdefault(p.kernel, set()).add(int(p.get(k, 0)))
@@ -55,8 +82,20 @@ def x_axis(points):
     return "Sq", "seq_len (query rows)"
 
 
-def series_plot(points, metric, ylabel, title, path):
-    ok = [p for p in points if not p.error and p.get(metric) is not None]
+def yerr(points, values):
+    """Asymmetric error bars (value - min, max - value) over the repetitions."""
+    lo, hi = [], []
+    for p, v in zip(points, values):
+        sp = p.spread(v)
+        lo.append(v - sp[0] if sp else 0.0)
+        hi.append(sp[1] - v if sp else 0.0)
+    return [lo, hi]
+
+
+def series_plot(points, metric, ylabel, title, path, context=None, mark_limit=False):
+    """metric(point) -> value or None."""
+    # entries without a shape (e.g. external baselines that carry only a label) have no x
+    ok = [p for p in points if not p.error and metric(p) is not None and p.get("Sq") and p.get("Skv")]
     if not ok:
         return False
     panels = {}
@@ -67,8 +106,6 @@ def series_plot(points, metric, ylabel, title, path):
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
-    kernels = sorted({p.kernel for p in ok})
-    colors = {k: plt.cm.tab10(i % 10) for i, k in enumerate(kernels)}
     styles = ["-", "--", ":", "-."]
     for ax, key in zip(axes.flat, keys):
         pts = panels[key]
@@ -76,22 +113,28 @@ def series_plot(points, metric, ylabel, title, path):
         tags = line_tags(pts)
         lines = {}
         for p in pts:
-            # other dims (seq_kv in cross sweeps) are folded into separate lines too
-            extra = tuple(fmt % int(p.get(k, 0)) for k, fmt in tags)
+            # the thread count always; other dims (seq_kv in cross sweeps) fold into lines
+            extra = ("T%d" % p.threads,) + tuple(fmt % int(p.get(k, 0)) for k, fmt in tags)
             if xk == "Sq" and p.get("Skv") != p.get("Sq"):
                 extra += ("Skv%d" % int(p.get("Skv")),)
             lines.setdefault((p.kernel, extra), []).append(p)
         variants = sorted({e for _, e in lines})
         for (kernel, extra), lp in sorted(lines.items()):
             lp.sort(key=lambda p: p.get(xk))
-            # External baselines (PyTorch, ONNX Runtime, ggml): grey-edged squares, thin
-            # lines, "(ext)" in the legend, so they never pass for attnbench kernels.
+            xs, ys = [p.get(xk) for p in lp], [metric(p) for p in lp]
+            color = kernel_color(kernel)
+            # External baselines (PyTorch, ONNX Runtime, ggml): diamonds, thin lines and
+            # "(ext)" in the legend, so they never pass for attnbench kernels.
             ext = bool(lp[0].get("baseline"))
-            ax.plot([p.get(xk) for p in lp], [p.get(metric) for p in lp],
-                    marker="s" if ext else "o", ms=4 if ext else 3, mec="0.3" if ext else None,
-                    lw=0.9 if ext else 1.5, color=colors[kernel],
-                    linestyle=styles[variants.index(extra) % len(styles)],
-                    label=" ".join((kernel + (" (ext)" if ext else ""),) + extra))
+            ax.errorbar(xs, ys, yerr=yerr(lp, ys), marker="D" if ext else "o", ms=3.5 if ext else 3,
+                        capsize=2, elinewidth=0.8, lw=0.9 if ext else 1.5, color=color,
+                        linestyle=styles[variants.index(extra) % len(styles)],
+                        label=" ".join((kernel + (" (ext)" if ext else ""),) + extra))
+            if mark_limit:  # bandwidth-bound points as squares
+                mem = [(x, y) for p, x, y in zip(lp, xs, ys) if p.limit(context) == "bandwidth"]
+                if mem:
+                    ax.scatter([m[0] for m in mem], [m[1] for m in mem], marker="s", s=22,
+                               facecolors="none", edgecolors=color, zorder=3)
         ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
@@ -108,34 +151,42 @@ def series_plot(points, metric, ylabel, title, path):
 
 
 def roofline(points, context, title, path):
-    ok = [p for p in points if not p.error and p.gflops and p.get("bytes")]
+    ok = [p for p in points if not p.error and p.gflops and p.get("bytes") and p.get("flop")]
     if not ok:
         return False
     fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    kernels = sorted({p.kernel for p in ok})
-    for i, k in enumerate(kernels):
-        kp = [p for p in ok if p.kernel == k]
-        ax.scatter([p.get("flop") / p.get("bytes") for p in kp], [p.gflops for p in kp], s=14,
-                   color=plt.cm.tab10(i % 10), label=k)
+    markers = ["o", "^", "s", "D", "v", "P"]
+    threads = sorted({p.threads for p in ok})
+    for k in sorted({p.kernel for p in ok}):
+        for t in threads:
+            kp = [p for p in ok if p.kernel == k and p.threads == t]
+            if not kp:
+                continue
+            ys = [p.gflops for p in kp]
+            ax.errorbar([p.get("flop") / p.get("bytes") for p in kp], ys, yerr=yerr(kp, ys),
+                        fmt=markers[threads.index(t) % len(markers)], ms=4, capsize=2,
+                        elinewidth=0.8, color=kernel_color(k), label="%s T%d" % (k, t))
     ai = [p.get("flop") / p.get("bytes") for p in ok]
     lo, hi = min(ai) / 2, max(ai) * 2
     peaks = attnresults.peaks(context)
     bws = attnresults.bandwidths(context)
-    threads = sorted({p.threads for p in ok})
-    for t in threads:  # the compute ceiling: the best ISA's measured peak at t threads
+    grays = ["dimgray", "black", "gray", "silver"]
+    for i, t in enumerate(threads):  # the roofline at t threads: best ISA's peak, bandwidth
         tp = {isa: v for (isa, tt), v in peaks.items() if tt == t and v > 0}
-        if not tp:
-            continue
-        isa, v = max(tp.items(), key=lambda kv: kv[1])
-        ax.axhline(v, color="gray", lw=0.8, ls="--")
-        ax.text(lo * 1.05, v * 1.06, "FMA peak (%s, %d thread%s): %.0f GFLOP/s"
-                % (isa, t, "s" if t > 1 else "", v), fontsize=7, color="dimgray")
-    for t, bw in sorted(bws.items()):
-        top = max(peaks.values()) if peaks else max(p.gflops for p in ok) * 2
-        xs = [lo, min(hi, top / bw)]
-        ax.plot(xs, [bw * x for x in xs], color="black", lw=0.9)
-        ax.text(lo * 1.05, bw * lo * 1.25, "read bandwidth %d thr: %.0f GB/s" % (t, bw),
-                fontsize=7, rotation=0)
+        bw = bws.get(t)
+        col = grays[i % len(grays)]
+        if tp:
+            isa, v = max(tp.items(), key=lambda kv: kv[1])
+            ridge = v / bw if bw else lo
+            xs = [lo, max(lo, min(hi, ridge)), hi] if bw else [lo, hi]
+            ys = [min(v, bw * x) if bw else v for x in xs]
+            ax.plot(xs, ys, color=col, lw=0.9, ls="--")
+            ax.text(hi / 1.05, v * 1.06, "T%d: FMA %s %.0f GFLOP/s%s" % (
+                t, isa, v, ", %.0f GB/s" % bw if bw else ""), fontsize=7, color=col, ha="right")
+        elif bw:
+            ax.plot([lo, hi], [bw * lo, bw * hi], color=col, lw=0.9, ls="--")
+            ax.text(lo * 1.05, bw * lo * 1.25, "T%d: read bandwidth %.0f GB/s" % (t, bw),
+                    fontsize=7, color=col)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -143,7 +194,7 @@ def roofline(points, context, title, path):
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -167,12 +218,15 @@ def main(argv=None):
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(args.results))[0]
-    machine = "%s (%s)" % (context.get("cpu_model", "?"), context.get("host_name", "?"))
+    m = attnresults.machine(context)
+    machine = "%s, %s (%s)" % (m["cpu"], m["uarch"], context.get("host_name", "?"))
     written = []
     for suffix, fn in (
-        ("gflops", lambda p: series_plot(pts, "GFLOP/s", "GFLOP/s", "attention GFLOP/s — " + machine, p)),
-        ("peak", lambda p: series_plot(pts, "%peak", "% of measured FMA peak",
-                                       "% of peak (kernel's ISA, same threads) — " + machine, p)),
+        ("gflops", lambda p: series_plot(pts, lambda q: q.gflops, "GFLOP/s",
+                                         "attention GFLOP/s — " + machine, p)),
+        ("efficiency", lambda p: series_plot(
+            pts, lambda q: q.roofline_pct(context), "% of roofline",
+            "% of roofline (squares: bandwidth-bound, the rest FMA-bound) — " + machine, p, context=context, mark_limit=True)),
         ("roofline", lambda p: roofline(pts, context, "roofline — " + machine, p)),
     ):
         path = os.path.join(out_dir, "%s-%s.png" % (stem, suffix))

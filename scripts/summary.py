@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """A short table from an `attnbench bench` results file: for every shape, the fastest
-kernel (any thread count), its GFLOP/s and % of peak, and its speed-up over the `blas`
-baseline (blas's best thread count for that shape), plus the geometric-mean speed-up.
-When the file holds external baselines (scripts/bench-baselines: PyTorch, ONNX Runtime,
-ggml), it also shows the fastest of them per shape and the best kernel's speed ratio
-over it (> 1: attnbench is faster).
+kernel (any thread count), its GFLOP/s and GB/s, its % of roofline and the limit that
+applies (bandwidth for decode, FMA for prefill: attnresults.py), and its speed-up over
+the `blas` baseline (blas's best thread count for that shape), plus the geometric-mean
+speed-up. When the file holds external baselines (scripts/bench-baselines: PyTorch,
+ONNX Runtime, ggml), it also shows the fastest of them per shape and the best kernel's
+speed ratio over it (> 1: attnbench is faster).
 
 usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
 """
@@ -37,7 +38,8 @@ def main(argv=None):
     if not shapes:
         print("summary.py: no successful points in %s" % args.results, file=sys.stderr)
         return 1
-    print("%s — %s, %s" % (args.results, context.get("cpu_model", "?"), context.get("isa", "?")))
+    m = attnresults.machine(context)
+    print("%s — %s (%s), %s" % (args.results, m["cpu"], m["uarch"], context.get("isa", "?")))
     rows = []
     speedups = []
     ext_ratios = []
@@ -53,26 +55,31 @@ def main(argv=None):
         if ratio:
             ext_ratios.append(ratio)
         rows.append((best.shape_label(), "%s T%d" % (best.kernel, best.threads), best.gflops,
-                     best.get("%peak"), base_best.gflops if base_best else None, su,
+                     best.get("GB/s"), best.roofline_pct(context), best.limit(context),
+                     base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
                      ext.gflops if ext else None, ratio))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
-    w2 = max(len(r[6]) for r in rows + [("",) * 6 + ("best external",)])
+    w2 = max(len(r[8]) for r in rows + [("",) * 8 + ("best external",)])
     has_ext = bool(external)
-    head = "%-*s  %-*s  %9s  %6s  %9s  %8s" % (w0, "shape", w1, "best kernel", "GFLOP/s", "%peak",
-                                             args.baseline, "speedup")
+    head = "%-*s  %-*s  %9s  %7s  %6s  %-9s  %9s  %8s" % (
+        w0, "shape", w1, "best kernel", "GFLOP/s", "GB/s", "%roof", "limit", args.baseline,
+        "speedup")
     if has_ext:
         head += "  %-*s  %9s  %7s" % (w2, "best external", "GFLOP/s", "ratio")
     print(head)
-    for label, kern, g, pk, bg, su, en, eg, er in rows:
-        line = "%-*s  %-*s  %9.2f  %6s  %9s  %8s" % (
-            w0, label, w1, kern, g, "-" if pk is None else "%.1f" % pk,
+    for label, kern, g, gb, rl, lim, bg, su, en, eg, er in rows:
+        line = "%-*s  %-*s  %9.2f  %7s  %6s  %-9s  %9s  %8s" % (
+            w0, label, w1, kern, g, "-" if gb is None else "%.2f" % gb,
+            "-" if rl is None else "%.1f" % rl, lim or "-",
             "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su)
         if has_ext:
             line += "  %-*s  %9s  %7s" % (w2, en, "-" if eg is None else "%.2f" % eg,
                                          "-" if er is None else "%.2fx" % er)
         print(line)
+    print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
+          "bandwidth) as measured in this run (limit: the larger term)")
     if speedups:
         print("geometric-mean speed-up of the best kernel over %s: %.2fx over %d shapes"
               % (args.baseline, attnresults.geomean(speedups), len(speedups)))

@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "bench/point.h"
+#include "cpu_ident.h"
 #include "gbench/gbench.h"
-#include "topology.h"
-
 #include "peak/bandwidth.h"
 #include "peak/peak.h"
 #include "placement.h"
+#include "topology.h"
 
 #ifndef ATTNBENCH_COMPILER
 #define ATTNBENCH_COMPILER "unknown"
@@ -41,8 +41,15 @@
 extern char **environ;
 
 enum { kMemo = 32 };
-typedef struct peak_memo { uint32_t isa; int threads; double v; } peak_memo;
-typedef struct bw_memo { int threads; double v; } bw_memo;
+typedef struct peak_memo {
+  uint32_t isa;
+  int threads;
+  double v;
+} peak_memo;
+typedef struct bw_memo {
+  int threads;
+  double v;
+} bw_memo;
 static peak_memo g_peaks[kMemo];
 static int g_npeaks;
 static bw_memo g_bw[kMemo];
@@ -50,10 +57,14 @@ static int g_nbw;
 
 static const char *isa_key(uint32_t isa) {
   switch (isa) {
-    case ATTN_ISA_AVX512F: return "avx512f";
-    case ATTN_ISA_AVX2: return "avx2";
-    case ATTN_ISA_NEON: return "neon";
-    default: return "scalar";
+    case ATTN_ISA_AVX512F:
+      return "avx512f";
+    case ATTN_ISA_AVX2:
+      return "avx2";
+    case ATTN_ISA_NEON:
+      return "neon";
+    default:
+      return "scalar";
   }
 }
 
@@ -81,8 +92,10 @@ double attn_bench_fma_peak(uint32_t isa, int threads) {
     if (v < 0.8 * expect) {
       char key[64], msg[160];
       snprintf(key, sizeof key, "peak_warning_%s_T%d", isa_key(isa), threads);
-      snprintf(msg, sizeof msg, "measured %.1f GFLOP/s, below %d x the 1-thread %.1f: the machine "
-               "was busy; %% of peak at %d threads is overstated", v, threads, expect / threads, threads);
+      snprintf(msg, sizeof msg,
+               "measured %.1f GFLOP/s, below %d x the 1-thread %.1f: the machine "
+               "was busy; %% of peak at %d threads is overstated",
+               v, threads, expect / threads, threads);
       attn_gb_add_context(key, msg);
       fprintf(stderr, "warning: FMA peak (%s, %d threads) %s\n", isa_key(isa), threads, msg);
     }
@@ -117,7 +130,6 @@ static void ctx(const char *key, const char *fmt, ...) {
   attn_gb_add_context(key, buf);
 }
 
-
 void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path, bool measure) {
   const attn_topology *t = attn_topology_get();
   char buf[512];
@@ -137,6 +149,17 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
     attn_gb_add_context("config_text", text);
   }
   ctx("cpu_model", "%s", t->cpu_model);
+  // What the CPU is, for comparing machines (cpu_ident.h): the brand string above may be
+  // generic under a hypervisor.
+  const attn_cpu_ident *id = attn_cpu_ident_get();
+  ctx("cpu_vendor", "%s", id->vendor);
+  ctx("cpu_family", "%d", id->family);
+  ctx("cpu_model_number", "%d", id->model);
+  ctx("cpu_stepping", "%d", id->stepping);
+  if (id->variant >= 0) ctx("cpu_variant", "%d", id->variant);
+  ctx("cpu_uarch", "%s", id->uarch);
+  if (id->note[0]) ctx("cpu_uarch_note", "%s", id->note);
+  ctx("cpu_hypervisor", "%s", id->hypervisor ? "yes" : "no");
   ctx("isa", "%s", attn_isa_names(attn_cpu_features(), buf, sizeof buf));
   attn_topology_summary(t, buf, sizeof buf);
   ctx("topology", "%s", buf);
@@ -178,28 +201,31 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
 
   // Peaks for every (ISA, threads) pair the plan uses (and the one-thread peaks the
   // multi-thread ones are judged against), then one context entry per measured pair.
-  int max_threads = 1;
   for (size_t i = 0; i < plan->count; i++) {
     const attn_bench_point *pt = &plan->points[i];
-    if (pt->threads > max_threads) max_threads = pt->threads;
     if (measure) (void)attn_bench_fma_peak(attn_bench_peak_isa(pt->kernel), pt->threads);
   }
   for (int j = 0; j < g_npeaks; j++) {
     char key[64];
-    snprintf(key, sizeof key, "peak_fma_gflops_%s_T%d", isa_key(g_peaks[j].isa), g_peaks[j].threads);
+    snprintf(key, sizeof key, "peak_fma_gflops_%s_T%d", isa_key(g_peaks[j].isa),
+             g_peaks[j].threads);
     if (g_peaks[j].v > 0)
       ctx(key, "%.1f", g_peaks[j].v);
     else
       ctx(key, "unavailable");
   }
   if (measure) {
-    const double bw = attn_bench_read_bandwidth(max_threads);
-    char key[64];
-    snprintf(key, sizeof key, "read_bandwidth_gbs_T%d", max_threads);
-    if (bw > 0)
-      ctx(key, "%.1f", bw);
-    else
-      ctx(key, "unavailable");
+    // The read bandwidth for every thread count the plan uses: each point's roofline
+    // takes the bandwidth of its own thread count (one core cannot draw what two can).
+    for (int j = 0; j < nseen; j++) {
+      const double bw = attn_bench_read_bandwidth(seen[j]);
+      char key[64];
+      snprintf(key, sizeof key, "read_bandwidth_gbs_T%d", seen[j]);
+      if (bw > 0)
+        ctx(key, "%.1f", bw);
+      else
+        ctx(key, "unavailable");
+    }
   } else {
     ctx("peaks", "not measured");
   }

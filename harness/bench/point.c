@@ -52,7 +52,8 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   g_buf.ws = alloc64(attn_kernel_workspace(pt->kernel, p, exec));
   if (!g_buf.ws) return false;
   const int copies = attn_bench_input_copies(pt);
-  const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p), no = attn_o_elems(p);
+  const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p),
+               no = attn_o_elems(p);
   for (int c = 0; c < copies; c++) {
     g_buf.copies = c + 1;  // what release frees
     g_buf.q[c] = alloc64(nq * sizeof(float));
@@ -98,15 +99,19 @@ attn_problem attn_bench_check_shape(const attn_problem *p) {
   return c;
 }
 
-static uint64_t tensor_bytes(const attn_problem *p) { return attn_tensor_bytes(p); }
+static uint64_t tensor_bytes(const attn_problem *p) {
+  return attn_tensor_bytes(p);
+}
 
 int attn_bench_input_copies(const attn_bench_point *pt) {
   if (!pt->cold_inputs) return 1;
   const attn_topology *t = attn_topology_get();
   uint64_t llc = 0;
   if (t->ok) {
-    if (t->l3_bytes) llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
-    else if (t->l2_bytes) llc = t->l2_bytes * (uint64_t)(t->l2_count > 0 ? t->l2_count : 1);
+    if (t->l3_bytes)
+      llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
+    else if (t->l2_bytes)
+      llc = t->l2_bytes * (uint64_t)(t->l2_count > 0 ? t->l2_count : 1);
   }
   uint64_t want = ATTN_BENCH_COLD_LLC_FACTOR * llc;
   if (want < ATTN_BENCH_COLD_MIN_BYTES) want = ATTN_BENCH_COLD_MIN_BYTES;
@@ -122,10 +127,9 @@ uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
   const attn_problem c = attn_bench_check_shape(&pt->problem);
   const uint64_t copies = (uint64_t)attn_bench_input_copies(pt);
   const uint64_t timed = tensor_bytes(&pt->problem);
-  return attn_bytes_add(
-      attn_bytes_add(attn_bytes_mul(copies, timed),
-                     attn_kernel_workspace(pt->kernel, &pt->problem, &exec)),
-      attn_check_bytes(&c, pt->kernel, &exec));
+  return attn_bytes_add(attn_bytes_add(attn_bytes_mul(copies, timed),
+                                       attn_kernel_workspace(pt->kernel, &pt->problem, &exec)),
+                        attn_check_bytes(&c, pt->kernel, &exec));
 }
 
 uint32_t attn_bench_peak_isa(const attn_kernel *k) {
@@ -159,17 +163,19 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   const attn_bench_point *pt = s->point;
   s->checked = true;
   s->checked_shape = attn_bench_check_shape(&pt->problem);
-  const bool reduced = s->checked_shape.seq_q != pt->problem.seq_q ||
-                       s->checked_shape.seq_kv != pt->problem.seq_kv;
+  const bool reduced =
+      s->checked_shape.seq_q != pt->problem.seq_q || s->checked_shape.seq_kv != pt->problem.seq_kv;
   if (reduced)
-    fprintf(stderr, "note: %s checked on seq_q %lld, seq_kv %lld (full size would take the "
+    fprintf(stderr,
+            "note: %s checked on seq_q %lld, seq_kv %lld (full size would take the "
             "double-precision reference too long); other dimensions as benchmarked\n",
             pt->name, (long long)s->checked_shape.seq_q, (long long)s->checked_shape.seq_kv);
   char err[192] = "";
   if (!g_ref.pc || !same_shape(&g_ref.shape, &s->checked_shape)) {
     attn_bench_release_reference();
     if (reduced) {
-      const attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+      const attn_check_case c = {
+          .problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
       g_ref.pc = attn_check_prepare(&c, err, sizeof err);
     } else {
       g_ref.pc = attn_check_prepare_inputs(&pt->problem, g_buf.q[0], g_buf.k[0], g_buf.v[0], err,
@@ -191,6 +197,16 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
              r.verdict == ATTN_CHECK_INCONCLUSIVE ? "got no verdict from" : "failed",
              reduced ? " (reduced seq)" : "", r.message, r.max_abs_err, r.worst_ratio);
   (void)n;  // a long message is cut, never overflowed
+}
+
+double attn_bench_roofline_seconds(double flop, double bytes, double peak_gflops,
+                                   double bandwidth_gbs, bool *memory_bound) {
+  if (memory_bound) *memory_bound = false;
+  if (!(peak_gflops > 0) || !(bandwidth_gbs > 0)) return 0;
+  const double t_fma = flop / (peak_gflops * 1e9);
+  const double t_mem = bytes / (bandwidth_gbs * 1e9);
+  if (memory_bound) *memory_bound = t_mem > t_fma;
+  return t_mem > t_fma ? t_mem : t_fma;
 }
 
 // Shape fields as counters, so scripts never parse benchmark names.
@@ -269,5 +285,16 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   if (s->peak_gflops > 0) {
     attn_gb_set_counter(st, "%peak", gflop * 100.0 / s->peak_gflops, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);
+  }
+  // Scored against the limit that applies: % of the roofline time (t_roof / time, a rate
+  // of t_roof per iteration), which limit it is, and the attainable rate.
+  bool memory_bound = false;
+  const double t_roof = attn_bench_roofline_seconds(
+      attn_flops(p), (double)tensor_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
+  if (t_roof > 0) {
+    attn_gb_set_counter(st, "%roofline", 100.0 * t_roof, ATTN_GB_RATE_PER_ITER);
+    attn_gb_set_counter(st, "memory_bound", memory_bound ? 1 : 0, ATTN_GB_PLAIN);
+    attn_gb_set_counter(st, "roofline_GFLOP/s", gflop / t_roof, ATTN_GB_PLAIN);
+    attn_gb_set_counter(st, "read_bw_GB/s", s->bandwidth_gbs, ATTN_GB_PLAIN);
   }
 }

@@ -20,8 +20,9 @@ extern "C" {
 
 typedef struct attn_bench_state {
   const attn_bench_point *point;
-  double peak_gflops;        // FMA peak for the point's ISA and threads; 0 = unknown
-  char refused[192];         // non-empty: not run (e.g. does not fit in memory)
+  double peak_gflops;    // FMA peak for the point's ISA and threads; 0 = unknown
+  double bandwidth_gbs;  // read bandwidth measured with the point's threads; 0 = unknown
+  char refused[192];     // non-empty: not run (e.g. does not fit in memory)
   // filled by the first run
   bool checked, check_pass;
   char check_message[512];
@@ -52,6 +53,17 @@ attn_problem attn_bench_check_shape(const attn_problem *p);
 // kernels that require none (portable C; OpenBLAS dispatches at run time), the best
 // ISA of this CPU.
 uint32_t attn_bench_peak_isa(const attn_kernel *k);
+
+// The roofline time of a point: the least time its work allows on a machine with FMA
+// peak `peak_gflops` (GFLOP/s) and read bandwidth `bandwidth_gbs` (GB/s, 1 G = 1e9):
+//     t_roof = max(flop / peak, bytes / bandwidth)          seconds
+// i.e. the attainable rate min(peak, intensity × bandwidth), intensity = flop / bytes.
+// *memory_bound (may be NULL) is set when the bandwidth term is the larger — intensity
+// below the ridge point peak / bandwidth (decode) — and cleared when the FMA term is
+// (prefill). Returns 0 (and clears *memory_bound) if either limit is unknown (<= 0).
+// The %roofline counter is 100 · t_roof / measured time.
+double attn_bench_roofline_seconds(double flop, double bytes, double peak_gflops,
+                                   double bandwidth_gbs, bool *memory_bound);
 
 // The Google Benchmark run callback; user is an attn_bench_state*.
 void attn_bench_run_point(attn_gb_state *st, void *user);

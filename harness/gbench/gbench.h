@@ -113,7 +113,9 @@ typedef struct attn_gb_run_opts {
   void *progress_user;
 } attn_gb_run_opts;
 
-// Runs every registered benchmark (honouring --benchmark_filter). Returns the number run,
+// Runs every registered benchmark (honouring a --benchmark_filter given to attn_gb_init;
+// attnbench bench never passes one: it selects points by their displayed names before
+// registering them, cmd_bench.c). Returns the number run,
 // or (size_t)-1 if save_json failed (the sweep stopped there).
 size_t attn_gb_run(const attn_gb_run_opts *opts);
 

@@ -9,8 +9,12 @@
   test_bench.py lock ATTNBENCH               a second bench on the same --out fails at once
   test_bench.py diskfull ATTNBENCH           the first failed save stops the sweep (tmpfs;
                                              exit 77 = skipped where mounting fails)
+  test_bench.py filter ATTNBENCH             --benchmark_filter on the displayed names
   test_bench.py results RESULTS.json         context and counters of a ci.ini run
+  test_bench.py cpu ATTNBENCH RESULTS.json   `info` prints the CPU identity the context has
   test_bench.py scripts RESULTS.json DIR     plot.py / compare.py / summary.py on it
+  test_bench.py synthetic DIR                the scripts on two made-up machines: the limit x
+                                             efficiency split, %roofline, plots
 """
 import json
 import os
@@ -389,6 +393,84 @@ def cold(binary):
         check(copies["cold"] == 64, "a tiny cold point rotates over 64 copies (%s)" % copies["cold"])
 
 
+FILTER_CFG = """[s]
+kernels = all
+heads = 2
+head_dim = 8
+seq_len = 4, 8
+causal = false, true
+threads = 1, 2
+"""
+
+
+def dry_names(binary, cfg, *extra):
+    r = subprocess.run([binary, "bench", "--config", cfg, "--dry-run"] + list(extra),
+                       capture_output=True, text=True)
+    lines = r.stdout.splitlines()
+    return r, [ln.split()[0] for ln in lines[:-1]], lines[-1] if lines else ""
+
+
+def filter_(binary):
+    """--benchmark_filter matches the names users see (anchors work), --dry-run and the
+    plan line apply it, a filter matching nothing (or not a regex) fails with no file."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "f.ini")
+        with open(cfg, "w") as f:
+            f.write(FILTER_CFG)
+        r, every, total = dry_names(binary, cfg)
+        check(r.returncode == 0 and len(every) > 8, "unfiltered dry run lists the points (%s)" % r.stderr)
+        check(total.startswith("%d points;" % len(every)), "unfiltered plan line counts every point (%s)" % total)
+        t1 = [n for n in every if n.endswith("/T1")]
+        check(t1 and len(t1) < len(every), "the config has T1 and T2 points")
+        # '$' anchors at the end of the displayed name (no hidden /min_time:... suffix)
+        r, names, total = dry_names(binary, cfg, "--benchmark_filter=/T1$")
+        check(r.returncode == 0, "'/T1$' is accepted (%s)" % r.stderr.strip())
+        check(names == t1, "'/T1$' selects exactly the T1 points (%d of %d, want %d)"
+              % (len(names), len(every), len(t1)))
+        check(total.startswith("%d points;" % len(t1)), "the dry run's plan line counts the filtered points (%s)" % total)
+        # '^' anchors at the start: "^blocked/" but not "^locked/"
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=^blocked/.*/causal/T1$")
+        want = [n for n in every if n.startswith("blocked/") and n.endswith("/causal/T1")]
+        check(r.returncode == 0 and names == want and len(want) == 2, "'^blocked/.*/causal/T1$' selects %s (got %s)" % (want, names))
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=^locked/")
+        check(r.returncode == 2 and not names, "'^locked/' matches nothing: exit 2 (got %d)" % r.returncode)
+        # a leading '-' negates: the complement of '/T1$'
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=-/T1$")
+        check(r.returncode == 0 and names == [n for n in every if n not in t1], "'-/T1$' selects the T2 points")
+        r, names, _ = dry_names(binary, cfg, "--benchmark_filter=all")
+        check(names == every, "'all' selects every point")
+        # a filter that matches nothing: exit 2, a message, no results file, nothing run
+        out = os.path.join(d, "none.json")
+        for flt in ("nomatch", "/T3$", "-."):
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--quiet",
+                                "--benchmark_min_time=0.001", "--benchmark_filter=" + flt],
+                               capture_output=True, text=True, timeout=60)
+            check(r.returncode == 2, "filter %r matching nothing exits 2 (got %d)" % (flt, r.returncode))
+            check("matches none of the %d points" % len(every) in r.stderr,
+                  "filter %r: the message says so (%s)" % (flt, r.stderr.strip()))
+            check(not os.path.exists(out) and not os.path.exists(out + ".lock"),
+                  "filter %r: no results file" % flt)
+        r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--benchmark_filter=(T1"],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "not a valid regular expression" in r.stderr and not os.path.exists(out),
+              "an invalid regex exits 2 with a message (%d: %s)" % (r.returncode, r.stderr.strip()))
+        # a real run: only the selected points, counted in the plan line, in the file
+        out = os.path.join(d, "sel.json")
+        flt = "^blocked/.*/T1$|^naive/B1/H2/KV2/Sq8/Skv8/D8/causal/T1$"
+        want = [n for n in every if re.search(flt, n)]
+        r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+                            "--benchmark_min_time=0.001", "--benchmark_filter=" + flt],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, "a filtered run succeeds (%s)" % r.stderr.strip())
+        check("%d points planned" % len(want) in r.stderr, "the plan line counts %d points (%s)"
+              % (len(want), r.stderr.strip()))
+        with open(out) as f:
+            doc = json.load(f)
+        got = [b["name"] for b in doc["benchmarks"]]
+        check(got == want, "the results file has exactly the selected points (%s)" % got)
+        check(doc["context"].get("benchmark_filter") == flt, "the context records the filter")
+
+
 def strict_constant(c):
     raise ValueError("non-standard JSON constant %s" % c)
 
@@ -408,7 +490,8 @@ def results(path):
         check(key in ctx and ctx[key] != "", "context has %s" % key)
     check(any(k.startswith("binding_T") for k in ctx), "context has the binding")
     check(any(k.startswith("peak_fma_gflops_") for k in ctx), "context has measured FMA peaks")
-    check(any(k.startswith("read_bandwidth_gbs_T") for k in ctx), "context has the read bandwidth")
+    for t in {int(b["kernel_threads"]) for b in doc["benchmarks"] if b.get("run_type") == "iteration"}:
+        check("read_bandwidth_gbs_T%d" % t in ctx, "context has the read bandwidth at %d threads" % t)
     runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
     check(len(runs) > 0, "there are benchmark runs")
     check(not any(b.get("error_occurred") for b in runs), "no point failed its check")
@@ -425,11 +508,66 @@ def results(path):
             expect = b["flop"] / secs / 1e9
             check(abs(b["GFLOP/s"] - expect) <= 1e-6 * expect + 1e-9,
                   "%s: GFLOP/s = flop / real time" % b["name"])
+        for c in ("%roofline", "memory_bound", "roofline_GFLOP/s", "read_bw_GB/s", "peak_GFLOP/s"):
+            check(c in b, "%s has counter %s" % (b["name"], c))
+        if all(c in b for c in ("%roofline", "memory_bound", "read_bw_GB/s", "peak_GFLOP/s", "flop", "bytes")):
+            # scored against the right limit, measured in this run at the point's threads
+            bw_ctx = float(ctx.get("read_bandwidth_gbs_T%d" % b["kernel_threads"], "nan"))
+            check(abs(b["read_bw_GB/s"] - bw_ctx) <= 0.051, "%s: bandwidth of its thread count (%s vs %s)"
+                  % (b["name"], b["read_bw_GB/s"], bw_ctx))
+            t_fma = b["flop"] / (b["peak_GFLOP/s"] * 1e9)
+            t_mem = b["bytes"] / (b["read_bw_GB/s"] * 1e9)
+            secs = b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[b["time_unit"]]
+            expect = 100 * max(t_fma, t_mem) / secs
+            check(abs(b["%roofline"] - expect) <= 1e-6 * expect, "%s: %%roofline = roofline time / time"
+                  % b["name"])
+            check(b["memory_bound"] == (1 if t_mem > t_fma else 0), "%s: the limit is the larger term" % b["name"])
+            attain = min(b["peak_GFLOP/s"], b["flop"] / b["bytes"] * b["read_bw_GB/s"])
+            check(abs(b["roofline_GFLOP/s"] - attain) <= 1e-9 * attain, "%s: attainable = min(peak, AI x bw)"
+                  % b["name"])
+            if b["Sq"] == 1:  # decode: ~1 flop per byte is below any ridge point
+                check(b["memory_bound"] == 1, "%s: a decode point is bandwidth-bound" % b["name"])
         want = "%s/B%d/H%d/KV%d/Sq%d/Skv%d/D%d" % (b["label"], b["B"], b["H"], b["KV"], b["Sq"],
                                                   b["Skv"], b["Dqk"])
         check(b["name"].startswith(want), "%s: name matches its counters" % b["name"])
     aggs = {b.get("aggregate_name") for b in doc["benchmarks"] if b.get("run_type") == "aggregate"}
     check({"mean", "median", "stddev", "cv"} <= aggs, "repetitions give mean/median/stddev/cv")
+
+
+CPU_KEYS = ("cpu_vendor", "cpu_family", "cpu_model_number", "cpu_stepping", "cpu_uarch", "cpu_hypervisor")
+
+
+def cpu(binary, path):
+    """The results context records vendor, family, model, stepping and the implied
+    microarchitecture; `attnbench info` prints the same; on Linux x86 they are the
+    kernel's /proc/cpuinfo fields."""
+    with open(path) as f:
+        ctx = json.load(f)["context"]
+    for k in CPU_KEYS:
+        check(ctx.get(k, "") != "", "context has %s" % k)
+    r = subprocess.run([binary, "info", "--no-peak"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, "info runs (%s)" % r.stderr.strip())
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("cpu id:")]
+    check(len(line) == 1, "info prints a 'cpu id:' line")
+    if line and all(k in ctx for k in CPU_KEYS):
+        check(("-> %s" % ctx["cpu_uarch"]) in line[0], "info names the uarch of the context (%s)" % line[0])
+        if ctx["cpu_vendor"] in ("GenuineIntel", "AuthenticAMD", "HygonGenuine"):
+            want = "%s family %s model %s stepping %s" % (ctx["cpu_vendor"], ctx["cpu_family"],
+                                                          ctx["cpu_model_number"], ctx["cpu_stepping"])
+            check(want in line[0], "info prints %s (%s)" % (want, line[0]))
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]
+    except OSError:
+        return
+    fields = dict((a.strip(), b.strip()) for a, _, b in (ln.partition(":") for ln in first.splitlines()))
+    if "vendor_id" in fields:
+        check(fields["vendor_id"] == ctx.get("cpu_vendor"), "cpu_vendor is /proc/cpuinfo's vendor_id")
+        check(fields.get("cpu family") == ctx.get("cpu_family"), "cpu_family is /proc/cpuinfo's")
+        check(fields.get("model") == ctx.get("cpu_model_number"), "cpu_model_number is /proc/cpuinfo's")
+        check(fields.get("stepping") == ctx.get("cpu_stepping"), "cpu_stepping is /proc/cpuinfo's")
+        flags = fields.get("flags", "").split()
+        check(("hypervisor" in flags) == (ctx.get("cpu_hypervisor") == "yes"), "cpu_hypervisor is the flag")
 
 
 def scripts(path, sdir):
@@ -439,7 +577,8 @@ def scripts(path, sdir):
                            capture_output=True, text=True)
         check(r.returncode == 0, "plot.py runs (%s)" % r.stderr.strip())
         pngs = [f for f in os.listdir(d) if f.endswith(".png")]
-        check(len(pngs) == 3, "plot.py writes gflops, peak and roofline PNGs (%s)" % pngs)
+        check(sorted(p[p.rindex("-"):] for p in pngs) == ["-efficiency.png", "-gflops.png", "-roofline.png"],
+              "plot.py writes gflops, efficiency and roofline PNGs (%s)" % pngs)
         for f in pngs:
             with open(os.path.join(d, f), "rb") as fh:
                 check(fh.read(8) == b"\x89PNG\r\n\x1a\n", "%s is a PNG" % f)
@@ -451,7 +590,7 @@ def scripts(path, sdir):
         check("0 faster, 0 SLOWER" in r.stdout, "no change is flagged comparing a file with itself")
         r = subprocess.run([py, os.path.join(sdir, "compare.py"), path, path, "--by-shape"],
                            capture_output=True, text=True)
-        check(r.returncode == 0 and "1.00x" in r.stdout and r.stdout.splitlines()[2].startswith("shape"),
+        check(r.returncode == 0 and "1.00x" in r.stdout and any(ln.startswith("shape ") for ln in r.stdout.splitlines()),
               "compare.py --by-shape matches by shape (%s)" % r.stderr.strip())
         with open(csvp) as f:
             lines = f.read().splitlines()
@@ -459,7 +598,8 @@ def scripts(path, sdir):
         check(len(lines) > 2, "CSV has rows")
         r = subprocess.run([py, os.path.join(sdir, "summary.py"), path], capture_output=True, text=True)
         check(r.returncode == 0, "summary.py runs (%s)" % r.stderr.strip())
-        check("best kernel" in r.stdout and "speedup" in r.stdout, "summary has its columns")
+        check("best kernel" in r.stdout and "speedup" in r.stdout and "%roof" in r.stdout and "limit" in r.stdout,
+              "summary has its columns")
         # A perturbed copy: one point 100x slower in every repetition must be flagged
         # (100x is beyond any noise a busy machine shows: flagged while cv < 35).
         with open(path) as f:
@@ -484,10 +624,197 @@ def scripts(path, sdir):
             check(r.returncode == 1 and "cannot read" in r.stderr, "%s reports an unreadable file" % s)
 
 
+# ── synthetic results files: two machines with known limits ────────────────────────────
+def synth_point(kernel, shape, threads, flop, nbytes, times, peak, bw, roofline_counters=True):
+    """Google Benchmark JSON entries (repetitions, median, mean, cv) for one point, with
+    the counters attnbench writes."""
+    B, H, KV, Sq, Skv, D = shape
+    name = "%s/B%d/H%d/KV%d/Sq%d/Skv%d/D%d/noncausal/T%d" % (kernel, B, H, KV, Sq, Skv, D, threads)
+    t_roof = max(flop / (peak * 1e9), nbytes / (bw * 1e9))
+
+    def entry(t, **kw):
+        e = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": len(times),
+             "threads": 1, "iterations": 10, "real_time": t * 1e6, "cpu_time": t * 1e6, "time_unit": "us",
+             "label": kernel, "B": B, "H": H, "KV": KV, "Sq": Sq, "Skv": Skv, "Dqk": D, "Dv": D,
+             "causal": 0, "kernel_threads": threads, "flop": flop, "bytes": nbytes,
+             "GFLOP/s": flop / t / 1e9, "GB/s": nbytes / t / 1e9, "%peak": 100 * flop / t / 1e9 / peak,
+             "peak_GFLOP/s": peak}
+        if roofline_counters:
+            e.update({"%roofline": 100 * t_roof / t, "memory_bound": 1 if nbytes / bw > flop / peak else 0,
+                      "roofline_GFLOP/s": flop / t_roof / 1e9, "read_bw_GB/s": bw})
+        e.update(kw)
+        return e
+
+    out = [entry(t, repetition_index=i) for i, t in enumerate(times)]
+    med = sorted(times)[len(times) // 2]
+    mean = sum(times) / len(times)
+    sd = (sum((t - mean) ** 2 for t in times) / (len(times) - 1)) ** 0.5
+    out.append(entry(med, name=name + "_median", run_type="aggregate", aggregate_name="median",
+                     aggregate_unit="time"))
+    out.append(entry(mean, name=name + "_mean", run_type="aggregate", aggregate_name="mean",
+                     aggregate_unit="time"))
+    cv = entry(sd / mean, name=name + "_cv", run_type="aggregate", aggregate_name="cv",
+               aggregate_unit="percentage")
+    cv["real_time"] = cv["cpu_time"] = sd / mean
+    out.append(cv)
+    return out
+
+
+def jitter(t):
+    return [t * 0.99, t, t * 1.01]
+
+
+# (kernel, shape, flop, bytes, time on A, time on B): A = 100 GFLOP/s, 20 GB/s; B = 80, 25.
+SYNTH = [
+    # prefill: FMA-bound on both (t_roof 0.01 / 0.0125 s); 80% and 40% of roofline
+    ("flash__avx512", (1, 8, 8, 2048, 2048, 64), 1e9, 1e6, 0.0125, 0.03125),
+    # decode: bandwidth-bound on both (t_roof 0.005 / 0.004 s); 50% on both
+    ("flash__avx512", (1, 8, 8, 1, 32768, 128), 1e7, 1e8, 0.01, 0.008),
+    # intensity 4.5: bandwidth-bound on A (ridge 5), FMA-bound on B (ridge 3.2)
+    ("tiled__avx512", (1, 8, 8, 256, 256, 64), 4.5e8, 1e8, 0.00625, 0.00625),
+]
+
+
+def synth_file(path, machine, roofline_counters=True, extra=()):
+    peak, bw, ctx = machine
+    bench = []
+    for kernel, shape, flop, nbytes, ta, tb in SYNTH:
+        t = ta if ctx["cpu_uarch"] == "Zen 4" else tb
+        bench += synth_point(kernel, shape, 2, flop, nbytes, jitter(t), peak, bw, roofline_counters)
+    bench += list(extra)
+    context = dict(ctx)
+    context.update({"peak_fma_gflops_avx512f_T2": "%.1f" % peak, "read_bandwidth_gbs_T2": "%.1f" % bw})
+    with open(path, "w") as f:
+        json.dump({"context": context, "benchmarks": bench}, f)
+
+
+MACHINE_A = (100.0, 20.0, {"cpu_model": "AMD EPYC", "cpu_vendor": "AuthenticAMD", "cpu_family": "25",
+                           "cpu_model_number": "17", "cpu_stepping": "1", "cpu_uarch": "Zen 4",
+                           "cpu_hypervisor": "yes", "host_name": "a"})
+MACHINE_B = (80.0, 25.0, {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_vendor": "GenuineIntel",
+                          "cpu_family": "6", "cpu_model_number": "143", "cpu_stepping": "8",
+                          "cpu_uarch": "Sapphire Rapids", "cpu_hypervisor": "yes", "host_name": "b"})
+
+
+def synthetic(sdir):
+    py = "/usr/bin/python3"
+    sys.path.insert(0, sdir)
+    import attnresults
+    import compare
+    with tempfile.TemporaryDirectory() as d:
+        a, b, b_old = (os.path.join(d, n) for n in ("a.json", "b.json", "b_old.json"))
+        # an external baseline entry (the lead's: counter baseline = 1 and a label) must be tolerated
+        ext = synth_point("torch_sdpa", (1, 8, 8, 2048, 2048, 64), 2, 1e9, 1e6, jitter(0.02), 100.0, 20.0)
+        for e in ext:
+            e["baseline"] = 1
+        # and one with nothing but a label, a time and its own counters
+        ext.append({"name": "ort/attention", "run_name": "ort/attention", "run_type": "iteration",
+                    "real_time": 3.0, "time_unit": "ms", "label": "onnxruntime", "baseline": 1,
+                    "GFLOP/s": 12.5, "iterations": 5})
+        synth_file(a, MACHINE_A, extra=ext)
+        synth_file(b, MACHINE_B)
+        synth_file(b_old, MACHINE_B, roofline_counters=False)  # files from before %roofline
+        # the split is an exact product, per point, from the files' own limits
+        ca, pa = attnresults.load(a)
+        for path in (b, b_old):
+            cb, pb = attnresults.load(path)
+            for name, p in pa.items():
+                if name not in pb:
+                    continue
+                sp, lim, eff = compare.decompose(p, ca, pb[name], cb)
+                check(abs(sp - lim * eff) <= 1e-12 * sp, "%s: speedup = limit x efficiency exactly" % name)
+                check(abs(sp - p.median_s / pb[name].median_s) <= 1e-12 * sp, "%s: speedup = tA / tB" % name)
+        want = {  # speedup, limit ratio, efficiency ratio, limit on A, limit on B, %roofline A, B
+            SYNTH[0]: ("0.40x", "0.80x", "0.50x", "FMA", "FMA", 80.0, 40.0),
+            SYNTH[1]: ("1.25x", "1.25x", "1.00x", "bandwidth", "bandwidth", 50.0, 50.0),
+            SYNTH[2]: ("1.00x", "0.89x", "1.12x", "bandwidth", "FMA", 80.0, 90.0),
+        }
+        for path in (b, b_old):
+            cb, pb = attnresults.load(path)
+            for row, (s_, l_, e_, lim_a, lim_b, ra, rb) in want.items():
+                name = "%s/B%d/H%d/KV%d/Sq%d/Skv%d/D%d/noncausal/T2" % ((row[0],) + row[1])
+                check(pa[name].limit(ca) == lim_a and pb[name].limit(cb) == lim_b,
+                      "%s (%s): limits %s / %s (got %s / %s)" % (name, path, lim_a, lim_b,
+                                                                pa[name].limit(ca), pb[name].limit(cb)))
+                check(abs(pa[name].roofline_pct(ca) - ra) < 1e-9 and abs(pb[name].roofline_pct(cb) - rb) < 1e-9,
+                      "%s (%s): %%roofline %.0f / %.0f" % (name, path, ra, rb))
+            r = subprocess.run([py, os.path.join(sdir, "compare.py"), a, path], capture_output=True, text=True)
+            check(r.returncode == 0, "compare.py on two machines runs (%s)" % r.stderr.strip())
+            out = r.stdout
+            for row, (s_, l_, e_, *_rest) in want.items():
+                name = "%s/B%d/H%d/KV%d/Sq%d/Skv%d/D%d/noncausal/T2" % ((row[0],) + row[1])
+                line = [ln for ln in out.splitlines() if ln.startswith(name + " ")]
+                text = "%s = %s limit x %s efficiency" % (s_, l_, e_)
+                check(line and text in " ".join(line[0].split()), "compare.py prints '%s' for %s (%s)" % (text, name, line))
+            for text in ("Zen 4", "Sapphire Rapids", "AuthenticAMD family 25 model 17 stepping 1",
+                         "GenuineIntel family 6 model 143 stepping 8"):
+                check(text in out, "compare.py names the machines (%s)" % text)
+            peak_row = [ln for ln in out.splitlines() if ln.startswith("FMA peak avx512f T2")]
+            bw_row = [ln for ln in out.splitlines() if ln.startswith("read bandwidth T2")]
+            check(peak_row and peak_row[0].split()[-2:] == ["100.0", "80.0"], "peaks side by side (%s)" % peak_row)
+            check(bw_row and bw_row[0].split()[-2:] == ["20.0", "25.0"], "bandwidths side by side (%s)" % bw_row)
+        for script, args in (("summary.py", [a]), ("compare.py", [a, b]), ("compare.py", [a, a, "--by-shape"]),
+                             ("compare.py", [a, b, "--all", "--csv", os.path.join(d, "x.csv")])):
+            r = subprocess.run([py, os.path.join(sdir, script)] + args, capture_output=True, text=True)
+            check(r.returncode == 0, "%s %s tolerates external-baseline entries (%s)" % (script, args[1:], r.stderr.strip()))
+        # summary: %roofline and the limit, not % of FMA peak, for decode
+        r = subprocess.run([py, os.path.join(sdir, "summary.py"), b], capture_output=True, text=True)
+        check(r.returncode == 0, "summary.py runs on the synthetic file (%s)" % r.stderr.strip())
+        rows = {ln.split("  ")[0]: ln for ln in r.stdout.splitlines()}
+        dec = [ln for k, ln in rows.items() if k.startswith("B1 H8 KV8 Sq1 Skv32768")]
+        pre = [ln for k, ln in rows.items() if k.startswith("B1 H8 KV8 Sq2048")]
+        check(dec and " 50.0 " in dec[0] and "bandwidth" in dec[0], "summary: decode at 50%% of its bandwidth roofline (%s)" % dec)
+        check(pre and " 40.0 " in pre[0] and "FMA" in pre[0], "summary: prefill at 40%% of its FMA roofline (%s)" % pre)
+        # plots: error bars = the repetitions' spread, one colour per kernel in every plot, T in the legend
+        import plot
+        figs = []
+        real_close = plot.plt.close
+        plot.plt.close = lambda fig=None: figs.append(fig) if hasattr(fig, "axes") else real_close(fig)
+        try:
+            check(plot.main([a, "--out-dir", d]) == 0, "plot.py runs on the synthetic file")
+        finally:
+            plot.plt.close = real_close
+        pngs = sorted(f for f in os.listdir(d) if f.endswith(".png"))
+        check(pngs == ["a-efficiency.png", "a-gflops.png", "a-roofline.png"], "plot.py writes its three PNGs (%s)" % pngs)
+        colours = {}
+        spans = []
+        for fig in figs:
+            for ax in fig.axes:
+                for cont in ax.containers:
+                    label = cont.get_label()
+                    line = cont.lines[0]
+                    kernel = label.split()[0]
+                    check(" T2" in " " + label, "legend entry %r names the thread count" % label)
+                    colours.setdefault(kernel, set()).add(matplotlib_colour(line.get_color()
+                                                                              if line is not None else cont.lines[2][0].get_color()[0]))
+                    for seg in cont.lines[2][0].get_segments():
+                        spans.append((seg[0][1], seg[1][1]))
+        for k, cs in colours.items():
+            check(len(cs) == 1, "kernel %s has one colour in every plot (%s)" % (k, cs))
+        check(len({next(iter(c)) for c in colours.values()}) == len(colours), "kernels have distinct colours")
+        check(set(colours) == {"flash__avx512", "tiled__avx512", "torch_sdpa"}, "every kernel is plotted (%s)" % set(colours))
+        # prefill on A: GFLOP/s of the repetitions 1e9 / (0.0125 x 1.01 .. 0.99) / 1e9
+        lo, hi = 1 / (0.0125 * 1.01), 1 / (0.0125 * 0.99)
+        check(any(abs(s0 - lo) < 1e-6 * lo and abs(s1 - hi) < 1e-6 * hi for s0, s1 in spans),
+              "an error bar spans the repetitions' GFLOP/s (%.3f .. %.3f)" % (lo, hi))
+        check(any(abs(s0 - 80 / 1.01) < 1e-6 and abs(s1 - 80 / 0.99) < 1e-6 for s0, s1 in spans),
+              "an error bar spans the repetitions' %roofline")
+        check(plot.kernel_color("my_plugin") == plot.kernel_color("my_plugin"), "a colour is a function of the name")
+        r = subprocess.run([py, "-c", "import sys; sys.path.insert(0, %r); import plot; print(plot.kernel_color('my_plugin'))" % sdir],
+                           capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="123"))
+        check(r.stdout.strip() == plot.kernel_color("my_plugin"), "the colour of a new name is the same in every process")
+
+
+def matplotlib_colour(c):
+    import matplotlib.colors
+    return matplotlib.colors.to_hex(c)
+
+
 def main():
     mode = sys.argv[1]
     {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results,
-     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull}[mode](*sys.argv[2:])
+     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_, "cpu": cpu,
+     "synthetic": synthetic}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1

@@ -3,7 +3,9 @@
 // Google Benchmark and never timed; a correct kernel on the same shape is timed and
 // carries its counters. Runs bench/point.c + the gbench shim with a deliberately broken
 // kernel that is not in the registry. Then: a results save that fails stops the sweep —
-// no kernel runs after it — and attn_gb_run reports it.
+// no kernel runs after it — and attn_gb_run reports it. And the roofline score: decode is
+// bandwidth-bound, prefill FMA-bound, and %roofline = 100 · t_roof / time.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "bench/point.h"
 #include "fileio.h"
 #include "gbench/gbench.h"
+#include "util.h"
 
 static int g_broken_calls;
 
@@ -39,6 +42,7 @@ typedef struct seen {
   int results, errors;
   char message[512];
   double gflops_good;
+  double seconds_good, roofline_good, memory_bound_good, attainable_good;
 } seen;
 
 static void progress(void *user, const attn_gb_result *r, size_t done, size_t total) {
@@ -51,6 +55,10 @@ static void progress(void *user, const attn_gb_result *r, size_t done, size_t to
     snprintf(s->message, sizeof s->message, "%s", r->error_message);
   } else {
     s->gflops_good = attn_gb_result_counter(r, "GFLOP/s", -1);
+    s->seconds_good = r->seconds;
+    s->roofline_good = attn_gb_result_counter(r, "%roofline", -1);
+    s->memory_bound_good = attn_gb_result_counter(r, "memory_bound", -1);
+    s->attainable_good = attn_gb_result_counter(r, "roofline_GFLOP/s", -1);
   }
 }
 
@@ -95,7 +103,38 @@ static int failures;
     }                                                                        \
   } while (0)
 
+static bool close_to(double a, double b) {
+  return fabs(a - b) <= 1e-9 * fabs(b);
+}
+
+// The roofline on two real shapes with this machine's kind of limits (235 GFLOP/s FMA
+// peak, 35 GB/s read bandwidth: ridge point 6.7 flop/byte).
+static void test_roofline_limits(void) {
+  bool mem = false;
+  // decode: Sq1 Skv32768 D128, 8 heads: 0.5 flop/byte -> the bandwidth term
+  const attn_problem dec = attn_problem_make(1, 8, 8, 1, 32768, 128, 128, false);
+  const double fd = attn_flops(&dec), bd = (double)attn_tensor_bytes(&dec);
+  double t = attn_bench_roofline_seconds(fd, bd, 235, 35, &mem);
+  EXPECT(mem);
+  EXPECT(close_to(t, bd / 35e9));
+  // prefill: S2048 D64, 8 heads: 512 flop/byte -> the FMA term
+  const attn_problem pre = attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false);
+  const double fp = attn_flops(&pre), bp = (double)attn_tensor_bytes(&pre);
+  mem = true;
+  t = attn_bench_roofline_seconds(fp, bp, 235, 35, &mem);
+  EXPECT(!mem);
+  EXPECT(close_to(t, fp / 235e9));
+  // the larger term always wins: t_roof = max(flop / peak, bytes / bandwidth)
+  EXPECT(close_to(attn_bench_roofline_seconds(1e9, 1e9, 100, 10, &mem), 0.1) && mem);
+  EXPECT(close_to(attn_bench_roofline_seconds(1e9, 1e9, 10, 100, &mem), 0.1) && !mem);
+  // an unknown limit gives no score
+  mem = true;
+  EXPECT(attn_bench_roofline_seconds(fp, bp, 0, 35, &mem) == 0 && !mem);
+  EXPECT(attn_bench_roofline_seconds(fp, bp, 235, 0, NULL) == 0);
+}
+
 int main(int argc, char **argv) {
+  test_roofline_limits();
   const char *out = argc > 1 ? argv[1] : "test_bench_point.json";
   char a0[] = "test", a1[] = "--benchmark_min_time=0.01";
   char *gb_argv[] = {a0, a1, NULL};
@@ -113,6 +152,8 @@ int main(int argc, char **argv) {
     pts[i].threads = 1;
     attn_bench_point_name(pts[i].kernel, &pts[i].problem, 1, pts[i].name, sizeof pts[i].name);
     states[i].point = &pts[i];
+    states[i].peak_gflops = 50;  // made-up limits: the counters must follow them
+    states[i].bandwidth_gbs = 0.5;
     const attn_gb_def def = {
         .name = pts[i].name, .run = attn_bench_run_point, .user = &states[i], .real_time = true};
     EXPECT(attn_gb_register(&def));
@@ -135,6 +176,16 @@ int main(int argc, char **argv) {
   EXPECT(s.gflops_good > 0);
   EXPECT(states[0].checked && !states[0].check_pass);
   EXPECT(states[1].checked && states[1].check_pass);
+  {  // %roofline = 100 · t_roof / time, with the limits of the state and the right bound
+    const attn_problem *p = &pts[1].problem;
+    bool mem = false;
+    const double t_roof =
+        attn_bench_roofline_seconds(attn_flops(p), (double)attn_tensor_bytes(p), 50, 0.5, &mem);
+    EXPECT(t_roof > 0 && s.seconds_good > 0);
+    EXPECT(fabs(s.roofline_good - 100 * t_roof / s.seconds_good) <= 1e-6 * s.roofline_good);
+    EXPECT(s.memory_bound_good == (mem ? 1 : 0));
+    EXPECT(close_to(s.attainable_good, attn_flops(p) * 1e-9 / t_roof));
+  }
 
   // The results file holds both, the broken one marked as an error.
   FILE *f = fopen(out, "r");
