@@ -53,4 +53,34 @@ static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   return _mm512_maskz_mov_ps(keep, v);
 }
 
+// ── In-register transpose, used by the K packer (microkernel.h) ──
+#define VF_HAVE_TRANSPOSE 1
+// dst[d·ds + c] = src[c·ss + d], c, d < 16: the 16×16 in-register transpose (4 rounds of
+// 2×2 block swaps: 32-bit lanes, 64-bit pairs, 128-bit and 256-bit blocks).
+static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, int64_t ds) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * ss);
+  for (int i = 0; i < 16; i += 2) {  // interleave 32-bit lanes of row pairs
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // 64-bit pairs across row quads
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {  // 128-bit blocks across row octets
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 8; i++) {  // 128-bit blocks across the two halves
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+  for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ds, r[i]);  // r[i] = column i
+}
+
 #include "simd/vec_exp.h"

@@ -55,4 +55,18 @@ static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), below));
 }
 
+// ── In-register transpose, used by the K packer (microkernel.h) ──
+#define VF_HAVE_TRANSPOSE 1
+// dst[d·ds + c] = src[c·ss + d], c, d < 4: the 4×4 in-register transpose (trn1/trn2 on
+// 32-bit lanes, then the 64-bit halves recombined).
+static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, int64_t ds) {
+  const float32x4x2_t t01 = vtrnq_f32(vld1q_f32(src), vld1q_f32(src + ss));
+  const float32x4x2_t t23 = vtrnq_f32(vld1q_f32(src + 2 * ss), vld1q_f32(src + 3 * ss));
+  // t01.val[0] = {r0[0], r1[0], r0[2], r1[2]}, t01.val[1] = {r0[1], r1[1], r0[3], r1[3]}
+  vst1q_f32(dst, vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])));
+  vst1q_f32(dst + ds, vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])));
+  vst1q_f32(dst + 2 * ds, vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0])));
+  vst1q_f32(dst + 3 * ds, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
+}
+
 #include "simd/vec_exp.h"
