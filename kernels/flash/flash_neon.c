@@ -22,4 +22,5 @@ const attn_kernel attn_kernel_flash__neon = {
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
     .workspace = FL_WORKSPACE,
     .run = FL_RUN,
+    FL_RECORD_TILES,
 };

@@ -20,4 +20,5 @@ const attn_kernel attn_kernel_tiled__avx512 = {
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = tiled_workspace,
     .run = tiled_run,
+    TILED_RECORD_TILES,
 };

@@ -38,6 +38,11 @@
 
 #define TILED_KP (TILED_NRV * VF_W)  // keys per packed K panel
 
+// The register tiles, for the kernel record (attn.h).
+#define TILED_RECORD_TILES                                                                   \
+  .vec_width = VF_W, .qk_rows = TILED_MR, .qk_cols = TILED_KP, .pv_rows = TILED_MR,          \
+  .pv_cols = TILED_NV * VF_W
+
 typedef struct tiled_geom {
   int64_t tq, tkv;                // cache tiles: multiples of TILED_MR and TILED_KP
   int64_t dv_pad;                 // head_dim_v rounded up to whole vectors
