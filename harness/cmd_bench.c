@@ -25,6 +25,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "gbench/gbench.h"
+#include "placement.h"
 #include "topology.h"
 
 // ── interruption ────────────────────────────────────────────────────────────────────
@@ -205,6 +206,7 @@ static int bench_main(int argc, char **argv, char **gb_argv, char **our_argv) {
   };
   const cli_status st = cli_parse(&spec, our_argc, our_argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (attn_placement_env_bad("bench", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (gb_out) {
     if (out && strcmp(out, gb_out)) {
       fprintf(stderr, "attnbench bench: --out and --benchmark_out disagree\n");

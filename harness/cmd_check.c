@@ -18,6 +18,7 @@
 #include "check/check.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "placement.h"
 
 typedef struct kernel_tally {
   const attn_kernel *k;
@@ -103,6 +104,7 @@ int cmd_check(int argc, char **argv) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (attn_placement_env_bad("check", &exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (progress && no_progress) {
     fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
     return ATTNBENCH_EXIT_USAGE;

@@ -156,6 +156,7 @@ int cmd_run(int argc, char **argv) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (attn_placement_env_bad("run", &exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
 
   const attn_kernel *kernel = attn_kernel_find(kernel_name);
   if (!kernel) {

@@ -64,8 +64,8 @@
 #define FL_INLINE static inline __attribute__((always_inline))
 
 // The register tiles, for the kernel record (attn.h).
-#define FL_RECORD_TILES                                                                      \
-  .vec_width = VF_W, .qk_rows = FL_QK_MR, .qk_cols = FL_QK_NV * VF_W, .pv_rows = FL_PV_MR,   \
+#define FL_RECORD_TILES                                                                    \
+  .vec_width = VF_W, .qk_rows = FL_QK_MR, .qk_cols = FL_QK_NV * VF_W, .pv_rows = FL_PV_MR, \
   .pv_cols = FL_PV_NV * VF_W
 
 #include "flash/flash_decode.h"

@@ -7,8 +7,6 @@
 #define TILED_MR 6
 #define TILED_NRV 2
 #define TILED_NV 2
-#define TILED_TQ 48
-#define TILED_TKV 256
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"

@@ -5,10 +5,10 @@
 //     TILED_MR    query rows per micro-tile (both GEMMs)
 //     TILED_NRV   vectors of keys per packed K panel (Q·Kᵀ micro-tile = MR × NRV·VF_W)
 //     TILED_NV    vectors of head_dim_v per P·V micro-tile step (MR × NV·VF_W)
-//     TILED_TQ, TILED_TKV   default cache tiles (attn_exec.tile_q / tile_kv override)
 //     TILED_DIRECT_ROWS     below this many query rows per K/V head (seq_q × group),
 //                           skip packing K and use the direct Q·Kᵀ path (decode)
-// It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record.
+// It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record. Cache
+// tiles come from attn_exec, or the one tile rule (core/tiles.h) where it leaves them 0.
 //
 // Algorithm, per (batch b, K/V head g):
 //   pack K[b,g] into panels Kp[panel][d][KP] (KP = NRV·VF_W keys; zero-padded keys), so
@@ -34,13 +34,14 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/tiles.h"
 #include "simd/microkernel.h"
 
 #define TILED_KP (TILED_NRV * VF_W)  // keys per packed K panel
 
 // The register tiles, for the kernel record (attn.h).
-#define TILED_RECORD_TILES                                                                   \
-  .vec_width = VF_W, .qk_rows = TILED_MR, .qk_cols = TILED_KP, .pv_rows = TILED_MR,          \
+#define TILED_RECORD_TILES                                                          \
+  .vec_width = VF_W, .qk_rows = TILED_MR, .qk_cols = TILED_KP, .pv_rows = TILED_MR, \
   .pv_cols = TILED_NV * VF_W
 
 typedef struct tiled_geom {
@@ -60,8 +61,9 @@ static size_t tiled_r16(int64_t n) {
 
 static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
   tiled_geom g;
-  int64_t tq = e->tile_q > 0 ? e->tile_q : TILED_TQ;
-  int64_t tkv = e->tile_kv > 0 ? e->tile_kv : TILED_TKV;
+  int rule_q, rule_kv;  // the one tile rule (core/tiles.h) where exec leaves them 0
+  attn_tiles_resolve(p, e, &rule_q, &rule_kv);
+  int64_t tq = rule_q, tkv = rule_kv;
   if (tq > p->seq_q) tq = p->seq_q;  // no bigger than needed
   if (tkv > p->seq_kv) tkv = p->seq_kv;
   g.tq = tiled_round_up(tq, TILED_MR);
