@@ -18,9 +18,7 @@
 // product along its own K row (4 accumulators over head_dim, one horizontal sum), and
 // blocks of FL_ROW_KEYS keys are scored, softmax-updated and folded into acc at once, so
 // K and V advance as two sequential streams. No software prefetch: here it only competes
-// with the hardware prefetcher. (The tiled path read 4 K rows at once — 4 interleaved
-// streams 512 bytes apart at D128 — and asked for the whole next tile up front: 16–17 ms
-// vs 10–11 ms for this on 1 thread, Sq1 Skv32768 D128 KV8.) Per block and row
+// with the hardware prefetcher (docs/tuning.md). Per block and row
 // (vs_online_softmax_row):
 //   s_c = Q̂·K_c, m' = max(m, max_c s_c), α = e^{m−m'}, p_c = e^{s_c−m'}, l' = α·l + Σ p_c,
 //   acc' = α·acc + Σ_c p_c·V_c  (key order; the α multiply is skipped when α = 1).
@@ -113,7 +111,7 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
 // sums need no horizontal reductions), and P·V reads P̂ᵀ with column stride R. Each
 // row's arithmetic is fixed by the shape alone (block boundaries, key order).
 // The row vector: an ISA file may define a narrower one than vf_t (flash_avx512.c uses
-// 8-lane __m256, as fast per lane on Zen 4 and not wasting half of each vector at 8 rows).
+// 8-lane __m256, so 8 rows fill one vector).
 #ifndef FL_RV_W
 #define FL_RV_W VF_W
 typedef vf_t fl_rv_t;
@@ -137,9 +135,8 @@ FL_INLINE fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_DEC_BLOCK 64  // keys per online-softmax block (and the prefetch distance)
 #endif
 #define FL_LANES_MAX_R (2 * FL_RV_W)
-// Tasks of FL_RV_W..FL_LANES_MAX_ROWS rows take this path (at most two row vectors).
-// flash_avx512.c stops at 8: with 16 rows the packed transpose is shared by twice the
-// rows and the 8×32 zmm tiles measured faster than two 8-lane row vectors.
+// Tasks of FL_RV_W..FL_LANES_MAX_ROWS rows take this path (at most two row vectors; an
+// ISA file may stop earlier, see docs/tuning.md).
 #ifndef FL_LANES_MAX_ROWS
 #define FL_LANES_MAX_ROWS FL_LANES_MAX_R
 #endif

@@ -7,7 +7,7 @@
 // the range is done it moves on to the second one. A kernel that streams K and V from
 // memory with little arithmetic per byte calls one step per inner-loop iteration, so the
 // requests are spread over the tile's whole compute time instead of filling the core's
-// miss queue in one burst (docs/parallel.md, "prefetch").
+// miss queue in one burst (what was measured: docs/tuning.md).
 //
 // VK_PF_LOCALITY (define before including; default 3 = prefetcht0 into L1) is the
 // __builtin_prefetch locality of vk_pf_step; vk_pf_step_l2 always uses 2 (into L2).
