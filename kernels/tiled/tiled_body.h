@@ -104,14 +104,14 @@ static void tiled_pack_q(const float *qtile, int64_t nq, int64_t nq_pad, int64_t
 // zero (their scores are masked before use).
 static void tiled_pack_k(const float *kh, int64_t skv, int64_t skv_pad, int64_t dqk, float *kp) {
   for (int64_t j0 = 0; j0 < skv_pad; j0 += TILED_KP) {
-    const int64_t nk = skv - j0 < TILED_KP ? (skv - j0 > 0 ? skv - j0 : 0) : TILED_KP;
+    const int64_t nk = skv - j0 < TILED_KP ? skv - j0 : TILED_KP;  // j0 < skv: ≥ 1 key
     vk_pack_kt(kh + j0 * dqk, nk, TILED_KP, dqk, kp + j0 * dqk, TILED_KP);
   }
 }
 
 // s[r][0..KP) = scale · Σ_d qp[d][r] · kp[d][0..KP)  for r < MR (row stride lds): the
 // micro-kernel with A = the packed Q block (ars 1, aks MR), B = one K panel.
-static inline void tiled_qk_micro(const float *qp, const float *kp, int64_t dqk, const float *scale,
+static inline void tiled_qk_panel(const float *qp, const float *kp, int64_t dqk, const float *scale,
                                   float *s, int64_t lds) {
   vk_tile(TILED_MR, TILED_NRV, VK_INIT_ZERO, NULL, qp, 1, TILED_MR, kp, TILED_KP, dqk, s, lds,
           scale, 0, NULL);
@@ -219,7 +219,7 @@ static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const f
       } else {
         const float *qblk = ws_q + r0 * dqk;
         for (int64_t c0 = 0; c0 < kb; c0 += TILED_KP)
-          tiled_qk_micro(qblk, kp + (j0 + c0) * dqk, dqk, &p->scale, s + c0, g->tkv);
+          tiled_qk_panel(qblk, kp + (j0 + c0) * dqk, dqk, &p->scale, s + c0, g->tkv);
       }
 
       // Row-wise online softmax of the real rows (rows past nq are never read).
