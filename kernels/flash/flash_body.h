@@ -68,6 +68,9 @@
   .vec_width = VF_W, .qk_rows = FL_QK_MR, .qk_cols = FL_QK_NV * VF_W, .pv_rows = FL_PV_MR, \
   .pv_cols = FL_PV_NV * VF_W
 
+// The micro-kernel's accumulator arrays sized to this kernel's register tiles.
+#define VK_MR_MAX (FL_QK_MR > FL_PV_MR ? FL_QK_MR : FL_PV_MR)
+#define VK_NV_MAX (FL_QK_NV > FL_PV_NV ? FL_QK_NV : FL_PV_NV)
 #include "flash/flash_decode.h"
 #include "flash/flash_tiles.h"
 

@@ -261,7 +261,8 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
     const int64_t n_flat = (nk * R + VF_W - 1) / VF_W * VF_W;
     for (int64_t x = nk * R; x < n_flat; x++) st[x] = -INFINITY;
     fl_lanes_softmax(st, n_flat, R, lm, ll, alpha);
-    fl_pv_tile(nrows, st, 1, R, vk_pad_v(vj, nk, dv, dvp, vs), dvp, acc, dvp, alpha, bl, &pf);
+    fl_pv_tile_inline(nrows, st, 1, R, vk_pad_v(vj, nk, dv, dvp, vs), dvp, acc, dvp, alpha, bl,
+                      &pf);
   }
   for (int64_t r = 0; r < nrows; r++) m[r] = lm[r], l[r] = ll[r];
 }

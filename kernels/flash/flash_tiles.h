@@ -72,7 +72,8 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs,
     break;
   switch (mr) {
     FL_PV_CASE(1)
-    FL_PV_CASE(2) FL_PV_CASE(3) FL_PV_CASE(4)
+    FL_PV_CASE(2)
+    FL_PV_CASE(3) FL_PV_CASE(4)
 #if FL_PV_MR >= 5
         FL_PV_CASE(5)
 #endif
@@ -95,9 +96,9 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs,
 // FL_PV_MR 6: 4 + 4, not 6 + 2). A register tile whose rows all kept their max (α = 1)
 // skips the rescale. Each register tile stops at the last key one of its rows sees
 // (lims), since P is 0 beyond a row's limit.
-static void fl_pv_tile(int64_t nrows, const float *pm, int64_t prs, int64_t pcs, const float *vp,
-                       int64_t vstride, float *acc, int64_t dvp, const float *alpha,
-                       const int32_t *lims, vk_pf *pf) {
+FL_INLINE void fl_pv_tile_inline(int64_t nrows, const float *pm, int64_t prs, int64_t pcs,
+                                 const float *vp, int64_t vstride, float *acc, int64_t dvp,
+                                 const float *alpha, const int32_t *lims, vk_pf *pf) {
   const int64_t ntiles = (nrows + FL_PV_MR - 1) / FL_PV_MR;
   for (int64_t g = 0, r = 0; g < ntiles; g++) {
     const int mr = (int)(nrows / ntiles + (g < nrows % ntiles));
@@ -122,4 +123,12 @@ static void fl_pv_tile(int64_t nrows, const float *pm, int64_t prs, int64_t pcs,
     }
     r += mr;
   }
+}
+
+// The same as a function of its own, for the tiled pass (the decode lanes path inlines
+// fl_pv_tile_inline, so that its prefetch cursor and strides stay in registers).
+static void fl_pv_tile(int64_t nrows, const float *pm, int64_t prs, int64_t pcs, const float *vp,
+                       int64_t vstride, float *acc, int64_t dvp, const float *alpha,
+                       const int32_t *lims, vk_pf *pf) {
+  fl_pv_tile_inline(nrows, pm, prs, pcs, vp, vstride, acc, dvp, alpha, lims, pf);
 }

@@ -44,29 +44,20 @@ VK_INLINE void vk_tile(const int mr, const int nv, const vk_init init, const flo
                        int64_t nk, float *c, int64_t ldc, const float *out_scale,
                        const int prefetch, vk_pf *pf) {
   vf_t acc[VK_MR_MAX][VK_NV_MAX];
-  if (init == VK_INIT_ZERO) {
 #pragma GCC unroll 16
-    for (int r = 0; r < mr; r++)
+  for (int r = 0; r < mr; r++) {
+    const vf_t al = vf_set1(init == VK_INIT_SCALED ? alpha[r] : 1.0f);
 #pragma GCC unroll 16
-      for (int v = 0; v < nv; v++) acc[r][v] = vf_zero();
-  } else {
-#pragma GCC unroll 16
-    for (int r = 0; r < mr; r++) {
-      const vf_t al = vf_set1(init == VK_INIT_SCALED ? alpha[r] : 1.0f);
-#pragma GCC unroll 16
-      for (int v = 0; v < nv; v++) {
-        acc[r][v] = vf_load(c + r * ldc + v * VF_W);
-        if (init == VK_INIT_SCALED) acc[r][v] = vf_mul(acc[r][v], al);
-      }
+    for (int v = 0; v < nv; v++) {
+      acc[r][v] = init == VK_INIT_ZERO ? vf_zero() : vf_load(c + r * ldc + v * VF_W);
+      if (init == VK_INIT_SCALED) acc[r][v] = vf_mul(acc[r][v], al);
     }
   }
-  vk_pf cur = {0};  // the cursor in registers for the loop (pf may point to memory)
-  if (prefetch) cur = *pf;
   for (int64_t k = 0; k < nk; k++) {
     vf_t bv[VK_NV_MAX];
 #pragma GCC unroll 16
     for (int v = 0; v < nv; v++) bv[v] = vf_load(b + k * ldb + v * VF_W);
-    if (prefetch) vk_pf_step(&cur);
+    if (prefetch) vk_pf_step(pf);
 #pragma GCC unroll 16
     for (int r = 0; r < mr; r++) {
       const vf_t ab = vf_set1(a[r * ars + k * aks]);
@@ -74,7 +65,6 @@ VK_INLINE void vk_tile(const int mr, const int nv, const vk_init init, const flo
       for (int v = 0; v < nv; v++) acc[r][v] = vf_fma(ab, bv[v], acc[r][v]);
     }
   }
-  if (prefetch) *pf = cur;
   if (out_scale) {
     const vf_t vs = vf_set1(*out_scale);
 #pragma GCC unroll 16
