@@ -43,11 +43,6 @@
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-#pragma once
-
-#include <math.h>
-#include <omp.h>
-#include <string.h>
 
 #include "core/attn_internal.h"
 #include "flash/flash_plan.h"

@@ -17,10 +17,12 @@
 //           VK_INIT_SCALED  init_r = alpha[r] · C[r]    (P·V after the max moved)
 //     out_scale != NULL: C[r] is stored as (init_r + Σ …) · *out_scale
 //     prefetch != 0: one vk_pf_step(pf) per k (prefetch.h), after B's loads
-// mr ≤ VK_MR_MAX and nv ≤ VK_NV_MAX; every call site passes compile-time constants for
-// mr, nv, init, prefetch (the function is always inlined), so the mr × nv accumulators
-// live in registers and the loops are fully unrolled. The FMA order is fixed: for each
-// k in order, acc[r][v] = A[r][k]·B[k][v] + acc[r][v].
+// mr ≤ VK_MR_MAX and nv ≤ VK_NV_MAX (an includer may size them to its tiles); every call
+// site passes compile-time constants for mr, nv and prefetch (init may be a run-time
+// choice between LOAD and SCALED), and the function is always inlined, so the mr × nv
+// accumulators live in registers and the loops are fully unrolled. The FMA order is
+// fixed: for each k in order, acc[r][v] = A[r][k]·B[k][v] + acc[r][v] — so a kernel
+// moved onto this layer keeps its output bits.
 #pragma once
 
 #include <stdint.h>
