@@ -16,8 +16,9 @@
 
 const attn_kernel attn_kernel_flash__avx2 = {
     .name = "flash__avx2",
-    .summary = "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 6x16 PV tiles, GQA-shared "
-               "packed K/V, causal tile skipping, split-KV decode",
+    .summary =
+        "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 6x16 PV tiles, GQA-shared "
+        "packed K/V, causal tile skipping, split-KV decode",
     .required_isa = ATTN_ISA_AVX2,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
     .workspace = FL_WORKSPACE,

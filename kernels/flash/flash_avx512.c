@@ -12,9 +12,15 @@
 // docs/tuning.md.
 #define FL_RV_W 8
 typedef __m256 fl_rv_t;
-static inline fl_rv_t fl_rv_zero(void) { return _mm256_setzero_ps(); }
-static inline fl_rv_t fl_rv_load(const float *p) { return _mm256_loadu_ps(p); }
-static inline void fl_rv_store(float *p, fl_rv_t x) { _mm256_storeu_ps(p, x); }
+static inline fl_rv_t fl_rv_zero(void) {
+  return _mm256_setzero_ps();
+}
+static inline fl_rv_t fl_rv_load(const float *p) {
+  return _mm256_loadu_ps(p);
+}
+static inline void fl_rv_store(float *p, fl_rv_t x) {
+  _mm256_storeu_ps(p, x);
+}
 static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
   return _mm256_fmadd_ps(_mm256_broadcast_ss(k), q, acc);
 }
@@ -34,8 +40,9 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 
 const attn_kernel attn_kernel_flash__avx512 = {
     .name = "flash__avx512",
-    .summary = "OpenMP FlashAttention-2 style, AVX-512F 8x32 QK^T / 6x64 PV tiles, GQA-shared "
-               "packed K/V, causal tile skipping, split-KV decode",
+    .summary =
+        "OpenMP FlashAttention-2 style, AVX-512F 8x32 QK^T / 6x64 PV tiles, GQA-shared "
+        "packed K/V, causal tile skipping, split-KV decode",
     .required_isa = ATTN_ISA_AVX512F,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
     .workspace = FL_WORKSPACE,

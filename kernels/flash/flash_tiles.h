@@ -73,7 +73,8 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs,
   switch (mr) {
     FL_PV_CASE(1)
     FL_PV_CASE(2)
-    FL_PV_CASE(3) FL_PV_CASE(4)
+    FL_PV_CASE(3)
+    FL_PV_CASE(4)
 #if FL_PV_MR >= 5
         FL_PV_CASE(5)
 #endif

@@ -11,7 +11,8 @@
 #pragma once
 
 #if !defined(__AVX2__) || !defined(__FMA__)
-#error "vec_avx2.h needs -mavx2 -mfma: include it only from files named *_avx2.c (kernels/CMakeLists.txt)"
+#error \
+    "vec_avx2.h needs -mavx2 -mfma: include it only from files named *_avx2.c (kernels/CMakeLists.txt)"
 #endif
 
 #include <immintrin.h>
@@ -24,16 +25,36 @@ enum { VF_W = 8 };
 #define VF_ISA ATTN_ISA_AVX2
 #define VF_ISA_NAME "avx2"
 
-static inline vf_t vf_load(const float *p) { return _mm256_loadu_ps(p); }
-static inline void vf_store(float *p, vf_t v) { _mm256_storeu_ps(p, v); }
-static inline vf_t vf_set1(float x) { return _mm256_set1_ps(x); }
-static inline vf_t vf_zero(void) { return _mm256_setzero_ps(); }
-static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf_t vf_mul(vf_t a, vf_t b) { return _mm256_mul_ps(a, b); }
-static inline vf_t vf_add(vf_t a, vf_t b) { return _mm256_add_ps(a, b); }
-static inline vf_t vf_sub(vf_t a, vf_t b) { return _mm256_sub_ps(a, b); }
-static inline vf_t vf_max(vf_t a, vf_t b) { return _mm256_max_ps(a, b); }
-static inline vf_t vf_min(vf_t a, vf_t b) { return _mm256_min_ps(a, b); }
+static inline vf_t vf_load(const float *p) {
+  return _mm256_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf_t v) {
+  _mm256_storeu_ps(p, v);
+}
+static inline vf_t vf_set1(float x) {
+  return _mm256_set1_ps(x);
+}
+static inline vf_t vf_zero(void) {
+  return _mm256_setzero_ps();
+}
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+static inline vf_t vf_mul(vf_t a, vf_t b) {
+  return _mm256_mul_ps(a, b);
+}
+static inline vf_t vf_add(vf_t a, vf_t b) {
+  return _mm256_add_ps(a, b);
+}
+static inline vf_t vf_sub(vf_t a, vf_t b) {
+  return _mm256_sub_ps(a, b);
+}
+static inline vf_t vf_max(vf_t a, vf_t b) {
+  return _mm256_max_ps(a, b);
+}
+static inline vf_t vf_min(vf_t a, vf_t b) {
+  return _mm256_min_ps(a, b);
+}
 
 // Lane mask with the first n (0..8) lanes set: a sliding window over {-1 x8, 0 x8}.
 static inline __m256i vf_mask_first(int n) {

@@ -5,7 +5,8 @@
 #pragma once
 
 #if !defined(__AVX512F__)
-#error "vec_avx512.h needs -mavx512f: include it only from files named *_avx512.c (kernels/CMakeLists.txt)"
+#error \
+    "vec_avx512.h needs -mavx512f: include it only from files named *_avx512.c (kernels/CMakeLists.txt)"
 #endif
 
 #include <immintrin.h>
@@ -18,16 +19,36 @@ enum { VF_W = 16 };
 #define VF_ISA ATTN_ISA_AVX512F
 #define VF_ISA_NAME "avx512f"
 
-static inline vf_t vf_load(const float *p) { return _mm512_loadu_ps(p); }
-static inline void vf_store(float *p, vf_t v) { _mm512_storeu_ps(p, v); }
-static inline vf_t vf_set1(float x) { return _mm512_set1_ps(x); }
-static inline vf_t vf_zero(void) { return _mm512_setzero_ps(); }
-static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return _mm512_fmadd_ps(a, b, c); }
-static inline vf_t vf_mul(vf_t a, vf_t b) { return _mm512_mul_ps(a, b); }
-static inline vf_t vf_add(vf_t a, vf_t b) { return _mm512_add_ps(a, b); }
-static inline vf_t vf_sub(vf_t a, vf_t b) { return _mm512_sub_ps(a, b); }
-static inline vf_t vf_max(vf_t a, vf_t b) { return _mm512_max_ps(a, b); }
-static inline vf_t vf_min(vf_t a, vf_t b) { return _mm512_min_ps(a, b); }
+static inline vf_t vf_load(const float *p) {
+  return _mm512_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf_t v) {
+  _mm512_storeu_ps(p, v);
+}
+static inline vf_t vf_set1(float x) {
+  return _mm512_set1_ps(x);
+}
+static inline vf_t vf_zero(void) {
+  return _mm512_setzero_ps();
+}
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+static inline vf_t vf_mul(vf_t a, vf_t b) {
+  return _mm512_mul_ps(a, b);
+}
+static inline vf_t vf_add(vf_t a, vf_t b) {
+  return _mm512_add_ps(a, b);
+}
+static inline vf_t vf_sub(vf_t a, vf_t b) {
+  return _mm512_sub_ps(a, b);
+}
+static inline vf_t vf_max(vf_t a, vf_t b) {
+  return _mm512_max_ps(a, b);
+}
+static inline vf_t vf_min(vf_t a, vf_t b) {
+  return _mm512_min_ps(a, b);
+}
 
 // Masked-off lanes are neither read nor written (no fault), loads give 0 there.
 static inline vf_t vf_load_partial(const float *p, int n) {
@@ -37,8 +58,12 @@ static inline void vf_store_partial(float *p, vf_t v, int n) {
   _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), v);
 }
 
-static inline float vf_hsum(vf_t v) { return _mm512_reduce_add_ps(v); }
-static inline float vf_hmax(vf_t v) { return _mm512_reduce_max_ps(v); }
+static inline float vf_hsum(vf_t v) {
+  return _mm512_reduce_add_ps(v);
+}
+static inline float vf_hmax(vf_t v) {
+  return _mm512_reduce_max_ps(v);
+}
 
 // ── Primitives used by the shared exp (vec_exp.h) ──
 static inline vf_t vf_round(vf_t x) {

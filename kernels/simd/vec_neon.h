@@ -19,16 +19,36 @@ enum { VF_W = 4 };
 #define VF_ISA ATTN_ISA_NEON
 #define VF_ISA_NAME "neon"
 
-static inline vf_t vf_load(const float *p) { return vld1q_f32(p); }
-static inline void vf_store(float *p, vf_t v) { vst1q_f32(p, v); }
-static inline vf_t vf_set1(float x) { return vdupq_n_f32(x); }
-static inline vf_t vf_zero(void) { return vdupq_n_f32(0.0f); }
-static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return vfmaq_f32(c, a, b); }
-static inline vf_t vf_mul(vf_t a, vf_t b) { return vmulq_f32(a, b); }
-static inline vf_t vf_add(vf_t a, vf_t b) { return vaddq_f32(a, b); }
-static inline vf_t vf_sub(vf_t a, vf_t b) { return vsubq_f32(a, b); }
-static inline vf_t vf_max(vf_t a, vf_t b) { return vmaxq_f32(a, b); }
-static inline vf_t vf_min(vf_t a, vf_t b) { return vminq_f32(a, b); }
+static inline vf_t vf_load(const float *p) {
+  return vld1q_f32(p);
+}
+static inline void vf_store(float *p, vf_t v) {
+  vst1q_f32(p, v);
+}
+static inline vf_t vf_set1(float x) {
+  return vdupq_n_f32(x);
+}
+static inline vf_t vf_zero(void) {
+  return vdupq_n_f32(0.0f);
+}
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) {
+  return vfmaq_f32(c, a, b);
+}
+static inline vf_t vf_mul(vf_t a, vf_t b) {
+  return vmulq_f32(a, b);
+}
+static inline vf_t vf_add(vf_t a, vf_t b) {
+  return vaddq_f32(a, b);
+}
+static inline vf_t vf_sub(vf_t a, vf_t b) {
+  return vsubq_f32(a, b);
+}
+static inline vf_t vf_max(vf_t a, vf_t b) {
+  return vmaxq_f32(a, b);
+}
+static inline vf_t vf_min(vf_t a, vf_t b) {
+  return vminq_f32(a, b);
+}
 
 static inline vf_t vf_load_partial(const float *p, int n) {
   float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -41,11 +61,17 @@ static inline void vf_store_partial(float *p, vf_t v, int n) {
   memcpy(p, buf, (size_t)n * sizeof(float));
 }
 
-static inline float vf_hsum(vf_t v) { return vaddvq_f32(v); }
-static inline float vf_hmax(vf_t v) { return vmaxvq_f32(v); }
+static inline float vf_hsum(vf_t v) {
+  return vaddvq_f32(v);
+}
+static inline float vf_hmax(vf_t v) {
+  return vmaxvq_f32(v);
+}
 
 // ── Primitives used by the shared exp (vec_exp.h) ──
-static inline vf_t vf_round(vf_t x) { return vrndnq_f32(x); }
+static inline vf_t vf_round(vf_t x) {
+  return vrndnq_f32(x);
+}
 static inline vf_t vf_pow2i(vf_t n) {
   const int32x4_t e = vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127));
   return vreinterpretq_f32_s32(vshlq_n_s32(e, 23));

@@ -13,7 +13,8 @@
 
 const attn_kernel attn_kernel_tiled__avx2 = {
     .name = "tiled__avx2",
-    .summary = "1 thread, AVX2+FMA register tiles 6x16 (QK^T) / 6x16 (PV), packed K, online softmax",
+    .summary =
+        "1 thread, AVX2+FMA register tiles 6x16 (QK^T) / 6x16 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_AVX2,
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = tiled_workspace,

@@ -13,7 +13,8 @@
 
 const attn_kernel attn_kernel_tiled__avx512 = {
     .name = "tiled__avx512",
-    .summary = "1 thread, AVX-512F register tiles 8x32 (QK^T) / 8x32 (PV), packed K, online softmax",
+    .summary =
+        "1 thread, AVX-512F register tiles 8x32 (QK^T) / 8x32 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_AVX512F,
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = tiled_workspace,
