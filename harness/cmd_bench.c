@@ -28,6 +28,7 @@
 #include "bench/point.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "placement.h"
 #include "fileio.h"
 #include "gbench/gbench.h"
 #include "topology.h"
@@ -161,7 +162,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       .passthrough = &a->gb_flags,
   };
   const cli_status st = cli_parse(&spec, argc, argv);
-  return st == CLI_OK ? -1 : cli_exit_code(st);
+  if (st != CLI_OK) return cli_exit_code(st);
+  if (attn_placement_env_bad("bench", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
+  return -1;
 }
 
 // Interprets --benchmark_format/_out/_out_format/_color (the display and the results

@@ -23,6 +23,7 @@
 #include "check/check.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "placement.h"
 #include "fileio.h"
 #include "npy.h"
 #include "qkv_inputs.h"
@@ -168,6 +169,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;
+  if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
   if (o->progress && o->no_progress) {
     fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
     return CLI_ERROR;

@@ -13,6 +13,7 @@
 #include "cli_args.h"
 #include "topology.h"
 #include "commands.h"
+#include "placement.h"
 #include "cpu_ident.h"
 #include "peak.h"
 #include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
@@ -125,6 +126,7 @@ int cmd_info(int argc, char **argv) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (attn_placement_env_bad("info", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
 
   char model[128], found[64], compiled[64];
   cpu_model(model, sizeof model);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `attnbench list` — every kernel in the registry, one line each:
-//     <name>  available|unavailable (needs avx512f)  <caps>  <summary>
+//     <name>  available|unavailable (needs avx512f)  <caps>  <tiles>  <summary>
+// <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x32 pv6x64"
+// (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
+// "scalar" for portable C, "-" when the kernel does not declare them.
 // Unavailable kernels are listed, not hidden. `--json` prints the same as a JSON array.
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +16,7 @@ static const struct {
   unsigned bit;
   const char *name;
 } kCaps[] = {
-    {ATTN_CAP_CAUSAL, "causal"}, {ATTN_CAP_CROSS, "cross"}, {ATTN_CAP_GQA, "gqa"},
+    {ATTN_CAP_CAUSAL, "causal"},     {ATTN_CAP_CROSS, "cross"},     {ATTN_CAP_GQA, "gqa"},
     {ATTN_CAP_DV_NE_DQK, "dv!=dqk"}, {ATTN_CAP_THREADS, "threads"},
 };
 
@@ -28,6 +31,18 @@ static const char *caps_string(unsigned caps, char *buf, size_t len) {
     used += (size_t)n;
   }
   if (!used) snprintf(buf, len, "-");
+  return buf;
+}
+
+// The vector width and register tiles of the record, as described at the top.
+static const char *tiles_string(const attn_kernel *k, char *buf, size_t len) {
+  if (k->vec_width <= 0)
+    snprintf(buf, len, "-");
+  else if (k->qk_rows <= 0 && k->pv_rows <= 0)
+    snprintf(buf, len, k->vec_width == 1 ? "scalar" : "w%d", k->vec_width);
+  else
+    snprintf(buf, len, "w%d qk%dx%d pv%dx%d", k->vec_width, k->qk_rows, k->qk_cols, k->pv_rows,
+             k->pv_cols);
   return buf;
 }
 
@@ -69,7 +84,9 @@ static void print_json(bool only_available) {
       first_cap = false;
       json_string(stdout, kCaps[c].name);
     }
-    printf("], \"summary\": ");
+    printf("], \"vec_width\": %d, \"qk_tile\": [%d, %d], \"pv_tile\": [%d, %d]", k->vec_width,
+           k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols);
+    printf(", \"summary\": ");
     json_string(stdout, k->summary);
     printf("}");
   }
@@ -79,16 +96,24 @@ static void print_json(bool only_available) {
 int cmd_list(int argc, char **argv) {
   bool json = false, only_available = false;
   const cli_option opts[] = {
-      {.name = "json", .kind = CLI_FLAG, .dest = &json, .help = "print a JSON array instead of text"},
-      {.name = "available", .kind = CLI_FLAG, .dest = &only_available,
+      {.name = "json",
+       .kind = CLI_FLAG,
+       .dest = &json,
+       .help = "print a JSON array instead of text"},
+      {.name = "available",
+       .kind = CLI_FLAG,
+       .dest = &only_available,
        .help = "list only kernels this CPU can run"},
   };
   const cli_spec spec = {
       .command = "list",
-      .summary = "List every compiled kernel: name, availability on this CPU, natively handled\n"
-                 "cases (causal, cross, gqa, dv!=dqk, threads) and a one-line summary.\n"
-                 "Every kernel accepts every valid problem; the flags say which cases it\n"
-                 "handles natively rather than by a general path.",
+      .summary =
+          "List every compiled kernel: name, availability on this CPU, natively handled\n"
+          "cases (causal, cross, gqa, dv!=dqk, threads), vector width and register\n"
+          "tiles (w16 qk8x32 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V tile\n"
+          "6 rows x 64 columns) and a one-line summary.\n"
+          "Every kernel accepts every valid problem; the flags say which cases it\n"
+          "handles natively rather than by a general path.",
       .epilog = "example:\n  attnbench list\n  attnbench list --available --json",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
@@ -101,11 +126,11 @@ int cmd_list(int argc, char **argv) {
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
   // Two passes: column widths first, so the columns line up for any registry.
-  int w[3] = {0, 0, 0};
+  int w[4] = {0, 0, 0, 0};
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < attn_kernel_count(); i++) {
       const attn_kernel *k = attn_kernel_at(i);
-      char why[96], avail[128], caps[96];
+      char why[96], avail[128], caps[96], tiles[64];
       const bool ok = attn_kernel_available(k, why, sizeof why);
       if (only_available && !ok) continue;
       if (ok)
@@ -113,12 +138,14 @@ int cmd_list(int argc, char **argv) {
       else
         snprintf(avail, sizeof avail, "unavailable (%s)", why);
       caps_string(k->caps, caps, sizeof caps);
-      const char *col[3] = {k->name, avail, caps};
+      tiles_string(k, tiles, sizeof tiles);
+      const char *col[4] = {k->name, avail, caps, tiles};
       if (pass == 0) {
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < 4; c++)
           if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
       } else {
-        printf("%-*s  %-*s  %-*s  %s\n", w[0], col[0], w[1], col[1], w[2], col[2], k->summary);
+        printf("%-*s  %-*s  %-*s  %-*s  %s\n", w[0], col[0], w[1], col[1], w[2], col[2], w[3],
+               col[3], k->summary);
       }
     }
   }

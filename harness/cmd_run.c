@@ -124,6 +124,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (attn_placement_env_bad("run", &a->exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (a->scale_given && !isfinite((float)a->scale)) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;

@@ -2,6 +2,7 @@
 // Thread placement and cache-derived tile sizes with hwloc (see placement.h).
 #include "placement.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <hwloc.h>
 #include <omp.h>
@@ -10,39 +11,24 @@
 #include <string.h>
 
 #include "core/tiles.h"
+#include "topology.h"
 
-static hwloc_topology_t g_topo;
-static int g_topo_state;  // 0 = not loaded, 1 = loaded, −1 = failed
 static char g_report[512] = "unbound";
 
+// The process's one hwloc topology, loaded by topology.c.
 static hwloc_topology_t topo(void) {
-  if (g_topo_state == 0) {
-    g_topo_state = -1;
-    if (hwloc_topology_init(&g_topo) == 0) {
-      if (hwloc_topology_load(g_topo) == 0) g_topo_state = 1;
-      else hwloc_topology_destroy(g_topo);
-    }
-  }
-  return g_topo_state == 1 ? g_topo : NULL;
-}
-
-// Size of the first cache of `type` (data or unified) on core 0's path to the root.
-static size_t cache_size(hwloc_topology_t t, hwloc_obj_type_t type) {
-  hwloc_obj_t c = hwloc_get_obj_by_type(t, type, 0);
-  return c && c->attr ? (size_t)c->attr->cache.size : 0;
+  return (hwloc_topology_t)attn_topology_hwloc();
 }
 
 attn_placement_caches attn_placement_query(void) {
   attn_placement_caches c = {0};
-  hwloc_topology_t t = topo();
-  if (!t) return c;
-  c.l1d = cache_size(t, HWLOC_OBJ_L1CACHE);
-  c.l2 = cache_size(t, HWLOC_OBJ_L2CACHE);
-  c.l3 = cache_size(t, HWLOC_OBJ_L3CACHE);
-  const int cores = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_CORE);
-  const int pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
-  c.cores = cores > 0 ? cores : 0;
-  c.pus = pus > 0 ? pus : 0;
+  const attn_topology *t = attn_topology_get();
+  if (!t->ok) return c;
+  c.l1d = (size_t)t->l1d_bytes;
+  c.l2 = (size_t)t->l2_bytes;
+  c.l3 = (size_t)t->l3_bytes;
+  c.cores = t->cores > 0 ? t->cores : 0;
+  c.pus = t->pus > 0 ? t->pus : 0;
   return c;
 }
 
@@ -106,33 +92,63 @@ const char *attn_placement_describe(char *buf, size_t len) {
   return buf;
 }
 
-// A positive integer from the environment; 0 if unset; −1 if set but malformed.
-static int env_tile(const char *name) {
-  const char *s = getenv(name);
-  if (!s || !*s) return 0;
+int attn_placement_parse_tile(const char *name, const char *value, int *tile, char *err,
+                              size_t err_len) {
+  *tile = 0;
+  if (!value || !*value) return 0;
   char *end;
   errno = 0;
-  const long v = strtol(s, &end, 10);
-  if (errno || *end || v <= 0 || v > (1L << 20)) return -1;
-  return (int)v;
+  const long v = strtol(value, &end, 10);  // digits only: no sign, no blanks
+  if (!isdigit((unsigned char)value[0]) || errno || *end || v <= 0 || v > (1L << 20)) {
+    if (err && err_len)
+      snprintf(err, err_len, "%s=%s: expected a positive integer (at most 1048576)", name, value);
+    return -1;
+  }
+  *tile = (int)v;
+  return 0;
+}
+
+// ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV, read and checked once per process.
+static struct {
+  int state;  // 0 = not read yet, 1 = read, −1 = a value is malformed (err says which)
+  int tile[2];
+  char err[192];
+} g_env;
+
+int attn_placement_env_tiles(attn_exec *exec, char *err, size_t err_len) {
+  static const char *const names[2] = {"ATTNBENCH_TILE_Q", "ATTNBENCH_TILE_KV"};
+  if (g_env.state == 0) {
+    g_env.state = 1;
+    for (int i = 0; i < 2 && g_env.state == 1; i++)
+      if (attn_placement_parse_tile(names[i], getenv(names[i]), &g_env.tile[i], g_env.err,
+                                    sizeof g_env.err) != 0)
+        g_env.state = -1;
+  }
+  if (g_env.state < 0) {
+    if (err && err_len) snprintf(err, err_len, "%s", g_env.err);
+    return -1;
+  }
+  if (exec) {  // the command line / config (exec) wins, field by field
+    if (exec->tile_q <= 0) exec->tile_q = g_env.tile[0];
+    if (exec->tile_kv <= 0) exec->tile_kv = g_env.tile[1];
+  }
+  return 0;
+}
+
+bool attn_placement_env_bad(const char *command, attn_exec *exec) {
+  char err[256];
+  if (attn_placement_env_tiles(exec, err, sizeof err) == 0) return false;
+  fprintf(stderr, "attnbench %s: %s\n", command, err);
+  return true;
 }
 
 int attn_placement_tiles(const attn_problem *p, attn_exec *exec, char *err, size_t err_len) {
-  static const char *const names[2] = {"ATTNBENCH_TILE_Q", "ATTNBENCH_TILE_KV"};
-  int *slots[2] = {&exec->tile_q, &exec->tile_kv};
-  int rule[2];
+  if (attn_placement_env_tiles(exec, err, err_len) != 0) return -1;
+  if (exec->tile_q > 0 && exec->tile_kv > 0) return 0;
   const attn_placement_caches c = attn_placement_query();
-  attn_tiles_for_caches(p, c.l1d, c.l2, &rule[0], &rule[1]);
-  for (int i = 0; i < 2; i++) {
-    if (*slots[i] > 0) continue;  // set by the user on the command line / config
-    const int e = env_tile(names[i]);
-    if (e < 0) {
-      if (err && err_len)
-        snprintf(err, err_len, "%s=%s: expected a positive integer (at most 1048576)", names[i],
-                 getenv(names[i]));
-      return -1;
-    }
-    *slots[i] = e > 0 ? e : rule[i];
-  }
+  int rq, rkv;
+  attn_tiles_for_caches(p, c.l1d, c.l2, &rq, &rkv);
+  if (exec->tile_q <= 0) exec->tile_q = rq;
+  if (exec->tile_kv <= 0) exec->tile_kv = rkv;
   return 0;
 }

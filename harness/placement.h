@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// placement.h — where OpenMP threads run and how big the tiles are, from hwloc.
+// placement.h — where OpenMP threads run and how big the tiles are, from hwloc (the one
+// topology that topology.c loads).
 //   • default thread count = physical cores (hwloc HWLOC_OBJ_CORE), not hardware threads;
 //   • binding: OpenMP threads 0..n−1 of a team are bound to distinct physical cores
 //     (thread t → core t mod cores, its whole cpuset; with n > cores, cores are shared
@@ -11,6 +12,7 @@
 //     (--tile-q/--tile-kv, or the environment ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV).
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "attn.h"
@@ -40,10 +42,27 @@ int attn_placement_bind(int threads, char *report, size_t len);
 // The last binding report ("unbound" before any bind). Returns buf.
 const char *attn_placement_describe(char *buf, size_t len);
 
-// Fills exec->tile_q / tile_kv for problem p where they are 0: first from
-// ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV (positive integers), then from the tile rule with
-// hwloc's cache sizes. Returns 0, or −1 if an environment value is not a positive
-// integer (err says which).
+// The harness is the only reader of ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV (kernels see
+// attn_exec and the tile rule, nothing else). They are read and checked once per process;
+// every command that runs kernels (run, bench, check, info) calls this up front, so a
+// malformed value fails once, with exit 2, before any work. Fills exec->tile_q / tile_kv
+// where they are 0 (exec may be NULL: only check). Returns 0, or −1 with a one-line
+// message naming the variable in err.
+int attn_placement_env_tiles(attn_exec *exec, char *err, size_t err_len);
+
+// The commands' up-front check: false when the environment's tiles are fine (and exec,
+// if not NULL, filled as above); true after printing "attnbench <command>: <reason>" to
+// stderr — the command then exits with ATTNBENCH_EXIT_USAGE (2).
+bool attn_placement_env_bad(const char *command, attn_exec *exec);
+
+// One tile value: 0 when value is NULL or empty, else decimal digits giving 1 .. 2^20. Returns
+// 0, or −1 with "NAME=value: expected a positive integer (at most 1048576)" in err.
+int attn_placement_parse_tile(const char *name, const char *value, int *tile, char *err,
+                              size_t err_len);
+
+// Fills exec->tile_q / tile_kv for problem p where they are 0: first from the
+// environment (attn_placement_env_tiles), then from the tile rule (core/tiles.h) with
+// hwloc's cache sizes. Returns 0, or −1 if an environment value is malformed.
 int attn_placement_tiles(const attn_problem *p, attn_exec *exec, char *err, size_t err_len);
 
 #ifdef __cplusplus

@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: MIT
-// Machine topology from hwloc, and available memory from /proc and the cgroup.
+// Machine topology from hwloc, and available memory from /proc and the cgroup. This file
+// is the process's one hwloc reader: the topology is loaded once and kept (placement.c
+// binds threads with it through attn_topology_hwloc()).
 #include "topology.h"
 
 #include <hwloc.h>
 #include <string.h>
 
+static hwloc_topology_t g_topo;  // loaded by discover(); NULL if hwloc failed
+
 static void discover(attn_topology *t) {
   memset(t, 0, sizeof *t);
   snprintf(t->cpu_model, sizeof t->cpu_model, "unknown");
   hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+  if (hwloc_topology_init(&topo) != 0) {
+    snprintf(t->error, sizeof t->error, "hwloc could not load the topology");
+    return;
+  }
+  if (hwloc_topology_load(topo) != 0) {
+    hwloc_topology_destroy(topo);
     snprintf(t->error, sizeof t->error, "hwloc could not load the topology");
     return;
   }
@@ -39,7 +48,7 @@ static void discover(attn_topology *t) {
     fclose(f);
   }
   if (t->cores < 1) t->cores = t->pus > 0 ? t->pus : 1;
-  hwloc_topology_destroy(topo);
+  g_topo = topo;  // kept for the process's lifetime (thread binding)
   t->ok = true;
 }
 
@@ -51,6 +60,11 @@ const attn_topology *attn_topology_get(void) {
     done = true;
   }
   return &t;
+}
+
+void *attn_topology_hwloc(void) {
+  attn_topology_get();
+  return g_topo;
 }
 
 const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len) {
@@ -65,7 +79,9 @@ const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len) {
   return buf;
 }
 
-static const char *plural(int n, const char *one, const char *many) { return n == 1 ? one : many; }
+static const char *plural(int n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
 
 void attn_topology_summary(const attn_topology *t, char *buf, size_t len) {
   if (!t->ok) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // topology.h — the machine as hwloc sees it (packages, cores, PUs, NUMA nodes, cache
 // sizes, CPU model) and the memory available now; for results-file context and
-// `attnbench info`. Thread binding lives in placement.h, not here.
+// `attnbench info`. Thread binding lives in placement.h, not here. hwloc is loaded once
+// per process, here; placement.c binds threads with the same topology.
 #pragma once
 
 #include <stdbool.h>
@@ -14,9 +15,9 @@ extern "C" {
 #endif
 
 typedef struct attn_topology {
-  bool ok;                 // false: hwloc failed; error says why, counts are 0
+  bool ok;  // false: hwloc failed; error says why, counts are 0
   char error[128];
-  char cpu_model[128];     // "AMD EPYC 9R14 96-Core Processor" (or "unknown")
+  char cpu_model[128];  // "AMD EPYC 9R14 96-Core Processor" (or "unknown")
   int packages, cores, pus, numa_nodes;
   uint64_t l1d_bytes, l2_bytes, l3_bytes;  // size of one cache of each level (0 = none)
   int l1d_count, l2_count, l3_count;       // how many of each
@@ -25,6 +26,10 @@ typedef struct attn_topology {
 
 // The topology of this machine (discovered once; later calls return the same).
 const attn_topology *attn_topology_get(void);
+
+// The loaded hwloc topology (a hwloc_topology_t; NULL if hwloc failed), loaded on first
+// use and kept. Typed void * so that this header does not need hwloc.h.
+void *attn_topology_hwloc(void);
 
 // One line: "1 package, 2 cores, 2 PUs, 1 NUMA node; L1d 32 KiB x2, L2 1 MiB x2, L3 32 MiB x1"
 void attn_topology_summary(const attn_topology *t, char *buf, size_t len);

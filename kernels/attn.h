@@ -185,6 +185,12 @@ typedef struct attn_kernel {
   uint32_t caps;                // ATTN_CAP_* bits
   attn_workspace_fn workspace;  // bytes of scratch the caller provides; NULL means 0
   attn_kernel_fn run;
+  // Register tiles, for `attnbench list` and the edge-case tests (tests/simd derive
+  // sizes below, at and above each tile from them). Rows are query rows; Q·Kᵀ columns
+  // are keys, P·V columns are head_dim_v columns. 0 = no register tile (portable C).
+  int vec_width;         // float lanes per vector: 1 = scalar C, 0 = not declared
+  int qk_rows, qk_cols;  // Q·Kᵀ register tile (query rows × keys)
+  int pv_rows, pv_cols;  // P·V register tile (query rows × head_dim_v columns)
 } attn_kernel;
 
 // ── The registry ────────────────────────────────────────────────────────────────────

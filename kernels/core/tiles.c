@@ -2,8 +2,6 @@
 // The tile-size rule; the reasoning is in tiles.h.
 #include "core/tiles.h"
 
-#include <stdlib.h>
-
 static size_t clamp_round(size_t x, size_t lo, size_t hi, size_t mult) {
   if (x > hi) x = hi;
   x -= x % mult;
@@ -28,20 +26,9 @@ void attn_tiles_for_caches(const attn_problem *p, size_t l1d, size_t l2, int *ti
   *tile_kv = (int)tkv;
 }
 
-// A positive integer from the environment variable `name`; 0 if unset or malformed
-// (the harness reports malformed values; kernels just ignore them).
-static int env_tile(const char *name) {
-  const char *s = getenv(name);
-  if (!s || !*s) return 0;
-  char *end;
-  const long v = strtol(s, &end, 10);
-  return (*end == '\0' && v > 0 && v <= (1L << 20)) ? (int)v : 0;
-}
-
 void attn_tiles_resolve(const attn_problem *p, const attn_exec *exec, int *tile_q, int *tile_kv) {
   int tq, tkv;
   attn_tiles_for_caches(p, 0, 0, &tq, &tkv);
-  const int eq = env_tile("ATTNBENCH_TILE_Q"), ekv = env_tile("ATTNBENCH_TILE_KV");
-  *tile_q = exec && exec->tile_q > 0 ? exec->tile_q : eq > 0 ? eq : tq;
-  *tile_kv = exec && exec->tile_kv > 0 ? exec->tile_kv : ekv > 0 ? ekv : tkv;
+  *tile_q = exec && exec->tile_q > 0 ? exec->tile_q : tq;
+  *tile_kv = exec && exec->tile_kv > 0 ? exec->tile_kv : tkv;
 }

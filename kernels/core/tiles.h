@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-// tiles.h — the cache-size → tile-size rule for the tiled/flash kernels.
+// tiles.h — the one tile rule: cache sizes → tile_q / tile_kv, for every tiled kernel
+// (tiled__*, omp__*, flash__*).
 //
 // Kernels cannot ask hwloc for cache sizes (kernels/ depends on libc, libm and OpenMP
-// only). The harness asks hwloc for the per-core L1d and L2 sizes and calls
-// attn_tiles_for_caches() to fill attn_exec.tile_q / tile_kv when the user did not set
-// them (--tile-q/--tile-kv, ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV). A kernel that gets
-// tile sizes of 0 calls it with l1d = l2 = 0, which means "assume 32 KiB L1d, 1 MiB L2"
-// — so the kernel default and the harness default agree on such a machine.
+// only), and they read no environment. The harness reads hwloc's per-core L1d and L2
+// sizes and ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV once (harness/placement.h) and fills
+// attn_exec.tile_q / tile_kv with attn_tiles_for_caches() where the user did not set them.
+// A kernel that gets tile sizes of 0 (a direct API call) resolves them with
+// attn_tiles_resolve(), i.e. the rule with l1d = l2 = 0, which means "assume 32 KiB L1d,
+// 1 MiB L2" — so the kernel default and the harness default agree on such a machine.
+// Kernels round the tiles to their register tiles.
 //
 // The rule (sizes in float32 elements, D = head_dim_qk, Dv = head_dim_v):
 //   tile_kv: the packed K tile (D × tile_kv) plus the packed V tile (tile_kv × Dv) take
@@ -19,10 +22,7 @@
 //            half is left for the K/V rows streaming in to be packed. Rounded down to a
 //            multiple of 8, within [8, 256] (256 rows per task still gives 8 tasks per
 //            head at seq 2048, enough to balance 2–16 threads).
-// Measured on this machine (Zen 4, 32 KiB L1d, 1 MiB L2; flash__avx512, 1 thread, B1 H8
-// seq 2048, GFLOP/s): D=64  tq 64/128/256 × tkv 128 → 82/87/91, tkv 64..512 at tq 256
-// within 87–94;  D=128 tq 64/128/256 × tkv 128 → 65–88/93/98, tkv 64..512 at tq 256
-// within 96–98. The rule gives D=64 and D=128 → tile_q 256, tile_kv 128.
+// The measurements behind it are in docs/tuning.md.
 #pragma once
 
 #include <stddef.h>
@@ -38,12 +38,9 @@ extern "C" {
 #define ATTN_TILES_DEFAULT_L2 ((size_t)1024 * 1024)
 
 // Tile sizes for problem p on a core with l1d / l2 bytes of per-core cache (0 = default).
-void attn_tiles_for_caches(const attn_problem *p, size_t l1d, size_t l2, int *tile_q,
-                           int *tile_kv);
+void attn_tiles_for_caches(const attn_problem *p, size_t l1d, size_t l2, int *tile_q, int *tile_kv);
 
-// The tiles a kernel uses: exec's where set (> 0), else ATTNBENCH_TILE_Q /
-// ATTNBENCH_TILE_KV from the environment (positive integers; anything else is ignored
-// here), else the rule with the default caches.
+// The tiles a kernel uses: exec's where set (> 0), else the rule with the default caches.
 void attn_tiles_resolve(const attn_problem *p, const attn_exec *exec, int *tile_q, int *tile_kv);
 
 #ifdef __cplusplus

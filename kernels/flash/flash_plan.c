@@ -95,8 +95,8 @@ flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t 
   return k;
 }
 
-void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials,
-                 int64_t base, float *o) {
+void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
+                 float *o) {
   const flash_task k = flash_task_at(p, plan, base * plan->nsplit);
   const int64_t hpg = p->heads / p->kv_heads;
   const int64_t h0 = k.g * hpg + k.sub * plan->heads_per_task;

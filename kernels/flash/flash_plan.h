@@ -69,8 +69,8 @@ flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t 
 
 // Merges the nsplit partial (m, l, acc) blocks of base task `base` into O, in chunk
 // order: o = Σ_c e^{m_c − M}·acc_c / Σ_c e^{m_c − M}·l_c with M = max_c m_c.
-void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials,
-                 int64_t base, float *o);
+void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
+                 float *o);
 
 #ifdef __cplusplus
 }

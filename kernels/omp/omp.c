@@ -120,6 +120,12 @@ const attn_kernel attn_kernel_omp__avx2 = {
     .caps = OMP_CAPS,
     .workspace = omp_avx2_workspace,
     .run = omp_avx2_run,
+    // tiled__avx2's register tiles (test_simd_kernels checks that they agree).
+    .vec_width = 8,
+    .qk_rows = 6,
+    .qk_cols = 16,
+    .pv_rows = 6,
+    .pv_cols = 16,
 };
 
 OMP_ENTRY_POINTS(avx512)
@@ -132,6 +138,12 @@ const attn_kernel attn_kernel_omp__avx512 = {
     .caps = OMP_CAPS,
     .workspace = omp_avx512_workspace,
     .run = omp_avx512_run,
+    // tiled__avx512's register tiles (test_simd_kernels checks that they agree).
+    .vec_width = 16,
+    .qk_rows = 8,
+    .qk_cols = 32,
+    .pv_rows = 8,
+    .pv_cols = 32,
 };
 #endif
 
@@ -146,5 +158,11 @@ const attn_kernel attn_kernel_omp__neon = {
     .caps = OMP_CAPS,
     .workspace = omp_neon_workspace,
     .run = omp_neon_run,
+    // tiled__neon's register tiles (test_simd_kernels checks that they agree).
+    .vec_width = 4,
+    .qk_rows = 8,
+    .qk_cols = 8,
+    .pv_rows = 8,
+    .pv_cols = 8,
 };
 #endif

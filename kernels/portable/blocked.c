@@ -127,4 +127,5 @@ const attn_kernel attn_kernel_blocked = {
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = blocked_workspace,
     .run = blocked_run,
+    .vec_width = 1,  // scalar C, no register tile
 };

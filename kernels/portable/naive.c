@@ -63,4 +63,5 @@ const attn_kernel attn_kernel_naive = {
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = naive_workspace,
     .run = naive_run,
+    .vec_width = 1,  // scalar C, no register tile
 };

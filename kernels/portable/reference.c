@@ -70,4 +70,5 @@ const attn_kernel attn_kernel_reference = {
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = reference_workspace,
     .run = reference_run,
+    .vec_width = 1,  // scalar C, no register tile
 };

@@ -11,7 +11,8 @@
 #pragma once
 
 #if !defined(__AVX2__) || !defined(__FMA__)
-#error "vec_avx2.h needs -mavx2 -mfma: include it only from files named *_avx2.c (kernels/CMakeLists.txt)"
+#error \
+    "vec_avx2.h needs -mavx2 -mfma: include it only from files named *_avx2.c (kernels/CMakeLists.txt)"
 #endif
 
 #include <immintrin.h>
@@ -24,16 +25,36 @@ enum { VF_W = 8 };
 #define VF_ISA ATTN_ISA_AVX2
 #define VF_ISA_NAME "avx2"
 
-static inline vf_t vf_load(const float *p) { return _mm256_loadu_ps(p); }
-static inline void vf_store(float *p, vf_t v) { _mm256_storeu_ps(p, v); }
-static inline vf_t vf_set1(float x) { return _mm256_set1_ps(x); }
-static inline vf_t vf_zero(void) { return _mm256_setzero_ps(); }
-static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf_t vf_mul(vf_t a, vf_t b) { return _mm256_mul_ps(a, b); }
-static inline vf_t vf_add(vf_t a, vf_t b) { return _mm256_add_ps(a, b); }
-static inline vf_t vf_sub(vf_t a, vf_t b) { return _mm256_sub_ps(a, b); }
-static inline vf_t vf_max(vf_t a, vf_t b) { return _mm256_max_ps(a, b); }
-static inline vf_t vf_min(vf_t a, vf_t b) { return _mm256_min_ps(a, b); }
+static inline vf_t vf_load(const float *p) {
+  return _mm256_loadu_ps(p);
+}
+static inline void vf_store(float *p, vf_t v) {
+  _mm256_storeu_ps(p, v);
+}
+static inline vf_t vf_set1(float x) {
+  return _mm256_set1_ps(x);
+}
+static inline vf_t vf_zero(void) {
+  return _mm256_setzero_ps();
+}
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+static inline vf_t vf_mul(vf_t a, vf_t b) {
+  return _mm256_mul_ps(a, b);
+}
+static inline vf_t vf_add(vf_t a, vf_t b) {
+  return _mm256_add_ps(a, b);
+}
+static inline vf_t vf_sub(vf_t a, vf_t b) {
+  return _mm256_sub_ps(a, b);
+}
+static inline vf_t vf_max(vf_t a, vf_t b) {
+  return _mm256_max_ps(a, b);
+}
+static inline vf_t vf_min(vf_t a, vf_t b) {
+  return _mm256_min_ps(a, b);
+}
 
 // Lane mask with the first n (0..8) lanes set: a sliding window over {-1 x8, 0 x8}.
 static inline __m256i vf_mask_first(int n) {
@@ -74,6 +95,29 @@ static inline vf_t vf_pow2i(vf_t n) {
 // x < c ? 0 : v (lane-wise). An unordered compare (NaN x) keeps v.
 static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(c), _CMP_LT_OQ), v);
+}
+
+// ── In-register transpose, used by the K packer (microkernel.h) ──
+#define VF_HAVE_TRANSPOSE 1
+// dst[d·ds + c] = src[c·ss + d], c, d < 8: the 8×8 in-register transpose (32-bit lanes,
+// 64-bit pairs, then 128-bit halves).
+static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, int64_t ds) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * ss);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {  // r[i + j] = column 4k + j of rows i..i+3, in lane k
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int j = 0; j < 4; j++) {  // columns j and 4 + j: low / high lanes of rows 0-3 | 4-7
+    _mm256_storeu_ps(dst + j * ds, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+    _mm256_storeu_ps(dst + (4 + j) * ds, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+  }
 }
 
 #include "simd/vec_exp.h"

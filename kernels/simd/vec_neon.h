@@ -19,16 +19,36 @@ enum { VF_W = 4 };
 #define VF_ISA ATTN_ISA_NEON
 #define VF_ISA_NAME "neon"
 
-static inline vf_t vf_load(const float *p) { return vld1q_f32(p); }
-static inline void vf_store(float *p, vf_t v) { vst1q_f32(p, v); }
-static inline vf_t vf_set1(float x) { return vdupq_n_f32(x); }
-static inline vf_t vf_zero(void) { return vdupq_n_f32(0.0f); }
-static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) { return vfmaq_f32(c, a, b); }
-static inline vf_t vf_mul(vf_t a, vf_t b) { return vmulq_f32(a, b); }
-static inline vf_t vf_add(vf_t a, vf_t b) { return vaddq_f32(a, b); }
-static inline vf_t vf_sub(vf_t a, vf_t b) { return vsubq_f32(a, b); }
-static inline vf_t vf_max(vf_t a, vf_t b) { return vmaxq_f32(a, b); }
-static inline vf_t vf_min(vf_t a, vf_t b) { return vminq_f32(a, b); }
+static inline vf_t vf_load(const float *p) {
+  return vld1q_f32(p);
+}
+static inline void vf_store(float *p, vf_t v) {
+  vst1q_f32(p, v);
+}
+static inline vf_t vf_set1(float x) {
+  return vdupq_n_f32(x);
+}
+static inline vf_t vf_zero(void) {
+  return vdupq_n_f32(0.0f);
+}
+static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) {
+  return vfmaq_f32(c, a, b);
+}
+static inline vf_t vf_mul(vf_t a, vf_t b) {
+  return vmulq_f32(a, b);
+}
+static inline vf_t vf_add(vf_t a, vf_t b) {
+  return vaddq_f32(a, b);
+}
+static inline vf_t vf_sub(vf_t a, vf_t b) {
+  return vsubq_f32(a, b);
+}
+static inline vf_t vf_max(vf_t a, vf_t b) {
+  return vmaxq_f32(a, b);
+}
+static inline vf_t vf_min(vf_t a, vf_t b) {
+  return vminq_f32(a, b);
+}
 
 static inline vf_t vf_load_partial(const float *p, int n) {
   float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -41,11 +61,17 @@ static inline void vf_store_partial(float *p, vf_t v, int n) {
   memcpy(p, buf, (size_t)n * sizeof(float));
 }
 
-static inline float vf_hsum(vf_t v) { return vaddvq_f32(v); }
-static inline float vf_hmax(vf_t v) { return vmaxvq_f32(v); }
+static inline float vf_hsum(vf_t v) {
+  return vaddvq_f32(v);
+}
+static inline float vf_hmax(vf_t v) {
+  return vmaxvq_f32(v);
+}
 
 // ── Primitives used by the shared exp (vec_exp.h) ──
-static inline vf_t vf_round(vf_t x) { return vrndnq_f32(x); }
+static inline vf_t vf_round(vf_t x) {
+  return vrndnq_f32(x);
+}
 static inline vf_t vf_pow2i(vf_t n) {
   const int32x4_t e = vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127));
   return vreinterpretq_f32_s32(vshlq_n_s32(e, 23));
@@ -53,6 +79,20 @@ static inline vf_t vf_pow2i(vf_t n) {
 static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   const uint32x4_t below = vcltq_f32(x, vdupq_n_f32(c));  // false for NaN
   return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), below));
+}
+
+// ── In-register transpose, used by the K packer (microkernel.h) ──
+#define VF_HAVE_TRANSPOSE 1
+// dst[d·ds + c] = src[c·ss + d], c, d < 4: the 4×4 in-register transpose (trn1/trn2 on
+// 32-bit lanes, then the 64-bit halves recombined).
+static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, int64_t ds) {
+  const float32x4x2_t t01 = vtrnq_f32(vld1q_f32(src), vld1q_f32(src + ss));
+  const float32x4x2_t t23 = vtrnq_f32(vld1q_f32(src + 2 * ss), vld1q_f32(src + 3 * ss));
+  // t01.val[0] = {r0[0], r1[0], r0[2], r1[2]}, t01.val[1] = {r0[1], r1[1], r0[3], r1[3]}
+  vst1q_f32(dst, vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])));
+  vst1q_f32(dst + ds, vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])));
+  vst1q_f32(dst + 2 * ds, vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0])));
+  vst1q_f32(dst + 3 * ds, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
 }
 
 #include "simd/vec_exp.h"

@@ -7,17 +7,17 @@
 #define TILED_MR 6
 #define TILED_NRV 2
 #define TILED_NV 2
-#define TILED_TQ 48
-#define TILED_TKV 256
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
 
 const attn_kernel attn_kernel_tiled__avx2 = {
     .name = "tiled__avx2",
-    .summary = "1 thread, AVX2+FMA register tiles 6x16 (QK^T) / 6x16 (PV), packed K, online softmax",
+    .summary =
+        "1 thread, AVX2+FMA register tiles 6x16 (QK^T) / 6x16 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_AVX2,
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = tiled_workspace,
     .run = tiled_run,
+    TILED_RECORD_TILES,
 };

@@ -7,17 +7,17 @@
 #define TILED_MR 8
 #define TILED_NRV 2
 #define TILED_NV 2
-#define TILED_TQ 64
-#define TILED_TKV 256
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
 
 const attn_kernel attn_kernel_tiled__avx512 = {
     .name = "tiled__avx512",
-    .summary = "1 thread, AVX-512F register tiles 8x32 (QK^T) / 8x32 (PV), packed K, online softmax",
+    .summary =
+        "1 thread, AVX-512F register tiles 8x32 (QK^T) / 8x32 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_AVX512F,
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = tiled_workspace,
     .run = tiled_run,
+    TILED_RECORD_TILES,
 };

@@ -5,10 +5,10 @@
 //     TILED_MR    query rows per micro-tile (both GEMMs)
 //     TILED_NRV   vectors of keys per packed K panel (Q·Kᵀ micro-tile = MR × NRV·VF_W)
 //     TILED_NV    vectors of head_dim_v per P·V micro-tile step (MR × NV·VF_W)
-//     TILED_TQ, TILED_TKV   default cache tiles (attn_exec.tile_q / tile_kv override)
 //     TILED_DIRECT_ROWS     below this many query rows per K/V head (seq_q × group),
 //                           skip packing K and use the direct Q·Kᵀ path (decode)
-// It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record.
+// It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record. Cache
+// tiles come from attn_exec, or the one tile rule (core/tiles.h) where it leaves them 0.
 //
 // Algorithm, per (batch b, K/V head g):
 //   pack K[b,g] into panels Kp[panel][d][KP] (KP = NRV·VF_W keys; zero-padded keys), so
@@ -34,14 +34,21 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/tiles.h"
+#include "simd/microkernel.h"
 
 #define TILED_KP (TILED_NRV * VF_W)  // keys per packed K panel
 
+// The register tiles, for the kernel record (attn.h).
+#define TILED_RECORD_TILES                                                          \
+  .vec_width = VF_W, .qk_rows = TILED_MR, .qk_cols = TILED_KP, .pv_rows = TILED_MR, \
+  .pv_cols = TILED_NV * VF_W
+
 typedef struct tiled_geom {
-  int64_t tq, tkv;    // cache tiles: multiples of TILED_MR and TILED_KP
-  int64_t dv_pad;     // head_dim_v rounded up to whole vectors
-  int64_t skv_pad;    // seq_kv rounded up to whole panels
-  bool direct;        // scores by tiled_qk_direct; K is not packed
+  int64_t tq, tkv;                // cache tiles: multiples of TILED_MR and TILED_KP
+  int64_t dv_pad;                 // head_dim_v rounded up to whole vectors
+  int64_t skv_pad;                // seq_kv rounded up to whole panels
+  bool direct;                    // scores by tiled_qk_direct; K is not packed
   size_t kp, vp, qp, acc, s, ml;  // region sizes in floats, each a multiple of 16 (64 B)
 } tiled_geom;
 
@@ -54,8 +61,9 @@ static size_t tiled_r16(int64_t n) {
 
 static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
   tiled_geom g;
-  int64_t tq = e->tile_q > 0 ? e->tile_q : TILED_TQ;
-  int64_t tkv = e->tile_kv > 0 ? e->tile_kv : TILED_TKV;
+  int rule_q, rule_kv;  // the one tile rule (core/tiles.h) where exec leaves them 0
+  attn_tiles_resolve(p, e, &rule_q, &rule_kv);
+  int64_t tq = rule_q, tkv = rule_kv;
   if (tq > p->seq_q) tq = p->seq_q;  // no bigger than needed
   if (tkv > p->seq_kv) tkv = p->seq_kv;
   g.tq = tiled_round_up(tq, TILED_MR);
@@ -77,31 +85,6 @@ static size_t tiled_workspace(const attn_problem *p, const attn_exec *exec) {
   return (g.kp + g.vp + g.qp + g.acc + g.s + g.ml) * sizeof(float);
 }
 
-// Kp[panel][d][KP] = K[panel·KP + c][d]; keys past seq_kv are zero (their scores are
-// masked before use).
-static void tiled_pack_k(const float *kh, int64_t skv, int64_t skv_pad, int64_t dqk, float *kp) {
-  for (int64_t j0 = 0; j0 < skv_pad; j0 += TILED_KP) {
-    float *panel = kp + j0 * dqk;
-    for (int64_t c = 0; c < TILED_KP; c++) {
-      const int64_t j = j0 + c;
-      if (j < skv) {
-        const float *krow = kh + j * dqk;
-        for (int64_t d = 0; d < dqk; d++) panel[d * TILED_KP + c] = krow[d];
-      } else {
-        for (int64_t d = 0; d < dqk; d++) panel[d * TILED_KP + c] = 0.0f;
-      }
-    }
-  }
-}
-
-// Vp[j][0..dv_pad) = V[j][0..dv) followed by zeros.
-static void tiled_pack_v(const float *vh, int64_t skv, int64_t dv, int64_t dv_pad, float *vp) {
-  for (int64_t j = 0; j < skv; j++) {
-    memcpy(vp + j * dv_pad, vh + j * dv, (size_t)dv * sizeof(float));
-    memset(vp + j * dv_pad + dv, 0, (size_t)(dv_pad - dv) * sizeof(float));
-  }
-}
-
 // Qp[blk][d][MR] = Q[i0 + blk·MR + r][d]; rows past nq are zero.
 static void tiled_pack_q(const float *qtile, int64_t nq, int64_t nq_pad, int64_t dqk, float *qp) {
   for (int64_t r0 = 0; r0 < nq_pad; r0 += TILED_MR) {
@@ -117,30 +100,21 @@ static void tiled_pack_q(const float *qtile, int64_t nq, int64_t nq_pad, int64_t
   }
 }
 
-// s[r][0..KP) = scale · Σ_d qp[d][r] · kp[d][0..KP)  for r < MR (row stride lds).
-static inline void tiled_qk_micro(const float *restrict qp, const float *restrict kp, int64_t dqk,
-                                  float scale, float *restrict s, int64_t lds) {
-  vf_t acc[TILED_MR][TILED_NRV];
-#pragma GCC unroll 16
-  for (int r = 0; r < TILED_MR; r++)
-#pragma GCC unroll 16
-    for (int v = 0; v < TILED_NRV; v++) acc[r][v] = vf_zero();
-  for (int64_t d = 0; d < dqk; d++) {
-    vf_t kv[TILED_NRV];
-#pragma GCC unroll 16
-    for (int v = 0; v < TILED_NRV; v++) kv[v] = vf_load(kp + d * TILED_KP + v * VF_W);
-#pragma GCC unroll 16
-    for (int r = 0; r < TILED_MR; r++) {
-      const vf_t qb = vf_set1(qp[d * TILED_MR + r]);
-#pragma GCC unroll 16
-      for (int v = 0; v < TILED_NRV; v++) acc[r][v] = vf_fma(qb, kv[v], acc[r][v]);
-    }
+// Kp[panel][d][KP] = K[panel·KP + c][d] (vk_pack_kt per panel); keys past seq_kv are
+// zero (their scores are masked before use).
+static void tiled_pack_k(const float *kh, int64_t skv, int64_t skv_pad, int64_t dqk, float *kp) {
+  for (int64_t j0 = 0; j0 < skv_pad; j0 += TILED_KP) {
+    const int64_t nk = skv - j0 < TILED_KP ? skv - j0 : TILED_KP;  // j0 < skv: ≥ 1 key
+    vk_pack_kt(kh + j0 * dqk, nk, TILED_KP, dqk, kp + j0 * dqk, TILED_KP);
   }
-  const vf_t vs = vf_set1(scale);
-#pragma GCC unroll 16
-  for (int r = 0; r < TILED_MR; r++)
-#pragma GCC unroll 16
-    for (int v = 0; v < TILED_NRV; v++) vf_store(s + r * lds + v * VF_W, vf_mul(acc[r][v], vs));
+}
+
+// s[r][0..KP) = scale · Σ_d qp[d][r] · kp[d][0..KP)  for r < MR (row stride lds): the
+// micro-kernel with A = the packed Q block (ars 1, aks MR), B = one K panel.
+static inline void tiled_qk_panel(const float *qp, const float *kp, int64_t dqk, const float *scale,
+                                  float *s, int64_t lds) {
+  vk_tile(TILED_MR, TILED_NRV, VK_INIT_ZERO, NULL, qp, 1, TILED_MR, kp, TILED_KP, dqk, s, lds,
+          scale, 0, NULL);
 }
 
 // s[r][0..kb) = scale · Σ_d q[r][d] · k[j][d]  for r < nrows, from unpacked Q rows (stride
@@ -181,64 +155,40 @@ static void tiled_qk_direct(const float *restrict q, int64_t nrows, const float 
   }
 }
 
-// acc[r][0..nv·VF_W) = α_r·acc[r][..] + Σ_{j<nk} p[r][j] · v[j][0..nv·VF_W)  for r < mr.
-// mr and nv are compile-time constants at every call site (always inlined), so the
-// mr × nv accumulators live in registers: (TILED_MR, TILED_NV) for full row blocks,
-// (1, TILED_NV1) and (1, 1) row by row for a partial block (decode, tails).
+// acc[0..nrows) = α·acc + P · V over all nvec vectors of head_dim_v: the micro-kernel
+// (init α·acc) with A = P (row-major, stride lds), B = V rows (stride ldv), in register
+// tiles of (TILED_MR, TILED_NV) for full row blocks, and (1, TILED_NV1) and (1, 1) row
+// by row for a partial block (decode, tails): only its real rows are computed.
 enum { TILED_NV1 = 8 };
-static inline __attribute__((always_inline)) void tiled_pv_micro(
-    const float *restrict p, int64_t lds, int64_t nk, const float *restrict v, int64_t ldv,
-    float *restrict acc, int64_t ldacc, const float *restrict alpha, const int mr, const int nv) {
-  vf_t a[TILED_MR][TILED_NV > TILED_NV1 ? TILED_NV : TILED_NV1];
-#pragma GCC unroll 16
-  for (int r = 0; r < mr; r++) {
-    const vf_t al = vf_set1(alpha[r]);
-#pragma GCC unroll 16
-    for (int c = 0; c < nv; c++) a[r][c] = vf_mul(vf_load(acc + r * ldacc + c * VF_W), al);
-  }
-  for (int64_t j = 0; j < nk; j++) {
-    vf_t vv[TILED_NV > TILED_NV1 ? TILED_NV : TILED_NV1];
-#pragma GCC unroll 16
-    for (int c = 0; c < nv; c++) vv[c] = vf_load(v + j * ldv + c * VF_W);
-#pragma GCC unroll 16
-    for (int r = 0; r < mr; r++) {
-      const vf_t pb = vf_set1(p[r * lds + j]);
-#pragma GCC unroll 16
-      for (int c = 0; c < nv; c++) a[r][c] = vf_fma(pb, vv[c], a[r][c]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < mr; r++)
-#pragma GCC unroll 16
-    for (int c = 0; c < nv; c++) vf_store(acc + r * ldacc + c * VF_W, a[r][c]);
-}
-
-// acc[0..nrows) = α·acc + P · V over all nvec vectors of head_dim_v.
 static void tiled_pv_block(const float *p, int64_t lds, int64_t nk, const float *v, int64_t ldv,
                            float *acc, int64_t ldacc, const float *alpha, int64_t nrows,
                            int64_t nvec) {
   int64_t c = 0;
   if (nrows == TILED_MR) {
     for (; c + TILED_NV <= nvec; c += TILED_NV)
-      tiled_pv_micro(p, lds, nk, v + c * VF_W, ldv, acc + c * VF_W, ldacc, alpha, TILED_MR, TILED_NV);
+      vk_tile(TILED_MR, TILED_NV, VK_INIT_SCALED, alpha, p, lds, 1, v + c * VF_W, ldv, nk,
+              acc + c * VF_W, ldacc, NULL, 0, NULL);
     for (; c < nvec; c++)
-      tiled_pv_micro(p, lds, nk, v + c * VF_W, ldv, acc + c * VF_W, ldacc, alpha, TILED_MR, 1);
+      vk_tile(TILED_MR, 1, VK_INIT_SCALED, alpha, p, lds, 1, v + c * VF_W, ldv, nk, acc + c * VF_W,
+              ldacc, NULL, 0, NULL);
     return;
   }
   for (int64_t r = 0; r < nrows; r++) {  // a partial block: only its real rows
     const float *pr = p + r * lds;
     float *ar = acc + r * ldacc;
     for (c = 0; c + TILED_NV1 <= nvec; c += TILED_NV1)
-      tiled_pv_micro(pr, lds, nk, v + c * VF_W, ldv, ar + c * VF_W, ldacc, alpha + r, 1, TILED_NV1);
+      vk_tile(1, TILED_NV1, VK_INIT_SCALED, alpha + r, pr, lds, 1, v + c * VF_W, ldv, nk,
+              ar + c * VF_W, ldacc, NULL, 0, NULL);
     for (; c < nvec; c++)
-      tiled_pv_micro(pr, lds, nk, v + c * VF_W, ldv, ar + c * VF_W, ldacc, alpha + r, 1, 1);
+      vk_tile(1, 1, VK_INIT_SCALED, alpha + r, pr, lds, 1, v + c * VF_W, ldv, nk, ar + c * VF_W,
+              ldacc, NULL, 0, NULL);
   }
 }
 
 // One query tile (rows i0 .. i0+nq) of head h against the packed K/V of its group.
 static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const float *qh,
-                             const float *kh, const float *kp, const float *vbase, int64_t ldv, float *oh,
-                             int64_t i0, int64_t nq, float *ws_q, float *acc, float *s,
+                             const float *kh, const float *kp, const float *vbase, int64_t ldv,
+                             float *oh, int64_t i0, int64_t nq, float *ws_q, float *acc, float *s,
                              float *m, float *l, float *alpha) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dv_pad = g->dv_pad;
   const int64_t nq_pad = tiled_round_up(nq, TILED_MR);
@@ -269,7 +219,7 @@ static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const f
       } else {
         const float *qblk = ws_q + r0 * dqk;
         for (int64_t c0 = 0; c0 < kb; c0 += TILED_KP)
-          tiled_qk_micro(qblk, kp + (j0 + c0) * dqk, dqk, p->scale, s + c0, g->tkv);
+          tiled_qk_panel(qblk, kp + (j0 + c0) * dqk, dqk, &p->scale, s + c0, g->tkv);
       }
 
       // Row-wise online softmax of the real rows (rows past nq are never read).
@@ -280,7 +230,8 @@ static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const f
       }
 
       // acc = α·acc + P · V[j0 .. j0+kb) for the block's real rows.
-      tiled_pv_block(s, g->tkv, kb, vbase + j0 * ldv, ldv, acc + r0 * dv_pad, dv_pad, alpha, nrows, nvec);
+      tiled_pv_block(s, g->tkv, kb, vbase + j0 * ldv, ldv, acc + r0 * dv_pad, dv_pad, alpha, nrows,
+                     nvec);
     }
   }
   for (int64_t r = 0; r < nq; r++) {
@@ -304,15 +255,14 @@ static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *
   float *alpha = l + g.tq;
   const attn_fp_env env = attn_fp_env_enter();
   const int64_t group = p->heads / p->kv_heads;
-  const bool pack_v = g.vp != 0;
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t kvh = 0; kvh < p->kv_heads; kvh++) {
       // Packed once per K/V head and reused by every query head of its group (GQA).
       const float *kh = attn_k_head(p, k, b, kvh);
       if (!g.direct) tiled_pack_k(kh, p->seq_kv, g.skv_pad, p->head_dim_qk, kp);
-      const float *vh = attn_v_head(p, v, b, kvh);
-      if (pack_v) tiled_pack_v(vh, p->seq_kv, p->head_dim_v, g.dv_pad, vp);
-      const float *vbase = pack_v ? vp : vh;
+      // V rows padded to whole vectors (or V in place when dv is whole vectors).
+      const float *vbase =
+          vk_pad_v(attn_v_head(p, v, b, kvh), p->seq_kv, p->head_dim_v, g.dv_pad, vp);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
         const float *qh = attn_q_head(p, q, b, h);
         float *oh = attn_o_head(p, o, b, h);

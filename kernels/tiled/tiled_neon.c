@@ -7,8 +7,6 @@
 #define TILED_MR 8
 #define TILED_NRV 2
 #define TILED_NV 2
-#define TILED_TQ 64
-#define TILED_TKV 128
 #define TILED_DIRECT_ROWS 32
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
@@ -20,4 +18,5 @@ const attn_kernel attn_kernel_tiled__neon = {
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = tiled_workspace,
     .run = tiled_run,
+    TILED_RECORD_TILES,
 };

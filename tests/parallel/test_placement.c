@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // harness/placement.c and harness/peak/bandwidth.c: default threads, binding report,
-// tile precedence (exec > ATTNBENCH_TILE_* > cache rule), malformed environment values,
+// tile precedence (exec > ATTNBENCH_TILE_* > cache rule), the environment read once and
+// never by kernels, malformed environment values,
 // and the read-bandwidth probe's self-check on a small buffer. Built only with the
 // harness (needs hwloc). Binding may be refused in some containers: then the test
 // checks that the failure is reported, not that it succeeded.
@@ -34,37 +35,49 @@ static void test_threads_and_binding(void) {
   EXPECT(strcmp(report, again) == 0, "describe '%s' != bind report '%s'", again, report);
 }
 
+// The environment is read once, on first use (nothing above uses tiles): set it first.
 static void test_tiles(void) {
+  setenv("ATTNBENCH_TILE_Q", "40", 1), setenv("ATTNBENCH_TILE_KV", "96", 1);
   const attn_problem p = attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false);
   const attn_placement_caches c = attn_placement_query();
   int rq, rkv;
   attn_tiles_for_caches(&p, c.l1d, c.l2, &rq, &rkv);
   char err[256];
-  unsetenv("ATTNBENCH_TILE_Q"), unsetenv("ATTNBENCH_TILE_KV");
   attn_exec e = {0};
   EXPECT(attn_placement_tiles(&p, &e, err, sizeof err) == 0, "%s", err);
-  EXPECT(e.tile_q == rq && e.tile_kv == rkv, "rule: got %d/%d want %d/%d", e.tile_q, e.tile_kv, rq,
-         rkv);
-  setenv("ATTNBENCH_TILE_Q", "40", 1), setenv("ATTNBENCH_TILE_KV", "96", 1);
-  attn_exec e2 = {0};
-  EXPECT(attn_placement_tiles(&p, &e2, err, sizeof err) == 0, "%s", err);
-  EXPECT(e2.tile_q == 40 && e2.tile_kv == 96, "env: got %d/%d", e2.tile_q, e2.tile_kv);
-  int kq, kkv;  // the kernels' own resolution agrees
-  attn_tiles_resolve(&p, &(attn_exec){0}, &kq, &kkv);
-  EXPECT(kq == 40 && kkv == 96, "kernel-side env: got %d/%d", kq, kkv);
+  EXPECT(e.tile_q == 40 && e.tile_kv == 96, "env: got %d/%d", e.tile_q, e.tile_kv);
   attn_exec e3 = {.tile_q = 8, .tile_kv = 0};  // explicit beats env, per field
   EXPECT(attn_placement_tiles(&p, &e3, err, sizeof err) == 0, "%s", err);
   EXPECT(e3.tile_q == 8 && e3.tile_kv == 96, "exec+env: got %d/%d", e3.tile_q, e3.tile_kv);
-  static const char *const bad[] = {"abc", "0", "-5", "12x", "99999999"};
+  // Read once: a later change of the environment is not seen.
+  setenv("ATTNBENCH_TILE_Q", "24", 1), unsetenv("ATTNBENCH_TILE_KV");
+  attn_exec e4 = {0};
+  EXPECT(attn_placement_tiles(&p, &e4, err, sizeof err) == 0, "%s", err);
+  EXPECT(e4.tile_q == 40 && e4.tile_kv == 96, "re-read the environment: got %d/%d", e4.tile_q,
+         e4.tile_kv);
+  // Kernels see attn_exec and the rule, nothing else: no environment.
+  int kq, kkv, dq, dkv;
+  attn_tiles_resolve(&p, &(attn_exec){0}, &kq, &kkv);
+  attn_tiles_for_caches(&p, 0, 0, &dq, &dkv);
+  EXPECT(kq == dq && kkv == dkv, "kernel-side tiles %d/%d, the rule gives %d/%d", kq, kkv, dq, dkv);
+  attn_tiles_resolve(&p, &(attn_exec){.tile_q = 5, .tile_kv = 7}, &kq, &kkv);
+  EXPECT(kq == 5 && kkv == 7, "kernel-side exec tiles: got %d/%d", kq, kkv);
+  (void)rq, (void)rkv;
+  // One value at a time: the parser.
+  static const char *const bad[] = {"abc", "0", "-5", "12x", "99999999", " 7"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    setenv("ATTNBENCH_TILE_Q", bad[i], 1);
-    attn_exec eb = {0};
+    int v = -1;
     err[0] = '\0';
-    EXPECT(attn_placement_tiles(&p, &eb, err, sizeof err) != 0, "ATTNBENCH_TILE_Q=%s accepted",
-           bad[i]);
-    EXPECT(strstr(err, "ATTNBENCH_TILE_Q") != NULL, "error '%s' does not name the variable", err);
+    EXPECT(attn_placement_parse_tile("ATTNBENCH_TILE_Q", bad[i], &v, err, sizeof err) != 0,
+           "ATTNBENCH_TILE_Q=%s accepted", bad[i]);
+    EXPECT(strstr(err, "ATTNBENCH_TILE_Q") != NULL && strstr(err, bad[i]) != NULL,
+           "error '%s' does not name the variable and value", err);
   }
-  unsetenv("ATTNBENCH_TILE_Q"), unsetenv("ATTNBENCH_TILE_KV");
+  int v = -1;
+  EXPECT(attn_placement_parse_tile("X", "64", &v, err, sizeof err) == 0 && v == 64, "64 -> %d", v);
+  EXPECT(attn_placement_parse_tile("X", NULL, &v, err, sizeof err) == 0 && v == 0, "unset -> %d",
+         v);
+  EXPECT(attn_placement_parse_tile("X", "", &v, err, sizeof err) == 0 && v == 0, "empty -> %d", v);
 }
 
 // The rule itself: within range, multiples of the register tiles, monotone in L2.
@@ -78,7 +91,8 @@ static void test_rule(void) {
       int tq, tkv;
       attn_tiles_for_caches(&p, 32 << 10, l2s[i], &tq, &tkv);
       EXPECT(tq >= 8 && tq <= 256 && tq % 8 == 0, "D%d L2 %zu: tile_q %d", dims[d], l2s[i], tq);
-      EXPECT(tkv >= 32 && tkv <= 512 && tkv % 32 == 0, "D%d L2 %zu: tile_kv %d", dims[d], l2s[i], tkv);
+      EXPECT(tkv >= 32 && tkv <= 512 && tkv % 32 == 0, "D%d L2 %zu: tile_kv %d", dims[d], l2s[i],
+             tkv);
       EXPECT(tq >= prev_q, "D%d: tile_q shrinks as L2 grows", dims[d]);
       prev_q = tq;
     }

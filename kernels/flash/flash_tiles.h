@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+// flash_tiles.h — the flash kernels' register-tile passes over one block of rows: S = Q̂·K̂ᵀ
+// (fl_qk_tile) and acc = α·acc + P·V̂ (fl_pv_tile), both built from the shared
+// micro-kernel vk_tile (simd/microkernel.h), with causal skipping by each row's limit.
+// Used by the tiled pass of flash_body.h and (P·V) by the rows-in-lanes decode path
+// (flash_decode.h). Each inner-loop iteration of the micro-kernel advances the next-tile
+// prefetch cursor (simd/prefetch.h). Included by flash_body.h only.
+#pragma once
+
+#include "simd/microkernel.h"
+
+// The largest limit among rows [r, r + n): the keys any of them can see.
+static inline int64_t fl_max_lim(const int32_t *lims, int64_t r, int64_t n) {
+  int64_t mx = 0;
+  for (int64_t i = r; i < r + n; i++) mx = lims[i] > mx ? lims[i] : mx;
+  return mx;
+}
+
+// S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W: S = Q̂·K̂ᵀ with the shared
+// micro-kernel (init 0; A = Q̂ row-major, B = K̂ᵀ with tkv keys per d row). Full register
+// tiles are FL_QK_MR × FL_QK_NV; edges fall back to narrower instances of it. Register
+// tiles whose keys no row of the tile can see (lims: keys each row sees in this K/V
+// tile) are skipped — on the diagonal that is the part above it; the softmax overwrites
+// those scores with −∞ before anyone reads them.
+static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk, const float *kt,
+                       int64_t tkv, float *s, const int32_t *lims, vk_pf *pf) {
+  for (int64_t c = 0; c < ncol; c += FL_QK_NV * VF_W) {
+    const int64_t left = (ncol - c) / VF_W;
+    const int nv = (int)(left < FL_QK_NV ? left : FL_QK_NV);
+    for (int64_t r = 0; r < nrows; r += FL_QK_MR) {
+      const int64_t mr = nrows - r < FL_QK_MR ? nrows - r : FL_QK_MR;
+      if (c >= fl_max_lim(lims, r, mr)) continue;
+      const float *qr = q + r * dqk;
+      const float *ktc = kt + c;
+      float *sr = s + r * tkv + c;
+      if (nv == FL_QK_NV && mr == FL_QK_MR) {
+        vk_tile(FL_QK_MR, FL_QK_NV, VK_INIT_ZERO, NULL, qr, dqk, 1, ktc, tkv, dqk, sr, tkv, NULL, 1,
+                pf);
+      } else if (mr == FL_QK_MR) {
+        for (int v = 0; v < nv; v++)
+          vk_tile(FL_QK_MR, 1, VK_INIT_ZERO, NULL, qr, dqk, 1, ktc + v * VF_W, tkv, dqk,
+                  sr + v * VF_W, tkv, NULL, 1, pf);
+      } else if (nv == FL_QK_NV) {
+        for (int64_t rr = 0; rr < mr; rr++)
+          vk_tile(1, FL_QK_NV, VK_INIT_ZERO, NULL, qr + rr * dqk, dqk, 1, ktc, tkv, dqk,
+                  sr + rr * tkv, tkv, NULL, 1, pf);
+      } else {
+        for (int64_t rr = 0; rr < mr; rr++)
+          for (int v = 0; v < nv; v++)
+            vk_tile(1, 1, VK_INIT_ZERO, NULL, qr + rr * dqk, dqk, 1, ktc + v * VF_W, tkv, dqk,
+                    sr + rr * tkv + v * VF_W, tkv, NULL, 1, pf);
+      }
+    }
+  }
+}
+
+// One register tile of any shape mr ≤ FL_PV_MR, nv ≤ FL_PV_NV: the switch gives each
+// row count its own fully unrolled instance (a 1-row tile still runs nv independent
+// FMA chains — decode rows are a single row).
+static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs, int64_t nc,
+                      const float *vp, int64_t vstride, float *ar, int64_t dvp, const float *al,
+                      int rescale, vk_pf *pf) {
+#define FL_PV_CASE(M)                                                                              \
+  case M:                                                                                          \
+    if (nv == FL_PV_NV)                                                                            \
+      vk_tile(M, FL_PV_NV, rescale ? VK_INIT_SCALED : VK_INIT_LOAD, al, pr, prs, pcs, vp, vstride, \
+              nc, ar, dvp, NULL, 1, pf);                                                           \
+    else /* narrow right edge: head_dim_v not a multiple of the tile */                            \
+      for (int v = 0; v < nv; v++)                                                                 \
+        vk_tile(M, 1, rescale ? VK_INIT_SCALED : VK_INIT_LOAD, al, pr, prs, pcs, vp + v * VF_W,    \
+                vstride, nc, ar + v * VF_W, dvp, NULL, 1, pf);                                     \
+    break;
+  switch (mr) {
+    FL_PV_CASE(1)
+    FL_PV_CASE(2)
+    FL_PV_CASE(3)
+    FL_PV_CASE(4)
+#if FL_PV_MR >= 5
+        FL_PV_CASE(5)
+#endif
+#if FL_PV_MR >= 6
+            FL_PV_CASE(6)
+#endif
+#if FL_PV_MR >= 7
+                FL_PV_CASE(7)
+#endif
+#if FL_PV_MR >= 8
+                    FL_PV_CASE(8)
+#endif
+                        default : break;
+  }
+#undef FL_PV_CASE
+}
+
+// acc rows [0, nrows) = α·acc + P · V̂ over keys [0, nc); P[r][c] = pm[r·prs + c·pcs].
+// Rows are split into equal register tiles of at most FL_PV_MR rows (8 rows with
+// FL_PV_MR 6: 4 + 4, not 6 + 2). A register tile whose rows all kept their max (α = 1)
+// skips the rescale. Each register tile stops at the last key one of its rows sees
+// (lims), since P is 0 beyond a row's limit.
+FL_INLINE void fl_pv_tile_inline(int64_t nrows, const float *pm, int64_t prs, int64_t pcs,
+                                 const float *vp, int64_t vstride, float *acc, int64_t dvp,
+                                 const float *alpha, const int32_t *lims, vk_pf *pf) {
+  const int64_t ntiles = (nrows + FL_PV_MR - 1) / FL_PV_MR;
+  for (int64_t g = 0, r = 0; g < ntiles; g++) {
+    const int mr = (int)(nrows / ntiles + (g < nrows % ntiles));
+    const int64_t nc = fl_max_lim(lims, r, mr);
+    int any = 0;
+    for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
+    for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
+      const int64_t left = (dvp - e) / VF_W;
+      const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
+      const float *pr = pm + r * prs;
+      float *ar = acc + r * dvp + e;
+      if (mr == FL_PV_MR && nv == FL_PV_NV) {
+        if (any)
+          vk_tile(FL_PV_MR, FL_PV_NV, VK_INIT_SCALED, alpha + r, pr, prs, pcs, vp + e, vstride, nc,
+                  ar, dvp, NULL, 1, pf);
+        else
+          vk_tile(FL_PV_MR, FL_PV_NV, VK_INIT_LOAD, alpha + r, pr, prs, pcs, vp + e, vstride, nc,
+                  ar, dvp, NULL, 1, pf);
+      } else {
+        fl_pv_any(mr, nv, pr, prs, pcs, nc, vp + e, vstride, ar, dvp, alpha + r, any, pf);
+      }
+    }
+    r += mr;
+  }
+}
+
+// The same as a function of its own, for the tiled pass (the decode lanes path inlines
+// fl_pv_tile_inline, so that its prefetch cursor and strides stay in registers).
+static void fl_pv_tile(int64_t nrows, const float *pm, int64_t prs, int64_t pcs, const float *vp,
+                       int64_t vstride, float *acc, int64_t dvp, const float *alpha,
+                       const int32_t *lims, vk_pf *pf) {
+  fl_pv_tile_inline(nrows, pm, prs, pcs, vp, vstride, acc, dvp, alpha, lims, pf);
+}

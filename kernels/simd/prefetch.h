@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// prefetch.h — a spread-out software prefetch of the next tile, handed out a little at a
+// time by the micro-kernels' inner loops (microkernel.h). Include after a vec_<isa>.h.
+//
+// A cursor covers up to two byte ranges (the next tile's K rows, then its V rows).
+// vk_pf_step asks for the next two 64-byte lines of the current range and advances; when
+// the range is done it moves on to the second one. A kernel that streams K and V from
+// memory with little arithmetic per byte calls one step per inner-loop iteration, so the
+// requests are spread over the tile's whole compute time instead of filling the core's
+// miss queue in one burst (what was measured: docs/tuning.md).
+//
+// VK_PF_LOCALITY (define before including; default 3 = prefetcht0 into L1) is the
+// __builtin_prefetch locality of vk_pf_step; vk_pf_step_l2 always uses 2 (into L2).
+#pragma once
+
+#include <stdint.h>
+
+#ifndef VK_PF_LOCALITY
+#define VK_PF_LOCALITY 3
+#endif
+
+typedef struct vk_pf {
+  const char *p, *end;    // current range
+  const char *p2, *end2;  // the range after it (empty when p2 == end2)
+} vk_pf;
+
+#define VK_PF_STEP_FN(name, locality)                                \
+  static inline __attribute__((always_inline)) void name(vk_pf *c) { \
+    if (c->p < c->end) {                                             \
+      __builtin_prefetch(c->p, 0, locality);                         \
+      __builtin_prefetch(c->p + 64, 0, locality);                    \
+      c->p += 128;                                                   \
+    } else if (c->p2 < c->end2) {                                    \
+      c->p = c->p2, c->end = c->end2, c->p2 = c->end2;               \
+    }                                                                \
+  }
+VK_PF_STEP_FN(vk_pf_step, VK_PF_LOCALITY)
+VK_PF_STEP_FN(vk_pf_step_l2, 2)
+#undef VK_PF_STEP_FN
+
+// A cursor over the K rows, then the V rows, of the n keys (n ≤ 0: none) that start at
+// k (rows of dqk floats) and v (rows of dv floats).
+static inline __attribute__((always_inline)) vk_pf vk_pf_keys(const float *k, const float *v,
+                                                              int64_t n, int64_t dqk, int64_t dv) {
+  if (n <= 0) return (vk_pf){0};
+  const char *kc = (const char *)k, *vc = (const char *)v;
+  return (vk_pf){kc, kc + n * dqk * 4, vc, vc + n * dv * 4};
+}
