@@ -13,14 +13,16 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/tiles.h"
 
-enum { kDefaultTileQ = 32, kDefaultTileKV = 128 };
-
-// Tiles from exec (0 = default), clamped to the problem: no tile is larger than seq_q
-// rows or seq_kv keys, so the workspace never exceeds what the problem itself needs.
+// Tiles from exec, or the one tile rule (core/tiles.h) where exec leaves them 0, clamped
+// to the problem: no tile is larger than seq_q rows or seq_kv keys, so the workspace never
+// exceeds what the problem itself needs.
 static void tiles(const attn_problem *p, const attn_exec *exec, int64_t *tq, int64_t *tkv) {
-  *tq = exec->tile_q > 0 ? exec->tile_q : kDefaultTileQ;
-  *tkv = exec->tile_kv > 0 ? exec->tile_kv : kDefaultTileKV;
+  int rq = 0, rkv = 0;
+  attn_tiles_resolve(p, exec, &rq, &rkv);
+  *tq = rq;
+  *tkv = rkv;
   if (*tq > p->seq_q) *tq = p->seq_q;
   if (*tkv > p->seq_kv) *tkv = p->seq_kv;
 }
@@ -122,7 +124,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
 
 const attn_kernel attn_kernel_blocked = {
     .name = "blocked",
-    .summary = "float32 plain C, query x key cache tiles (tile_q=32, tile_kv=128), online softmax",
+    .summary = "float32 plain C, query x key cache tiles (tile_q/tile_kv: the tile rule), online softmax",
     .required_isa = 0,
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = blocked_workspace,
