@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attn.h"
 
@@ -27,6 +28,16 @@ static inline const float *attn_k_head(const attn_problem *p, const float *k, in
 // Start of the (b, g) K/V head's [seq_kv][head_dim_v] block of V.
 static inline const float *attn_v_head(const attn_problem *p, const float *v, int64_t b, int64_t g) {
   return v + ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)p->head_dim_v;
+}
+
+// a·b and a + b in size_t, saturating at SIZE_MAX (which no allocation can satisfy, so
+// attn_kernel_call reports "cannot allocate" instead of handing out a wrapped, too small
+// workspace). For workspace-size functions.
+static inline size_t attn_size_mul_sat(size_t a, size_t b) {
+  return (b != 0 && a > SIZE_MAX / b) ? SIZE_MAX : a * b;
+}
+static inline size_t attn_size_add_sat(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
 // Kernels start with this: what attn_kernel_call already guaranteed.

@@ -12,8 +12,8 @@
 static int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
-static size_t align16(size_t n) {  // floats → multiple of 16 floats = 64 bytes
-  return (n + 15) & ~(size_t)15;
+static size_t align16(size_t n) {  // floats → multiple of 16 floats = 64 bytes (saturating)
+  return n > SIZE_MAX - 15 ? SIZE_MAX : (n + 15) & ~(size_t)15;
 }
 
 int flash_threads(const attn_exec *exec) {
@@ -57,25 +57,32 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
 
   const size_t rows = (size_t)plan->rows, dqk = (size_t)p->head_dim_qk;
   const size_t tk = (size_t)tkv, dvp = (size_t)plan->dvp;
+  // Sizes saturate at SIZE_MAX (absurd head dims): the workspace then cannot be allocated
+  // and attn_kernel_call says so; the offsets are only used once it was.
   size_t off = 0;
-  plan->off_q = off, off += align16(rows * dqk);
-  plan->off_kt = off, off += align16(dqk * tk);
-  plan->off_v = off, off += align16(tk * dvp);
-  plan->off_s = off, off += align16(rows * tk);
-  plan->off_acc = off, off += align16(rows * dvp);
-  plan->off_m = off, off += align16(rows);
-  plan->off_l = off, off += align16(rows);
-  plan->off_alpha = off, off += align16(rows);
-  plan->off_lim = off, off += align16(rows);  // int32 per row
+#define FL_REGION(field, floats) \
+  plan->field = off, off = attn_size_add_sat(off, align16(floats))
+  FL_REGION(off_q, attn_size_mul_sat(rows, dqk));
+  FL_REGION(off_kt, attn_size_mul_sat(dqk, tk));
+  FL_REGION(off_v, attn_size_mul_sat(tk, dvp));
+  FL_REGION(off_s, attn_size_mul_sat(rows, tk));
+  FL_REGION(off_acc, attn_size_mul_sat(rows, dvp));
+  FL_REGION(off_m, rows);
+  FL_REGION(off_l, rows);
+  FL_REGION(off_alpha, rows);
+  FL_REGION(off_lim, rows);  // int32 per row
+#undef FL_REGION
   plan->scratch_floats = off;
-  plan->partial_stride = plan->nsplit > 1 ? align16(rows * (dvp + 2)) : 0;
+  plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
 }
 
 size_t flash_workspace_bytes(const flash_plan *plan, int threads) {
-  size_t floats = (size_t)threads * plan->scratch_floats;
+  size_t floats = attn_size_mul_sat((size_t)threads, plan->scratch_floats);
   if (plan->nsplit > 1)  // partials, then one int counter per base task
-    floats += (size_t)plan->tasks * plan->partial_stride + align16((size_t)plan->base_tasks);
-  return floats * sizeof(float);
+    floats = attn_size_add_sat(
+        floats, attn_size_add_sat(attn_size_mul_sat((size_t)plan->tasks, plan->partial_stride),
+                                  align16((size_t)plan->base_tasks)));
+  return attn_size_mul_sat(floats, sizeof(float));
 }
 
 flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t t) {

@@ -48,12 +48,13 @@ static attn_problem sub_problem(const attn_problem *p, int64_t rows, int64_t key
 // (a full block against every key) bounds the others.
 static size_t per_thread(const attn_kernel *inner, const attn_problem *p, const attn_exec *exec) {
   const attn_problem s = sub_problem(p, block_rows(p, exec), p->seq_kv);
-  return (attn_kernel_workspace(inner, &s, exec) + 63) & ~(size_t)63;
+  const size_t bytes = attn_kernel_workspace(inner, &s, exec);
+  return bytes > SIZE_MAX - 63 ? SIZE_MAX : (bytes + 63) & ~(size_t)63;  // saturating
 }
 
 static size_t omp_workspace(const attn_kernel *inner, const attn_problem *p,
                             const attn_exec *exec) {
-  return (size_t)threads_of(exec) * per_thread(inner, p, exec);
+  return attn_size_mul_sat((size_t)threads_of(exec), per_thread(inner, p, exec));
 }
 
 static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_exec *exec,

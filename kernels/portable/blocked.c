@@ -27,21 +27,15 @@ static void tiles(const attn_problem *p, const attn_exec *exec, int64_t *tq, int
   if (*tkv > p->seq_kv) *tkv = p->seq_kv;
 }
 
-// a·b and a + b in size_t, saturating at SIZE_MAX (which no allocation can satisfy).
-static size_t mul_sat(size_t a, size_t b) {
-  return (b != 0 && a > SIZE_MAX / b) ? SIZE_MAX : a * b;
-}
-static size_t add_sat(size_t a, size_t b) {
-  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
-}
-
 static size_t blocked_workspace(const attn_problem *p, const attn_exec *exec) {
   int64_t tq, tkv;
   tiles(p, exec, &tq, &tkv);
   // S[tq][tkv], m[tq], l[tq], acc[tq][dv]
-  const size_t floats = add_sat(add_sat(mul_sat((size_t)tq, (size_t)tkv), mul_sat(2, (size_t)tq)),
-                                mul_sat((size_t)tq, (size_t)p->head_dim_v));
-  return mul_sat(floats, sizeof(float));
+  const size_t floats =
+      attn_size_add_sat(attn_size_add_sat(attn_size_mul_sat((size_t)tq, (size_t)tkv),
+                                          attn_size_mul_sat(2, (size_t)tq)),
+                        attn_size_mul_sat((size_t)tq, (size_t)p->head_dim_v));
+  return attn_size_mul_sat(floats, sizeof(float));
 }
 
 static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
@@ -124,7 +118,8 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
 
 const attn_kernel attn_kernel_blocked = {
     .name = "blocked",
-    .summary = "float32 plain C, query x key cache tiles (tile_q/tile_kv: the tile rule), online softmax",
+    .summary =
+        "float32 plain C, query x key cache tiles (tile_q/tile_kv: the tile rule), online softmax",
     .required_isa = 0,
     .caps = ATTN_CAP_ALL_SHAPES,
     .workspace = blocked_workspace,

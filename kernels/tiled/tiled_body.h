@@ -82,7 +82,11 @@ static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
 
 static size_t tiled_workspace(const attn_problem *p, const attn_exec *exec) {
   const tiled_geom g = tiled_geometry(p, exec);
-  return (g.kp + g.vp + g.qp + g.acc + g.s + g.ml) * sizeof(float);
+  size_t floats = 0;  // saturating: attn_kernel_call then reports "cannot allocate"
+  const size_t regions[] = {g.kp, g.vp, g.qp, g.acc, g.s, g.ml};
+  for (size_t i = 0; i < sizeof regions / sizeof regions[0]; i++)
+    floats = attn_size_add_sat(floats, regions[i]);
+  return attn_size_mul_sat(floats, sizeof(float));
 }
 
 // Qp[blk][d][MR] = Q[i0 + blk·MR + r][d]; rows past nq are zero.

@@ -131,6 +131,26 @@ int main(int argc, char **argv) {
   }
   attn_check_prepared_free(pc);
 
+  // ── workspace sizes of absurd (valid) shapes saturate instead of wrapping ──
+  // head_dim_qk 2^58 with one row: every tensor's byte count still fits size_t, so the
+  // problem is valid. The flash kernels keep a packed K tile (head_dim_qk × tile_kv
+  // floats) per thread, which is far beyond size_t here: the size must saturate at
+  // SIZE_MAX (attn_kernel_call then refuses to allocate), not wrap to something small.
+  // (Kernels that read K in place need little, which is right: no bound to test there.)
+  const attn_problem wide = attn_problem_make(1, 1, 1, 1, 1, (int64_t)1 << 58, 1, false);
+  const attn_exec t1024 = {.threads = ATTN_MAX_THREADS};
+  EXPECT(attn_problem_validate(&wide, NULL, 0), "the wide problem should be valid");
+  size_t n_flash = 0;
+  for (size_t i = 0; i < attn_kernel_count(); i++) {
+    const attn_kernel *k = attn_kernel_at(i);
+    if (strncmp(k->name, "flash__", 7) != 0 || !attn_kernel_available(k, NULL, 0)) continue;
+    n_flash++;
+    const size_t ws = attn_kernel_workspace(k, &wide, &t1024);
+    EXPECT(ws == SIZE_MAX, "%s: %zu bytes of workspace for head_dim_qk 2^58 (wrapped)", k->name,
+           ws);
+  }
+  EXPECT(n_flash > 0, "no flash kernel available to test");
+
   // ── a workspace size near SIZE_MAX is refused, not rounded up past zero ──
   // (ws + 63) & ~63 wrapped to 0 for sizes within 63 of SIZE_MAX: the kernel then ran
   // on a zero-byte allocation.
