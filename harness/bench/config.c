@@ -466,54 +466,50 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   const ilist *skv = s->seq_kv.n ? &s->seq_kv : NULL;
   const int nk = ov && ov->kernel_count ? (int)ov->kernel_count : s->nk;
   const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
-  // clang-format off: one flat loop nest over the ten lists
+  // One flat loop nest over the ten lists.
+  // clang-format off
   for (int ib = 0; ib < s->batch.n; ib++)
-    for (int ih = 0; ih < s->heads.n; ih++)
-      for (int ikv = 0; ikv < (s->kv_heads.n ? s->kv_heads.n : 1); ikv++)
-        for (int id = 0; id < dims->n; id++)
-          for (int idv = 0; idv < (s->head_dim_v.n ? s->head_dim_v.n : 1); idv++)
-            for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
-              for (int isq = 0; isq < s->seq_len.n; isq++)
-                for (int ic = 0; ic < s->causal.n; ic++)
-                  for (int it = 0; it < nt; it++)
-                    for (int ik = 0; ik < nk; ik++) {
-                      // clang-format on
-                      const int64_t heads = s->heads.v[ih];
-                      const int64_t kv = s->kv_heads.n ? s->kv_heads.v[ikv] : heads;
-                      const int64_t dqk = s->d_model.n ? dims->v[id] / heads : dims->v[id];
-                      const int64_t dv = s->head_dim_v.n ? s->head_dim_v.v[idv] : dqk;
-                      const int64_t sq = s->seq_len.v[isq];
-                      attn_bench_point pt;
-                      memset(&pt, 0, sizeof pt);
-                      pt.kernel = ov && ov->kernel_count ? ov->kernels[ik] : s->kernels[ik];
-                      pt.problem =
-                          attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq,
-                                            dqk, dv, s->causal.v[ic] != 0);
-                      char why[160];
-                      if (!attn_problem_validate(&pt.problem, why, sizeof why))
-                        return fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
-                      int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
-                      if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
-                      if (t < 1 || t > ATTN_MAX_THREADS)  // overrides come from the caller; the
-                                                          // config is checked
-                        return fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t,
-                                    ATTN_MAX_THREADS),
-                               false;
-                      if (!(pt.kernel->caps & ATTN_CAP_THREADS))
-                        t = 1;  // single-thread kernels run once
-                      pt.threads = t;
-                      pt.repetitions = s->repetitions;
-                      pt.min_time = s->min_time;
-                      pt.cold_inputs = s->cold_inputs;
-                      copy_str(pt.sweep, sizeof pt.sweep, s->name);
-                      attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
-                      if (pt.cold_inputs) {  // a cold point is another measurement than the warm
-                                             // one
-                        const size_t len = strlen(pt.name);
-                        snprintf(pt.name + len, sizeof pt.name - len, "/cold");
-                      }
-                      if (!push(b, &pt)) return fail(c, sec, "out of memory"), false;
-                    }
+  for (int ih = 0; ih < s->heads.n; ih++)
+  for (int ikv = 0; ikv < (s->kv_heads.n ? s->kv_heads.n : 1); ikv++)
+  for (int id = 0; id < dims->n; id++)
+  for (int idv = 0; idv < (s->head_dim_v.n ? s->head_dim_v.n : 1); idv++)
+  for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
+  for (int isq = 0; isq < s->seq_len.n; isq++)
+  for (int ic = 0; ic < s->causal.n; ic++)
+  for (int it = 0; it < nt; it++)
+  for (int ik = 0; ik < nk; ik++) {
+    const int64_t heads = s->heads.v[ih];
+    const int64_t kv = s->kv_heads.n ? s->kv_heads.v[ikv] : heads;
+    const int64_t dqk = s->d_model.n ? dims->v[id] / heads : dims->v[id];
+    const int64_t dv = s->head_dim_v.n ? s->head_dim_v.v[idv] : dqk;
+    const int64_t sq = s->seq_len.v[isq];
+    attn_bench_point pt;
+    memset(&pt, 0, sizeof pt);
+    pt.kernel = ov && ov->kernel_count ? ov->kernels[ik] : s->kernels[ik];
+    pt.problem = attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq, dqk, dv,
+                                   s->causal.v[ic] != 0);
+    char why[160];
+    if (!attn_problem_validate(&pt.problem, why, sizeof why))
+      return fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
+    int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
+    if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
+    if (t < 1 || t > ATTN_MAX_THREADS)  // overrides and physical_cores come from the caller
+      return fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t, ATTN_MAX_THREADS),
+             false;
+    if (!(pt.kernel->caps & ATTN_CAP_THREADS)) t = 1;  // single-thread kernels run once
+    pt.threads = t;
+    pt.repetitions = s->repetitions;
+    pt.min_time = s->min_time;
+    pt.cold_inputs = s->cold_inputs;
+    copy_str(pt.sweep, sizeof pt.sweep, s->name);
+    attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
+    if (pt.cold_inputs) {  // a cold point is another measurement than the warm one
+      const size_t len = strlen(pt.name);
+      snprintf(pt.name + len, sizeof pt.name - len, "/cold");
+    }
+    if (!push(b, &pt)) return fail(c, sec, "out of memory"), false;
+  }
+  // clang-format on
   return true;
 }
 
