@@ -29,7 +29,8 @@ static void check_plan(const attn_bench_plan *plan) {
       fuzz_fail("point %zu (%s): invalid problem: %s", i, pt->name, why);
     if (pt->threads < 1 || pt->threads > ATTN_MAX_THREADS)
       fuzz_fail("point %zu: %d threads", i, pt->threads);
-    if (!memchr(pt->name, '\0', sizeof pt->name) || !pt->name[0]) fuzz_fail("point %zu: bad name", i);
+    if (!memchr(pt->name, '\0', sizeof pt->name) || !pt->name[0])
+      fuzz_fail("point %zu: bad name", i);
     if (!memchr(pt->sweep, '\0', sizeof pt->sweep) || !pt->sweep[0])
       fuzz_fail("point %zu: bad sweep name", i);
   }
@@ -39,7 +40,8 @@ static void check_plan(const attn_bench_plan *plan) {
   memcpy(sorted, plan->points, plan->count * sizeof *sorted);
   qsort(sorted, plan->count, sizeof *sorted, by_name);
   for (size_t i = 1; i < plan->count; i++)
-    if (strcmp(sorted[i - 1].name, sorted[i].name) == 0) fuzz_fail("duplicate point %s", sorted[i].name);
+    if (strcmp(sorted[i - 1].name, sorted[i].name) == 0)
+      fuzz_fail("duplicate point %s", sorted[i].name);
   free(sorted);
 }
 
@@ -59,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const size_t n = strnlen(err, sizeof err), pl = strlen(path);
   if (n == sizeof err) fuzz_fail("error message not terminated");
   if (strchr(err, '\n')) fuzz_fail("error message spans lines: '%s'", err);
-  if (strncmp(err, path, pl) != 0 || (err[pl] != ':' ) || n < pl + 3)
+  if (strncmp(err, path, pl) != 0 || (err[pl] != ':') || n < pl + 3)
     fuzz_fail("error message does not start with the path: '%s'", err);
   return 0;
 }

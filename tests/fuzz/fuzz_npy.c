@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_message(path, err, sizeof err);
     char small[24];  // the same failure with a buffer too small for the message
     memset(small, 'x', sizeof small);
-    if (npy_read_f32(path, &a, small, sizeof small)) fuzz_fail("second read of the same input passed");
+    if (npy_read_f32(path, &a, small, sizeof small))
+      fuzz_fail("second read of the same input passed");
     check_empty(&a);
     if (!memchr(small, '\0', sizeof small)) fuzz_fail("cut message not terminated");
     return 0;
