@@ -409,12 +409,20 @@ static float *read_data(const npy_source *src, const parser *p, size_t bytes, ch
   return NULL;
 }
 
-// Step 7: nothing may follow the data.
+// Step 7: nothing may follow the data. Counting stops after kMaxTrailing bytes, so an
+// endless stream (a device, `yes |`) ends the read too.
+enum { kMaxTrailing = 1 << 20 };
+
 static bool check_no_trailing(const npy_source *src, size_t bytes, char *err, size_t err_len) {
-  unsigned char extra[256];
+  unsigned char extra[4096];
   size_t n_extra = 0, got;
-  while ((got = fread(extra, 1, sizeof extra, src->f)) > 0) n_extra += got;
+  while (n_extra <= kMaxTrailing && (got = fread(extra, 1, sizeof extra, src->f)) > 0)
+    n_extra += got;
   if (ferror(src->f)) return fail(err, err_len, src->path, "read error: %s", strerror(errno));
+  if (n_extra > kMaxTrailing)
+    return fail(err, err_len, src->path,
+                "trailing garbage: more than %d unexpected bytes after the %zu bytes of data",
+                kMaxTrailing, bytes);
   if (n_extra)
     return fail(err, err_len, src->path,
                 "trailing garbage: %zu unexpected bytes after the %zu bytes of data", n_extra,

@@ -157,6 +157,27 @@ static void test_pipe_reads(void) {
   EXPECT(!read_via_pipe(b, n, &a, err, sizeof err) && strstr(err, "trailing garbage: 4"),
          "trailing bytes on a pipe: '%s'", err);
   free(b);
+  // An endless stream after the data (like /dev/zero): the read stops and says so.
+  b = image("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 4, &n);
+  int fd[2];
+  if (pipe(fd) != 0) exit(2);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    static unsigned char zeros[65536];
+    if (write(fd[1], b, n) != (ssize_t)n) _exit(1);
+    while (write(fd[1], zeros, sizeof zeros) > 0) {
+    }
+    _exit(0);  // the reader closed the pipe (EPIPE; SIGPIPE is ignored below)
+  }
+  close(fd[1]);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd[0]);
+  EXPECT(!npy_read_f32(path, &a, err, sizeof err) && strstr(err, "trailing garbage: more than"),
+         "endless trailing data: '%s'", err);
+  close(fd[0]);
+  waitpid(pid, NULL, 0);
+  free(b);
 }
 
 int main(void) {
@@ -165,6 +186,7 @@ int main(void) {
     perror("mkdtemp");
     return 2;
   }
+  signal(SIGPIPE, SIG_IGN);  // writers in children see EPIPE once the reader stops
   test_wrapping_sizes();
   test_overflowing_shapes();
   test_pipe_reads();
