@@ -61,7 +61,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const size_t n = strnlen(err, sizeof err), pl = strlen(path);
   if (n == sizeof err) fuzz_fail("error message not terminated");
   if (strchr(err, '\n')) fuzz_fail("error message spans lines: '%s'", err);
-  if (strncmp(err, path, pl) != 0 || (err[pl] != ':') || n < pl + 3)
+  if (strncmp(err, path, pl) != 0 || err[pl] != ':' || n < pl + 3)
     fuzz_fail("error message does not start with the path: '%s'", err);
+  // "PATH:LINE: ..." names a line of the input (at most one past its last newline).
+  if (err[pl + 1] >= '0' && err[pl + 1] <= '9') {
+    const long line = strtol(err + pl + 1, NULL, 10);
+    size_t lines = 1;
+    for (size_t i = 0; i < size; i++) lines += data[i] == '\n';
+    if (line < 1 || (size_t)line > lines)
+      fuzz_fail("error names line %ld of a %zu-line input: '%s'", line, lines, err);
+  }
   return 0;
 }
