@@ -55,6 +55,34 @@ fail:
   return NULL;
 }
 
+static int g_pipe = -1;
+static char g_pipe_path[64];
+
+const char *fuzz_input_pipe(const uint8_t *data, size_t size) {
+  if (size > 65536) return NULL;
+  int fd[2];
+  if (pipe(fd) != 0) return NULL;
+  for (size_t off = 0; off < size;) {
+    const ssize_t w = write(fd[1], data + off, size - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      close(fd[0]);
+      close(fd[1]);
+      return NULL;
+    }
+    off += (size_t)w;
+  }
+  close(fd[1]);
+  g_pipe = fd[0];
+  snprintf(g_pipe_path, sizeof g_pipe_path, "/proc/self/fd/%d", g_pipe);
+  return g_pipe_path;
+}
+
+void fuzz_input_pipe_close(void) {
+  if (g_pipe >= 0) close(g_pipe);
+  g_pipe = -1;
+}
+
 void fuzz_fail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
