@@ -97,6 +97,16 @@ CONFIG = {
                    "seq_len = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10\nseq_kv = 1, 2, 3, 4, 5\n",
     "causal_words": GOOD.replace("causal = false, true", "causal = yes, no, on, off, 1, 0"),
     "huge_dims": GOOD.replace("seq_len = 8", "seq_len = 1073741824"),
+    "overflow_point": "[s]\nkernels = blocked\nbatch = 1073741824\nheads = 1073741824\nhead_dim = 1024\n"
+                      "seq_len = 1073741824\n",
+    "cap_exceeded": "[s]\nkernels = blocked\n" + "".join(
+        "%s = %s\n" % (k, ", ".join(str(i) for i in range(1, 19)))
+        for k in ("heads", "head_dim", "seq_len", "seq_kv")),
+    "sum_exceeded": "".join(
+        "[s%d]\nkernels = blocked\nbatch = %d\n" % (j, j + 1) + "".join(
+            "%s = %s\n" % (k, ", ".join(str(i) for i in range(1, 11))) for k in ("heads", "head_dim", "seq_len"))
+        + "seq_kv =\n" + "".join("  %s\n" % ", ".join(str(i) for i in range(r, r + 20)) for r in (1, 21, 41))
+        for j in range(2)),
 }
 
 
