@@ -13,9 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/types.h>
+#include <sys/stat.h>
 
 enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
+// inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.
+// A config is read whole (at most kMaxFileBytes) and parsed from memory, so the file is
+// opened once (a FIFO or /dev/stdin works, and nothing changes between the two passes).
+enum { kMaxLine = 190, kMaxFileBytes = 1 << 20 };
 static const int64_t kMaxSize = INT64_C(1) << 30;
 
 typedef struct ilist {
@@ -83,29 +87,29 @@ static int fail(parse_ctx *c, int line, const char *fmt, ...) {
   return 0;
 }
 
-// Pre-scan: the line of each "key =" (first occurrence per section); duplicate keys,
-// NUL bytes, over-long lines (inih would truncate lines past its buffer), over-long
-// section names and text after a section header are errors. The line classification
-// follows inih's: a line starting with blanks right after a key line of the same
-// section is a continuation of that key's value.
-static bool prescan(parse_ctx *c, FILE *f) {
-  char *buf = NULL, section[48] = "";
-  size_t cap = 0;
+// Pre-scan of the file's text: the line of each "key =" (first occurrence per section);
+// duplicate keys, NUL bytes, over-long lines (inih would truncate lines past its
+// buffer), over-long section names and text after a section header are errors. The
+// line classification follows inih's: a line starting with blanks right after a key
+// line of the same section is a continuation of that key's value.
+static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
+  char buf[kMaxLine + 2], section[48] = "";
   int line = 0;
-  bool ok = true, after_key = false;
-  for (ssize_t got; ok && (got = getline(&buf, &cap, f)) >= 0;) {
+  bool after_key = false;
+  for (size_t pos = 0; pos < text_len;) {
+    const char *start = text + pos;
+    const char *nl = memchr(start, '\n', text_len - pos);
+    const size_t len = nl ? (size_t)(nl - start) : text_len - pos;  // without the '\n'
+    pos += len + (nl != NULL);
     line++;
-    const size_t len = (size_t)got;
-    if (memchr(buf, '\0', len)) {
-      ok = fail(c, line, "NUL byte in line (is this a text file?)");
-      break;
-    }
-    if (len - (len && buf[len - 1] == '\n') > 190) {
-      ok = fail(c, line, "line too long (at most 190 characters)");
-      break;
-    }
+    if (memchr(start, '\0', len)) return fail(c, line, "NUL byte in line (is this a text file?)");
+    if (len > kMaxLine)
+      return fail(c, line, "line too long (at most %d characters)", (int)kMaxLine);
+    memcpy(buf, start, len);
+    buf[len] = '\0';
     char *s = buf;
-    if (line == 1 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) s += 3;  // UTF-8 BOM (inih skips it)
+    if (line == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+      s += 3;  // UTF-8 BOM (inih skips it)
     if (isspace((unsigned char)s[0]) && after_key) {
       trim(s);
       if (*s) continue;  // continuation line
@@ -118,19 +122,12 @@ static bool prescan(parse_ctx *c, FILE *f) {
       if (!end) continue;  // inih reports the syntax error
       const char *rest = end + 1;
       while (isspace((unsigned char)*rest)) rest++;
-      if (*rest && *rest != ';' && *rest != '#') {
-        ok = fail(c, line, "text after the section header (expected [name] alone on its line)");
-        break;
-      }
+      if (*rest && *rest != ';' && *rest != '#')
+        return fail(c, line, "text after the section header (expected [name] alone on its line)");
       *end = '\0';
-      if (!s[1]) {
-        ok = fail(c, line, "empty section name '[]'");
-        break;
-      }
-      if (strlen(s + 1) >= sizeof section) {
-        ok = fail(c, line, "section name too long (at most %zu characters)", sizeof section - 1);
-        break;
-      }
+      if (!s[1]) return fail(c, line, "empty section name '[]'");
+      if (strlen(s + 1) >= sizeof section)
+        return fail(c, line, "section name too long (at most %zu characters)", sizeof section - 1);
       copy_str(section, sizeof section, s + 1);  // inih keeps the name as written, blanks too
       // the header's own line, found by line_of(c, section, NULL)
       if (c->nkeys < kMaxKeys && !line_of(c, section, NULL)) {
@@ -147,22 +144,16 @@ static bool prescan(parse_ctx *c, FILE *f) {
     *eq = '\0';
     trim(s);
     for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
-    if (line_of(c, section, s)) {
-      ok = fail(c, line, "key '%s' repeated in [%s] (first on line %d)", s, section,
-                line_of(c, section, s));
-      break;
-    }
-    if (c->nkeys == kMaxKeys) {
-      ok = fail(c, line, "too many keys");
-      break;
-    }
+    if (line_of(c, section, s))
+      return fail(c, line, "key '%s' repeated in [%s] (first on line %d)", s, section,
+                  line_of(c, section, s));
+    if (c->nkeys == kMaxKeys) return fail(c, line, "too many keys");
     key_line *k = &c->keys[c->nkeys++];
     copy_str(k->section, sizeof k->section, section);
     copy_str(k->key, sizeof k->key, s);
     k->line = line;
   }
-  free(buf);
-  return ok;
+  return true;
 }
 
 static sweep *sweep_for(parse_ctx *c, const char *section) {
@@ -513,6 +504,53 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   return true;
 }
 
+// The whole file, NUL-terminated (its length in *len); NULL with "FILE: reason" in err.
+static char *read_config(const char *path, size_t *len, char *err, size_t err_len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    snprintf(err, err_len, "%s: is a directory, not a config file", path);
+    return NULL;
+  }
+  size_t n = 0, cap = 4096;
+  char *text = malloc(cap + 1);
+  for (size_t got; text && (got = fread(text + n, 1, cap - n, f)) > 0;) {
+    n += got;
+    if (n > kMaxFileBytes) break;
+    if (n == cap) {
+      char *bigger = realloc(text, 2 * cap + 1);
+      if (!bigger) {
+        free(text);
+        text = NULL;
+        break;
+      }
+      text = bigger;
+      cap *= 2;
+    }
+  }
+  const bool read_error = ferror(f);
+  const int saved = errno;
+  fclose(f);
+  if (!text) {
+    snprintf(err, err_len, "%s: out of memory", path);
+  } else if (read_error) {
+    snprintf(err, err_len, "%s: cannot read: %s", path, strerror(saved));
+  } else if (n > kMaxFileBytes) {
+    snprintf(err, err_len, "%s: larger than %d bytes (not a sweep config?)", path, kMaxFileBytes);
+  } else {
+    text[n] = '\0';
+    *len = n;
+    return text;
+  }
+  free(text);
+  return NULL;
+}
+
 static void format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len) {
   if (line > 0)
     snprintf(err, len, "%s:%d: %s", c->path, line, msg);
@@ -526,6 +564,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   plan->count = 0;
   parse_ctx *c = calloc(1, sizeof *c);
   sweep *sweeps = calloc(kMaxSweeps, sizeof *sweeps);
+  char *text = NULL;
   bool ok = false;
   if (!c || !sweeps) {
     snprintf(err, err_len, "%s: out of memory", path);
@@ -533,22 +572,14 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   }
   c->path = path;
   c->sweeps = sweeps;
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-    goto done;
-  }
-  const bool scanned = prescan(c, f);
-  fclose(f);
-  if (!scanned) {
+  size_t text_len = 0;
+  text = read_config(path, &text_len, err, err_len);
+  if (!text) goto done;
+  if (!prescan(c, text, text_len)) {
     format_error(c, c->err_line, c->err, err, err_len);
     goto done;
   }
-  const int rc = ini_parse(path, handler, c);
-  if (rc < 0) {
-    snprintf(err, err_len, "%s: cannot read", path);
-    goto done;
-  }
+  const int rc = ini_parse_string(text, handler, c);  // the text holds no NUL (prescan)
   if (rc > 0 && (!c->err_line || rc < c->err_line)) {
     format_error(c, rc, "syntax error (expected [section], key = value or a comment)", err,
                  err_len);
@@ -617,6 +648,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   plan->count = kept;
   ok = true;
 done:
+  free(text);
   free(sweeps);
   free(c);
   return ok;

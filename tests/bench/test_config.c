@@ -4,9 +4,12 @@
 // (computed before expanding, overflow-safe) and a linear duplicate check. Each config is
 // written to a temporary file and loaded through the public attn_bench_plan_load().
 #define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,6 +198,45 @@ static void test_linear_duplicates(void) {
   }
 }
 
+// The file is opened and read once: a FIFO (one writer, one pass of data) loads; a
+// directory and an endless or huge file are refused with a message.
+static void test_file_kinds(void) {
+  char fifo[128], err[512] = "";
+  attn_bench_plan plan;
+  snprintf(fifo, sizeof fifo, "%s/fifo.ini", g_dir);
+  if (mkfifo(fifo, 0600) != 0) {
+    perror("mkfifo");
+    exit(2);
+  }
+  const char *text = "[s]\n" GOOD_KEYS;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE *f = fopen(fifo, "w");
+    _exit(!f || fputs(text, f) < 0 || fclose(f) != 0);
+  }
+  alarm(10);  // the old loader opened the file twice: the second open waited forever
+  const bool ok = attn_bench_plan_load(fifo, NULL, NULL, &plan, err, sizeof err);
+  alarm(0);
+  EXPECT(ok && plan.count == 1, "a config read from a FIFO: %s", ok ? "wrong count" : err);
+  if (ok) attn_bench_plan_free(&plan);
+  waitpid(pid, NULL, 0);
+  unlink(fifo);
+
+  EXPECT(!attn_bench_plan_load(g_dir, NULL, NULL, &plan, err, sizeof err) &&
+             strstr(err, "is a directory"),
+         "a directory: '%s'", err);
+  EXPECT(!attn_bench_plan_load("/dev/zero", NULL, NULL, &plan, err, sizeof err) &&
+             strstr(err, "larger than"),
+         "/dev/zero: '%s'", err);
+  // 1 MiB of comments and one sweep: over the size limit although every line is fine.
+  static char big[(1 << 20) + 4096];
+  size_t n = (size_t)snprintf(big, sizeof big, "[s]\n%s", GOOD_KEYS);
+  while (n + 64 < sizeof big) n += (size_t)snprintf(big + n, sizeof big - n, "; %60s\n", "x");
+  attn_bench_plan p2;
+  EXPECT(!load_len(big, n, NULL, &p2, err, sizeof err) && strstr(err, "larger than 1048576 bytes"),
+         "a 1 MiB config: '%s'", err);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/attn_config_XXXXXX");
   if (!mkdtemp(g_dir)) {
@@ -206,6 +248,7 @@ int main(void) {
   test_threads_cap();
   test_point_cap();
   test_linear_duplicates();
+  test_file_kinds();
   unlink(g_path);
   rmdir(g_dir);
   return test_finish("test_config");
