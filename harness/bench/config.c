@@ -167,8 +167,8 @@ static sweep *sweep_for(parse_ctx *c, const char *section) {
 }
 
 static bool parse_bool(const char *t, int64_t *out) {
-  static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off",
-                                                                              "0"};
+  static const char *const yes[] = {"true", "yes", "on", "1"};
+  static const char *const no[] = {"false", "no", "off", "0"};
   for (int i = 0; i < 4; i++) {
     if (strcasecmp(t, yes[i]) == 0) return *out = 1, true;
     if (strcasecmp(t, no[i]) == 0) return *out = 0, true;
