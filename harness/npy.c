@@ -188,7 +188,8 @@ static bool parse_header(parser *p) {
       if (p->have_descr) return perr(p, "duplicate key 'descr'");
       skip_ws(p);
       if (p->s < p->end && *p->s == '[') {  // structured dtype: a list of fields
-        snprintf(p->msg, sizeof p->msg, "structured dtype (a list of fields), expected float32 '<f4'");
+        snprintf(p->msg, sizeof p->msg,
+                 "structured dtype (a list of fields), expected float32 '<f4'");
         p->descr_not_string = true;
         return false;
       }
@@ -227,9 +228,9 @@ static const char *dtype_name(const char *descr) {
   static const struct {
     const char *code, *name;
   } kNames[] = {
-      {"f2", "float16"}, {"f4", "float32"}, {"f8", "float64"},   {"f16", "float128"},
-      {"i1", "int8"},    {"i2", "int16"},   {"i4", "int32"},     {"i8", "int64"},
-      {"u1", "uint8"},   {"u2", "uint16"},  {"u4", "uint32"},    {"u8", "uint64"},
+      {"f2", "float16"}, {"f4", "float32"},   {"f8", "float64"},     {"f16", "float128"},
+      {"i1", "int8"},    {"i2", "int16"},     {"i4", "int32"},       {"i8", "int64"},
+      {"u1", "uint8"},   {"u2", "uint16"},    {"u4", "uint32"},      {"u8", "uint64"},
       {"b1", "bool"},    {"c8", "complex64"}, {"c16", "complex128"}, {"V2", "bfloat16 (void)"},
   };
   const char *code = descr;
@@ -240,161 +241,221 @@ static const char *dtype_name(const char *descr) {
 }
 
 // ── reader ──────────────────────────────────────────────────────────────────────────
+// npy_read_f32 runs these steps in order; each reports its own error. Size arithmetic
+// never wraps: the byte count is bounded by SIZE_MAX before it is formed, and the file
+// size is compared as (file size - data offset) against it, never as a sum.
+
+// A shape string for messages: up to NPY_MAX_DIMS dimensions of 19 digits and ", ".
+enum { kShapeStrLen = NPY_MAX_DIMS * 21 + 8 };
+
+typedef struct npy_source {
+  const char *path;
+  FILE *f;
+  bool regular;        // a regular file: its size is known up front
+  uint64_t file_size;  // if regular
+  size_t header_len;   // bytes of the header dict, including its padding and '\n'
+  size_t data_offset;  // preamble + header
+} npy_source;
 
 static bool read_exact(FILE *f, void *buf, size_t n, size_t *got) {
   *got = fread(buf, 1, n, f);
   return *got == n;
 }
 
+// Step 1: open path; directories are refused (fopen succeeds on them).
+static bool open_source(npy_source *src, const char *path, char *err, size_t err_len) {
+  src->path = path;
+  src->f = fopen(path, "rb");
+  if (!src->f) return fail(err, err_len, path, "cannot open: %s", strerror(errno));
+  struct stat st;
+  if (fstat(fileno(src->f), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return fail(err, err_len, path, "is a directory, not a .npy file");
+    src->regular = S_ISREG(st.st_mode);
+    src->file_size = src->regular && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+  }
+  return true;
+}
+
+// Step 2: magic, version and header length (the header is at most kMaxHeaderLen bytes,
+// so data_offset = 8 + 2|4 + header_len cannot overflow).
+static bool read_preamble(npy_source *src, char *err, size_t err_len) {
+  const char *path = src->path;
+  unsigned char pre[12];
+  size_t got;
+  if (!read_exact(src->f, pre, 8, &got)) {
+    if (ferror(src->f)) return fail(err, err_len, path, "read error: %s", strerror(errno));
+    if (got < 6 || memcmp(pre, "\x93NUMPY", 6) != 0)
+      return fail(err, err_len, path, "not a .npy file (%zu bytes, no \\x93NUMPY magic)", got);
+    return fail(err, err_len, path, "truncated .npy preamble (%zu of 8 bytes)", got);
+  }
+  if (memcmp(pre, "\x93NUMPY", 6) != 0)
+    return fail(err, err_len, path, "not a .npy file (bad magic; expected \\x93NUMPY)");
+  const int major = pre[6], minor = pre[7];
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    return fail(err, err_len, path,
+                "unsupported .npy format version %d.%d (supported: 1.0, 2.0, 3.0)", major, minor);
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  if (!read_exact(src->f, pre + 8, len_bytes, &got))
+    return fail(err, err_len, path, "truncated .npy preamble (header length missing)");
+  uint32_t header_len = (uint32_t)pre[8] | (uint32_t)pre[9] << 8;
+  if (major != 1) header_len |= (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
+  if (header_len == 0 || header_len > kMaxHeaderLen)
+    return fail(err, err_len, path, "implausible .npy header length %lu",
+                (unsigned long)header_len);
+  src->header_len = header_len;
+  src->data_offset = 8 + len_bytes + header_len;
+  return true;
+}
+
+// Step 3: the header text, NUL-terminated; it must hold no NUL and end in '\n'.
+static char *read_header_text(const npy_source *src, char *err, size_t err_len) {
+  const size_t n = src->header_len;
+  char *header = malloc(n + 1);
+  if (!header) return fail(err, err_len, src->path, "out of memory reading the header"), NULL;
+  size_t got;
+  if (!read_exact(src->f, header, n, &got)) {
+    fail(err, err_len, src->path, "truncated header (%zu of %zu bytes)", got, n);
+    free(header);
+    return NULL;
+  }
+  header[n] = '\0';
+  const char *why = memchr(header, '\0', n) ? "contains a NUL byte"
+                    : header[n - 1] != '\n' ? "does not end with a newline"
+                                            : NULL;
+  if (!why) return header;
+  fail(err, err_len, src->path, "malformed header: %s", why);
+  free(header);
+  return NULL;
+}
+
+// Step 4: the dict is well formed and describes a little-endian float32 C-order array.
+static bool parse_and_check_header(const npy_source *src, const char *header, parser *p, char *err,
+                                   size_t err_len) {
+  const char *path = src->path;
+  *p = (parser){.s = header, .end = header + src->header_len};
+  if (!parse_header(p)) return fail(err, err_len, path, "%s", p->msg);
+  if (strcmp(p->descr, "<f4") != 0) {
+    if (strcmp(p->descr, ">f4") == 0)
+      return fail(err, err_len, path,
+                  "dtype is big-endian float32 ('>f4'); expected little-endian float32 '<f4' "
+                  "(convert with a.astype('<f4'))");
+    return fail(err, err_len, path,
+                "dtype is %s ('%s'); expected float32 '<f4' (convert with a.astype(np.float32))",
+                dtype_name(p->descr), p->descr);
+  }
+  if (p->fortran)
+    return fail(err, err_len, path,
+                "array is in Fortran (column-major) order; expected C order "
+                "(save np.ascontiguousarray(a))");
+  return true;
+}
+
+// Step 5: count = prod(shape) and bytes = 4·count, refused when 4·count > SIZE_MAX; then,
+// for a regular file, the data must be exactly bytes long (checked before any big malloc).
+static bool data_size(const npy_source *src, const parser *p, size_t *count, size_t *bytes,
+                      char *err, size_t err_len) {
+  char sb[kShapeStrLen];
+  size_t n = 1;
+  for (int i = 0; i < p->ndim; i++) {
+    const uint64_t d = (uint64_t)p->shape[i];
+    if (d > SIZE_MAX || (d != 0 && n > SIZE_MAX / 4 / (size_t)d))
+      return fail(err, err_len, src->path, "shape %s is too large (byte count overflows size_t)",
+                  npy_shape_string(p->ndim, p->shape, sb, sizeof sb));
+    n *= (size_t)d;
+  }
+  *count = n;
+  *bytes = n * 4;  // <= SIZE_MAX by the loop's bound
+  if (src->regular) {
+    const uint64_t have = src->file_size > src->data_offset ? src->file_size - src->data_offset : 0;
+    if (have < *bytes)
+      return fail(err, err_len, src->path,
+                  "truncated data: shape %s needs %zu bytes of data, file has %llu",
+                  npy_shape_string(p->ndim, p->shape, sb, sizeof sb), *bytes,
+                  (unsigned long long)have);
+  }
+  return true;
+}
+
+// Step 6: the data. A regular file's size was checked, so its buffer is allocated at
+// once; from a pipe or device the buffer grows with what actually arrives (at most
+// doubling), so a lying header cannot make us allocate more than twice the input.
+static float *read_data(const npy_source *src, const parser *p, size_t bytes, char *err,
+                        size_t err_len) {
+  const char *path = src->path;
+  char sb[kShapeStrLen];
+  size_t cap = src->regular || bytes < (1u << 20) ? bytes : (1u << 20), got = 0;
+  unsigned char *data = malloc(cap ? cap : 1);
+  if (!data) return fail(err, err_len, path, "out of memory (%zu bytes of data)", cap), NULL;
+  for (;;) {
+    got += fread(data + got, 1, cap - got, src->f);
+    if (got == bytes || got < cap) break;  // done, or end of input / error
+    const size_t next = cap > bytes / 2 ? bytes : 2 * cap;
+    unsigned char *bigger = realloc(data, next);
+    if (!bigger) {
+      free(data);
+      return fail(err, err_len, path, "out of memory (%zu bytes of data)", next), NULL;
+    }
+    data = bigger;
+    cap = next;
+  }
+  if (got == bytes) return (float *)data;
+  if (ferror(src->f))
+    fail(err, err_len, path, "read error: %s", strerror(errno));
+  else
+    fail(err, err_len, path, "truncated data: shape %s needs %zu bytes of data, file has %zu",
+         npy_shape_string(p->ndim, p->shape, sb, sizeof sb), bytes, got);
+  free(data);
+  return NULL;
+}
+
+// Step 7: nothing may follow the data. Counting stops after kMaxTrailing bytes, so an
+// endless stream (a device, `yes |`) ends the read too.
+enum { kMaxTrailing = 1 << 20 };
+
+static bool check_no_trailing(const npy_source *src, size_t bytes, char *err, size_t err_len) {
+  unsigned char extra[4096];
+  size_t n_extra = 0, got;
+  while (n_extra <= kMaxTrailing && (got = fread(extra, 1, sizeof extra, src->f)) > 0)
+    n_extra += got;
+  if (ferror(src->f)) return fail(err, err_len, src->path, "read error: %s", strerror(errno));
+  if (n_extra > kMaxTrailing)
+    return fail(err, err_len, src->path,
+                "trailing garbage: more than %d unexpected bytes after the %zu bytes of data",
+                kMaxTrailing, bytes);
+  if (n_extra)
+    return fail(err, err_len, src->path,
+                "trailing garbage: %zu unexpected bytes after the %zu bytes of data", n_extra,
+                bytes);
+  return true;
+}
+
 bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len) {
   if (!out) return fail(err, err_len, path ? path : "(null)", "no output array");
   memset(out, 0, sizeof *out);
   if (!path) return fail(err, err_len, "(null)", "no path");
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, err_len, path, "cannot open: %s", strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
-    return fail(err, err_len, path, "is a directory, not a .npy file");
-  }
-
-  bool ok = false;
+  npy_source src = {0};
   char *header = NULL;
   float *data = NULL;
-  unsigned char pre[12];
-  size_t got;
-  if (!read_exact(f, pre, 8, &got)) {
-    if (ferror(f))
-      fail(err, err_len, path, "read error: %s", strerror(errno));
-    else if (got < 6 || memcmp(pre, "\x93NUMPY", 6) != 0)
-      fail(err, err_len, path, "not a .npy file (%zu bytes, no \\x93NUMPY magic)", got);
-    else
-      fail(err, err_len, path, "truncated .npy preamble (%zu of 8 bytes)", got);
-    goto done;
-  }
-  if (memcmp(pre, "\x93NUMPY", 6) != 0) {
-    fail(err, err_len, path, "not a .npy file (bad magic; expected \\x93NUMPY)");
-    goto done;
-  }
-  const int major = pre[6], minor = pre[7];
-  if ((major != 1 && major != 2 && major != 3) || minor != 0) {
-    fail(err, err_len, path, "unsupported .npy format version %d.%d (supported: 1.0, 2.0, 3.0)", major,
-         minor);
-    goto done;
-  }
-  const size_t len_bytes = major == 1 ? 2 : 4;
-  if (!read_exact(f, pre + 8, len_bytes, &got)) {
-    fail(err, err_len, path, "truncated .npy preamble (header length missing)");
-    goto done;
-  }
-  size_t header_len = (size_t)pre[8] | (size_t)pre[9] << 8;
-  if (major != 1) header_len |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-  const size_t data_offset = 8 + len_bytes + header_len;
-  if (header_len == 0 || header_len > kMaxHeaderLen) {
-    fail(err, err_len, path, "implausible .npy header length %zu", header_len);
-    goto done;
-  }
-  header = malloc(header_len + 1);
-  if (!header) {
-    fail(err, err_len, path, "out of memory reading the header");
-    goto done;
-  }
-  if (!read_exact(f, header, header_len, &got)) {
-    fail(err, err_len, path, "truncated header (%zu of %zu bytes)", got, header_len);
-    goto done;
-  }
-  header[header_len] = '\0';
-  if (memchr(header, '\0', header_len)) {
-    fail(err, err_len, path, "malformed header: contains a NUL byte");
-    goto done;
-  }
-  if (header[header_len - 1] != '\n') {
-    fail(err, err_len, path, "malformed header: does not end with a newline");
-    goto done;
-  }
-
-  parser p = {.s = header, .end = header + header_len};
-  if (!parse_header(&p)) {
-    fail(err, err_len, path, "%s", p.msg);
-    goto done;
-  }
-  if (strcmp(p.descr, "<f4") != 0) {
-    if (strcmp(p.descr, ">f4") == 0)
-      fail(err, err_len, path, "dtype is big-endian float32 ('>f4'); expected little-endian float32 '<f4' "
-                               "(convert with a.astype('<f4'))");
-    else
-      fail(err, err_len, path, "dtype is %s ('%s'); expected float32 '<f4' (convert with a.astype(np.float32))",
-           dtype_name(p.descr), p.descr);
-    goto done;
-  }
-  if (p.fortran) {
-    fail(err, err_len, path, "array is in Fortran (column-major) order; expected C order "
-                             "(save np.ascontiguousarray(a))");
-    goto done;
-  }
-
-  size_t count = 1;
-  for (int i = 0; i < p.ndim; i++) {
-    const uint64_t d = (uint64_t)p.shape[i];
-    if (d > SIZE_MAX || (d != 0 && count > SIZE_MAX / 4 / (size_t)d)) {
-      char sb[400];
-      fail(err, err_len, path, "shape %s is too large (byte count overflows size_t)",
-           npy_shape_string(p.ndim, p.shape, sb, sizeof sb));
-      goto done;
-    }
-    count *= (size_t)d;
-  }
-  const size_t bytes = count * 4;
-  // Compare with the file size first, so a corrupt shape does not trigger a huge malloc.
-  if (S_ISREG(st.st_mode)) {
-    const uint64_t fsize = (uint64_t)st.st_size;
-    if (fsize < data_offset + bytes) {
-      char sb[400];
-      fail(err, err_len, path, "truncated data: shape %s needs %zu bytes of data, file has %llu",
-           npy_shape_string(p.ndim, p.shape, sb, sizeof sb), bytes,
-           (unsigned long long)(fsize - data_offset));
-      goto done;
-    }
-  }
-  data = malloc(bytes ? bytes : 1);
-  if (!data) {
-    fail(err, err_len, path, "out of memory (%zu bytes of data)", bytes);
-    goto done;
-  }
-  if (!read_exact(f, data, bytes, &got)) {
-    char sb[400];
-    if (ferror(f))
-      fail(err, err_len, path, "read error: %s", strerror(errno));
-    else
-      fail(err, err_len, path, "truncated data: shape %s needs %zu bytes of data, file has %zu",
-           npy_shape_string(p.ndim, p.shape, sb, sizeof sb), bytes, got);
-    goto done;
-  }
-  unsigned char extra[256];
-  size_t n_extra = 0;
-  while ((got = fread(extra, 1, sizeof extra, f)) > 0) n_extra += got;
-  if (ferror(f)) {
-    fail(err, err_len, path, "read error: %s", strerror(errno));
-    goto done;
-  }
-  if (n_extra) {
-    fail(err, err_len, path, "trailing garbage: %zu unexpected bytes after the %zu bytes of data", n_extra,
-         bytes);
-    goto done;
+  parser p;
+  size_t count = 0, bytes = 0;
+  const bool ok = open_source(&src, path, err, err_len) && read_preamble(&src, err, err_len) &&
+                  (header = read_header_text(&src, err, err_len)) != NULL &&
+                  parse_and_check_header(&src, header, &p, err, err_len) &&
+                  data_size(&src, &p, &count, &bytes, err, err_len) &&
+                  (data = read_data(&src, &p, bytes, err, err_len)) != NULL &&
+                  check_no_trailing(&src, bytes, err, err_len);
+  free(header);
+  if (src.f) fclose(src.f);
+  if (!ok) {
+    free(data);
+    return false;
   }
   if (!host_is_little_endian()) byteswap32(data, count);
-
   out->ndim = p.ndim;
   memcpy(out->shape, p.shape, sizeof p.shape);
   out->count = count;
   out->data = data;
-  data = NULL;
-  ok = true;
-done:
-  free(header);
-  free(data);
-  fclose(f);
-  return ok;
+  return true;
 }
 
 // ── writer ──────────────────────────────────────────────────────────────────────────

@@ -13,8 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
+// inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.
+// A config is read whole (at most kMaxFileBytes) and parsed from memory, so the file is
+// opened once (a FIFO or /dev/stdin works, and nothing changes between the two passes).
+enum { kMaxLine = 190, kMaxFileBytes = 1 << 20 };
 static const int64_t kMaxSize = INT64_C(1) << 30;
 
 typedef struct ilist {
@@ -82,45 +87,67 @@ static int fail(parse_ctx *c, int line, const char *fmt, ...) {
   return 0;
 }
 
-// Pre-scan: the line of each "key =" (first occurrence per section); duplicate keys
-// and over-long lines are errors (inih would truncate lines past its buffer).
-static bool prescan(parse_ctx *c, FILE *f) {
-  char buf[1024], section[48] = "";
+// Pre-scan of the file's text: the line of each "key =" (first occurrence per section);
+// duplicate keys, NUL bytes, over-long lines (inih would truncate lines past its
+// buffer), over-long section names and text after a section header are errors. The
+// line classification follows inih's: a line starting with blanks right after a key
+// line of the same section is a continuation of that key's value.
+static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
+  char buf[kMaxLine + 2], section[48] = "";
   int line = 0;
-  while (fgets(buf, sizeof buf, f)) {
+  bool after_key = false;
+  for (size_t pos = 0; pos < text_len;) {
+    const char *start = text + pos;
+    const char *nl = memchr(start, '\n', text_len - pos);
+    const size_t len = nl ? (size_t)(nl - start) : text_len - pos;  // without the '\n'
+    pos += len + (nl != NULL);
     line++;
-    if (!strchr(buf, '\n') && !feof(f)) return fail(c, line, "line too long"), false;
-    if (strlen(buf) > 190) return fail(c, line, "line too long (at most 190 characters)"), false;
-    if (isspace((unsigned char)buf[0]) && c->nkeys) continue;  // continuation line
+    if (memchr(start, '\0', len)) return fail(c, line, "NUL byte in line (is this a text file?)");
+    if (len > kMaxLine)
+      return fail(c, line, "line too long (at most %d characters)", (int)kMaxLine);
+    memcpy(buf, start, len);
+    buf[len] = '\0';
     char *s = buf;
+    if (line == 1 && len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+      s += 3;  // UTF-8 BOM (inih skips it)
+    if (isspace((unsigned char)s[0]) && after_key) {
+      trim(s);
+      if (*s) continue;  // continuation line
+    }
     trim(s);
     if (!*s || *s == ';' || *s == '#') continue;
+    after_key = false;
     if (*s == '[') {
       char *end = strchr(s, ']');
-      if (end) {
-        *end = '\0';
-        copy_str(section, sizeof section, s + 1);
-        trim(section);
-        // the header's own line, found by line_of(c, section, NULL)
-        if (c->nkeys < kMaxKeys && !line_of(c, section, NULL)) {
-          key_line *k = &c->keys[c->nkeys++];
-          copy_str(k->section, sizeof k->section, section);
-          copy_str(k->key, sizeof k->key, "[");
-          k->line = line;
-        }
+      if (!end) continue;  // inih reports the syntax error
+      const char *rest = end + 1;
+      while (isspace((unsigned char)*rest)) rest++;
+      if (*rest && *rest != ';' && *rest != '#')
+        return fail(c, line, "text after the section header (expected [name] alone on its line)");
+      *end = '\0';
+      if (!s[1]) return fail(c, line, "empty section name '[]'");
+      if (strlen(s + 1) >= sizeof section)
+        return fail(c, line, "section name too long (at most %zu characters)", sizeof section - 1);
+      copy_str(section, sizeof section, s + 1);  // inih keeps the name as written, blanks too
+      // the header's own line, found by line_of(c, section, NULL)
+      if (c->nkeys < kMaxKeys && !line_of(c, section, NULL)) {
+        key_line *k = &c->keys[c->nkeys++];
+        copy_str(k->section, sizeof k->section, section);
+        copy_str(k->key, sizeof k->key, "[");
+        k->line = line;
       }
       continue;
     }
     char *eq = strpbrk(s, "=:");
     if (!eq) continue;  // inih reports the syntax error
+    after_key = true;
     *eq = '\0';
     trim(s);
     for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
     if (line_of(c, section, s))
       return fail(c, line, "key '%s' repeated in [%s] (first on line %d)", s, section,
-                  line_of(c, section, s)),
-             false;
-    if (c->nkeys == kMaxKeys) return fail(c, line, "too many keys"), false;
+                  line_of(c, section, s));
+    if (c->nkeys == kMaxKeys) return fail(c, line, "too many keys");
     key_line *k = &c->keys[c->nkeys++];
     copy_str(k->section, sizeof k->section, section);
     copy_str(k->key, sizeof k->key, s);
@@ -140,7 +167,8 @@ static sweep *sweep_for(parse_ctx *c, const char *section) {
 }
 
 static bool parse_bool(const char *t, int64_t *out) {
-  static const char *const yes[] = {"true", "yes", "on", "1"}, *const no[] = {"false", "no", "off", "0"};
+  static const char *const yes[] = {"true", "yes", "on", "1"};
+  static const char *const no[] = {"false", "no", "off", "0"};
   for (int i = 0; i < 4; i++) {
     if (strcasecmp(t, yes[i]) == 0) return *out = 1, true;
     if (strcasecmp(t, no[i]) == 0) return *out = 0, true;
@@ -184,11 +212,12 @@ static int int_item(parse_ctx *c, int line, const char *key, const char *t, void
     char *end;
     errno = 0;
     const long long x = strtoll(t, &end, 10);
-    const int64_t lo = strcmp(key, "threads") == 0 ? 0 : 1;
+    const bool threads = strcmp(key, "threads") == 0;
+    const int64_t lo = threads ? 0 : 1, hi = threads ? ATTN_MAX_THREADS : kMaxSize;
     if (*end || errno || end == t) return fail(c, line, "%s: '%s' is not an integer", key, t);
-    if (x < lo || x > kMaxSize)
+    if (x < lo || x > hi)
       return fail(c, line, "%s: %s is out of range [%lld, %lld]", key, t, (long long)lo,
-                  (long long)kMaxSize);
+                  (long long)hi);
     v = x;
   }
   if (l->n == kMaxValues) return fail(c, line, "%s: more than %d values", key, kMaxValues);
@@ -259,7 +288,8 @@ static int handler(void *user, const char *section, const char *name, const char
     if (*end || errno || end == value || !(x > 0) || x > 1e6)
       return fail(c, line, "%s: '%s' is not a positive number", key, value);
     if (key[0] == 'r') {
-      if (x != (int)x || x > 1000) return fail(c, line, "repetitions: '%s' is not an integer in [1, 1000]", value);
+      if (x != (int)x || x > 1000)
+        return fail(c, line, "repetitions: '%s' is not an integer in [1, 1000]", value);
       s->repetitions = (int)x;
     } else {
       s->min_time = x;
@@ -268,14 +298,16 @@ static int handler(void *user, const char *section, const char *name, const char
   }
   if (strcmp(key, "cold_inputs") == 0) {  // one boolean (same spellings as causal), not a list
     int64_t on;
-    if (!parse_bool(value, &on)) return fail(c, line, "cold_inputs: '%s' is not true or false", value);
+    if (!parse_bool(value, &on))
+      return fail(c, line, "cold_inputs: '%s' is not true or false", value);
     s->cold_inputs = on != 0;
     return 1;
   }
-  static const char *const kListKeys[] = {"batch", "heads", "kv_heads", "d_model", "head_dim",
-                                          "head_dim_v", "seq_len", "seq_kv", "causal", "threads"};
-  ilist *lists[] = {&s->batch, &s->heads, &s->kv_heads, &s->d_model, &s->head_dim,
-                    &s->head_dim_v, &s->seq_len, &s->seq_kv, &s->causal, &s->threads};
+  static const char *const kListKeys[] = {"batch",    "heads",      "kv_heads", "d_model",
+                                          "head_dim", "head_dim_v", "seq_len",  "seq_kv",
+                                          "causal",   "threads"};
+  ilist *lists[] = {&s->batch,      &s->heads,   &s->kv_heads, &s->d_model, &s->head_dim,
+                    &s->head_dim_v, &s->seq_len, &s->seq_kv,   &s->causal,  &s->threads};
   for (size_t i = 0; i < sizeof kListKeys / sizeof kListKeys[0]; i++) {
     if (strcmp(key, kListKeys[i]) != 0) continue;
     lists[i]->seen = true;
@@ -311,7 +343,8 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
   const bool has_dm = s->d_model.n > 0, has_hd = s->head_dim.n > 0;
   if (has_dm == has_hd) {
     const int a = LINE("d_model"), b = LINE("head_dim");
-    return fail(c, has_dm ? (a > b ? a : b) : sec, "[%s]: give exactly one of d_model and head_dim", n),
+    return fail(c, has_dm ? (a > b ? a : b) : sec, "[%s]: give exactly one of d_model and head_dim",
+                n),
            false;
   }
   for (int i = 0; i < s->heads.n; i++) {
@@ -344,23 +377,76 @@ void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int thre
            threads);
 }
 
+// The points so far plus an open-addressing hash set of their names (indices into pts,
+// SIZE_MAX = empty slot; the table is kept at most half full), so that dropping a point
+// already produced by another sweep costs O(1) instead of a scan of every point.
 typedef struct plan_builder {
   attn_bench_point *pts;
   size_t n, cap;
+  size_t *slots;
+  size_t nslots;  // a power of two, >= 2 * cap
 } plan_builder;
 
+static uint64_t name_hash(const char *s) {  // FNV-1a, 64-bit
+  uint64_t h = UINT64_C(14695981039346656037);
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+  return h;
+}
+
+// The slot holding name, or the empty slot where it belongs.
+static size_t *slot_for(const plan_builder *b, const char *name) {
+  const size_t mask = b->nslots - 1;
+  for (size_t i = (size_t)name_hash(name) & mask;; i = (i + 1) & mask)
+    if (b->slots[i] == SIZE_MAX || strcmp(b->pts[b->slots[i]].name, name) == 0) return &b->slots[i];
+}
+
+static bool grow(plan_builder *b) {
+  const size_t cap = b->cap ? 2 * b->cap : 64;
+  attn_bench_point *p = realloc(b->pts, cap * sizeof *p);
+  if (!p) return false;
+  b->pts = p;
+  b->cap = cap;
+  size_t *slots = malloc(2 * cap * sizeof *slots);
+  if (!slots) return false;
+  free(b->slots);
+  b->slots = slots;
+  b->nslots = 2 * cap;
+  for (size_t i = 0; i < b->nslots; i++) b->slots[i] = SIZE_MAX;
+  for (size_t i = 0; i < b->n; i++) *slot_for(b, b->pts[i].name) = i;
+  return true;
+}
+
 static bool push(plan_builder *b, const attn_bench_point *pt) {
-  for (size_t i = 0; i < b->n; i++)
-    if (strcmp(b->pts[i].name, pt->name) == 0) return true;  // same point from another sweep
-  if (b->n == b->cap) {
-    const size_t cap = b->cap ? 2 * b->cap : 64;
-    attn_bench_point *p = realloc(b->pts, cap * sizeof *p);
-    if (!p) return false;
-    b->pts = p;
-    b->cap = cap;
-  }
+  if (b->n == b->cap && !grow(b)) return false;
+  size_t *slot = slot_for(b, pt->name);
+  if (*slot != SIZE_MAX) return true;  // same point from another sweep
+  *slot = b->n;
   b->pts[b->n++] = *pt;
   return true;
+}
+
+// Number of points a sweep expands to before duplicates are dropped: the product of its
+// list lengths, saturated at limit + 1 (each factor is >= 1, so no overflow).
+static size_t sweep_points(const sweep *s, const attn_bench_overrides *ov, size_t limit) {
+  const size_t f[] = {
+      ov && ov->kernel_count ? ov->kernel_count : (size_t)s->nk,
+      ov && ov->thread_count ? ov->thread_count : (size_t)s->threads.n,
+      (size_t)s->batch.n,
+      (size_t)s->heads.n,
+      s->kv_heads.n ? (size_t)s->kv_heads.n : 1,
+      s->d_model.n ? (size_t)s->d_model.n : (size_t)s->head_dim.n,
+      s->head_dim_v.n ? (size_t)s->head_dim_v.n : 1,
+      s->seq_kv.n ? (size_t)s->seq_kv.n : 1,
+      (size_t)s->seq_len.n,
+      (size_t)s->causal.n,
+  };
+  size_t n = 1;
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    if (f[i] == 0) return 0;
+    if (n > (limit + 1) / f[i]) return limit + 1;
+    n *= f[i];
+  }
+  return n > limit ? limit + 1 : n;
 }
 
 // The cartesian product, shapes outermost and kernels innermost, so that kernels are
@@ -371,6 +457,8 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   const ilist *skv = s->seq_kv.n ? &s->seq_kv : NULL;
   const int nk = ov && ov->kernel_count ? (int)ov->kernel_count : s->nk;
   const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
+  // One flat loop nest over the ten lists.
+  // clang-format off
   for (int ib = 0; ib < s->batch.n; ib++)
   for (int ih = 0; ih < s->heads.n; ih++)
   for (int ikv = 0; ikv < (s->kv_heads.n ? s->kv_heads.n : 1); ikv++)
@@ -396,6 +484,9 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
       return fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
+    if (t < 1 || t > ATTN_MAX_THREADS)  // overrides and physical_cores come from the caller
+      return fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t, ATTN_MAX_THREADS),
+             false;
     if (!(pt.kernel->caps & ATTN_CAP_THREADS)) t = 1;  // single-thread kernels run once
     pt.threads = t;
     pt.repetitions = s->repetitions;
@@ -409,7 +500,55 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     }
     if (!push(b, &pt)) return fail(c, sec, "out of memory"), false;
   }
+  // clang-format on
   return true;
+}
+
+// The whole file, NUL-terminated (its length in *len); NULL with "FILE: reason" in err.
+static char *read_config(const char *path, size_t *len, char *err, size_t err_len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    snprintf(err, err_len, "%s: is a directory, not a config file", path);
+    return NULL;
+  }
+  size_t n = 0, cap = 4096;
+  char *text = malloc(cap + 1);
+  for (size_t got; text && (got = fread(text + n, 1, cap - n, f)) > 0;) {
+    n += got;
+    if (n > kMaxFileBytes) break;
+    if (n == cap) {
+      char *bigger = realloc(text, 2 * cap + 1);
+      if (!bigger) {
+        free(text);
+        text = NULL;
+        break;
+      }
+      text = bigger;
+      cap *= 2;
+    }
+  }
+  const bool read_error = ferror(f);
+  const int saved = errno;
+  fclose(f);
+  if (!text) {
+    snprintf(err, err_len, "%s: out of memory", path);
+  } else if (read_error) {
+    snprintf(err, err_len, "%s: cannot read: %s", path, strerror(saved));
+  } else if (n > kMaxFileBytes) {
+    snprintf(err, err_len, "%s: larger than %d bytes (not a sweep config?)", path, kMaxFileBytes);
+  } else {
+    text[n] = '\0';
+    *len = n;
+    return text;
+  }
+  free(text);
+  return NULL;
 }
 
 static void format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len) {
@@ -425,6 +564,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   plan->count = 0;
   parse_ctx *c = calloc(1, sizeof *c);
   sweep *sweeps = calloc(kMaxSweeps, sizeof *sweeps);
+  char *text = NULL;
   bool ok = false;
   if (!c || !sweeps) {
     snprintf(err, err_len, "%s: out of memory", path);
@@ -432,24 +572,17 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   }
   c->path = path;
   c->sweeps = sweeps;
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    snprintf(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-    goto done;
-  }
-  const bool scanned = prescan(c, f);
-  fclose(f);
-  if (!scanned) {
+  size_t text_len = 0;
+  text = read_config(path, &text_len, err, err_len);
+  if (!text) goto done;
+  if (!prescan(c, text, text_len)) {
     format_error(c, c->err_line, c->err, err, err_len);
     goto done;
   }
-  const int rc = ini_parse(path, handler, c);
-  if (rc < 0) {
-    snprintf(err, err_len, "%s: cannot read", path);
-    goto done;
-  }
+  const int rc = ini_parse_string(text, handler, c);  // the text holds no NUL (prescan)
   if (rc > 0 && (!c->err_line || rc < c->err_line)) {
-    format_error(c, rc, "syntax error (expected [section], key = value or a comment)", err, err_len);
+    format_error(c, rc, "syntax error (expected [section], key = value or a comment)", err,
+                 err_len);
     goto done;
   }
   if (c->err_line) {
@@ -460,14 +593,40 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
     format_error(c, 0, "no sweeps (no [section] with keys)", err, err_len);
     goto done;
   }
-  plan_builder b = {0};
+  // Every sweep is validated and the points counted before any is expanded, so a config
+  // that would expand to millions of points fails at once instead of after minutes.
+  size_t total = 0;
   for (int i = 0; i < c->nsweeps; i++) {
-    if (!validate(c, &c->sweeps[i], ov && ov->kernel_count) || !expand(c, &c->sweeps[i], ov, &b)) {
+    sweep *s = &c->sweeps[i];
+    if (!validate(c, s, ov && ov->kernel_count)) {
       format_error(c, c->err_line, c->err, err, err_len);
-      free(b.pts);
+      goto done;
+    }
+    const size_t n = sweep_points(s, ov, ATTN_BENCH_MAX_POINTS);
+    total = n > ATTN_BENCH_MAX_POINTS - total ? ATTN_BENCH_MAX_POINTS + 1 : total + n;
+    if (total > ATTN_BENCH_MAX_POINTS) {
+      char msg[160];
+      if (n > ATTN_BENCH_MAX_POINTS)
+        snprintf(msg, sizeof msg,
+                 "[%s] expands to more than %d points (the product of its list lengths)", s->name,
+                 ATTN_BENCH_MAX_POINTS);
+      else
+        snprintf(msg, sizeof msg, "the sweeps up to [%s] expand to more than %d points", s->name,
+                 ATTN_BENCH_MAX_POINTS);
+      format_error(c, line_of(c, s->name, NULL), msg, err, err_len);
       goto done;
     }
   }
+  plan_builder b = {0};
+  for (int i = 0; i < c->nsweeps; i++) {
+    if (!expand(c, &c->sweeps[i], ov, &b)) {
+      format_error(c, c->err_line, c->err, err, err_len);
+      free(b.pts);
+      free(b.slots);
+      goto done;
+    }
+  }
+  free(b.slots);
   // Kernels this CPU cannot run are left out with a note (never an error).
   size_t kept = 0;
   const attn_kernel *noted_kernels[kMaxKernels];
@@ -482,12 +641,14 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
     for (int j = 0; j < nnoted; j++) noted |= noted_kernels[j] == b.pts[i].kernel;
     if (noted) continue;
     if (nnoted < kMaxKernels) noted_kernels[nnoted++] = b.pts[i].kernel;
-    if (notes) fprintf(notes, "note: skipping kernel %s on this CPU (%s)\n", b.pts[i].kernel->name, why);
+    if (notes)
+      fprintf(notes, "note: skipping kernel %s on this CPU (%s)\n", b.pts[i].kernel->name, why);
   }
   plan->points = b.pts;
   plan->count = kept;
   ok = true;
 done:
+  free(text);
   free(sweeps);
   free(c);
   return ok;

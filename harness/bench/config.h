@@ -24,8 +24,9 @@
 //                                       ; the inputs so every call reads them from DRAM
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
-// kv_heads not dividing heads, unknown kernel, ...) is reported as "FILE:LINE: message"
-// before anything runs.
+// kv_heads not dividing heads, unknown kernel, threads above ATTN_MAX_THREADS, more than
+// ATTN_BENCH_MAX_POINTS points, NUL bytes, text after a [section] header, ...) is
+// reported as "FILE:LINE: message" before anything runs.
 #pragma once
 
 #include <stdbool.h>
@@ -37,6 +38,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// The most points a config may expand to, counted before duplicates are dropped (the
+// sum over sweeps of the product of each sweep's list lengths); more is an error.
+enum { ATTN_BENCH_MAX_POINTS = 100000 };
 
 typedef struct attn_bench_point {
   const attn_kernel *kernel;
@@ -52,9 +57,9 @@ typedef struct attn_bench_point {
 typedef struct attn_bench_overrides {
   const attn_kernel *const *kernels;  // if kernel_count > 0: replaces every sweep's kernels
   size_t kernel_count;
-  const int *threads;                 // if thread_count > 0: replaces every sweep's threads
+  const int *threads;  // if thread_count > 0: replaces every sweep's threads
   size_t thread_count;
-  int physical_cores;                 // what threads = 0 means
+  int physical_cores;  // what threads = 0 means
 } attn_bench_overrides;
 
 typedef struct attn_bench_plan {
