@@ -114,15 +114,32 @@ static void sb_xml(sbuf *b, const char *s) {
   for (; s && *s; s++) {
     const unsigned char c = (unsigned char)*s;
     switch (c) {
-      case '&': sb_put(b, "&amp;", 5); break;
-      case '<': sb_put(b, "&lt;", 4); break;
-      case '>': sb_put(b, "&gt;", 4); break;
-      case '"': sb_put(b, "&quot;", 6); break;
-      case '\'': sb_put(b, "&apos;", 6); break;
-      case '\n': sb_put(b, "&#10;", 5); break;
-      case '\r': sb_put(b, "&#13;", 5); break;
-      case '\t': sb_put(b, "&#9;", 4); break;
-      default: sb_put(b, c < 0x20 || c == 0x7f ? "?" : (const char *)s, 1);
+      case '&':
+        sb_put(b, "&amp;", 5);
+        break;
+      case '<':
+        sb_put(b, "&lt;", 4);
+        break;
+      case '>':
+        sb_put(b, "&gt;", 4);
+        break;
+      case '"':
+        sb_put(b, "&quot;", 6);
+        break;
+      case '\'':
+        sb_put(b, "&apos;", 6);
+        break;
+      case '\n':
+        sb_put(b, "&#10;", 5);
+        break;
+      case '\r':
+        sb_put(b, "&#13;", 5);
+        break;
+      case '\t':
+        sb_put(b, "&#9;", 4);
+        break;
+      default:
+        sb_put(b, c < 0x20 || c == 0x7f ? "?" : (const char *)s, 1);
     }
   }
 }

@@ -30,7 +30,7 @@ typedef struct check_record {
   char *message;      // why it failed / was inconclusive / was skipped (owned; NULL on pass)
   check_verdict verdict;
   double max_abs_err, max_rel_err, worst_ratio;  // NaN when not measured (skips)
-  double seconds;                                 // wall time of the pair (0 for skips)
+  double seconds;                                // wall time of the pair (0 for skips)
 } check_record;
 
 typedef struct check_report {

@@ -166,16 +166,31 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->o_path,
        .metavar = "O.npy",
        .help = "instead of kernels: check this output (computed elsewhere) of --q/--k/--v"},
-      {.name = "q", .kind = CLI_STRING, .dest = &o->q_path, .metavar = "Q.npy",
+      {.name = "q",
+       .kind = CLI_STRING,
+       .dest = &o->q_path,
+       .metavar = "Q.npy",
        .help = "with --o: queries, float32 [batch][heads][seq_q][head_dim_qk]"},
-      {.name = "k", .kind = CLI_STRING, .dest = &o->k_path, .metavar = "K.npy",
+      {.name = "k",
+       .kind = CLI_STRING,
+       .dest = &o->k_path,
+       .metavar = "K.npy",
        .help = "with --o: keys, float32 [batch][kv_heads][seq_kv][head_dim_qk]"},
-      {.name = "v", .kind = CLI_STRING, .dest = &o->v_path, .metavar = "V.npy",
+      {.name = "v",
+       .kind = CLI_STRING,
+       .dest = &o->v_path,
+       .metavar = "V.npy",
        .help = "with --o: values, float32 [batch][kv_heads][seq_kv][head_dim_v]"},
-      {.name = "causal", .kind = CLI_FLAG, .dest = &o->causal,
+      {.name = "causal",
+       .kind = CLI_FLAG,
+       .dest = &o->causal,
        .help = "with --o: the bottom-right aligned causal mask (j <= i + seq_kv - seq_q)"},
-      {.name = "scale", .kind = CLI_DOUBLE, .dest = &o->scale, .given = &o->scale_given,
-       .metavar = "S", .help = "with --o: score scale (default 1/sqrt(head_dim_qk))"},
+      {.name = "scale",
+       .kind = CLI_DOUBLE,
+       .dest = &o->scale,
+       .given = &o->scale_given,
+       .metavar = "S",
+       .help = "with --o: score scale (default 1/sqrt(head_dim_qk))"},
   };
   const cli_spec spec = {
       .command = "check",
@@ -357,8 +372,8 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
       record_skip(&sel[i], tot, desc);
       continue;
     }
-    if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &o->exec), budget,
-                            refused + 9, sizeof refused - 9)) {
+    if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &o->exec), budget, refused + 9,
+                            sizeof refused - 9)) {
       progress_clear(pg);
       record_harness_failure(&sel[i], tot, desc, refused);
       fflush(stdout);
@@ -401,13 +416,13 @@ typedef struct reports {
   check_report recs;
 } reports;
 
-static bool prepare_reports(const check_options *o, const attn_input_file *inputs,
-                            size_t n_inputs, reports *rp) {
+static bool prepare_reports(const check_options *o, const attn_input_file *inputs, size_t n_inputs,
+                            reports *rp) {
   char err[ATTN_OUT_PATH_MAX + 512];
   rp->want_junit = o->junit_path != NULL;
   rp->want_json = o->json_path != NULL;
-  if (rp->want_junit && !attn_output_prepare(&rp->junit, o->junit_path, inputs, n_inputs, err,
-                                             sizeof err)) {
+  if (rp->want_junit &&
+      !attn_output_prepare(&rp->junit, o->junit_path, inputs, n_inputs, err, sizeof err)) {
     fprintf(stderr, "attnbench check: cannot write the JUnit report (--junit): %s\n", err);
     return false;
   }
@@ -438,7 +453,8 @@ static bool write_reports(reports *rp, double seconds) {
     fprintf(stderr, "attnbench check: out of memory collecting the report; none written\n");
     return false;
   }
-  if (rp->want_junit && !check_report_write_junit(&rp->recs, &rp->junit, seconds, err, sizeof err)) {
+  if (rp->want_junit &&
+      !check_report_write_junit(&rp->recs, &rp->junit, seconds, err, sizeof err)) {
     fprintf(stderr, "attnbench check: cannot write the JUnit report: %s\n", err);
     ok = false;
   }
@@ -455,12 +471,14 @@ static bool write_reports(reports *rp, double seconds) {
 // the usual closing line; in the reports its suite is "output" and its case the O path.
 static int check_given_output(const check_options *o) {
   if (!o->q_path || !o->k_path || !o->v_path) {
-    fprintf(stderr, "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
+    fprintf(stderr,
+            "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (o->names.count || o->quick || o->filter || o->list_cases || o->allow_skips) {
-    fprintf(stderr, "attnbench check: --o checks one given output; --kernel, --quick, --filter, "
-                    "--list-cases and --allow-skips do not apply\n");
+    fprintf(stderr,
+            "attnbench check: --o checks one given output; --kernel, --quick, --filter, "
+            "--list-cases and --allow-skips do not apply\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (o->scale_given && !isfinite((float)o->scale)) {
@@ -492,9 +510,10 @@ static int check_given_output(const check_options *o) {
   const int64_t want[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
   if (out.ndim != 4 || memcmp(out.shape, want, sizeof want) != 0) {
     char wb[128];
-    fprintf(stderr, "attnbench check: O (%s) has shape %s; Q, K and V make it %s "
-                    "[batch][heads][seq_q][head_dim_v]\n", o->o_path,
-            npy_shape_string(out.ndim, out.shape, sb, sizeof sb),
+    fprintf(stderr,
+            "attnbench check: O (%s) has shape %s; Q, K and V make it %s "
+            "[batch][heads][seq_q][head_dim_v]\n",
+            o->o_path, npy_shape_string(out.ndim, out.shape, sb, sizeof sb),
             npy_shape_string(4, want, wb, sizeof wb));
     goto done;
   }
@@ -510,9 +529,10 @@ static int check_given_output(const check_options *o) {
   const char *verdict = r.verdict == ATTN_CHECK_PASS   ? "pass"
                         : r.verdict == ATTN_CHECK_FAIL ? "FAIL"
                                                        : "inconclusive";
-  printf("check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
-         verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index,
-         r.message[0] ? "; " : "", r.message);
+  printf(
+      "check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
+      verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index, r.message[0] ? "; " : "",
+      r.message);
   printf("%d passed, %d failed, %d inconclusive, 0 skipped\n", r.verdict == ATTN_CHECK_PASS,
          r.verdict == ATTN_CHECK_FAIL, r.verdict == ATTN_CHECK_INCONCLUSIVE);
   fflush(stdout);
@@ -619,7 +639,7 @@ int cmd_check(int argc, char **argv) {
     fprintf(stderr,
             "attnbench check: nothing was checked (%s): a gate that checks nothing fails; "
             "name kernels this CPU can run (attnbench list --available)\n",
-            n_sel == 0 ? "no kernel selected"
+            n_sel == 0   ? "no kernel selected"
             : n_run == 0 ? "every selected kernel is unavailable on this CPU"
                          : "no case selected");
   const bool written = write_reports(&rp, seconds);

@@ -46,8 +46,8 @@ int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *o
   const size_t n = bytes / sizeof(float);
   float *x = aligned_alloc(64, n * sizeof(float));
   if (!x) return -1;
-  // Fill with 1/64 (exact in float; every partial sum of a slice stays exactly
-  // representable below 2^24·(1/64), so sums are exact and can be checked).
+    // Fill with 1/64 (exact in float; every partial sum of a slice stays exactly
+    // representable below 2^24·(1/64), so sums are exact and can be checked).
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num(), T = omp_get_num_threads();

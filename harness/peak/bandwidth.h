@@ -19,7 +19,7 @@ typedef struct attn_bandwidth {
   size_t bytes;       // buffer size
   int threads;        // threads that read
   int passes;
-  int ok;             // 1 if the sums matched the fill (the probe measured real reads)
+  int ok;  // 1 if the sums matched the fill (the probe measured real reads)
 } attn_bandwidth;
 
 // Reads a buffer of `bytes` (0 = 1 GiB) with `threads` OpenMP threads (0 = OpenMP
