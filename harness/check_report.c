@@ -245,6 +245,8 @@ bool check_report_write_junit(const check_report *r, const attn_output *out, dou
       sb_xml(&b, c->message ? c->message : "");
       if (c->verdict == CHECK_SKIPPED) {
         sb_printf(&b, "\"/>\n    </testcase>\n");
+      } else if (isnan(c->max_abs_err)) {  // decided without running (refused, not prepared)
+        sb_printf(&b, "\"/>\n    </testcase>\n");
       } else {
         sb_printf(&b, "\">max abs err %.6g, max rel err %.6g, err/tol %.6g</%s>\n    </testcase>\n",
                   c->max_abs_err, c->max_rel_err, c->worst_ratio, tag[c->verdict]);
