@@ -6,11 +6,16 @@
 //     FAIL <kernel> <case>: max abs err …, err/tol …: <message>     one line per failure
 //     INCONCLUSIVE <kernel> <case>: …: <reason>                      one per inconclusive pair
 //     per-kernel summary table
-//     N passed, M failed, K inconclusive                            always the last line
-// N, M and K count (kernel, case) pairs (verdicts: kernels/check/check.h). Exit 0 iff
-// M == 0 and K == 0; an inconclusive pair exits 1 like a failure.
-// The command runs in named steps: parse_options, select_cases, select_kernels, then
-// check_case per case (record per pair), print_summary.
+//     N passed, M failed, K inconclusive, S skipped                 always the last line
+// N, M, K and S count (kernel, case) pairs (verdicts: kernels/check/check.h; a pair is
+// skipped when its kernel cannot run on this CPU). Exit 0 iff M == 0, K == 0 and N > 0:
+// an inconclusive pair exits 1 like a failure, and so does a run that checked nothing.
+// A kernel named with --kernel that cannot run here is an error (exit 1) unless
+// --allow-skips; without --kernel, unavailable kernels are skipped. --junit / --json
+// write one record per pair (check_report.h).
+// The command runs in named steps: parse_options, select_cases, select_kernels,
+// prepare_reports, then check_case per case (record per pair), print_summary,
+// write_reports.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +26,7 @@
 
 #include "attn.h"
 #include "check/check.h"
+#include "check_report.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "placement.h"
@@ -31,43 +37,55 @@
 
 typedef struct kernel_tally {
   const attn_kernel *k;
-  size_t passed, failed, inconclusive;
+  bool unavailable;  // cannot run on this CPU: every pair is skipped
+  char why[96];      // the reason, e.g. "needs avx512f"
+  size_t passed, failed, inconclusive, skipped;
   double worst_ratio;  // max over cases of max |o − ref| / tol
   double max_rel_err;  // max over cases of max |o − ref| / max |ref|
   double seconds;      // wall time inside attn_check_kernel (run + compare)
 } kernel_tally;
 
 // Selects kernels: all of the registry when names is empty, else the named ones (in
-// registry order, duplicates merged). Unavailable ones get a note and are skipped.
-// Returns the number selected, or -1 after an "unknown kernel" error.
-static long select_kernels(const cli_list *names, kernel_tally *sel) {
+// registry order, duplicates merged). Unavailable ones are kept, marked, and get a note:
+// their pairs count as skipped. A named kernel that is unavailable is an error unless
+// allow_skips (a gate must not pass by checking nothing). Returns the number selected,
+// or -1 after an "unknown kernel" error (exit 2), -2 after an "unavailable" one (exit 1).
+static long select_kernels(const cli_list *names, bool allow_skips, kernel_tally *sel) {
   for (size_t j = 0; j < names->count; j++) {
     if (!attn_kernel_find(names->items[j])) {
       attn_report_unknown_kernel("check", names->items[j]);
       return -1;
     }
   }
-  long n = 0;
+  long n = 0, refused = 0;
   for (size_t i = 0; i < attn_kernel_count(); i++) {
     const attn_kernel *k = attn_kernel_at(i);
     bool wanted = names->count == 0;
     for (size_t j = 0; j < names->count; j++) wanted |= strcmp(names->items[j], k->name) == 0;
     if (!wanted) continue;
-    char why[96];
-    if (!attn_kernel_available(k, why, sizeof why)) {
-      fprintf(stderr, "note: skipping %s: unavailable on this CPU (%s)\n", k->name, why);
-      continue;
+    kernel_tally *t = &sel[n++];
+    *t = (kernel_tally){.k = k};
+    if (attn_kernel_available(k, t->why, sizeof t->why)) continue;
+    t->unavailable = true;
+    if (names->count && !allow_skips) {
+      fprintf(stderr,
+              "attnbench check: kernel '%s' cannot run on this CPU (%s): nothing would check "
+              "it; drop --kernel %s, or pass --allow-skips to report its pairs as skipped\n",
+              k->name, t->why, k->name);
+      refused++;
+    } else {
+      fprintf(stderr, "note: skipping %s: unavailable on this CPU (%s)\n", k->name, t->why);
     }
-    sel[n++] = (kernel_tally){.k = k};
   }
-  return n;
+  return refused ? -2 : n;
 }
 
 // Command-line options of `check`.
 typedef struct check_options {
   cli_list names;
-  bool quick, verbose, progress, no_progress, list_cases;
+  bool quick, verbose, progress, no_progress, list_cases, allow_skips;
   const char *filter;
+  const char *junit_path, *json_path;  // reports (check_report.h)
   attn_exec exec;
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
@@ -117,6 +135,21 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .kind = CLI_FLAG,
        .dest = &o->list_cases,
        .help = "print the selected cases (one description per line) and exit"},
+      {.name = "allow-skips",
+       .kind = CLI_FLAG,
+       .dest = &o->allow_skips,
+       .help = "a --kernel that cannot run on this CPU counts its pairs as skipped instead "
+               "of failing the command"},
+      {.name = "junit",
+       .kind = CLI_STRING,
+       .dest = &o->junit_path,
+       .metavar = "FILE",
+       .help = "also write a JUnit XML report: one testcase per (kernel, case), suite = kernel"},
+      {.name = "json",
+       .kind = CLI_STRING,
+       .dest = &o->json_path,
+       .metavar = "FILE",
+       .help = "also write a JSON report: one result per (kernel, case)"},
       {.name = "verbose",
        .kind = CLI_FLAG,
        .dest = &o->verbose,
@@ -134,16 +167,31 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->o_path,
        .metavar = "O.npy",
        .help = "instead of kernels: check this output (computed elsewhere) of --q/--k/--v"},
-      {.name = "q", .kind = CLI_STRING, .dest = &o->q_path, .metavar = "Q.npy",
+      {.name = "q",
+       .kind = CLI_STRING,
+       .dest = &o->q_path,
+       .metavar = "Q.npy",
        .help = "with --o: queries, float32 [batch][heads][seq_q][head_dim_qk]"},
-      {.name = "k", .kind = CLI_STRING, .dest = &o->k_path, .metavar = "K.npy",
+      {.name = "k",
+       .kind = CLI_STRING,
+       .dest = &o->k_path,
+       .metavar = "K.npy",
        .help = "with --o: keys, float32 [batch][kv_heads][seq_kv][head_dim_qk]"},
-      {.name = "v", .kind = CLI_STRING, .dest = &o->v_path, .metavar = "V.npy",
+      {.name = "v",
+       .kind = CLI_STRING,
+       .dest = &o->v_path,
+       .metavar = "V.npy",
        .help = "with --o: values, float32 [batch][kv_heads][seq_kv][head_dim_v]"},
-      {.name = "causal", .kind = CLI_FLAG, .dest = &o->causal,
+      {.name = "causal",
+       .kind = CLI_FLAG,
+       .dest = &o->causal,
        .help = "with --o: the bottom-right aligned causal mask (j <= i + seq_kv - seq_q)"},
-      {.name = "scale", .kind = CLI_DOUBLE, .dest = &o->scale, .given = &o->scale_given,
-       .metavar = "S", .help = "with --o: score scale (default 1/sqrt(head_dim_qk))"},
+      {.name = "scale",
+       .kind = CLI_DOUBLE,
+       .dest = &o->scale,
+       .given = &o->scale_given,
+       .metavar = "S",
+       .help = "with --o: score scale (default 1/sqrt(head_dim_qk))"},
   };
   const cli_spec spec = {
       .command = "check",
@@ -155,14 +203,18 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
           "Each (kernel, case) pair passes, fails, or is inconclusive (the bound cannot\n"
           "decide: inputs outside the kernel input domain, or a bound too loose to tell\n"
           "the softmax weights apart). Prints one line per failing or inconclusive pair,\n"
-          "a per-kernel summary, then 'N passed, M failed, K inconclusive'.",
+          "a per-kernel summary, then 'N passed, M failed, K inconclusive, S skipped'\n"
+          "(S: pairs of kernels this CPU cannot run).",
       .epilog =
           "examples:\n"
           "  attnbench check\n"
           "  attnbench check --quick --kernel blocked --kernel naive --verbose\n"
           "  attnbench check --kernel blocked --filter causal --list-cases\n"
+          "  attnbench check --quick --junit check.xml --json check.json\n"
           "  attnbench check --q q.npy --k k.npy --v v.npy --o o.npy --causal\n"
-          "\nexit codes: 0 every pair passed, 1 a pair failed or was inconclusive, 2 bad\n"
+          "\nexit codes: 0 at least one pair passed and none failed or was inconclusive;\n"
+          "1 a pair failed or was inconclusive, nothing was checked, a --kernel cannot run\n"
+          "on this CPU (without --allow-skips), or a report could not be written; 2 bad\n"
           "command line or unknown kernel",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
@@ -205,9 +257,10 @@ static long select_cases(const check_options *o, attn_check_case **cases, size_t
   return (long)kept;
 }
 
-// Counts over (kernel, case) pairs.
+// Counts over (kernel, case) pairs; report (when --junit/--json) gets one record each.
 typedef struct check_totals {
-  size_t passed, failed, inconclusive;
+  size_t passed, failed, inconclusive, skipped;
+  check_report *report;  // NULL without reports
 } check_totals;
 
 // Progress on stderr ("[k/N] case"), cleared before anything goes to stdout.
@@ -226,17 +279,38 @@ static void progress_show(const progress *pg, size_t c, size_t n, const char *de
   fflush(stderr);
 }
 
+// A failure the harness decided without running the kernel ("cannot prepare the case",
+// "refused: …"): counted and printed like a failing pair.
+static void record_harness_failure(kernel_tally *t, check_totals *tot, const char *desc,
+                                   const char *message) {
+  printf("FAIL %s %s: %s\n", t->k->name, desc, message);
+  t->failed++, tot->failed++;
+  if (tot->report)
+    check_report_add(tot->report, t->k->name, desc, CHECK_FAIL, message, NAN, NAN, NAN, 0.0);
+}
+
+// A pair of a kernel this CPU cannot run: counted (and reported) as skipped, no line.
+static void record_skip(kernel_tally *t, check_totals *tot, const char *desc) {
+  t->skipped++, tot->skipped++;
+  if (!tot->report) return;
+  char msg[160];
+  snprintf(msg, sizeof msg, "unavailable on this CPU (%s)", t->why);
+  check_report_add(tot->report, t->k->name, desc, CHECK_SKIPPED, msg, NAN, NAN, NAN, 0.0);
+}
+
 // Records one pair's verdict in the kernel's tally and the totals, and prints its line:
 //   FAIL|INCONCLUSIVE <kernel> <case>: max abs err …, err/tol … (worst at …): <reason>
 //   ok   <kernel> <case>: …                                       (--verbose only)
 static void record(kernel_tally *t, check_totals *tot, const char *desc, const attn_check_result *r,
-                   bool verbose, const progress *pg) {
+                   double seconds, bool verbose, const progress *pg) {
   if (r->worst_ratio > t->worst_ratio) t->worst_ratio = r->worst_ratio;
   if (r->max_rel_err > t->max_rel_err) t->max_rel_err = r->max_rel_err;
+  const char *reason = r->message[0] ? r->message : attn_check_verdict_name(r->verdict);
+  check_verdict v = CHECK_PASS;
   switch (r->verdict) {
     case ATTN_CHECK_PASS:
       t->passed++, tot->passed++;
-      if (!verbose) return;
+      if (!verbose) break;
       progress_clear(pg);
       printf("ok   %s %s: max abs err %.3g, err/tol %.3g\n", t->k->name, desc, r->max_abs_err,
              r->worst_ratio);
@@ -245,27 +319,37 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
     case ATTN_CHECK_INCONCLUSIVE: {
       const bool fail = r->verdict == ATTN_CHECK_FAIL;
       if (fail)
-        t->failed++, tot->failed++;
+        t->failed++, tot->failed++, v = CHECK_FAIL;
       else
-        t->inconclusive++, tot->inconclusive++;
+        t->inconclusive++, tot->inconclusive++, v = CHECK_INCONCLUSIVE;
       progress_clear(pg);
       printf("%s %s %s: max abs err %.3g, err/tol %.3g (worst at flat index %zu): %s\n",
              fail ? "FAIL" : "INCONCLUSIVE", t->k->name, desc, r->max_abs_err, r->worst_ratio,
-             r->worst_index, r->message[0] ? r->message : attn_check_verdict_name(r->verdict));
+             r->worst_index, reason);
       break;
     }
   }
+  if (tot->report)
+    check_report_add(tot->report, t->k->name, desc, v, v == CHECK_PASS ? NULL : reason,
+                     r->max_abs_err, r->max_rel_err, r->worst_ratio, seconds);
   fflush(stdout);
 }
 
-// Step 3: one case against every selected kernel (prepared once).
-// A (kernel, case) pair whose check would not fit in memory (util.h's estimate against
-// the budget) is a failure with a "refused: …" reason, never a crash.
+// Step 3: one case against every selected kernel (prepared once). Kernels this CPU
+// cannot run get a skipped pair each. A (kernel, case) pair whose check would not fit in
+// memory (util.h's estimate against the budget) is a failure with a "refused: …"
+// reason, never a crash.
 static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
                        const check_options *o, uint64_t budget, check_totals *tot,
                        const progress *pg) {
   char desc[192], err[256], refused[160] = "refused: ";
   attn_check_case_describe(cc, desc, sizeof desc);
+  long n_run = 0;
+  for (long i = 0; i < n_sel; i++) n_run += !sel[i].unavailable;
+  if (n_run == 0) {
+    for (long i = 0; i < n_sel; i++) record_skip(&sel[i], tot, desc);
+    return;
+  }
   attn_check_prepared *pc = NULL;
   if (attn_memory_refused(attn_check_bytes(&cc->problem, NULL, &o->exec), budget, refused + 9,
                           sizeof refused - 9))
@@ -274,29 +358,35 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
     pc = attn_check_prepare(cc, err, sizeof err);
   if (!pc) {  // the harness could not build the case: every kernel counts as failed
     progress_clear(pg);
+    char msg[300];
+    snprintf(msg, sizeof msg, "cannot prepare the case: %s", err);
     for (long i = 0; i < n_sel; i++) {
-      printf("FAIL %s %s: cannot prepare the case: %s\n", sel[i].k->name, desc, err);
-      sel[i].failed++;
-      tot->failed++;
+      if (sel[i].unavailable)
+        record_skip(&sel[i], tot, desc);
+      else
+        record_harness_failure(&sel[i], tot, desc, msg);
     }
     fflush(stdout);
     return;
   }
   for (long i = 0; i < n_sel; i++) {
-    if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &o->exec), budget,
-                            refused + 9, sizeof refused - 9)) {
+    if (sel[i].unavailable) {
+      record_skip(&sel[i], tot, desc);
+      continue;
+    }
+    if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &o->exec), budget, refused + 9,
+                            sizeof refused - 9)) {
       progress_clear(pg);
-      printf("FAIL %s %s: %s\n", sel[i].k->name, desc, refused);
-      sel[i].failed++;
-      tot->failed++;
+      record_harness_failure(&sel[i], tot, desc, refused);
       fflush(stdout);
       continue;
     }
     attn_check_result r;
     const double t0 = attn_now_seconds();
     attn_check_kernel(sel[i].k, pc, &o->exec, &r);
-    sel[i].seconds += attn_now_seconds() - t0;
-    record(&sel[i], tot, desc, &r, o->verbose, pg);
+    const double dt = attn_now_seconds() - t0;
+    sel[i].seconds += dt;
+    record(&sel[i], tot, desc, &r, dt, o->verbose, pg);
   }
   attn_check_prepared_free(pc);
 }
@@ -304,43 +394,105 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
 // Step 4: the per-kernel table (stdout) and the timing line (stderr).
 static void print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, size_t n_total,
                           const check_options *o, double seconds) {
-  if (n_sel <= 0) {
-    fprintf(stderr, "attnbench check: no available kernel selected; nothing checked\n");
-    return;
-  }
+  if (n_sel <= 0) return;
   int w = 6;
   for (long i = 0; i < n_sel; i++) {
     const int len = (int)strlen(sel[i].k->name);
     if (len > w) w = len;
   }
-  printf("\n%-*s  %6s  %6s  %12s  %13s  %11s  %8s\n", w, "kernel", "passed", "failed",
-         "inconclusive", "worst err/tol", "max rel err", "time s");
+  printf("\n%-*s  %6s  %6s  %12s  %7s  %13s  %11s  %8s\n", w, "kernel", "passed", "failed",
+         "inconclusive", "skipped", "worst err/tol", "max rel err", "time s");
   for (long i = 0; i < n_sel; i++)
-    printf("%-*s  %6zu  %6zu  %12zu  %13.3g  %11.3g  %8.2f\n", w, sel[i].k->name, sel[i].passed,
-           sel[i].failed, sel[i].inconclusive, sel[i].worst_ratio, sel[i].max_rel_err,
-           sel[i].seconds);
+    printf("%-*s  %6zu  %6zu  %12zu  %7zu  %13.3g  %11.3g  %8.2f\n", w, sel[i].k->name,
+           sel[i].passed, sel[i].failed, sel[i].inconclusive, sel[i].skipped, sel[i].worst_ratio,
+           sel[i].max_rel_err, sel[i].seconds);
   fprintf(stderr, "%zu of %zu cases x %ld kernels in %.1f s (threads=%d)\n", n_cases, n_total,
           n_sel, seconds, o->exec.threads);
+}
+
+// The report files, validated before any work (fileio.h: what may be replaced, not an
+// input, not each other).
+typedef struct reports {
+  attn_output junit, json;
+  bool want_junit, want_json;
+  check_report recs;
+} reports;
+
+static bool prepare_reports(const check_options *o, const attn_input_file *inputs, size_t n_inputs,
+                            reports *rp) {
+  char err[ATTN_OUT_PATH_MAX + 512];
+  rp->want_junit = o->junit_path != NULL;
+  rp->want_json = o->json_path != NULL;
+  if (rp->want_junit &&
+      !attn_output_prepare(&rp->junit, o->junit_path, inputs, n_inputs, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: cannot write the JUnit report (--junit): %s\n", err);
+    return false;
+  }
+  if (rp->want_json) {
+    attn_input_file more[8];
+    size_t n = 0;
+    for (; n < n_inputs && n < 7; n++) more[n] = inputs[n];
+    if (rp->want_junit) more[n++] = (attn_input_file){"JUnit report (--junit)", o->junit_path};
+    if (!attn_output_prepare(&rp->json, o->json_path, more, n, err, sizeof err)) {
+      fprintf(stderr, "attnbench check: cannot write the JSON report (--json): %s\n", err);
+      return false;
+    }
+    if (rp->want_junit && strcmp(rp->junit.target, rp->json.target) == 0) {
+      fprintf(stderr, "attnbench check: --junit and --json name the same file (%s)\n",
+              o->json_path);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Writes the reports (after the closing line). False after a message.
+static bool write_reports(reports *rp, double seconds) {
+  if (!rp->want_junit && !rp->want_json) return true;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  bool ok = true;
+  if (rp->recs.oom) {
+    fprintf(stderr, "attnbench check: out of memory collecting the report; none written\n");
+    return false;
+  }
+  if (rp->want_junit &&
+      !check_report_write_junit(&rp->recs, &rp->junit, seconds, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: cannot write the JUnit report: %s\n", err);
+    ok = false;
+  }
+  if (rp->want_json && !check_report_write_json(&rp->recs, &rp->json, seconds, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: cannot write the JSON report: %s\n", err);
+    ok = false;
+  }
+  return ok;
 }
 
 // --o: an output computed outside attnbench (PyTorch, ONNX Runtime, the user's own code)
 // against the float64 reference of its inputs, with the same per-element bound and the
 // same three verdicts as every kernel. One pair: "check: pass|FAIL|inconclusive (…)" and
-// the usual closing line.
+// the usual closing line; in the reports its suite is "output" and its case the O path.
 static int check_given_output(const check_options *o) {
   if (!o->q_path || !o->k_path || !o->v_path) {
-    fprintf(stderr, "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
+    fprintf(stderr,
+            "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (o->names.count || o->quick || o->filter || o->list_cases) {
-    fprintf(stderr, "attnbench check: --o checks one given output; --kernel, --quick, --filter and "
-                    "--list-cases do not apply\n");
+  if (o->names.count || o->quick || o->filter || o->list_cases || o->allow_skips) {
+    fprintf(stderr,
+            "attnbench check: --o checks one given output; --kernel, --quick, --filter, "
+            "--list-cases and --allow-skips do not apply\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (o->scale_given && !isfinite((float)o->scale)) {
     fprintf(stderr, "attnbench check: --scale %g does not fit in float32\n", o->scale);
     return ATTNBENCH_EXIT_USAGE;
   }
+  const attn_input_file inputs[] = {{"Q input (--q)", o->q_path},
+                                    {"K input (--k)", o->k_path},
+                                    {"V input (--v)", o->v_path},
+                                    {"output checked (--o)", o->o_path}};
+  reports rp = {0};
+  if (!prepare_reports(o, inputs, 4, &rp)) return ATTNBENCH_EXIT_FAILURE;
   int rc = ATTNBENCH_EXIT_FAILURE;
   named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}};
   named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}};
@@ -360,12 +512,14 @@ static int check_given_output(const check_options *o) {
   const int64_t want[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
   if (out.ndim != 4 || memcmp(out.shape, want, sizeof want) != 0) {
     char wb[128];
-    fprintf(stderr, "attnbench check: O (%s) has shape %s; Q, K and V make it %s "
-                    "[batch][heads][seq_q][head_dim_v]\n", o->o_path,
-            npy_shape_string(out.ndim, out.shape, sb, sizeof sb),
+    fprintf(stderr,
+            "attnbench check: O (%s) has shape %s; Q, K and V make it %s "
+            "[batch][heads][seq_q][head_dim_v]\n",
+            o->o_path, npy_shape_string(out.ndim, out.shape, sb, sizeof sb),
             npy_shape_string(4, want, wb, sizeof wb));
     goto done;
   }
+  const double t0 = attn_now_seconds();
   pc = attn_check_prepare_inputs(&p, q.a.data, k.a.data, v.a.data, err, sizeof err);
   if (!pc) {
     fprintf(stderr, "attnbench check: cannot compute the reference: %s\n", err);
@@ -373,16 +527,28 @@ static int check_given_output(const check_options *o) {
   }
   attn_check_result r;
   attn_check_output(pc, out.data, &r);
+  const double dt = attn_now_seconds() - t0;
   const char *verdict = r.verdict == ATTN_CHECK_PASS   ? "pass"
                         : r.verdict == ATTN_CHECK_FAIL ? "FAIL"
                                                        : "inconclusive";
-  printf("check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
-         verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index,
-         r.message[0] ? "; " : "", r.message);
-  printf("%d passed, %d failed, %d inconclusive\n", r.verdict == ATTN_CHECK_PASS,
+  printf(
+      "check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
+      verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index, r.message[0] ? "; " : "",
+      r.message);
+  printf("%d passed, %d failed, %d inconclusive, 0 skipped\n", r.verdict == ATTN_CHECK_PASS,
          r.verdict == ATTN_CHECK_FAIL, r.verdict == ATTN_CHECK_INCONCLUSIVE);
-  rc = r.verdict == ATTN_CHECK_PASS ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  fflush(stdout);
+  const check_verdict cv = r.verdict == ATTN_CHECK_PASS   ? CHECK_PASS
+                           : r.verdict == ATTN_CHECK_FAIL ? CHECK_FAIL
+                                                          : CHECK_INCONCLUSIVE;
+  const char *reason = r.message[0] ? r.message : attn_check_verdict_name(r.verdict);
+  if (rp.want_junit || rp.want_json)
+    check_report_add(&rp.recs, "output", o->o_path, cv, cv == CHECK_PASS ? NULL : reason,
+                     r.max_abs_err, r.max_rel_err, r.worst_ratio, dt);
+  const bool written = write_reports(&rp, dt);
+  rc = r.verdict == ATTN_CHECK_PASS && written ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 done:
+  check_report_free(&rp.recs);
   attn_check_prepared_free(pc);
   npy_free(&out);
   npy_free(&q.a);
@@ -401,6 +567,10 @@ int cmd_check(int argc, char **argv) {
       return ATTNBENCH_EXIT_USAGE;
     }
     return check_given_output(&o);
+  }
+  if (o.list_cases && (o.junit_path || o.json_path)) {
+    fprintf(stderr, "attnbench check: --list-cases checks nothing; --junit/--json do not apply\n");
+    return ATTNBENCH_EXIT_USAGE;
   }
 
   attn_check_case *cases = NULL;
@@ -426,12 +596,14 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return ATTNBENCH_EXIT_FAILURE;
   }
-  const long n_sel = select_kernels(&o.names, sel);
+  const long n_sel = select_kernels(&o.names, o.allow_skips, sel);
   if (n_sel < 0) {
     free(sel);
     free(cases);
-    return ATTNBENCH_EXIT_USAGE;
+    return n_sel == -1 ? ATTNBENCH_EXIT_USAGE : ATTNBENCH_EXIT_FAILURE;
   }
+  long n_run = 0;
+  for (long i = 0; i < n_sel; i++) n_run += !sel[i].unavailable;
 
   uint64_t budget = 0;  // memory the pairs may use (util.h)
   char merr[256];
@@ -441,21 +613,42 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return ATTNBENCH_EXIT_USAGE;
   }
+  reports rp = {0};
+  if (!prepare_reports(&o, NULL, 0, &rp)) {
+    free(sel);
+    free(cases);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
 
   const bool tty = isatty(STDERR_FILENO);
-  const progress pg = {.show = !o.no_progress && (o.progress || tty) && n_sel > 0, .tty = tty};
-  check_totals tot = {0};
+  const progress pg = {.show = !o.no_progress && (o.progress || tty) && n_run > 0, .tty = tty};
+  check_totals tot = {.report = rp.want_junit || rp.want_json ? &rp.recs : NULL};
   const double t_start = attn_now_seconds();
   for (long c = 0; c < n_cases && n_sel > 0; c++) {
     char desc[192];
     attn_check_case_describe(&cases[c], desc, sizeof desc);
-    progress_show(&pg, (size_t)c, (size_t)n_cases, desc);
+    if (n_run > 0) progress_show(&pg, (size_t)c, (size_t)n_cases, desc);
     check_case(&cases[c], sel, n_sel, &o, budget, &tot, &pg);
   }
   progress_clear(&pg);
-  print_summary(sel, n_sel, (size_t)n_cases, n_total, &o, attn_now_seconds() - t_start);
-  printf("%zu passed, %zu failed, %zu inconclusive\n", tot.passed, tot.failed, tot.inconclusive);
+  const double seconds = attn_now_seconds() - t_start;
+  print_summary(sel, n_sel, (size_t)n_cases, n_total, &o, seconds);
+  printf("%zu passed, %zu failed, %zu inconclusive, %zu skipped\n", tot.passed, tot.failed,
+         tot.inconclusive, tot.skipped);
+  fflush(stdout);
+  const bool nothing = tot.passed == 0 && tot.failed == 0 && tot.inconclusive == 0;
+  if (nothing)
+    fprintf(stderr,
+            "attnbench check: nothing was checked (%s): a gate that checks nothing fails; "
+            "name kernels this CPU can run (attnbench list --available)\n",
+            n_sel == 0   ? "no kernel selected"
+            : n_run == 0 ? "every selected kernel is unavailable on this CPU"
+                         : "no case selected");
+  const bool written = write_reports(&rp, seconds);
+  check_report_free(&rp.recs);
   free(sel);
   free(cases);
-  return tot.failed == 0 && tot.inconclusive == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  return tot.failed == 0 && tot.inconclusive == 0 && tot.passed > 0 && written
+             ? ATTNBENCH_EXIT_OK
+             : ATTNBENCH_EXIT_FAILURE;
 }

@@ -151,6 +151,15 @@ int cmd_info(int argc, char **argv) {
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
 
+  // The probes run on the OpenMP default's thread count: above the thread cap (attn.h)
+  // refuse with the reason instead of letting libgomp crash on 100000 threads.
+  char cap_err[256];
+  if (attn_peak_threads(0, cap_err, sizeof cap_err) == 0) {
+    fflush(stdout);
+    fprintf(stderr, "attnbench info: cannot measure the FMA peak: %s (--no-peak skips it)\n",
+            cap_err);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
   printf("FP32 FMA peak, measured (GFLOP/s):\n");
   printf("  %-8s  %12s  %12s\n", "isa", "1 thread", "all threads");
   static const struct {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn.h"
+
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -36,12 +38,16 @@ int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *o
   if (bytes == 0) bytes = (size_t)1 << 30;
   if (passes <= 0) passes = 7;
   if (passes > 64) passes = 64;
+  // The thread cap (attn.h; attn_exec_check also covers the OpenMP default for 0): a
+  // parallel region of OMP_NUM_THREADS=100000 threads crashes libgomp.
+  const attn_exec ex = {.threads = threads > 0 ? threads : 0};
+  if (attn_exec_check(&ex, NULL, 0) != ATTN_OK) return -2;
   const int nt = threads > 0 ? threads : omp_get_max_threads();
   const size_t n = bytes / sizeof(float);
   float *x = aligned_alloc(64, n * sizeof(float));
   if (!x) return -1;
-  // Fill with 1/64 (exact in float; every partial sum of a slice stays exactly
-  // representable below 2^24·(1/64), so sums are exact and can be checked).
+    // Fill with 1/64 (exact in float; every partial sum of a slice stays exactly
+    // representable below 2^24·(1/64), so sums are exact and can be checked).
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num(), T = omp_get_num_threads();

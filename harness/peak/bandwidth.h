@@ -19,12 +19,14 @@ typedef struct attn_bandwidth {
   size_t bytes;       // buffer size
   int threads;        // threads that read
   int passes;
-  int ok;             // 1 if the sums matched the fill (the probe measured real reads)
+  int ok;  // 1 if the sums matched the fill (the probe measured real reads)
 } attn_bandwidth;
 
 // Reads a buffer of `bytes` (0 = 1 GiB) with `threads` OpenMP threads (0 = OpenMP
 // default), `passes` times (0 = 7). Threads touch (first-touch) their own slice, so the
-// pages live near the thread that reads them. Returns 0, or -1 if the allocation fails.
+// pages live near the thread that reads them. Returns 0, -1 if the allocation fails, or
+// -2 (nothing run) if the thread count — threads, or the OpenMP default for 0 — exceeds
+// ATTN_MAX_THREADS (attn.h).
 int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *out);
 
 #ifdef __cplusplus

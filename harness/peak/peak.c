@@ -68,10 +68,19 @@ static double timed_run(peak_loop_fn fn, uint64_t iters, int threads, double *fl
   return t1 - t0;
 }
 
+int attn_peak_threads(int threads, char *err, size_t err_len) {
+  // attn_exec_check's rule: 0 <= threads <= ATTN_MAX_THREADS, and for 0 the OpenMP
+  // default (OMP_NUM_THREADS) too. A parallel region of 100000 threads crashes libgomp.
+  const attn_exec ex = {.threads = threads < 0 ? 0 : threads};
+  if (attn_exec_check(&ex, err, err_len) != ATTN_OK) return 0;
+  return ex.threads > 0 ? ex.threads : omp_get_max_threads();
+}
+
 double attn_peak_fma_gflops(uint32_t isa, int threads) {
   const peak_loop_fn fn = loop_for(isa);
   if (!fn) return 0.0;
-  if (threads <= 0) threads = omp_get_max_threads();
+  threads = attn_peak_threads(threads, NULL, 0);
+  if (threads == 0) return 0.0;  // above the thread cap: never enter the parallel region
   // Calibrate to ~20 ms per run (also warms up the clocks), then keep the best of 12
   // (~0.25 s). On a shared VM a sibling vCPU is sometimes taken away for a moment; a
   // window of a quarter second rarely falls entirely inside such a gap (with 5 runs, one

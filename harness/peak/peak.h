@@ -10,6 +10,7 @@
 // together (wall clock between barriers).
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -22,7 +23,13 @@ enum { PEAK_CHAINS = 12 };
 // scalar baseline: separate multiply and add, 2 FLOPs) on `threads` threads (0 = every
 // thread OpenMP offers). Best of several ~20 ms runs. Returns 0 if the CPU lacks isa or
 // it is not compiled into this build.
+// Also 0, without measuring, when the thread count (threads, or the OpenMP default for
+// threads <= 0) exceeds ATTN_MAX_THREADS (attn.h; attn_peak_threads says why).
 double attn_peak_fma_gflops(uint32_t isa, int threads);
+
+// The thread count the probes run with: threads, or the OpenMP default for threads <= 0.
+// 0 and a one-line message in err (may be NULL) when that exceeds ATTN_MAX_THREADS.
+int attn_peak_threads(int threads, char *err, size_t err_len);
 
 // The per-ISA loops: run `iters` iterations of PEAK_CHAINS dependent FMAs each and return
 // the FLOPs done; *sink receives a value that depends on every chain (defeats dead-code

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """attnbench dispatcher, `list`, `--help` on every subcommand, `check` exit codes and its
-final 'N passed, M failed, K inconclusive' line counting (kernel, case) pairs."""
+final 'N passed, M failed, K inconclusive, S skipped' line counting (kernel, case) pairs."""
 import json
 import re
 
@@ -65,8 +65,8 @@ check(all(ok for n, ok, _ in masked if n in ("reference", "naive", "blocked")), 
 def check_run(*args, env=None):
     rc, out, err = run("check", "--quick", "--no-progress", *args, env=env)
     last = out.rstrip("\n").splitlines()[-1] if out.strip() else ""
-    m = re.fullmatch(r"(\d+) passed, (\d+) failed, (\d+) inconclusive", last)
-    check(m is not None, f"check {args}: last line is 'N passed, M failed, K inconclusive' (got {last!r})")
+    m = re.fullmatch(r"(\d+) passed, (\d+) failed, (\d+) inconclusive, (\d+) skipped", last)
+    check(m is not None, f"check {args}: last line is 'N passed, M failed, K inconclusive, S skipped' (got {last!r})")
     # an inconclusive pair counts as not passed (exit 1, like a failure)
     return rc, (int(m.group(1)), int(m.group(2)) + int(m.group(3))) if m else (None, None), out, err
 
@@ -96,8 +96,10 @@ rc, out, err = run("check", "--quick", "--threads", "-3")
 check(rc == 2 and "out of range" in err, "check --threads -3 is rejected")
 needs_isa = [n for n, ok, _ in masked if not ok]
 if needs_isa:
-    rc, (pn, fn), out, err = check_run("--kernel", needs_isa[0], env={"ATTNBENCH_ISA_MASK": "0"})
-    check(rc == 0 and pn == 0 and fn == 0 and f"skipping {needs_isa[0]}" in err,
-          f"an unavailable kernel is skipped with a note ({rc}: {err})")
+    rc, (pn, fn), out, err = check_run("--kernel", needs_isa[0], "--allow-skips",
+                                       env={"ATTNBENCH_ISA_MASK": "0"})
+    check(rc == 1 and pn == 0 and fn == 0 and "nothing was checked" in err
+          and f"skipping {needs_isa[0]}" in err,
+          f"--allow-skips: an unavailable kernel is skipped with a note; nothing checked: exit 1 ({rc}: {err})")
 
 clitest.finish("cli_basics")

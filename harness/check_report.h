@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+//
+// check_report.h — the machine-readable reports of `attnbench check` (--junit FILE,
+// --json FILE): one record per (kernel, case) pair, written atomically through
+// fileio.h once every pair has run. Formats (docs/cli.md "check"):
+//   JUnit XML: <testsuites> with one <testsuite name="<kernel>"> per kernel, one
+//     <testcase classname="<kernel>" name="<case>"> per pair; a failing pair has a
+//     <failure type="fail">, an inconclusive one an <error type="inconclusive">, a
+//     skipped one (kernel unavailable on this CPU) a <skipped message=…/>; suite and
+//     root attributes tests/failures/errors/skipped count exactly those children.
+//   JSON: {"format": "attnbench-check-1", totals, per-kernel counts, "results": [one
+//     object per pair with "verdict": "pass"|"fail"|"inconclusive"|"skipped"]}.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fileio.h"
+
+typedef enum check_verdict {
+  CHECK_PASS,
+  CHECK_FAIL,
+  CHECK_INCONCLUSIVE,
+  CHECK_SKIPPED,
+} check_verdict;
+
+typedef struct check_record {
+  const char *suite;  // kernel name (not copied: must outlive the report)
+  char *name;         // case description (owned)
+  char *message;      // why it failed / was inconclusive / was skipped (owned; NULL on pass)
+  check_verdict verdict;
+  double max_abs_err, max_rel_err, worst_ratio;  // NaN when not measured (skips)
+  double seconds;                                // wall time of the pair (0 for skips)
+} check_record;
+
+typedef struct check_report {
+  check_record *recs;
+  size_t n, cap;
+  bool oom;  // an append failed: the report is incomplete and must not be written
+} check_report;
+
+// Appends a record (copies name and message). On allocation failure sets r->oom.
+void check_report_add(check_report *r, const char *suite, const char *name, check_verdict v,
+                      const char *message, double max_abs_err, double max_rel_err,
+                      double worst_ratio, double seconds);
+void check_report_free(check_report *r);
+
+// Writes the report atomically to out (prepared by the caller before any work).
+// False with "<path>: <reason>" in err.
+bool check_report_write_junit(const check_report *r, const attn_output *out, double seconds,
+                              char *err, size_t err_len);
+bool check_report_write_json(const check_report *r, const attn_output *out, double seconds,
+                             char *err, size_t err_len);
