@@ -169,6 +169,7 @@ with clitest.tempdir() as d:
     t0 = time.time()
     subprocess.run(sargs, check=True)
     whole = time.time() - t0
+    expected = np.load(bout)
     os.remove(bout)
     for i in range(8):
         p = subprocess.Popen(sargs, stderr=subprocess.DEVNULL)
@@ -177,8 +178,12 @@ with clitest.tempdir() as d:
         p.wait(timeout=60)
         check(not temporaries(d), f"random signal {i}: no temporary left ({temporaries(d)})")
         if os.path.exists(bout):
-            check(p.returncode == 0 or p.returncode >= 128, "an O exists only after a completed write")
-            check(np.load(bout).shape == (1, 1, 12288, 1024), f"random signal {i}: O is complete")
+            # The signal may land after the rename, even after the handlers were released
+            # (then the default action ends the process: returncode −sig): any exit is
+            # fine as long as an O that exists is the complete, right one.
+            o_now = np.load(bout)
+            check(o_now.shape == expected.shape and np.array_equal(o_now, expected),
+                  f"random signal {i} (exit {p.returncode}): an O that exists is complete")
             os.remove(bout)
     for f in (bigq, bigk, bigv):
         os.remove(f)
