@@ -69,7 +69,8 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 }
 
 int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
-  if (!exec) return ATTN_OK;  // all defaults; the OpenMP default is checked below
+  static const attn_exec defaults = {0};
+  if (!exec) exec = &defaults;  // all defaults: threads 0, so the OpenMP default is checked
   if (exec->threads < 0 || exec->threads > ATTN_MAX_THREADS) {
     if (err && err_len)
       snprintf(err, err_len, "threads = %d is out of range (0..%d, 0 = OpenMP default)",

@@ -103,6 +103,8 @@ int main(int argc, char **argv) {
   EXPECT(attn_exec_check(&dflt, err, sizeof err) == ATTN_ERR_INVALID,
          "OpenMP default above the cap accepted");
   EXPECT(strstr(err, "OMP_NUM_THREADS") != NULL, "message: %s", err);
+  EXPECT(attn_exec_check(NULL, err, sizeof err) == ATTN_ERR_INVALID,
+         "NULL exec (all defaults) with the OpenMP default above the cap accepted");
   every_kernel(&dflt, ATTN_ERR_INVALID, "OMP_NUM_THREADS", "OpenMP default 1025");
   const attn_exec two = {.threads = 2};
   every_kernel(&two, ATTN_OK, NULL, "threads = 2 with the OpenMP default 1025");
