@@ -20,7 +20,9 @@ inputs, as `cold_inputs = true` does for the kernels).
 
 A baseline is one small Python file (see docs/baselines.md) with NAME, SUMMARY,
 PACKAGES, available() -> (ok, why) and prepare(problem, inputs, threads) -> (fn, info),
-fn(c) returning O for input copy c. Exit codes: 0 ok, 1 the baseline failed,
+fn(c) returning O for input copy c; optionally KV_STORAGE ("float16", …: a numpy
+dtype) when it stores K/V rounded to another type — the rounded K/V are then written
+beside O (O.npy.k.npy, O.npy.v.npy) and named on the checkpoint line. Exit codes: 0 ok, 1 the baseline failed,
 2 bad command line, 3 the baseline is not installed (message says how to install it).
 """
 import argparse
@@ -34,7 +36,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn")
+BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16")
 INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
 EXIT_NOT_INSTALLED = 3
 
@@ -139,10 +141,18 @@ def cmd_run(a):
         if out.shape != want:
             raise RuntimeError("output shape %s, expected %s" % (out.shape, want))
         save_npy(a.out, out)
+        # A baseline that stores K/V in another type (KV_STORAGE, e.g. "f16") computes on
+        # the rounded values: they are written beside O, and the check's reference uses them.
+        stored = getattr(mod, "KV_STORAGE", "f32")
+        kv_paths = ""
+        if stored != "f32":
+            kv_paths = " stored-kv %s %s" % (a.out + ".k.npy", a.out + ".v.npy")
+            save_npy(a.out + ".k.npy", k.astype(stored).astype(np.float32))
+            save_npy(a.out + ".v.npy", v.astype(stored).astype(np.float32))
         if a.wait_for_check:
             # Checked before timed: the caller checks O against the reference and answers
             # "time" (go on) or anything else (stop here, untimed).
-            print("checkpoint: output written to %s" % a.out, flush=True)
+            print("checkpoint: output written to %s%s" % (a.out, kv_paths), flush=True)
             if sys.stdin.readline().strip() != "time":
                 return 0
         # A baseline may time a cheaper call than the one that returns O (e.g. without
@@ -153,6 +163,7 @@ def cmd_run(a):
         print("attn_baseline: %s failed: %s: %s" % (mod.NAME, type(e).__name__, e), file=sys.stderr)
         return 1
     result = {"baseline": mod.NAME, "summary": mod.SUMMARY, "problem": p, "threads": a.threads,
+              "kv_storage": getattr(mod, "KV_STORAGE", "f32"),
               "warmup": a.warmup, "repetitions": a.repetitions, "min_time": a.min_time,
               "input_copies": a.input_copies, "times_s": times,
               "median_s": statistics.median(times), "info": info}

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: MIT
+"""ggml_flash_attn_f16 — ggml's `ggml_flash_attn_ext` with the K/V cache stored in F16 (as
+llama.cpp stores it by default), precision F32: half the K/V bytes of ggml_flash_attn.
+
+A separately named baseline because it computes on different K/V: the stored values are
+K and V rounded to F16, so its output is checked against the float64 reference of those
+rounded values (KV_STORAGE; the runner writes them beside O for the check), which checks
+ggml's own arithmetic as tightly as every kernel's. Everything else is ggml_flash_attn.
+"""
+import importlib.util
+import os
+
+_spec = importlib.util.spec_from_file_location(
+    "ggml_flash_attn", os.path.join(os.path.dirname(os.path.abspath(__file__)), "ggml_flash_attn.py"))
+_base = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_base)
+
+NAME = "ggml_flash_attn_f16"
+SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, F16 K/V cache, F32 precision)"
+PACKAGES = _base.PACKAGES
+KV_STORAGE = "float16"  # a numpy dtype name
+available = _base.available
+
+
+def prepare(problem, inputs, threads):
+    return _base.prepare(problem, inputs, threads, kv_type="f16")
