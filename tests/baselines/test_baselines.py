@@ -21,6 +21,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
+# ggml's F16 K/V path for short query blocks computes in F16 precision (relative error
+# ~1e-3 on this test's Sq 8 shape): checked honestly, it may be rejected.
+MAY_FAIL_CHECK = {"ggml_flash_attn_f16"}
 CONFIG = """[cross]
 kernels = naive
 batch = 1
@@ -106,6 +109,16 @@ def real(attnbench, name):
     with tempfile.TemporaryDirectory() as d:
         res = sweep(attnbench, d)
         r = bench_baselines(attnbench, res, name, py)
+        if name in MAY_FAIL_CHECK:
+            # Its decode/short-query path loses precision (docs/baselines.md): what must
+            # hold is honesty — a failed check is an error entry and nothing is timed.
+            es = entries(res, name)
+            assert es, "no entry for %s" % name
+            if r.returncode != 0:
+                assert all(e.get("error_occurred") and "check failed" in e["error_message"]
+                           for e in es), es
+                print("%s: rejected by the check, not timed: %s" % (name, es[0]["error_message"]))
+                return 0
         assert r.returncode == 0, "%s must pass the check and be timed" % name
         es = entries(res, name)
         assert es and not any(e.get("error_occurred") for e in es), es
