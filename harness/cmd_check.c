@@ -13,6 +13,7 @@
 // check_case per case (record per pair), print_summary.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,7 @@ typedef struct check_options {
   bool quick, verbose, progress, no_progress, list_cases;
   const char *filter;
   attn_exec exec;
+  const char *bind;  // --bind (placement.h)
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
   bool causal, scale_given;
@@ -83,6 +85,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->names,
        .metavar = "NAME",
        .help = "check only this kernel (default: every available kernel)"},
+      ATTN_PLACEMENT_BIND_OPTION(&o->bind),
       {.name = "quick",
        .kind = CLI_FLAG,
        .dest = &o->quick,
@@ -170,6 +173,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;
   if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
+  if (attn_placement_bind_bad("check", o->bind)) return CLI_ERROR;
   if (o->progress && o->no_progress) {
     fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
     return CLI_ERROR;
@@ -420,6 +424,10 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return ATTNBENCH_EXIT_FAILURE;
   }
+  // Placement by --bind (placement.h) for the team the kernels will use.
+  char binding[512];
+  attn_placement_bind(o.exec.threads > 0 ? o.exec.threads : omp_get_max_threads(), binding,
+                      sizeof binding);
   kernel_tally *sel = calloc(attn_kernel_count() + 1, sizeof *sel);
   if (!sel) {
     fprintf(stderr, "attnbench check: out of memory\n");
