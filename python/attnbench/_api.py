@@ -214,6 +214,14 @@ def _exec(threads, tile_q, tile_kv):
             _int_option(tile_kv, "tile_kv"))
 
 
+def _name(kernel):
+    """A kernel name (str) or a Kernel record, as bytes for the native calls."""
+    name = kernel.name if isinstance(kernel, Kernel) else kernel
+    if not isinstance(name, str) or "\0" in name:
+        raise UnknownKernelError(f"kernel: {kernel!r} is not a kernel name", _ERR_UNKNOWN)
+    return name.encode()
+
+
 def _output(out, shape, inputs):
     if out is None:
         return np.empty(shape, dtype=np.float32)
@@ -239,7 +247,7 @@ def run(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_
     t, tq, tk = _exec(threads, tile_q, tile_kv)
     o = _output(out, oshape, (q, k, v))
     err = ctypes.create_string_buffer(512)
-    rc = _native().attnpy_run(str(kernel).encode(), dims, c, hs, sc, t, tq, tk, _ptr(q),
+    rc = _native().attnpy_run(_name(kernel), dims, c, hs, sc, t, tq, tk, _ptr(q),
                               _ptr(k), _ptr(v), _ptr(o), err, len(err))
     if rc != _OK:
         _raise(rc, err.value.decode(errors="replace"))
@@ -269,7 +277,7 @@ def _check(kernel, q, k, v, o, causal, scale, threads, tile_q, tile_kv, want_ref
     ref = np.empty(oshape, dtype=np.float32) if want_ref else None
     verdict, stats = ctypes.c_int(), (ctypes.c_double * 4)()
     msg = ctypes.create_string_buffer(512)
-    rc = _native().attnpy_check(None if kernel is None else str(kernel).encode(), dims, c, hs,
+    rc = _native().attnpy_check(None if kernel is None else _name(kernel), dims, c, hs,
                                 sc, t, tq, tk, _ptr(q), _ptr(k), _ptr(v),
                                 None if o is None else _ptr(o),
                                 None if ref is None else _ptr(ref), ctypes.byref(verdict),

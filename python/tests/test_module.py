@@ -147,6 +147,10 @@ def test_errors():
     raises(ab.UnknownKernelError, ab.run, "no_such_kernel", q, k, v, contains="no_such_kernel")
     raises(ab.UnknownKernelError, ab.check, "no_such_kernel", q, k, v)
     raises(LookupError, ab.run, "no_such_kernel", q, k, v)
+    raises(ab.UnknownKernelError, ab.run, "naive\0x", q, k, v)
+    raises(ab.UnknownKernelError, ab.run, 3, q, k, v)
+    rec = next(x for x in ab.kernels() if x.name == "naive")
+    expect(np.array_equal(ab.run(rec, q, k, v), ab.run("naive", q, k, v)), "run(Kernel record)")
     q_inf = q.copy()
     q_inf[0, 1, 2, 3] = np.inf
     raises(ab.DomainError, ab.run, "naive", q_inf, k, v, contains="Q[0][1][2][3]")
