@@ -12,8 +12,9 @@ static hwloc_topology_t g_topo;  // loaded by discover(); NULL if hwloc failed
 static hwloc_bitmap_t g_set;     // the process's CPU set at load (attn_topology.cpuset)
 
 // The CPU set the process inherited: the union of its threads' affinities (Linux) and of
-// OpenMP's places, within the machine; the whole machine if the OS does not say. Read at load, which precedes any
-// binding (placement.c binds through this topology), so it is the user's, not ours.
+// OpenMP's places, within the machine; the whole machine if the OS does not say. Read at load,
+// which precedes any binding (placement.c binds through this topology), so it is the user's, not
+// ours.
 static void inherited_set(hwloc_topology_t topo, attn_topology *t) {
   hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(topo);
   g_set = hwloc_bitmap_alloc();

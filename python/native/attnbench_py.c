@@ -26,14 +26,18 @@ enum {
   ATTNPY_ERR_INVALID_EXEC = -3,  // threads / tiles outside their limits
 };
 
-ATTNPY_EXPORT int attnpy_abi(void) { return ATTNPY_ABI; }
+ATTNPY_EXPORT int attnpy_abi(void) {
+  return ATTNPY_ABI;
+}
 
-ATTNPY_EXPORT size_t attnpy_kernel_count(void) { return attn_kernel_count(); }
+ATTNPY_EXPORT size_t attnpy_kernel_count(void) {
+  return attn_kernel_count();
+}
 
 // Record i: name, summary, required ISA names, capability bits, availability (why when not).
-ATTNPY_EXPORT int attnpy_kernel_info(size_t i, const char **name, const char **summary,
-                                     char *isa, size_t isa_len, uint32_t *caps, int *available,
-                                     char *why, size_t why_len) {
+ATTNPY_EXPORT int attnpy_kernel_info(size_t i, const char **name, const char **summary, char *isa,
+                                     size_t isa_len, uint32_t *caps, int *available, char *why,
+                                     size_t why_len) {
   const attn_kernel *k = attn_kernel_at(i);
   if (!k) return ATTNPY_ERR_UNKNOWN;
   *name = k->name, *summary = k->summary ? k->summary : "";
@@ -44,10 +48,10 @@ ATTNPY_EXPORT int attnpy_kernel_info(size_t i, const char **name, const char **s
   return ATTN_OK;
 }
 
-static int problem_of(const int64_t *dims, int causal, int has_scale, double scale,
-                      attn_problem *p, char *err, size_t err_len) {
-  *p = attn_problem_make(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6],
-                         causal != 0);
+static int problem_of(const int64_t *dims, int causal, int has_scale, double scale, attn_problem *p,
+                      char *err, size_t err_len) {
+  *p =
+      attn_problem_make(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], causal != 0);
   if (has_scale) p->scale = (float)scale;
   if (has_scale && isfinite(scale) && !isfinite(p->scale)) {
     snprintf(err, err_len, "scale %g does not fit in float32", scale);
@@ -70,15 +74,14 @@ static int kernel_of(const char *name, const attn_kernel **k, char *err, size_t 
   return ATTN_OK;
 }
 
-static int exec_of(int threads, int tile_q, int tile_kv, attn_exec *e, char *err,
-                   size_t err_len) {
+static int exec_of(int threads, int tile_q, int tile_kv, attn_exec *e, char *err, size_t err_len) {
   *e = (attn_exec){.threads = threads, .tile_q = tile_q, .tile_kv = tile_kv};
   return attn_exec_check(e, err, err_len) == ATTN_OK ? ATTN_OK : ATTNPY_ERR_INVALID_EXEC;
 }
 
 // Validates the problem alone (the Python side checks shapes against it first).
-ATTNPY_EXPORT int attnpy_problem_check(const int64_t *dims, int causal, int has_scale,
-                                       double scale, char *err, size_t err_len) {
+ATTNPY_EXPORT int attnpy_problem_check(const int64_t *dims, int causal, int has_scale, double scale,
+                                       char *err, size_t err_len) {
   attn_problem p;
   return problem_of(dims, causal, has_scale, scale, &p, err, err_len);
 }
@@ -86,8 +89,7 @@ ATTNPY_EXPORT int attnpy_problem_check(const int64_t *dims, int causal, int has_
 // Runs kernel `name` through attn_kernel_call (problem, exec, ISA and input domain checked).
 ATTNPY_EXPORT int attnpy_run(const char *name, const int64_t *dims, int causal, int has_scale,
                              double scale, int threads, int tile_q, int tile_kv, const float *q,
-                             const float *k, const float *v, float *o, char *err,
-                             size_t err_len) {
+                             const float *k, const float *v, float *o, char *err, size_t err_len) {
   if (err_len) err[0] = '\0';
   const attn_kernel *kern;
   attn_problem p;
@@ -105,10 +107,9 @@ ATTNPY_EXPORT int attnpy_run(const char *name, const int64_t *dims, int causal, 
 // message the checker's reason (empty on pass). ref, if not NULL, gets the reference O.
 // With name == NULL and o == NULL nothing is compared (*verdict = -1): the reference only.
 ATTNPY_EXPORT int attnpy_check(const char *name, const int64_t *dims, int causal, int has_scale,
-                               double scale, int threads, int tile_q, int tile_kv,
-                               const float *q, const float *k, const float *v, const float *o,
-                               float *ref, int *verdict, double *stats, char *message,
-                               size_t message_len) {
+                               double scale, int threads, int tile_q, int tile_kv, const float *q,
+                               const float *k, const float *v, const float *o, float *ref,
+                               int *verdict, double *stats, char *message, size_t message_len) {
   if (message_len) message[0] = '\0';
   const attn_kernel *kern = NULL;
   attn_problem p;
@@ -120,8 +121,10 @@ ATTNPY_EXPORT int attnpy_check(const char *name, const int64_t *dims, int causal
   attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, k, v, message, message_len);
   if (!pc) return ATTN_ERR_NOMEM;
   attn_check_result r = {.verdict = (attn_check_verdict)-1};
-  if (kern) attn_check_kernel(kern, pc, &e, &r);
-  else if (o) attn_check_output(pc, o, &r);
+  if (kern)
+    attn_check_kernel(kern, pc, &e, &r);
+  else if (o)
+    attn_check_output(pc, o, &r);
   if (ref) memcpy(ref, attn_check_reference_output(pc), attn_o_elems(&p) * sizeof(float));
   attn_check_prepared_free(pc);
   *verdict = (int)r.verdict;
