@@ -92,6 +92,7 @@ typedef struct bench_args {
   cli_list kernels, gb_flags;
   cli_int_list threads;
   bool dry_run, no_probe, quiet;
+  const char *bind;  // --bind (placement.h)
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -145,6 +146,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .dest = &a->no_probe,
        .help = "skip the FMA-peak and bandwidth probes (no % peak counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
+      ATTN_PLACEMENT_BIND_OPTION(&a->bind),
   };
   const cli_spec spec = {
       .command = "bench",
@@ -164,6 +166,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("bench", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
+  if (attn_placement_bind_bad("bench", a->bind)) return ATTNBENCH_EXIT_USAGE;
   return -1;
 }
 

@@ -18,6 +18,7 @@
 // write_reports.
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ typedef struct check_options {
   const char *filter;
   const char *junit_path, *json_path;  // reports (check_report.h)
   attn_exec exec;
+  const char *bind;  // --bind (placement.h)
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
   bool causal, scale_given;
@@ -101,6 +103,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->names,
        .metavar = "NAME",
        .help = "check only this kernel (default: every available kernel)"},
+      ATTN_PLACEMENT_BIND_OPTION(&o->bind),
       {.name = "quick",
        .kind = CLI_FLAG,
        .dest = &o->quick,
@@ -222,6 +225,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;
   if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
+  if (attn_placement_bind_bad("check", o->bind)) return CLI_ERROR;
   if (o->progress && o->no_progress) {
     fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
     return CLI_ERROR;
@@ -590,6 +594,10 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return ATTNBENCH_EXIT_FAILURE;
   }
+  // Placement by --bind (placement.h) for the team the kernels will use.
+  char binding[512];
+  attn_placement_bind(o.exec.threads > 0 ? o.exec.threads : omp_get_max_threads(), binding,
+                      sizeof binding);
   kernel_tally *sel = calloc(attn_kernel_count() + 1, sizeof *sel);
   if (!sel) {
     fprintf(stderr, "attnbench check: out of memory\n");

@@ -31,6 +31,7 @@ typedef struct run_args {
   bool causal, scale_given, quiet, verify, allow_nonfinite;
   double scale;
   attn_exec exec;
+  const char *bind;  // --bind (placement.h)
 } run_args;
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
@@ -106,6 +107,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .dest = &a->allow_nonfinite,
        .help = "write O even if it holds NaN/Inf (default: refuse, exit 1)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print nothing on success"},
+      ATTN_PLACEMENT_BIND_OPTION(&a->bind),
   };
   const cli_spec spec = {
       .command = "run",
@@ -125,6 +127,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("run", &a->exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
+  if (attn_placement_bind_bad("run", a->bind)) return ATTNBENCH_EXIT_USAGE;
   if (a->scale_given && !isfinite((float)a->scale)) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;

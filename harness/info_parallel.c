@@ -9,9 +9,12 @@
 #include "placement.h"
 
 static void kib(char *buf, size_t len, size_t bytes) {
-  if (bytes == 0) snprintf(buf, len, "unknown");
-  else if (bytes >= ((size_t)1 << 20)) snprintf(buf, len, "%zu MiB", bytes >> 20);
-  else snprintf(buf, len, "%zu KiB", bytes >> 10);
+  if (bytes == 0)
+    snprintf(buf, len, "unknown");
+  else if (bytes >= ((size_t)1 << 20))
+    snprintf(buf, len, "%zu MiB", bytes >> 20);
+  else
+    snprintf(buf, len, "%zu KiB", bytes >> 10);
 }
 
 void attn_info_parallel(FILE *out, bool measure) {
@@ -20,12 +23,15 @@ void attn_info_parallel(FILE *out, bool measure) {
   kib(l1, sizeof l1, c.l1d), kib(l2, sizeof l2, c.l2), kib(l3, sizeof l3, c.l3);
   const int threads = attn_placement_default_threads();
   fprintf(out, "parallel (hwloc):\n");
-  fprintf(out, "  cores:      %d physical, %d PUs; per core L1d %s, L2 %s; L3 %s\n", c.cores,
-          c.pus, l1, l2, l3);
+  fprintf(out, "  cores:      %d physical, %d PUs; per core L1d %s, L2 %s; L3 %s\n", c.cores, c.pus,
+          l1, l2, l3);
   char report[512];
   const int bound = attn_placement_bind(threads, report, sizeof report);
-  fprintf(out, "  threads:    %d by default (one per physical core; --threads overrides)\n",
+  fprintf(out,
+          "  threads:    %d by default (one per physical core of the set; --threads overrides)\n",
           threads);
+  char set[192];
+  fprintf(out, "  cpu set:    %s\n", attn_placement_describe_set(set, sizeof set));
   fprintf(out, "  binding:    %s%s\n", report, bound < 0 ? " [binding failed]" : "");
   // The tile rule (kernels/core/tiles.h) with these caches, for typical shapes.
   static const int dims[] = {64, 128};
@@ -37,7 +43,9 @@ void attn_info_parallel(FILE *out, bool measure) {
       fprintf(out, "  tiles:      %s\n", err);
       break;
     }
-    fprintf(out, "  tiles D=%-3d tile_q %d, tile_kv %d (ATTNBENCH_TILE_Q/_KV or --tile-q/--tile-kv override)\n",
+    fprintf(out,
+            "  tiles D=%-3d tile_q %d, tile_kv %d (ATTNBENCH_TILE_Q/_KV or --tile-q/--tile-kv "
+            "override)\n",
             dims[i], ex.tile_q, ex.tile_kv);
   }
   if (!measure) return;
@@ -45,8 +53,12 @@ void attn_info_parallel(FILE *out, bool measure) {
   const int ok1 = attn_bandwidth_read(0, 1, 5, &one) == 0 && one.ok;
   const int okn = attn_bandwidth_read(0, threads, 5, &all) == 0 && all.ok;
   fprintf(out, "read bandwidth, measured (GB/s, 1 GiB buffer, best / median of 5):\n");
-  if (ok1) fprintf(out, "  %-12s %8.1f / %.1f\n", "1 thread", one.best_gbs, one.median_gbs);
-  else fprintf(out, "  1 thread     unavailable\n");
-  if (okn) fprintf(out, "  %-2d threads   %8.1f / %.1f\n", threads, all.best_gbs, all.median_gbs);
-  else fprintf(out, "  all threads  unavailable\n");
+  if (ok1)
+    fprintf(out, "  %-12s %8.1f / %.1f\n", "1 thread", one.best_gbs, one.median_gbs);
+  else
+    fprintf(out, "  1 thread     unavailable\n");
+  if (okn)
+    fprintf(out, "  %-2d threads   %8.1f / %.1f\n", threads, all.best_gbs, all.median_gbs);
+  else
+    fprintf(out, "  all threads  unavailable\n");
 }

@@ -1,12 +1,23 @@
 // SPDX-License-Identifier: MIT
 // placement.h — where OpenMP threads run and how big the tiles are, from hwloc (the one
 // topology that topology.c loads).
-//   • default thread count = physical cores (hwloc HWLOC_OBJ_CORE), not hardware threads;
-//   • binding: OpenMP threads 0..n−1 of a team are bound to distinct physical cores
-//     (thread t → core t mod cores, its whole cpuset; with n > cores, cores are shared
-//     round-robin), from inside an `omp parallel` region, so each OpenMP worker binds
-//     itself. libgomp keeps its workers for later regions of the same or smaller size,
-//     so the binding holds for the kernel calls that follow;
+//   • the CPU set: everything below stays inside the CPU set the process inherited
+//     (taskset, a cgroup cpuset, the parent's affinity — topology.h reads it once, before
+//     any binding). "Cores" below are the physical cores with a PU in that set;
+//   • default thread count = those cores (hwloc HWLOC_OBJ_CORE), not hardware threads;
+//   • binding, by mode (--bind, attn_placement_set_bind):
+//       cores  OpenMP threads 0..n−1 of a team are bound to distinct cores of the set
+//              (thread t → core t mod cores, its PUs that are in the set; with n > cores,
+//              cores are shared round-robin), from inside an `omp parallel` region, so
+//              each OpenMP worker binds itself. libgomp keeps its workers for later
+//              regions of the same or smaller size, so the binding holds for the kernel
+//              calls that follow. The default, unless OMP_PLACES or OMP_PROC_BIND is set;
+//       openmp the default when the user set OMP_PLACES or OMP_PROC_BIND: attnbench binds
+//              nothing and OpenMP places the threads as asked (an explicit --bind cores
+//              still binds);
+//       none   attnbench binds nothing (threads float within the set, or as OpenMP puts
+//              them);
+//     in every mode the report says where each thread is allowed to run;
 //   • tile sizes for the tiled/flash kernels from the per-core L1d/L2 sizes hwloc
 //     reports (kernels/core/tiles.h has the rule), unless the user set them
 //     (--tile-q/--tile-kv, or the environment ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV).
@@ -23,21 +34,54 @@ extern "C" {
 
 typedef struct attn_placement_caches {
   size_t l1d, l2, l3;  // bytes of one cache of each level as hwloc reports (0 = unknown)
-  int cores, pus;      // physical cores and processing units (0 = unknown)
+  int cores, pus;      // physical cores and PUs within the CPU set (0 = unknown)
 } attn_placement_caches;
 
-// Cache sizes and core counts (discovered once; hwloc failure gives zeros).
+// Cache sizes and core counts within the CPU set (discovered once; hwloc failure gives zeros).
 attn_placement_caches attn_placement_query(void);
 
-// Threads to use when the user asks for "default": physical cores, or the OpenMP
-// default if hwloc knows no cores.
+// Threads to use when the user asks for "default": physical cores in the CPU set, or the
+// OpenMP default if hwloc knows no cores.
 int attn_placement_default_threads(void);
 
-// Binds the `threads` OpenMP threads of a team (threads ≤ 0: the default above) to
-// distinct physical cores and writes a report such as "T0->core0(PU0) T1->core1(PU1)"
-// (the cores hwloc read back). Returns the number of threads bound, or −1 with the
-// reason in report (e.g. binding not supported in this container).
+// The binding modes (see the top of this file).
+typedef enum attn_bind_mode {
+  ATTN_BIND_DEFAULT = 0,  // cores, or openmp when OMP_PLACES / OMP_PROC_BIND is set
+  ATTN_BIND_CORES = 1,
+  ATTN_BIND_NONE = 2,
+  ATTN_BIND_OPENMP = 3,  // only as the effective mode: the user's OpenMP placement
+} attn_bind_mode;
+
+// Sets the mode from --bind's value ("cores" or "none"; NULL keeps the default) for the
+// rest of the process. Returns 0, or −1 with "--bind 'x': expected cores or none" in err.
+int attn_placement_set_bind(const char *value, char *err, size_t err_len);
+// The commands' up-front call, next to attn_placement_env_bad: false when value is fine
+// (mode set); true after printing "attnbench <command>: <reason>" — exit 2 then.
+bool attn_placement_bind_bad(const char *command, const char *value);
+// The mode in effect (never ATTN_BIND_DEFAULT) and its name ("cores", "none", "openmp").
+attn_bind_mode attn_placement_bind_mode(void);
+const char *attn_placement_bind_mode_name(attn_bind_mode m);
+
+// The --bind option of run, check and bench (for their cli_option tables; needs
+// cli_args.h). dest: const char ** (NULL = not given).
+#define ATTN_PLACEMENT_BIND_OPTION(where)                                           \
+  {                                                                                 \
+    .name = "bind", .kind = CLI_STRING, .dest = (where), .metavar = "cores|none",   \
+    .help =                                                                         \
+        "bind OpenMP threads to cores of the inherited CPU set (default; not when " \
+        "OMP_PLACES/OMP_PROC_BIND is set) or leave placement alone"                 \
+  }
+
+// Places the `threads` OpenMP threads of a team (threads ≤ 0: the default above) by the
+// mode and writes a report. cores: "T0->core1(PU1) T1->core2(PU2)" (the cores and the PU
+// hwloc read back); none / openmp: "not bound (--bind none): T0 on PUs 0-1 T1 on PUs 0-1"
+// (each thread's allowed PUs). Returns the number of threads bound (0 for none / openmp),
+// or −1 with the reason in report (e.g. binding not supported in this container).
 int attn_placement_bind(int threads, char *report, size_t len);
+
+// One line for results contexts and `info`: "cpuset 1 (1 of 2 cores, 1 of 2 PUs); bind
+// cores". Returns buf.
+const char *attn_placement_describe_set(char *buf, size_t len);
 
 // The last binding report ("unbound" before any bind). Returns buf.
 const char *attn_placement_describe(char *buf, size_t len);

@@ -5,13 +5,45 @@
 #include "topology.h"
 
 #include <hwloc.h>
+#include <omp.h>
 #include <string.h>
 
 static hwloc_topology_t g_topo;  // loaded by discover(); NULL if hwloc failed
+static hwloc_bitmap_t g_set;     // the process's CPU set at load (attn_topology.cpuset)
+
+// The CPU set the process inherited: the union of its threads' affinities (Linux) and of
+// OpenMP's places, within the machine; the whole machine if the OS does not say. Read at load,
+// which precedes any binding (placement.c binds through this topology), so it is the user's, not
+// ours.
+static void inherited_set(hwloc_topology_t topo, attn_topology *t) {
+  hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(topo);
+  g_set = hwloc_bitmap_alloc();
+  if (!g_set) return;
+  if (hwloc_get_cpubind(topo, g_set, HWLOC_CPUBIND_PROCESS) != 0 &&
+      hwloc_get_cpubind(topo, g_set, HWLOC_CPUBIND_THREAD) != 0)
+    hwloc_bitmap_copy(g_set, all);
+  // With OMP_PLACES / OMP_PROC_BIND set, libgomp has already bound this thread to its
+  // first place; the places together are the set OpenMP derived from the affinity.
+  for (int pl = 0; pl < omp_get_num_places(); pl++) {
+    int ids[1024];
+    const int n = omp_get_place_num_procs(pl);
+    if (n <= 0 || n > 1024) continue;
+    omp_get_place_proc_ids(pl, ids);
+    for (int i = 0; i < n; i++) hwloc_bitmap_set(g_set, (unsigned)ids[i]);
+  }
+  hwloc_bitmap_and(g_set, g_set, all);
+  if (hwloc_bitmap_iszero(g_set)) hwloc_bitmap_copy(g_set, all);
+  hwloc_bitmap_list_snprintf(t->cpuset, sizeof t->cpuset, g_set);
+  t->set_pus = hwloc_bitmap_weight(g_set);
+  for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, c));)
+    t->set_cores += hwloc_bitmap_intersects(c->cpuset, g_set);
+  if (t->set_cores < 1) t->set_cores = t->set_pus > 0 ? t->set_pus : 1;
+}
 
 static void discover(attn_topology *t) {
   memset(t, 0, sizeof *t);
   snprintf(t->cpu_model, sizeof t->cpu_model, "unknown");
+  snprintf(t->cpuset, sizeof t->cpuset, "unknown");
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) {
     snprintf(t->error, sizeof t->error, "hwloc could not load the topology");
@@ -48,6 +80,7 @@ static void discover(attn_topology *t) {
     fclose(f);
   }
   if (t->cores < 1) t->cores = t->pus > 0 ? t->pus : 1;
+  inherited_set(topo, t);
   g_topo = topo;  // kept for the process's lifetime (thread binding)
   t->ok = true;
 }
@@ -65,6 +98,11 @@ const attn_topology *attn_topology_get(void) {
 void *attn_topology_hwloc(void) {
   attn_topology_get();
   return g_topo;
+}
+
+const void *attn_topology_cpuset(void) {
+  attn_topology_get();
+  return g_topo ? g_set : NULL;
 }
 
 const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len) {
@@ -101,6 +139,11 @@ void attn_topology_print(const attn_topology *t, FILE *out) {
   char line[256], mem[32], avail[32];
   attn_topology_summary(t, line, sizeof line);
   fprintf(out, "topology:    %s\n", line);
+  if (t->ok)
+    fprintf(out,
+            "cpu set:     %s (%d of %d cores, %d of %d PUs: the affinity this process "
+            "inherited)\n",
+            t->cpuset, t->set_cores, t->cores, t->set_pus, t->pus);
   fprintf(out, "memory:      %s total, %s available\n",
           attn_format_bytes(t->memory_bytes, mem, sizeof mem),
           attn_format_bytes(attn_available_memory(), avail, sizeof avail));

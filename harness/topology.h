@@ -22,6 +22,11 @@ typedef struct attn_topology {
   uint64_t l1d_bytes, l2_bytes, l3_bytes;  // size of one cache of each level (0 = none)
   int l1d_count, l2_count, l3_count;       // how many of each
   uint64_t memory_bytes;                   // total memory hwloc reports
+  // The process's CPU set when the topology was loaded (before attnbench binds anything):
+  // what taskset, a cgroup cpuset or the parent's affinity left it. Thread placement
+  // (placement.h) stays inside it.
+  char cpuset[96];         // hwloc list syntax, e.g. "0-1" or "1"
+  int set_cores, set_pus;  // cores with a PU in the set, and PUs in the set
 } attn_topology;
 
 // The topology of this machine (discovered once; later calls return the same).
@@ -30,6 +35,9 @@ const attn_topology *attn_topology_get(void);
 // The loaded hwloc topology (a hwloc_topology_t; NULL if hwloc failed), loaded on first
 // use and kept. Typed void * so that this header does not need hwloc.h.
 void *attn_topology_hwloc(void);
+
+// The CPU set above as a hwloc_const_cpuset_t (NULL if hwloc failed); typed as above.
+const void *attn_topology_cpuset(void);
 
 // One line: "1 package, 2 cores, 2 PUs, 1 NUMA node; L1d 32 KiB x2, L2 1 MiB x2, L3 32 MiB x1"
 void attn_topology_summary(const attn_topology *t, char *buf, size_t len);

@@ -188,6 +188,7 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
       ctx(key, "%s", buf);
   }
   ctx("threads_zero_means", "%d", attn_bench_physical_cores());
+  ctx("cpuset", "%s", attn_placement_describe_set(buf, sizeof buf));  // set and --bind mode
   // Every OpenMP / OpenBLAS variable in the environment, "NAME=value; ...".
   buf[0] = '\0';
   for (char **e = environ; *e; e++) {

@@ -2,18 +2,148 @@
 // harness/placement.c and harness/peak/bandwidth.c: default threads, binding report,
 // tile precedence (exec > ATTNBENCH_TILE_* > cache rule), the environment read once and
 // never by kernels, malformed environment values,
-// and the read-bandwidth probe's self-check on a small buffer. Built only with the
+// and the read-bandwidth probe's self-check on a small buffer; the inherited CPU set
+// (the `taskset -c <last CPU>` case, run in a forked child that restricts itself first)
+// and the bind modes (--bind none / cores, OMP_PLACES / OMP_PROC_BIND). Built only with the
 // harness (needs hwloc). Binding may be refused in some containers: then the test
 // checks that the failure is reported, not that it succeeded.
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/tiles.h"
 #include "peak/bandwidth.h"
 #include "placement.h"
 #include "test_util.h"
+#include "topology.h"
+
+// Runs fn in a forked child (before this process has used OpenMP or hwloc, so the child
+// starts both afresh); the child's failures come back as its exit status.
+static void in_child(const char *what, void (*fn)(void)) {
+  fflush(stdout), fflush(stderr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    g_failures = 0;  // the child's own checks only
+    fn();
+    fflush(stdout), fflush(stderr);
+    _exit(g_failures ? 1 : 0);
+  }
+  int status = 0;
+  EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid, "%s: fork/wait failed", what);
+  EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: child failed (status %d)", what,
+         status);
+}
+
+// Every thread of a team of n must be allowed on exactly the CPUs in want.
+static void expect_team_on(int n, const cpu_set_t *want, const char *what) {
+  int wrong = 0;
+#pragma omp parallel num_threads(n) reduction(+ : wrong)
+  {
+    cpu_set_t got;
+    CPU_ZERO(&got);
+    wrong += sched_getaffinity(0, sizeof got, &got) != 0 || !CPU_EQUAL(&got, want);
+  }
+  EXPECT(wrong == 0, "%s: %d of %d threads not on the expected CPUs", what, wrong, n);
+}
+
+// `taskset -c L attnbench ... --threads 1`, L = the last CPU we may use: thread 0 must bind
+// to L's core (not core 0), and more threads than cores share it, never leave the set.
+static int g_last_cpu = -1;
+static void child_taskset(void) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(g_last_cpu, &one);
+  EXPECT(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity");
+  const attn_topology *t = attn_topology_get();
+  char want[32], report[512], set[192];
+  snprintf(want, sizeof want, "%d", g_last_cpu);
+  EXPECT(strcmp(t->cpuset, want) == 0, "cpuset '%s', expected '%s'", t->cpuset, want);
+  EXPECT(t->set_pus == 1 && t->set_cores == 1, "set: %d PUs, %d cores", t->set_pus, t->set_cores);
+  EXPECT(attn_placement_default_threads() == 1, "default threads %d in a 1-CPU set",
+         attn_placement_default_threads());
+  EXPECT(attn_placement_query().cores == 1, "query: %d cores", attn_placement_query().cores);
+  attn_placement_describe_set(set, sizeof set);
+  snprintf(want, sizeof want, "cpuset %d (", g_last_cpu);
+  EXPECT(strstr(set, want) && strstr(set, "bind cores"), "describe_set '%s'", set);
+  const int bound = attn_placement_bind(1, report, sizeof report);
+  if (bound < 0) {
+    EXPECT(report[0] != '\0', "binding failed without a reason");
+    return;
+  }
+  snprintf(want, sizeof want, "(PU%d)", g_last_cpu);
+  EXPECT(bound == 1 && strncmp(report, "T0->core", 8) == 0 && strstr(report, want),
+         "taskset -c %d: report '%s'", g_last_cpu, report);
+  expect_team_on(1, &one, "1 thread");
+  EXPECT(attn_placement_bind(2, report, sizeof report) == 2, "2 threads: %s", report);
+  snprintf(want, sizeof want, "T1->core");
+  EXPECT(strstr(report, want) && strstr(report + 8, "(PU"), "2 threads: '%s'", report);
+  expect_team_on(2, &one, "2 threads on a 1-CPU set");
+}
+
+// --bind none: nothing bound, threads keep the inherited set; the report says so.
+static void child_bind_none(void) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  EXPECT(sched_getaffinity(0, sizeof all, &all) == 0, "sched_getaffinity");
+  char err[160], report[512];
+  EXPECT(attn_placement_set_bind("none", err, sizeof err) == 0, "%s", err);
+  EXPECT(attn_placement_bind_mode() == ATTN_BIND_NONE, "mode %d", attn_placement_bind_mode());
+  const int n = CPU_COUNT(&all) > 1 ? 2 : 1;
+  EXPECT(attn_placement_bind(n, report, sizeof report) == 0, "none bound threads: %s", report);
+  EXPECT(strncmp(report, "not bound (--bind none):", 24) == 0 && strstr(report, "T0 on PUs "),
+         "report '%s'", report);
+  expect_team_on(n, &all, "--bind none");
+  char set[192];
+  EXPECT(strstr(attn_placement_describe_set(set, sizeof set), "bind none"), "'%s'", set);
+  // --bind cores then binds (and the bad value is refused, naming it).
+  EXPECT(attn_placement_set_bind("cores", err, sizeof err) == 0, "%s", err);
+  EXPECT(attn_placement_set_bind("core", err, sizeof err) != 0 && strstr(err, "'core'"),
+         "bad --bind accepted or unnamed: '%s'", err);
+  EXPECT(attn_placement_bind_mode() == ATTN_BIND_CORES, "mode after cores");
+  if (attn_placement_bind(n, report, sizeof report) == n) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    EXPECT(sched_getaffinity(0, sizeof mine, &mine) == 0, "sched_getaffinity");
+    EXPECT(n == 1 || CPU_COUNT(&mine) < CPU_COUNT(&all), "cores: thread 0 still on every CPU");
+  }
+}
+
+// OMP_PLACES / OMP_PROC_BIND set by the user: the default leaves placement to OpenMP, an
+// explicit --bind cores still binds.
+static void child_openmp_env(void) {
+  setenv("OMP_PROC_BIND", "false", 1);
+  EXPECT(attn_placement_bind_mode() == ATTN_BIND_OPENMP, "OMP_PROC_BIND set: mode %d",
+         attn_placement_bind_mode());
+  char report[512], err[160];
+  EXPECT(attn_placement_bind(1, report, sizeof report) == 0 &&
+             strstr(report, "not bound (OMP_PLACES/OMP_PROC_BIND set)"),
+         "report '%s'", report);
+  unsetenv("OMP_PROC_BIND"), setenv("OMP_PLACES", "cores", 1);
+  EXPECT(attn_placement_bind_mode() == ATTN_BIND_OPENMP, "OMP_PLACES set: mode %d",
+         attn_placement_bind_mode());
+  EXPECT(attn_placement_set_bind("cores", err, sizeof err) == 0, "%s", err);
+  EXPECT(attn_placement_bind_mode() == ATTN_BIND_CORES, "explicit cores lost to OMP_PLACES");
+  unsetenv("OMP_PLACES");
+}
+
+static void test_cpu_set_and_modes(void) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  if (sched_getaffinity(0, sizeof all, &all) == 0)
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &all)) g_last_cpu = c;
+  if (g_last_cpu > 0)
+    in_child("taskset", child_taskset);
+  else
+    printf("test_placement: one CPU allowed, the taskset case is not tried\n");
+  in_child("--bind none", child_bind_none);
+  in_child("OMP_* set", child_openmp_env);
+}
 
 static void test_threads_and_binding(void) {
   const attn_placement_caches c = attn_placement_query();
@@ -109,6 +239,7 @@ static void test_bandwidth(void) {
 }
 
 int main(void) {
+  test_cpu_set_and_modes();  // first: forks before this process starts OpenMP or hwloc
   test_threads_and_binding();
   test_tiles();
   test_rule();

@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: MIT
+"""attnbench: run and check attnbench's CPU attention kernels on NumPy arrays.
+
+    O[b,h] = softmax(scale · Q[b,h] · K[b,g]ᵀ + mask) · V[b,g],   g = h // (heads // kv_heads)
+
+Tensors are float32, C-contiguous, shaped like kernels/attn.h lays them out:
+    q [batch, heads,    seq_q,  head_dim_qk]
+    k [batch, kv_heads, seq_kv, head_dim_qk]
+    v [batch, kv_heads, seq_kv, head_dim_v ]
+    o [batch, heads,    seq_q,  head_dim_v ]
+Anything NumPy can view without copying is accepted: NumPy arrays, objects with the
+buffer protocol or __array_interface__, and DLPack producers (e.g. PyTorch CPU tensors).
+Nothing is converted silently: a wrong dtype, a non-contiguous view or a shape mismatch
+raises (see the exception classes below). The causal mask is bottom-right aligned (query
+row i sees key j iff j <= i + seq_kv - seq_q); scale defaults to 1/sqrt(head_dim_qk).
+"""
+
+from ._api import (
+    AttnError,
+    CheckResult,
+    DomainError,
+    DtypeError,
+    InvalidOptionError,
+    InvalidProblemError,
+    Kernel,
+    KernelError,
+    KernelMemoryError,
+    KernelUnavailableError,
+    LayoutError,
+    ShapeError,
+    UnknownKernelError,
+    check,
+    check_output,
+    kernel_names,
+    kernels,
+    reference,
+    run,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "AttnError", "CheckResult", "DomainError", "DtypeError", "InvalidOptionError",
+    "InvalidProblemError", "Kernel", "KernelError", "KernelMemoryError",
+    "KernelUnavailableError", "LayoutError", "ShapeError", "UnknownKernelError", "check",
+    "check_output", "kernel_names", "kernels", "reference", "run",
+]

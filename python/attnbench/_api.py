@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: MIT
+"""The Python side of attnbench: array checks, the ctypes calls, errors as exceptions."""
+
+import ctypes
+import operator
+import os
+from typing import NamedTuple, Optional, Tuple
+
+import numpy as np
+
+_LIB_NAME = "libattnbench_py.so"
+_ABI = 1
+# Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
+_OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
+_ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
+_VERDICTS = {0: "pass", 1: "fail", 2: "inconclusive"}
+_CAPS = ((1 << 0, "causal"), (1 << 1, "cross"), (1 << 2, "gqa"), (1 << 3, "dv!=dqk"),
+         (1 << 4, "threads"))
+
+
+# ── Exceptions ───────────────────────────────────────────────────────────────────────
+
+class AttnError(Exception):
+    """Base of every attnbench error; .code is the native status code (0 if none)."""
+
+    def __init__(self, message, code=0):
+        super().__init__(message)
+        self.code = code
+
+
+class DtypeError(AttnError, TypeError):
+    """A tensor is not float32."""
+
+
+class LayoutError(AttnError, ValueError):
+    """A tensor is not C-contiguous, the output is read-only, or it overlaps an input."""
+
+
+class ShapeError(AttnError, ValueError):
+    """A tensor is not 4-D or its shape does not match the others."""
+
+
+class UnknownKernelError(AttnError, LookupError):
+    """No kernel of that name is compiled in (kernels() lists them)."""
+
+
+class KernelUnavailableError(AttnError, RuntimeError):
+    """The kernel needs an ISA this CPU lacks (e.g. avx512f)."""
+
+
+class InvalidProblemError(AttnError, ValueError):
+    """The problem fails attn_problem_validate (sizes, heads % kv_heads, scale)."""
+
+
+class InvalidOptionError(AttnError, ValueError):
+    """threads / tile_q / tile_kv outside their limits (attn_exec_check)."""
+
+
+class DomainError(AttnError, ValueError):
+    """Inputs outside the input domain (non-finite, scores or V sum could overflow)."""
+
+
+class KernelMemoryError(AttnError, MemoryError):
+    """The kernel or the checker could not allocate what it needed."""
+
+
+class KernelError(AttnError, RuntimeError):
+    """A kernel's own error code."""
+
+
+def _raise(code, message):
+    cls = {_ERR_UNKNOWN: UnknownKernelError, _ERR_UNAVAILABLE: KernelUnavailableError,
+           _ERR_INVALID_EXEC: InvalidOptionError, _ERR_INVALID: InvalidProblemError,
+           _ERR_RANGE: DomainError, _ERR_NOMEM: KernelMemoryError}.get(code, KernelError)
+    raise cls(message or f"native error {code}", code)
+
+
+# ── The native library ───────────────────────────────────────────────────────────────
+
+_lib = None
+
+
+def _native():
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = os.environ.get("ATTNBENCH_PY_LIBRARY") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), _LIB_NAME)
+    lib = ctypes.CDLL(path)
+    if lib.attnpy_abi() != _ABI:
+        raise ImportError(f"{path}: native ABI {lib.attnpy_abi()}, this module needs {_ABI}")
+    c_i64p, c_fp, c_dp = (ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float),
+                          ctypes.POINTER(ctypes.c_double))
+    cs, ci, cd, csz = ctypes.c_char_p, ctypes.c_int, ctypes.c_double, ctypes.c_size_t
+    lib.attnpy_kernel_count.restype = csz
+    lib.attnpy_kernel_info.argtypes = [csz, ctypes.POINTER(cs), ctypes.POINTER(cs), cs, csz,
+                                       ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ci), cs,
+                                       csz]
+    lib.attnpy_problem_check.argtypes = [c_i64p, ci, ci, cd, cs, csz]
+    lib.attnpy_run.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, c_fp, c_fp, c_fp, c_fp, cs,
+                               csz]
+    lib.attnpy_check.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, c_fp, c_fp, c_fp, c_fp,
+                                 c_fp, ctypes.POINTER(ci), c_dp, cs, csz]
+    _lib = lib
+    return lib
+
+
+# ── Kernels ──────────────────────────────────────────────────────────────────────────
+
+class Kernel(NamedTuple):
+    name: str            # "<what>__<isa>", e.g. "flash__avx512"
+    summary: str
+    isa: str             # required ISAs, space-separated ("none" for any CPU)
+    caps: Tuple[str, ...]  # natively handled cases: causal, cross, gqa, dv!=dqk, threads
+    available: bool      # this CPU has the ISAs
+    why: str             # why not available ("" when it is)
+
+
+def kernels():
+    """Every compiled-in kernel, in registry order."""
+    lib = _native()
+    out = []
+    for i in range(lib.attnpy_kernel_count()):
+        name, summary = ctypes.c_char_p(), ctypes.c_char_p()
+        isa, why = ctypes.create_string_buffer(64), ctypes.create_string_buffer(128)
+        caps, avail = ctypes.c_uint32(), ctypes.c_int()
+        rc = lib.attnpy_kernel_info(i, ctypes.byref(name), ctypes.byref(summary), isa, 64,
+                                    ctypes.byref(caps), ctypes.byref(avail), why, 128)
+        if rc != _OK:
+            _raise(rc, f"kernel record {i} unreadable")
+        out.append(Kernel(name.value.decode(), summary.value.decode(), isa.value.decode(),
+                          tuple(n for bit, n in _CAPS if caps.value & bit), bool(avail.value),
+                          why.value.decode()))
+    return out
+
+
+def kernel_names(available_only=False):
+    """Kernel names; with available_only, only those this CPU can run."""
+    return [k.name for k in kernels() if k.available or not available_only]
+
+
+# ── Arrays ───────────────────────────────────────────────────────────────────────────
+
+def _view(x, what):
+    """A NumPy view of x (no copy): ndarray, DLPack producer, buffer/array interface."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__") and hasattr(np, "from_dlpack"):
+        try:
+            return np.from_dlpack(x)
+        except (TypeError, RuntimeError, BufferError) as e:
+            raise LayoutError(f"{what}: cannot be viewed through DLPack on the CPU: {e}") from None
+    try:
+        return np.asarray(x)
+    except Exception as e:  # noqa: BLE001 - report what could not be viewed
+        raise DtypeError(f"{what}: {type(x).__name__} is not an array ({e})") from None
+
+
+def _tensor(x, what, writable=False):
+    a = _view(x, what)
+    if a.dtype != np.float32:
+        raise DtypeError(f"{what}: dtype {a.dtype}, expected float32 "
+                         f"(convert with .astype(numpy.float32))")
+    if a.ndim != 4:
+        raise ShapeError(f"{what}: {a.ndim}-D shape {tuple(a.shape)}, expected 4-D "
+                         f"[batch, heads, seq, head_dim]")
+    if not a.flags.c_contiguous:
+        raise LayoutError(f"{what}: not C-contiguous (strides {a.strides}); "
+                          f"pass numpy.ascontiguousarray({what}) or .contiguous()")
+    if writable and not a.flags.writeable:
+        raise LayoutError(f"{what}: read-only")
+    return a
+
+
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
+
+def _problem(q, k, v, causal, scale):
+    """dims for the native calls from the shapes of q, k, v; ShapeError on a mismatch."""
+    q, k, v = _tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v")
+    (b, h, sq, dqk), (bk, hk, skv, dk), (bv, hv, sv, dv) = q.shape, k.shape, v.shape
+    for name, got, want, of in (("k", bk, b, "batch"), ("v", bv, b, "batch"),
+                                ("k", dk, dqk, "head_dim_qk (last axis)"),
+                                ("v", hv, hk, "kv_heads (axis 1)"),
+                                ("v", sv, skv, "seq_kv (axis 2)")):
+        if got != want:
+            ref = "q" if of in ("batch", "head_dim_qk (last axis)") else "k"
+            raise ShapeError(f"{name}: {of} is {got}, {ref} has {want} "
+                             f"(q {q.shape}, k {k.shape}, v {v.shape})")
+    dims = (ctypes.c_int64 * 7)(b, h, hk, sq, skv, dqk, dv)
+    if scale is None:
+        has_scale, sc = 0, 0.0
+    else:
+        try:
+            has_scale, sc = 1, float(scale)
+        except (TypeError, ValueError):
+            raise InvalidProblemError(f"scale: {scale!r} is not a number") from None
+    return q, k, v, dims, 1 if causal else 0, has_scale, sc, (b, h, sq, dv)
+
+
+def _int_option(x, name):
+    try:
+        n = operator.index(x)
+    except TypeError:
+        raise InvalidOptionError(f"{name}: {x!r} is not an integer") from None
+    if not -2**31 <= n < 2**31:
+        raise InvalidOptionError(f"{name}: {n} is out of range")
+    return n
+
+
+def _exec(threads, tile_q, tile_kv):
+    return (_int_option(threads, "threads"), _int_option(tile_q, "tile_q"),
+            _int_option(tile_kv, "tile_kv"))
+
+
+def _name(kernel):
+    """A kernel name (str) or a Kernel record, as bytes for the native calls."""
+    name = kernel.name if isinstance(kernel, Kernel) else kernel
+    if not isinstance(name, str) or "\0" in name:
+        raise UnknownKernelError(f"kernel: {kernel!r} is not a kernel name", _ERR_UNKNOWN)
+    return name.encode()
+
+
+def _output(out, shape, inputs):
+    if out is None:
+        return np.empty(shape, dtype=np.float32)
+    o = _tensor(out, "out", writable=True)
+    if o.shape != shape:
+        raise ShapeError(f"out: shape {o.shape}, expected {shape}")
+    for name, a in zip("qkv", inputs):
+        if np.shares_memory(o, a):
+            raise LayoutError(f"out overlaps {name}")
+    return o
+
+
+# ── run / check ──────────────────────────────────────────────────────────────────────
+
+def run(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0,
+        out=None):
+    """Runs kernel (a name) on q, k, v; returns O (float32 [batch, heads, seq_q, head_dim_v]).
+
+    The options are `attnbench run`'s: causal, scale (default 1/sqrt(head_dim_qk)), threads
+    (0 = OpenMP default), tile_q / tile_kv (0 = kernel default). out, if given, receives O.
+    """
+    q, k, v, dims, c, hs, sc, oshape = _problem(q, k, v, causal, scale)
+    t, tq, tk = _exec(threads, tile_q, tile_kv)
+    o = _output(out, oshape, (q, k, v))
+    err = ctypes.create_string_buffer(512)
+    rc = _native().attnpy_run(_name(kernel), dims, c, hs, sc, t, tq, tk, _ptr(q),
+                              _ptr(k), _ptr(v), _ptr(o), err, len(err))
+    if rc != _OK:
+        _raise(rc, err.value.decode(errors="replace"))
+    return o if out is None else out
+
+
+class CheckResult(NamedTuple):
+    verdict: str          # "pass", "fail" or "inconclusive" (kernels/check/check.h)
+    passed: bool          # verdict == "pass"
+    max_abs_err: float    # max |o - ref|
+    max_rel_err: float    # max |o - ref| / max |ref|
+    worst_ratio: float    # max |o - ref| / tol (a pass needs <= 1)
+    worst_index: int      # flat index into O of the worst element
+    message: str          # "" on pass; what failed or why inconclusive
+
+    def __bool__(self):
+        return self.passed
+
+
+def _check(kernel, q, k, v, o, causal, scale, threads, tile_q, tile_kv, want_ref):
+    q, k, v, dims, c, hs, sc, oshape = _problem(q, k, v, causal, scale)
+    t, tq, tk = _exec(threads, tile_q, tile_kv)
+    if o is not None:
+        o = _tensor(o, "o")
+        if o.shape != oshape:
+            raise ShapeError(f"o: shape {o.shape}, expected {oshape}")
+    ref = np.empty(oshape, dtype=np.float32) if want_ref else None
+    verdict, stats = ctypes.c_int(), (ctypes.c_double * 4)()
+    msg = ctypes.create_string_buffer(512)
+    rc = _native().attnpy_check(None if kernel is None else _name(kernel), dims, c, hs,
+                                sc, t, tq, tk, _ptr(q), _ptr(k), _ptr(v),
+                                None if o is None else _ptr(o),
+                                None if ref is None else _ptr(ref), ctypes.byref(verdict),
+                                stats, msg, len(msg))
+    if rc != _OK:
+        _raise(rc, msg.value.decode(errors="replace"))
+    if want_ref:
+        return ref
+    name = _VERDICTS[verdict.value]
+    return CheckResult(name, name == "pass", stats[0], stats[1], stats[2], int(stats[3]),
+                       msg.value.decode(errors="replace"))
+
+
+def check(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0):
+    """Runs kernel on q, k, v and returns the checker's CheckResult against the float64
+    reference (the tolerance of kernels/check/check.h; `attnbench check`'s verdict).
+    Inputs outside the input domain give verdict "inconclusive", not an exception."""
+    return _check(kernel, q, k, v, None, causal, scale, threads, tile_q, tile_kv, False)
+
+
+def check_output(o, q, k, v, *, causal=False, scale=None):
+    """The checker's CheckResult for an output o computed elsewhere (your own kernel)."""
+    if o is None:
+        raise ShapeError("o: None, expected the output to check")
+    return _check(None, q, k, v, o, causal, scale, 0, 0, 0, False)
+
+
+def reference(q, k, v, *, causal=False, scale=None):
+    """The checker's float64 reference O, rounded to float32."""
+    return _check(None, q, k, v, None, causal, scale, 0, 0, 0, True)
