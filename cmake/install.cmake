@@ -60,7 +60,8 @@ else()
 endif()
 install(EXPORT attnbenchTargets NAMESPACE attnbench:: DESTINATION ${ATTN_CMAKE_DIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/attnbenchConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/gen/attnbenchConfig.cmake INSTALL_DESTINATION ${ATTN_CMAKE_DIR})
+  ${PROJECT_BINARY_DIR}/gen/attnbenchConfig.cmake INSTALL_DESTINATION ${ATTN_CMAKE_DIR}
+  PATH_VARS CMAKE_INSTALL_DATADIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/gen/attnbenchConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/gen/attnbenchConfig.cmake
