@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Kernel plug-ins: shared objects exporting attn_plugin_v1 (attn.h, docs/plugins.md).
-#define _POSIX_C_SOURCE 200809L  // strdup, stat
+#define _DEFAULT_SOURCE  // realpath (with _POSIX_C_SOURCE: strdup, stat)
+#define _POSIX_C_SOURCE 200809L
 #include "plugins.h"
 
 #include <dlfcn.h>
@@ -55,7 +56,15 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
   }
   attn_plugin_entry_fn entry;
   memcpy(&entry, &sym, sizeof entry);  // object pointer -> function pointer (POSIX)
-  if (attn_registry_add(entry(), path, err, err_len) != ATTN_OK) {
+  // The registry records the absolute path (for `list`); messages use the path as given.
+  char *abs = realpath(path, NULL);
+  char why[448];
+  const int rc = attn_registry_add(entry(), abs ? abs : path, why, sizeof why);
+  free(abs);
+  if (rc != ATTN_OK) {
+    // why starts "plug-in <abs path>: "; restate it with the path the user gave.
+    const char *detail = strstr(why, ": ");
+    snprintf(err, err_len, "plug-in %s: %s", path, detail ? detail + 2 : why);
     dlclose(h);
     return -1;
   }
