@@ -12,6 +12,12 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# Objects that join libattnkernels.a from elsewhere (baselines/: the blas kernel) must be
+# position-independent like the rest of it.
+if(TARGET attnblas)
+  set_target_properties(attnblas PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endif()
+
 # The shared library holds every object of the (PIC) static one, so both are the same code
 # and the glob/baselines machinery needs no second list of sources.
 file(WRITE ${PROJECT_BINARY_DIR}/gen/attnkernels_shared.c
