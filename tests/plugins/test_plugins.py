@@ -108,7 +108,10 @@ with tempfile.TemporaryDirectory() as tmp:
             env={"ATTNBENCH_PLUGINS": GOOD})
     expect(p.returncode == 0, f"bench with ATTNBENCH_PLUGINS: rc {p.returncode}: {p.stderr}")
     if p.returncode == 0:
-        runs = [b for b in json.load(open(res))["benchmarks"] if b.get("run_type") == "iteration"]
+        doc = json.load(open(res))
+        expect(doc["context"].get("plugins") == f"{KERNEL}={os.path.realpath(GOOD)}",
+               f"results context 'plugins': {doc['context'].get('plugins')!r}")
+        runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
         expect(len(runs) == 2 and all(b["name"].startswith(KERNEL + "/") and b["real_time"] > 0
                                       and "error_occurred" not in b for b in runs),
                f"bench results for {KERNEL}: {runs}")
