@@ -79,8 +79,10 @@ flags = ["-Wall", "-Wextra", "-Werror"]
 if A.sanitize:  # the example must be built like the library it links
     flags += [f"-fsanitize={A.sanitize}", "-fno-omit-frame-pointer"]
 ex = os.path.join(A.work, "example")
-sh(A.cmake, "-S", os.path.join(A.source, "examples"), "-B", ex, f"-DCMAKE_PREFIX_PATH={prefix}",
-   f"-DCMAKE_C_COMPILER={A.cc}", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_C_FLAGS={' '.join(flags)}")
+conf = sh(A.cmake, "-S", os.path.join(A.source, "examples"), "-B", ex, f"-DCMAKE_PREFIX_PATH={prefix}",
+          f"-DCMAKE_C_COMPILER={A.cc}", "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_C_FLAGS={' '.join(flags)}")
+want = f"attnbench {A.version}: CLI {exe}, data {share}"
+expect(want in conf.stdout, f"the package's variables: want {want!r} in\n{conf.stdout}")
 sh(A.cmake, "--build", ex)
 plugin = os.path.join(ex, "example_plugin.so")
 expect(os.path.isfile(plugin), "the example did not build example_plugin.so")
