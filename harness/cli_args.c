@@ -76,6 +76,9 @@ void cli_print_help(const cli_spec *spec, FILE *f) {
     snprintf(left, sizeof left, "--%s*=VALUE", spec->passthrough_prefix);
     fprintf(f, "  %-22s %s\n", left, "passed through unchanged (value in the same token)");
   }
+  // Global (main.c, plugins.h): taken out of argv before the command parses it.
+  fprintf(f, "  %-22s %s\n", "--plugin PATH",
+          "load kernels from a plug-in .so (any command; repeatable; also ATTNBENCH_PLUGINS)");
   fprintf(f, "  %-22s %s\n", "-h, --help", "show this help and exit");
   if (spec->epilog) fprintf(f, "\n%s\n", spec->epilog);
 }

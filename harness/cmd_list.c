@@ -4,7 +4,9 @@
 // <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x32 pv6x64"
 // (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
 // "scalar" for portable C, "-" when the kernel does not declare them.
-// Unavailable kernels are listed, not hidden. `--json` prints the same as a JSON array.
+// Unavailable kernels are listed, not hidden. Plug-in kernels (--plugin, docs/plugins.md)
+// end their line with "[plug-in: PATH]"; in JSON "plugin" is that path, null for built-ins.
+// `--json` prints the same as a JSON array.
 #include <stdio.h>
 #include <string.h>
 
@@ -88,6 +90,12 @@ static void print_json(bool only_available) {
            k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols);
     printf(", \"summary\": ");
     json_string(stdout, k->summary);
+    const char *origin = attn_kernel_origin(k);
+    printf(", \"plugin\": ");
+    if (origin)
+      json_string(stdout, origin);
+    else
+      printf("null");
     printf("}");
   }
   printf("%s]\n", first ? "" : "\n");
@@ -108,10 +116,11 @@ int cmd_list(int argc, char **argv) {
   const cli_spec spec = {
       .command = "list",
       .summary =
-          "List every compiled kernel: name, availability on this CPU, natively handled\n"
-          "cases (causal, cross, gqa, dv!=dqk, threads), vector width and register\n"
-          "tiles (w16 qk8x32 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V tile\n"
-          "6 rows x 64 columns) and a one-line summary.\n"
+          "List every kernel (built-in, then plug-in): name, availability on this CPU,\n"
+          "natively handled cases (causal, cross, gqa, dv!=dqk, threads), vector width and\n"
+          "register tiles (w16 qk8x32 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V\n"
+          "tile 6 rows x 64 columns) and a one-line summary; plug-in kernels end with\n"
+          "[plug-in: PATH].\n"
           "Every kernel accepts every valid problem; the flags say which cases it\n"
           "handles natively rather than by a general path.",
       .epilog = "example:\n  attnbench list\n  attnbench list --available --json",
@@ -144,8 +153,10 @@ int cmd_list(int argc, char **argv) {
         for (int c = 0; c < 4; c++)
           if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
       } else {
-        printf("%-*s  %-*s  %-*s  %-*s  %s\n", w[0], col[0], w[1], col[1], w[2], col[2], w[3],
-               col[3], k->summary);
+        const char *origin = attn_kernel_origin(k);
+        printf("%-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2], col[2], w[3],
+               col[3], k->summary, origin ? " [plug-in: " : "", origin ? origin : "",
+               origin ? "]" : "");
       }
     }
   }

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // attnbench — entry point: `attnbench <command> [options]`. The command table is
-// generated from commands.def; each command lives in harness/cmd_<name>.c.
+// generated from commands.def; each command lives in harness/cmd_<name>.c. The global
+// option --plugin (and ATTNBENCH_PLUGINS) is handled here, before dispatch (plugins.h).
 #include <stdio.h>
 #include <string.h>
 
 #include "attn.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "plugins.h"
 
 #ifndef ATTNBENCH_VERSION
 #define ATTNBENCH_VERSION "unknown"
@@ -30,7 +32,12 @@ static void usage(FILE *f) {
           "usage: attnbench <command> [options]\n"
           "       attnbench <command> --help\n\n"
           "CPU attention kernels: correctness checks and benchmarks.\n\ncommands:\n");
-  for (int i = 0; i < kNumCommands; i++) fprintf(f, "  %-10s %s\n", kCommands[i].name, kCommands[i].help);
+  for (int i = 0; i < kNumCommands; i++)
+    fprintf(f, "  %-10s %s\n", kCommands[i].name, kCommands[i].help);
+  fprintf(f,
+          "\nglobal options (any command):\n"
+          "  --plugin PATH      load kernels from a plug-in shared object (repeatable; also\n"
+          "                     ATTNBENCH_PLUGINS=a.so:b.so); see docs/plugins.md\n");
   fprintf(f, "\nexit codes: 0 success, 1 failure (bad input, failed check), 2 bad command line\n");
 }
 
@@ -78,5 +85,9 @@ int main(int argc, char **argv) {
     usage(stderr);
     return ATTNBENCH_EXIT_USAGE;
   }
+  // Plug-ins join the registry before any command runs (docs/plugins.md): every command
+  // then sees their kernels exactly like the built-ins. --plugin is taken out of argv here.
+  int rc = attn_plugins_from_args(&argc, argv);
+  if (rc != ATTNBENCH_EXIT_OK) return rc;
   return c->run(argc - 1, argv + 1);
 }

@@ -195,10 +195,11 @@ typedef struct attn_kernel {
 
 // ── The registry ────────────────────────────────────────────────────────────────────
 
-// All kernels compiled into this build, in attn_registry.def order.
+// All kernels compiled into this build, in attn_registry.def order, then the plug-in
+// kernels in the order they were added (attn_registry_add below).
 size_t attn_kernel_count(void);
 const attn_kernel *attn_kernel_at(size_t i);
-// NULL if no compiled kernel has that name.
+// NULL if no kernel (built-in or plug-in) has that name.
 const attn_kernel *attn_kernel_find(const char *name);
 // True if the running CPU has every feature the kernel requires. Otherwise false and,
 // if why != NULL, a reason like "needs avx512f".
@@ -214,6 +215,56 @@ int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exe
 
 // Workspace size for (k, p, exec): 0 when the kernel has no workspace function.
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);
+
+// ── Plug-ins: kernels registered at run time (docs/plugins.md) ──────────────────────
+//
+// A plug-in is a shared object exporting, with C linkage, the one entry point
+//
+//     const attn_plugin *attn_plugin_v1(void);       // name: ATTN_PLUGIN_ENTRY
+//
+// returning a static description of its kernels. The host (attnbench --plugin PATH,
+// ATTNBENCH_PLUGINS) loads it and passes the description to attn_registry_add. Its kernels
+// then sit after the built-ins in the one registry: attn_kernel_count/at/find see them,
+// and every command checks, runs and benchmarks them like the built-ins.
+//
+// ABI: abi_version must equal ATTN_PLUGIN_ABI_VERSION and record_size sizeof(attn_kernel)
+// of the header the plug-in was compiled with; the version is bumped on any change to
+// attn_kernel, attn_problem, attn_exec or the entry point's signature.
+#define ATTN_PLUGIN_ABI_VERSION 1u
+#define ATTN_PLUGIN_ENTRY "attn_plugin_v1"
+
+typedef struct attn_plugin {
+  uint32_t abi_version;               // ATTN_PLUGIN_ABI_VERSION
+  uint32_t record_size;               // sizeof(attn_kernel)
+  size_t count;                       // number of records in kernels (>= 1)
+  const attn_kernel *const *kernels;  // count records; must outlive the process
+} attn_plugin;
+
+typedef const attn_plugin *(*attn_plugin_entry_fn)(void);
+
+// The longest kernel name the registry accepts (built-ins and plug-ins).
+#define ATTN_KERNEL_NAME_MAX 64
+
+// Checks one record on its own: name of 1..ATTN_KERNEL_NAME_MAX characters from
+// [A-Za-z0-9_.-], summary not NULL, run not NULL, required_isa and caps only known
+// ATTN_ISA_* / ATTN_CAP_* bits, vec_width and tile sizes >= 0. Returns true if valid;
+// otherwise false and a one-line reason naming the field in err.
+bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len);
+
+// Adds a plug-in's kernels to the registry, all or none. origin names the plug-in (its
+// file path) in messages and in attn_kernel_origin; it is copied. Refuses, with a
+// one-line message in err and the registry unchanged: plugin == NULL, an ABI or record
+// size mismatch, count == 0 or kernels == NULL, a NULL record, an invalid record
+// (attn_kernel_validate), a name repeated within the plug-in, a name that shadows a
+// built-in kernel or one added earlier. Returns ATTN_OK, ATTN_ERR_INVALID or
+// ATTN_ERR_NOMEM. Not thread-safe: call at start-up, before kernels run.
+int attn_registry_add(const attn_plugin *plugin, const char *origin, char *err, size_t err_len);
+
+// Number of built-in (compiled-in) kernels; indices >= this in attn_kernel_at are plug-ins.
+size_t attn_builtin_count(void);
+
+// NULL for a built-in kernel; the origin given to attn_registry_add for a plug-in kernel.
+const char *attn_kernel_origin(const attn_kernel *k);
 
 // ── CPU features ────────────────────────────────────────────────────────────────────
 

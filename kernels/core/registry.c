@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The kernel table, generated from attn_registry.def, plus the checked call path.
+// The kernel table, generated from attn_registry.def, the plug-in kernels added at run
+// time after it (attn_registry_add), and the checked call path.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,20 +36,137 @@ static const attn_kernel *const kTable[] = {
 #undef ATTN_KERNEL
 };
 
+enum { kBuiltins = sizeof kTable / sizeof kTable[0] };
+
+// Plug-in kernels, after the built-ins: kPlugins[i] came from the plug-in kOrigins[i].
+// Grown by attn_registry_add only (start-up, one thread); never shrunk, since records
+// live in the loaded objects for the rest of the process.
+static const attn_kernel **kPlugins;
+static const char **kOrigins;
+static size_t kNumPlugins;
+
+size_t attn_builtin_count(void) {
+  return kBuiltins;
+}
+
 size_t attn_kernel_count(void) {
-  return sizeof kTable / sizeof kTable[0];
+  return kBuiltins + kNumPlugins;
 }
 
 const attn_kernel *attn_kernel_at(size_t i) {
-  return i < attn_kernel_count() ? kTable[i] : NULL;
+  if (i < kBuiltins) return kTable[i];
+  return i - kBuiltins < kNumPlugins ? kPlugins[i - kBuiltins] : NULL;
 }
 
 const attn_kernel *attn_kernel_find(const char *name) {
   if (!name) return NULL;
   for (size_t i = 0; i < attn_kernel_count(); i++)
-    if (strcmp(kTable[i]->name, name) == 0) return kTable[i];
+    if (strcmp(attn_kernel_at(i)->name, name) == 0) return attn_kernel_at(i);
   return NULL;
 }
+
+const char *attn_kernel_origin(const attn_kernel *k) {
+  for (size_t i = 0; i < kNumPlugins; i++)
+    if (kPlugins[i] == k) return kOrigins[i];
+  return NULL;
+}
+
+#define ATTN_FAIL(...)                                       \
+  do {                                                       \
+    if (err && err_len) snprintf(err, err_len, __VA_ARGS__); \
+    return false;                                            \
+  } while (0)
+
+bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
+  if (!k) ATTN_FAIL("the kernel record is NULL");
+  if (!k->name) ATTN_FAIL("a kernel record has a NULL name");
+  const size_t len = strlen(k->name);
+  if (len == 0) ATTN_FAIL("a kernel record has an empty name");
+  if (len > ATTN_KERNEL_NAME_MAX)
+    ATTN_FAIL("kernel name '%.20s...' is longer than %d characters", k->name, ATTN_KERNEL_NAME_MAX);
+  for (size_t i = 0; i < len; i++) {
+    const char c = k->name[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) ATTN_FAIL("kernel name '%s' has a character outside [A-Za-z0-9_.-]", k->name);
+  }
+  if (!k->summary) ATTN_FAIL("kernel %s: summary is NULL", k->name);
+  if (!k->run) ATTN_FAIL("kernel %s: run (the entry point) is NULL", k->name);
+  const uint32_t isa_known = ATTN_ISA_AVX2 | ATTN_ISA_AVX512F | ATTN_ISA_NEON;
+  if (k->required_isa & ~isa_known)
+    ATTN_FAIL("kernel %s: required_isa 0x%x has unknown bits 0x%x (see ATTN_ISA_*)", k->name,
+              (unsigned)k->required_isa, (unsigned)(k->required_isa & ~isa_known));
+  const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS;
+  if (k->caps & ~caps_known)
+    ATTN_FAIL("kernel %s: caps 0x%x has unknown bits 0x%x (see ATTN_CAP_*)", k->name,
+              (unsigned)k->caps, (unsigned)(k->caps & ~caps_known));
+  if (k->vec_width < 0 || k->qk_rows < 0 || k->qk_cols < 0 || k->pv_rows < 0 || k->pv_cols < 0)
+    ATTN_FAIL("kernel %s: vec_width and the register tiles must be >= 0", k->name);
+  if (err && err_len) err[0] = '\0';
+  return true;
+}
+
+#undef ATTN_FAIL
+#define ATTN_FAIL(code, ...)                                 \
+  do {                                                       \
+    if (err && err_len) snprintf(err, err_len, __VA_ARGS__); \
+    return code;                                             \
+  } while (0)
+
+int attn_registry_add(const attn_plugin *pl, const char *origin, char *err, size_t err_len) {
+  if (!origin) origin = "(unnamed plug-in)";
+  if (!pl) ATTN_FAIL(ATTN_ERR_INVALID, "plug-in %s: the entry point returned NULL", origin);
+  if (pl->abi_version != ATTN_PLUGIN_ABI_VERSION)
+    ATTN_FAIL(
+        ATTN_ERR_INVALID,
+        "plug-in %s: ABI version %u, this attnbench needs %u (rebuild it against this attn.h)",
+        origin, (unsigned)pl->abi_version, (unsigned)ATTN_PLUGIN_ABI_VERSION);
+  if (pl->record_size != sizeof(attn_kernel))
+    ATTN_FAIL(ATTN_ERR_INVALID,
+              "plug-in %s: kernel record size %u, this attnbench needs %zu (rebuild it against "
+              "this attn.h)",
+              origin, (unsigned)pl->record_size, sizeof(attn_kernel));
+  if (pl->count == 0 || !pl->kernels)
+    ATTN_FAIL(ATTN_ERR_INVALID, "plug-in %s: declares no kernels", origin);
+  char why[192];
+  for (size_t i = 0; i < pl->count; i++) {
+    const attn_kernel *k = pl->kernels[i];
+    if (!k) ATTN_FAIL(ATTN_ERR_INVALID, "plug-in %s: kernel record %zu is NULL", origin, i);
+    if (!attn_kernel_validate(k, why, sizeof why))
+      ATTN_FAIL(ATTN_ERR_INVALID, "plug-in %s: record %zu: %s", origin, i, why);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(pl->kernels[j]->name, k->name) == 0)
+        ATTN_FAIL(ATTN_ERR_INVALID, "plug-in %s: kernel name '%s' appears twice", origin, k->name);
+    const attn_kernel *prev = attn_kernel_find(k->name);
+    if (prev) {
+      const char *o = attn_kernel_origin(prev);
+      if (o)
+        ATTN_FAIL(ATTN_ERR_INVALID, "plug-in %s: kernel '%s' is already registered by plug-in %s",
+                  origin, k->name, o);
+      ATTN_FAIL(ATTN_ERR_INVALID,
+                "plug-in %s: kernel '%s' shadows the built-in kernel of that name", origin,
+                k->name);
+    }
+  }
+  const size_t n = kNumPlugins + pl->count;
+  const attn_kernel **kp = realloc(kPlugins, n * sizeof *kp);
+  if (kp) kPlugins = kp;
+  const char **ko = kp ? realloc(kOrigins, n * sizeof *ko) : NULL;
+  if (ko) kOrigins = ko;
+  const size_t olen = strlen(origin) + 1;
+  char *copy = ko ? malloc(olen) : NULL;
+  if (!copy) ATTN_FAIL(ATTN_ERR_NOMEM, "plug-in %s: out of memory registering its kernels", origin);
+  memcpy(copy, origin, olen);
+  for (size_t i = 0; i < pl->count; i++) {
+    kPlugins[kNumPlugins + i] = pl->kernels[i];
+    kOrigins[kNumPlugins + i] = copy;  // shared by the plug-in's records; lives to exit
+  }
+  kNumPlugins = n;
+  if (err && err_len) err[0] = '\0';
+  return ATTN_OK;
+}
+
+#undef ATTN_FAIL
 
 bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len) {
   const uint32_t missing = k->required_isa & ~attn_cpu_features();

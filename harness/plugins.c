@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// Kernel plug-ins: shared objects exporting attn_plugin_v1 (attn.h, docs/plugins.md).
+#define _DEFAULT_SOURCE  // realpath (with _POSIX_C_SOURCE: strdup, stat)
+#define _POSIX_C_SOURCE 200809L
+#include "plugins.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attn.h"
+#include "cli_args.h"
+#include "gbench/gbench.h"
+
+int attn_plugin_load(const char *path, char *err, size_t err_len) {
+  struct stat st;
+  if (!path || !*path) {
+    snprintf(err, err_len, "plug-in path is empty");
+    return -1;
+  }
+  if (stat(path, &st) != 0) {
+    snprintf(err, err_len, "plug-in %s: no such file", path);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, err_len, "plug-in %s: not a regular file", path);
+    return -1;
+  }
+  // dlopen searches the library path for names without a '/'; a plug-in is a file.
+  char *file = NULL;
+  if (!strchr(path, '/')) {
+    file = malloc(strlen(path) + 3);
+    if (!file) {
+      snprintf(err, err_len, "plug-in %s: out of memory", path);
+      return -1;
+    }
+    memcpy(file, "./", 2);
+    memcpy(file + 2, path, strlen(path) + 1);
+  }
+  void *h = dlopen(file ? file : path, RTLD_NOW | RTLD_LOCAL);
+  free(file);
+  if (!h) {
+    const char *why = dlerror();
+    snprintf(err, err_len, "plug-in %s: cannot load it as a shared object: %s", path,
+             why ? why : "unknown error");
+    return -1;
+  }
+  dlerror();
+  void *sym = dlsym(h, ATTN_PLUGIN_ENTRY);
+  if (!sym) {
+    snprintf(err, err_len, "plug-in %s: no entry point %s() (see docs/plugins.md)", path,
+             ATTN_PLUGIN_ENTRY);
+    dlclose(h);
+    return -1;
+  }
+  attn_plugin_entry_fn entry;
+  memcpy(&entry, &sym, sizeof entry);  // object pointer -> function pointer (POSIX)
+  // The registry records the absolute path (for `list`); messages use the path as given.
+  char *abs = realpath(path, NULL);
+  char why[448];
+  const int rc = attn_registry_add(entry(), abs ? abs : path, why, sizeof why);
+  free(abs);
+  if (rc != ATTN_OK) {
+    // why starts "plug-in <abs path>: "; restate it with the path the user gave.
+    const char *detail = strstr(why, ": ");
+    snprintf(err, err_len, "plug-in %s: %s", path, detail ? detail + 2 : why);
+    dlclose(h);
+    return -1;
+  }
+  return 0;  // stays loaded: the registry points into it
+}
+
+// The results context (bench) says where each plug-in kernel came from:
+//   "plugins": "example__scalar=/abs/example_plugin.so, other=/abs/b.so"
+static void record_in_context(void) {
+  size_t len = 1;
+  for (size_t i = attn_builtin_count(); i < attn_kernel_count(); i++)
+    len += strlen(attn_kernel_at(i)->name) + strlen(attn_kernel_origin(attn_kernel_at(i))) + 3;
+  if (len == 1) return;
+  char *buf = malloc(len), *at = buf;
+  if (!buf) return;  // the context is informational; the kernels are registered
+  for (size_t i = attn_builtin_count(); i < attn_kernel_count(); i++) {
+    const attn_kernel *k = attn_kernel_at(i);
+    at += sprintf(at, "%s%s=%s", at == buf ? "" : ", ", k->name, attn_kernel_origin(k));
+  }
+  attn_gb_add_context("plugins", buf);
+  free(buf);
+}
+
+int attn_plugins_from_args(int *argc, char **argv) {
+  const char *paths[CLI_LIST_MAX];
+  size_t n = 0;
+  int out = 1;
+  bool rest = false;
+  for (int i = 1; i < *argc; i++) {
+    const char *a = argv[i];
+    if (!rest && strcmp(a, "--") == 0) rest = true;
+    const char *value = NULL;
+    if (!rest && strcmp(a, "--plugin") == 0) {
+      if (i + 1 >= *argc) {
+        fprintf(stderr, "attnbench: --plugin needs a value (PATH of a plug-in .so)\n");
+        return ATTNBENCH_EXIT_USAGE;
+      }
+      value = argv[++i];
+    } else if (!rest && strncmp(a, "--plugin=", 9) == 0) {
+      value = a + 9;
+    } else {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (!*value) {
+      fprintf(stderr, "attnbench: --plugin needs a value (PATH of a plug-in .so)\n");
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    if (n == CLI_LIST_MAX) {
+      fprintf(stderr, "attnbench: more than %d --plugin options\n", CLI_LIST_MAX);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    paths[n++] = value;
+  }
+  argv[out] = NULL;
+  *argc = out;
+
+  char err[512];
+  const char *env = getenv("ATTNBENCH_PLUGINS");
+  if (env && *env) {
+    char *list = strdup(env);
+    if (!list) {
+      fprintf(stderr, "attnbench: out of memory reading ATTNBENCH_PLUGINS\n");
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    for (char *s = list, *next; s; s = next) {
+      next = strchr(s, ':');
+      if (next) *next++ = '\0';
+      if (!*s) continue;
+      if (attn_plugin_load(s, err, sizeof err) != 0) {
+        fprintf(stderr, "attnbench: %s (from ATTNBENCH_PLUGINS)\n", err);
+        free(list);
+        return ATTNBENCH_EXIT_FAILURE;
+      }
+    }
+    free(list);  // the registry copied the origins
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (attn_plugin_load(paths[i], err, sizeof err) != 0) {
+      fprintf(stderr, "attnbench: %s\n", err);
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+  }
+  record_in_context();
+  return ATTNBENCH_EXIT_OK;
+}
