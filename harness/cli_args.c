@@ -37,7 +37,9 @@ bool cli_parse_double(const char *s, double *out) {
 }
 
 int cli_exit_code(cli_status st) {
-  return st == CLI_HELP ? ATTNBENCH_EXIT_OK : st == CLI_ERROR ? ATTNBENCH_EXIT_USAGE : ATTNBENCH_EXIT_OK;
+  return st == CLI_HELP    ? ATTNBENCH_EXIT_OK
+         : st == CLI_ERROR ? ATTNBENCH_EXIT_USAGE
+                           : ATTNBENCH_EXIT_OK;
 }
 
 static bool takes_value(const cli_option *o) {
@@ -68,7 +70,8 @@ void cli_print_help(const cli_spec *spec, FILE *f) {
     if (o->required) fprintf(f, " (required)");
     if (o->kind == CLI_STRING_LIST) fprintf(f, " (repeatable)");
     if (o->kind == CLI_INT_LIST) fprintf(f, " (repeatable, or comma-separated)");
-    if ((o->kind == CLI_INT || o->kind == CLI_INT64 || o->kind == CLI_INT_LIST) && (o->min || o->max))
+    if ((o->kind == CLI_INT || o->kind == CLI_INT64 || o->kind == CLI_INT_LIST) &&
+        (o->min || o->max))
       fprintf(f, " [%lld..%lld]", (long long)o->min, (long long)o->max);
     fputc('\n', f);
   }
@@ -83,12 +86,12 @@ void cli_print_help(const cli_spec *spec, FILE *f) {
   if (spec->epilog) fprintf(f, "\n%s\n", spec->epilog);
 }
 
-#define CLI_FAIL(...)                                   \
-  do {                                                  \
-    fprintf(stderr, "attnbench %s: ", spec->command);   \
-    fprintf(stderr, __VA_ARGS__);                       \
+#define CLI_FAIL(...)                                                 \
+  do {                                                                \
+    fprintf(stderr, "attnbench %s: ", spec->command);                 \
+    fprintf(stderr, __VA_ARGS__);                                     \
     fprintf(stderr, " (see 'attnbench %s --help')\n", spec->command); \
-    return CLI_ERROR;                                   \
+    return CLI_ERROR;                                                 \
   } while (0)
 
 // Stores one value; returns CLI_OK or CLI_ERROR (message printed).
@@ -104,7 +107,8 @@ static cli_status store(const cli_spec *spec, const cli_option *o, const char *v
       if (!cli_parse_i64(val, INT64_MIN, INT64_MAX, &v))
         CLI_FAIL("--%s expects an integer, got '%s'", o->name, val);
       if (v < lo || v > hi)
-        CLI_FAIL("--%s %s is out of range [%lld, %lld]", o->name, val, (long long)lo, (long long)hi);
+        CLI_FAIL("--%s %s is out of range [%lld, %lld]", o->name, val, (long long)lo,
+                 (long long)hi);
       if (o->kind == CLI_INT)
         *(int *)o->dest = (int)v;
       else
@@ -140,8 +144,10 @@ static cli_status store(const cli_spec *spec, const cli_option *o, const char *v
         if (!cli_parse_i64(item, INT64_MIN, INT64_MAX, &v))
           CLI_FAIL("--%s expects integers, got '%s' in '%s'", o->name, item, val);
         if (v < lo || v > hi)
-          CLI_FAIL("--%s %s is out of range [%lld, %lld]", o->name, item, (long long)lo, (long long)hi);
-        if (l->count >= CLI_LIST_MAX) CLI_FAIL("--%s has more than %d values", o->name, CLI_LIST_MAX);
+          CLI_FAIL("--%s %s is out of range [%lld, %lld]", o->name, item, (long long)lo,
+                   (long long)hi);
+        if (l->count >= CLI_LIST_MAX)
+          CLI_FAIL("--%s has more than %d values", o->name, CLI_LIST_MAX);
         l->items[l->count++] = v;
         if (!comma) break;
         p = comma + 1;
@@ -151,7 +157,8 @@ static cli_status store(const cli_spec *spec, const cli_option *o, const char *v
     case CLI_STRING_LIST: {
       cli_list *l = o->dest;
       if (!*val) CLI_FAIL("--%s expects a non-empty value", o->name);
-      if (l->count >= CLI_LIST_MAX) CLI_FAIL("--%s given more than %d times", o->name, CLI_LIST_MAX);
+      if (l->count >= CLI_LIST_MAX)
+        CLI_FAIL("--%s given more than %d times", o->name, CLI_LIST_MAX);
       l->items[l->count++] = val;
       return CLI_OK;
     }
@@ -190,7 +197,8 @@ cli_status cli_parse(const cli_spec *spec, int argc, char **argv) {
     if (arg[1] != '-') CLI_FAIL("unknown option '%s' (options are long, e.g. --help)", arg);
     if (spec->passthrough && spec->passthrough_prefix &&
         strncmp(arg + 2, spec->passthrough_prefix, strlen(spec->passthrough_prefix)) == 0) {
-      if (spec->passthrough->count >= CLI_LIST_MAX) CLI_FAIL("too many --%s* options", spec->passthrough_prefix);
+      if (spec->passthrough->count >= CLI_LIST_MAX)
+        CLI_FAIL("too many --%s* options", spec->passthrough_prefix);
       spec->passthrough->items[spec->passthrough->count++] = arg;
       continue;
     }
@@ -208,7 +216,8 @@ cli_status cli_parse(const cli_spec *spec, int argc, char **argv) {
       }
     }
     if (!o) CLI_FAIL("unknown option '--%.*s'", (int)name_len, name);
-    if (seen[idx] && o->kind != CLI_STRING_LIST && o->kind != CLI_INT_LIST) CLI_FAIL("option --%s given more than once", o->name);
+    if (seen[idx] && o->kind != CLI_STRING_LIST && o->kind != CLI_INT_LIST)
+      CLI_FAIL("option --%s given more than once", o->name);
     seen[idx]++;
     const char *val = NULL;
     if (!takes_value(o)) {
@@ -226,6 +235,7 @@ cli_status cli_parse(const cli_spec *spec, int argc, char **argv) {
     if (o->given) *o->given = true;
   }
   for (size_t j = 0; j < spec->n_options; j++)
-    if (spec->options[j].required && !seen[j]) CLI_FAIL("missing required option --%s", spec->options[j].name);
+    if (spec->options[j].required && !seen[j])
+      CLI_FAIL("missing required option --%s", spec->options[j].name);
   return CLI_OK;
 }

@@ -17,7 +17,8 @@
 //   const cli_option opts[] = {
 //     {.name = "kernel", .kind = CLI_STRING_LIST, .dest = &kernels, .metavar = "NAME",
 //      .help = "check only this kernel (repeatable)"},
-//     {.name = "threads", .kind = CLI_INT, .dest = &threads, .min = 0, .max = ATTN_MAX_THREADS, ...},
+//     {.name = "threads", .kind = CLI_INT, .dest = &threads, .min = 0, .max = ATTN_MAX_THREADS,
+//     ...},
 //   };
 //   const cli_spec spec = {.command = "check", .summary = "...", .options = opts,
 //                          .n_options = sizeof opts / sizeof opts[0]};
@@ -66,7 +67,7 @@ typedef struct cli_int_list {
 } cli_int_list;
 
 typedef struct cli_option {
-  const char *name;     // long name without the leading "--"
+  const char *name;  // long name without the leading "--"
   cli_kind kind;
   void *dest;           // see cli_kind
   const char *metavar;  // value placeholder in help ("N", "PATH"); ignored for flags
@@ -78,9 +79,9 @@ typedef struct cli_option {
 } cli_option;
 
 typedef struct cli_spec {
-  const char *command;   // subcommand name, used in messages: "attnbench <command>: ..."
-  const char *summary;   // one line under the usage line
-  const char *epilog;    // optional text after the option list (examples, notes)
+  const char *command;  // subcommand name, used in messages: "attnbench <command>: ..."
+  const char *summary;  // one line under the usage line
+  const char *epilog;   // optional text after the option list (examples, notes)
   const cli_option *options;
   size_t n_options;
   // Positional arguments: rejected unless positional != NULL, in which case up to

@@ -28,9 +28,9 @@
 #include "bench/point.h"
 #include "cli_args.h"
 #include "commands.h"
-#include "placement.h"
 #include "fileio.h"
 #include "gbench/gbench.h"
+#include "placement.h"
 #include "topology.h"
 #include "util.h"
 

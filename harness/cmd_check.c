@@ -30,9 +30,9 @@
 #include "check_report.h"
 #include "cli_args.h"
 #include "commands.h"
-#include "placement.h"
 #include "fileio.h"
 #include "npy.h"
+#include "placement.h"
 #include "qkv_inputs.h"
 #include "util.h"
 

@@ -4,19 +4,18 @@
 //   SIMD-related CPU flags, and
 //   the measured FP32 FMA peak in GFLOP/s per available ISA for 1 thread and for all
 //   threads (harness/peak/peak.h). `--no-peak` skips the ~1–2 s measurement.
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "attn.h"
 #include "cli_args.h"
-#include "topology.h"
 #include "commands.h"
-#include "placement.h"
 #include "cpu_ident.h"
-#include "peak.h"
 #include "info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
+#include "peak.h"
+#include "placement.h"
+#include "topology.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -29,7 +28,8 @@ static void cpu_model(char *buf, size_t len) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned r[12];
   if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
-    for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+    for (unsigned i = 0; i < 3; i++)
+      __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
     char brand[49];
     memcpy(brand, r, 48);
     brand[48] = '\0';
@@ -57,7 +57,8 @@ static void cpu_model(char *buf, size_t len) {
       fclose(f);
       return;
     }
-    if (strncmp(line, "CPU implementer", 15) == 0 && !impl[0]) snprintf(impl, sizeof impl, "%s", val);
+    if (strncmp(line, "CPU implementer", 15) == 0 && !impl[0])
+      snprintf(impl, sizeof impl, "%s", val);
     if (strncmp(line, "CPU part", 8) == 0 && !part[0]) snprintf(part, sizeof part, "%s", val);
   }
   fclose(f);
@@ -69,9 +70,9 @@ static void cpu_model(char *buf, size_t len) {
 // avx512_bf16". Empty if unavailable.
 static void cpu_flags(char *buf, size_t len) {
   static const char *const kInteresting[] = {
-      "sse4_2", "fma", "avx2", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512_bf16",
-      "avx512_fp16", "avx512_vnni", "amx_tile", "asimd", "asimdhp", "asimddp", "sve", "sve2",
-      "bf16", "i8mm"};
+      "sse4_2",   "fma",         "avx2",        "avx512f",     "avx512dq", "avx512bw",
+      "avx512vl", "avx512_bf16", "avx512_fp16", "avx512_vnni", "amx_tile", "asimd",
+      "asimdhp",  "asimddp",     "sve",         "sve2",        "bf16",     "i8mm"};
   buf[0] = '\0';
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
@@ -111,15 +112,18 @@ static uint32_t compiled_isas(void) {
 int cmd_info(int argc, char **argv) {
   bool no_peak = false;
   const cli_option opts[] = {
-      {.name = "no-peak", .kind = CLI_FLAG, .dest = &no_peak,
+      {.name = "no-peak",
+       .kind = CLI_FLAG,
+       .dest = &no_peak,
        .help = "skip the FMA peak measurement (takes 1-2 s)"},
   };
   const cli_spec spec = {
       .command = "info",
-      .summary = "Print the CPU model, the SIMD ISAs found, and this machine's measured FP32\n"
-                 "FMA peak (GFLOP/s) per available ISA for 1 thread and all threads: the\n"
-                 "yardstick for '% of peak' figures. Peaks are measured (independent FMA\n"
-                 "chains covering latency x ports), not computed from a spec sheet.",
+      .summary =
+          "Print the CPU model, the SIMD ISAs found, and this machine's measured FP32\n"
+          "FMA peak (GFLOP/s) per available ISA for 1 thread and all threads: the\n"
+          "yardstick for '% of peak' figures. Peaks are measured (independent FMA\n"
+          "chains covering latency x ports), not computed from a spec sheet.",
       .epilog = "example:\n  attnbench info",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
@@ -165,7 +169,10 @@ int cmd_info(int argc, char **argv) {
   static const struct {
     uint32_t bit;
     const char *name;
-  } rows[] = {{0, "scalar"}, {ATTN_ISA_AVX2, "avx2"}, {ATTN_ISA_AVX512F, "avx512f"}, {ATTN_ISA_NEON, "neon"}};
+  } rows[] = {{0, "scalar"},
+              {ATTN_ISA_AVX2, "avx2"},
+              {ATTN_ISA_AVX512F, "avx512f"},
+              {ATTN_ISA_NEON, "neon"}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     if (rows[i].bit && !((isa & compiled_isas()) & rows[i].bit)) continue;
     const double one = attn_peak_fma_gflops(rows[i].bit, 1);

@@ -10,8 +10,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "npy.h"
 
-#include "fileio.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -20,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fileio.h"
 
 // Largest header we accept. NumPy itself refuses headers above 10000 bytes by default;
 // a float32 array needs far less, so anything bigger is corrupt or hostile.

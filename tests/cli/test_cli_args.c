@@ -23,7 +23,13 @@ static size_t g_npos;
 static const cli_option kOpts[] = {
     {.name = "int", .kind = CLI_INT, .dest = &g_i, .min = 0, .max = 100, .help = "an int"},
     {.name = "big", .kind = CLI_INT64, .dest = &g_i64, .help = "an int64, full range"},
-    {.name = "real", .kind = CLI_DOUBLE, .dest = &g_d, .given = &g_d_given, .fmin = -1, .fmax = 1, .help = "x"},
+    {.name = "real",
+     .kind = CLI_DOUBLE,
+     .dest = &g_d,
+     .given = &g_d_given,
+     .fmin = -1,
+     .fmax = 1,
+     .help = "x"},
     {.name = "flag", .kind = CLI_FLAG, .dest = &g_flag, .help = "a flag"},
     {.name = "str", .kind = CLI_STRING, .dest = &g_s, .help = "a string"},
     {.name = "name", .kind = CLI_STRING_LIST, .dest = &g_names, .help = "names"},
@@ -98,7 +104,8 @@ int main(void) {
   EXPECT(ERR("--int", "1", "--int", "2"), "repeated single-valued option");
   EXPECT(OK("--big", "-9223372036854775808") && g_i64 == INT64_MIN, "int64 min");
   EXPECT(ERR("--big", "9223372036854775808"), "int64 overflow");
-  EXPECT(OK("--real", "-0.5") && g_d == -0.5 && g_d_given, "--real -0.5 (negative value is not an option)");
+  EXPECT(OK("--real", "-0.5") && g_d == -0.5 && g_d_given,
+         "--real -0.5 (negative value is not an option)");
   EXPECT(OK("--real=.25") && g_d == 0.25, ".25");
   EXPECT(OK("--real=1e-3") && g_d == 1e-3, "1e-3");
   EXPECT(OK("--flag") && !g_d_given, "given stays false when absent");
@@ -111,7 +118,8 @@ int main(void) {
   EXPECT(OK("--str", "a b") && g_s && strcmp(g_s, "a b") == 0, "string");
   EXPECT(OK("--str=--x") && strcmp(g_s, "--x") == 0, "string starting with -- via =");
   EXPECT(ERR("--str="), "empty string");
-  EXPECT(OK("--name", "a", "--name=b") && g_names.count == 2 && strcmp(g_names.items[1], "b") == 0, "list");
+  EXPECT(OK("--name", "a", "--name=b") && g_names.count == 2 && strcmp(g_names.items[1], "b") == 0,
+         "list");
   EXPECT(OK("--ints", "1,2", "--ints=8") && g_ints.count == 3 && g_ints.items[2] == 8, "int list");
   EXPECT(ERR("--ints", "1,,2"), "empty int-list item");
   EXPECT(ERR("--ints", "1,9"), "int-list item out of range");
@@ -121,9 +129,11 @@ int main(void) {
   EXPECT(ERR("-x"), "short option");
   EXPECT(ERR("--in", "3"), "no prefix matching");
   EXPECT(ERR("stray"), "positional rejected");
-  EXPECT(parse_with(false, true, "a", "--flag", "b", NULL) == CLI_OK && g_npos == 2 && g_flag, "positionals");
+  EXPECT(parse_with(false, true, "a", "--flag", "b", NULL) == CLI_OK && g_npos == 2 && g_flag,
+         "positionals");
   EXPECT(parse_with(false, true, "a", "b", "c", NULL) == CLI_ERROR, "too many positionals");
-  EXPECT(parse_with(false, true, "--", "--flag", NULL) == CLI_OK && g_npos == 1 && !g_flag, "-- ends options");
+  EXPECT(parse_with(false, true, "--", "--flag", NULL) == CLI_OK && g_npos == 1 && !g_flag,
+         "-- ends options");
   EXPECT(parse_with(true, false, "--flag", NULL) == CLI_ERROR, "missing required option");
   EXPECT(parse_with(true, false, "--str", "x", NULL) == CLI_OK, "required option given");
   EXPECT(parse_with(true, false, "--nope", "--help", NULL) == CLI_HELP, "--help wins over errors");
@@ -136,7 +146,8 @@ int main(void) {
   EXPECT(cli_parse_i64("12", 0, 10, &v) == false, "cli_parse_i64 range");
   double dv;
   EXPECT(cli_parse_double("1e400", &dv) == false, "cli_parse_double overflow");
-  EXPECT(cli_parse_double("1e-400", &dv) == true, "cli_parse_double underflow to 0/denormal is fine");
+  EXPECT(cli_parse_double("1e-400", &dv) == true,
+         "cli_parse_double underflow to 0/denormal is fine");
 
   return test_finish("test_cli_args");
 }

@@ -32,7 +32,8 @@ static void write_bytes(const char *path, const void *data, size_t n) {
 
 // Builds a .npy image: magic, version, header length, dict padded with spaces to a
 // 64-byte boundary plus '\n' (unless raw_header), then data bytes. Returns its size.
-static size_t build(unsigned char *buf, int major, const char *dict, const void *data, size_t data_bytes) {
+static size_t build(unsigned char *buf, int major, const char *dict, const void *data,
+                    size_t data_bytes) {
   const size_t pre = major == 1 ? 10 : 12;
   const size_t dn = strlen(dict);
   const size_t total = ((pre + dn + 1 + 63) / 64) * 64;
@@ -71,7 +72,8 @@ static void expect_reject(const char *label, const void *bytes, size_t n, const 
   npy_free(&a);
 }
 
-static void expect_reject_dict(const char *label, const char *dict, size_t data_bytes, const char *want) {
+static void expect_reject_dict(const char *label, const char *dict, size_t data_bytes,
+                               const char *want) {
   static const float zeros[1024];
   expect_reject(label, g_buf, build(g_buf, 1, dict, zeros, data_bytes), want);
 }
@@ -86,18 +88,22 @@ static void test_round_trip(void) {
     for (int d = 0; d < ranks[s]; d++) count *= (size_t)shapes[s][d];
     float *x = malloc((count ? count : 1) * sizeof *x);
     for (size_t i = 0; i < count; i++) x[i] = (float)i * 0.37f - 3.5f + (i % 3 ? 1e-30f : -1e30f);
-    EXPECT(npy_write_f32(path, x, ranks[s], shapes[s], err, sizeof err), "write rank %d: %s", ranks[s], err);
+    EXPECT(npy_write_f32(path, x, ranks[s], shapes[s], err, sizeof err), "write rank %d: %s",
+           ranks[s], err);
     npy_array a;
     const bool ok = npy_read_f32(path, &a, err, sizeof err);
     EXPECT(ok, "read back rank %d: %s", ranks[s], err);
     if (ok) {
       EXPECT(a.ndim == ranks[s], "rank %d read as %d", ranks[s], a.ndim);
       EXPECT(a.count == count, "count %zu read as %zu", count, a.count);
-      for (int d = 0; d < a.ndim && d < ranks[s]; d++) EXPECT(a.shape[d] == shapes[s][d], "dim %d", d);
-      EXPECT(count == 0 || memcmp(a.data, x, count * sizeof *x) == 0, "data differs (rank %d)", ranks[s]);
+      for (int d = 0; d < a.ndim && d < ranks[s]; d++)
+        EXPECT(a.shape[d] == shapes[s][d], "dim %d", d);
+      EXPECT(count == 0 || memcmp(a.data, x, count * sizeof *x) == 0, "data differs (rank %d)",
+             ranks[s]);
       // The header NumPy would write: 64-byte aligned data, '\n'-terminated header.
       struct stat st;
-      EXPECT(stat(path, &st) == 0 && (st.st_size - (off_t)(count * 4)) % 64 == 0, "data not 64-byte aligned");
+      EXPECT(stat(path, &st) == 0 && (st.st_size - (off_t)(count * 4)) % 64 == 0,
+             "data not 64-byte aligned");
     }
     npy_free(&a);
     free(x);
@@ -115,8 +121,10 @@ static void test_versions_and_spellings(void) {
       {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"},
       {2, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"},
       {3, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"},
-      {1, "{'shape': (2,3,), 'fortran_order': False, 'descr': '<f4'}"},  // key order, trailing comma
-      {1, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2L, 3L)}"},  // "quotes", longs
+      {1,
+       "{'shape': (2,3,), 'fortran_order': False, 'descr': '<f4'}"},  // key order, trailing comma
+      {1,
+       "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2L, 3L)}"},  // "quotes", longs
       {1, "  {  'descr' : '<f4' , 'fortran_order' : False , 'shape' : ( 2 , 3 ) }  "},
   };
   for (size_t i = 0; i < sizeof ok_cases / sizeof ok_cases[0]; i++) {
@@ -124,7 +132,8 @@ static void test_versions_and_spellings(void) {
     npy_array a;
     const bool ok = npy_read_f32(path, &a, err, sizeof err);
     EXPECT(ok, "case %zu (v%d %s): %s", i, ok_cases[i].major, ok_cases[i].dict, err);
-    if (ok) EXPECT(a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 && a.data[5] == 6.0f, "case %zu", i);
+    if (ok)
+      EXPECT(a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 && a.data[5] == 6.0f, "case %zu", i);
     npy_free(&a);
   }
 }
@@ -136,7 +145,8 @@ static void test_rejects(void) {
   expect_reject("empty file", "", 0, "not a .npy file");
   expect_reject("text file", "hello, world\n", 13, "not a .npy file");
   expect_reject("bad magic", "\x93NUMPX\x01\x00\x10\x00{}", 12, "bad magic");
-  expect_reject("version 4", "\x93NUMPY\x04\x00\x10\x00{}", 12, "unsupported .npy format version 4.0");
+  expect_reject("version 4", "\x93NUMPY\x04\x00\x10\x00{}", 12,
+                "unsupported .npy format version 4.0");
   expect_reject("preamble cut", "\x93NUMPY\x01", 7, "truncated");
   expect_reject("length cut", "\x93NUMPY\x01\x00\x10", 9, "truncated");
   expect_reject("header cut", "\x93NUMPY\x01\x00\x40\x00{'descr'", 17, "truncated header");
@@ -145,8 +155,10 @@ static void test_rejects(void) {
   expect_reject_dict("not a dict", "['descr', '<f4']", 0, "malformed header");
   snprintf(d, sizeof d, "{'descr': '<f4', %s}", F);
   expect_reject_dict("missing shape", d, 0, "missing key 'shape'");
-  expect_reject_dict("missing descr", "{'fortran_order': False, 'shape': (1,)}", 4, "missing key 'descr'");
-  expect_reject_dict("missing order", "{'descr': '<f4', 'shape': (1,)}", 4, "missing key 'fortran_order'");
+  expect_reject_dict("missing descr", "{'fortran_order': False, 'shape': (1,)}", 4,
+                     "missing key 'descr'");
+  expect_reject_dict("missing order", "{'descr': '<f4', 'shape': (1,)}", 4,
+                     "missing key 'fortran_order'");
   snprintf(d, sizeof d, "{'descr': '<f4', %s, 'shape': (1,), 'extra': 1}", F);
   expect_reject_dict("extra key", d, 4, "unexpected key 'extra'");
   snprintf(d, sizeof d, "{'descr': '<f4', %s, 'shape': (1,), 'shape': (1,)}", F);
@@ -159,10 +171,12 @@ static void test_rejects(void) {
   expect_reject_dict("no comma", d, 24, "expected ',' or ')'");
   snprintf(d, sizeof d, "{'descr': '<f4', %s, 'shape': (2, 3)} x", F);
   expect_reject_dict("text after dict", d, 24, "after the closing '}'");
-  expect_reject_dict("bad bool", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", 4, "True or False");
+  expect_reject_dict("bad bool", "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", 4,
+                     "True or False");
   {
     unsigned char b[256];
-    const size_t n = build(b, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "\0\0\0\0", 4);
+    const size_t n =
+        build(b, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "\0\0\0\0", 4);
     b[n - 5] = ' ';  // the header's final '\n'
     expect_reject("no newline", b, n, "newline");
   }
@@ -177,7 +191,8 @@ static void test_rejects(void) {
   expect_reject_dict("big endian", d, 8, "big-endian");
   snprintf(d, sizeof d, "{'descr': [('a', '<f4')], %s, 'shape': (2,)}", F);
   expect_reject_dict("structured", d, 8, "structured dtype");
-  expect_reject_dict("fortran", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3)}", 24, "Fortran");
+  expect_reject_dict("fortran", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3)}", 24,
+                     "Fortran");
   // Sizes: overflow, truncated data, trailing bytes, too many dims.
   snprintf(d, sizeof d, "{'descr': '<f4', %s, 'shape': (4611686018427387904, 8)}", F);
   expect_reject_dict("size overflow", d, 0, "too large");
@@ -186,12 +201,16 @@ static void test_rejects(void) {
   snprintf(d, sizeof d, "{'descr': '<f4', %s, 'shape': (2, 3)}", F);
   expect_reject_dict("truncated data", d, 20, "truncated data");
   expect_reject_dict("trailing bytes", d, 28, "trailing garbage: 4");
-  snprintf(d, sizeof d, "{'descr': '<f4', %s, 'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}", F);
+  snprintf(d, sizeof d,
+           "{'descr': '<f4', %s, 'shape': "
+           "(1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1)}",
+           F);
   expect_reject_dict("33 dims", d, 4, "more than 32");
   // Not a regular file / missing file.
   char err[512];
   npy_array a;
-  EXPECT(!npy_read_f32(g_dir, &a, err, sizeof err) && strstr(err, "directory"), "directory: %s", err);
+  EXPECT(!npy_read_f32(g_dir, &a, err, sizeof err) && strstr(err, "directory"), "directory: %s",
+         err);
   char path[128];
   EXPECT(!npy_read_f32(path_in_dir("missing.npy", path, sizeof path), &a, err, sizeof err) &&
              strstr(err, "cannot open"),
@@ -217,8 +236,9 @@ static void test_writer_atomic(void) {
   EXPECT(count_dir_entries() == 0, "temp dir not empty before writer tests");
 
   // Into a missing directory: fails, nothing created.
-  EXPECT(!npy_write_f32(path_in_dir("nodir/o.npy", path, sizeof path), x, 2, shape, err, sizeof err),
-         "write into a missing directory should fail");
+  EXPECT(
+      !npy_write_f32(path_in_dir("nodir/o.npy", path, sizeof path), x, 2, shape, err, sizeof err),
+      "write into a missing directory should fail");
   EXPECT(strstr(err, "nodir/o.npy") != NULL, "message should name the path: %s", err);
   EXPECT(count_dir_entries() == 0, "a failed write left a file behind");
 
@@ -234,7 +254,8 @@ static void test_writer_atomic(void) {
   EXPECT(npy_write_f32(path, x, 2, shape, err, sizeof err), "replace: %s", err);
   EXPECT(count_dir_entries() == 1, "temporary left after a successful write");
   npy_array a;
-  EXPECT(npy_read_f32(path, &a, err, sizeof err) && a.count == 4 && a.data[3] == 4.0f, "replaced: %s", err);
+  EXPECT(npy_read_f32(path, &a, err, sizeof err) && a.count == 4 && a.data[3] == 4.0f,
+         "replaced: %s", err);
   npy_free(&a);
   npy_free(&a);  // idempotent
 
@@ -243,7 +264,8 @@ static void test_writer_atomic(void) {
   char stale[160];
   snprintf(stale, sizeof stale, "%s.tmp.%ld", path, (long)getpid());
   write_bytes(stale, "stale", 5);
-  EXPECT(npy_write_f32(path, x, 2, shape, err, sizeof err), "write next to a stale temporary: %s", err);
+  EXPECT(npy_write_f32(path, x, 2, shape, err, sizeof err), "write next to a stale temporary: %s",
+         err);
   struct stat st;
   EXPECT(stat(stale, &st) == 0 && st.st_size == 5, "the stale temporary must be left untouched");
   EXPECT(count_dir_entries() == 2, "exactly the target and the stale file remain");
@@ -254,7 +276,8 @@ static void test_writer_atomic(void) {
   EXPECT(!npy_write_f32(path, x, 1, neg, err, sizeof err), "negative dim should fail");
   EXPECT(!npy_write_f32(path, x, 33, shape, err, sizeof err), "rank 33 should fail");
   EXPECT(!npy_write_f32(path, NULL, 2, shape, err, sizeof err), "NULL data should fail");
-  EXPECT(npy_read_f32(path, &a, err, sizeof err) && a.data[0] == 1.0f, "failed writes must not touch the target");
+  EXPECT(npy_read_f32(path, &a, err, sizeof err) && a.data[0] == 1.0f,
+         "failed writes must not touch the target");
   npy_free(&a);
   unlink(path);
 }

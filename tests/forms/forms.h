@@ -22,14 +22,14 @@ extern "C" {
 #endif
 
 typedef struct attn_forms_weights {
-  int64_t heads;    // >= 1
-  int64_t d_in_q;   // width of the query input
-  int64_t d_in_kv;  // width of the key/value input (== d_in_q for self-attention)
-  int64_t d_qk;     // per-head query/key width
-  int64_t d_v;      // per-head value width
-  const float *w_q; // [heads][d_in_q][d_qk]
-  const float *w_k; // [heads][d_in_kv][d_qk]
-  const float *w_v; // [heads][d_in_kv][d_v]
+  int64_t heads;     // >= 1
+  int64_t d_in_q;    // width of the query input
+  int64_t d_in_kv;   // width of the key/value input (== d_in_q for self-attention)
+  int64_t d_qk;      // per-head query/key width
+  int64_t d_v;       // per-head value width
+  const float *w_q;  // [heads][d_in_q][d_qk]
+  const float *w_k;  // [heads][d_in_kv][d_qk]
+  const float *w_v;  // [heads][d_in_kv][d_v]
 } attn_forms_weights;
 
 // out[seq_q][heads·d_v] = concat_h softmax(x_q W_q[h] (x_kv W_k[h])ᵀ / sqrt(d_qk) + mask)

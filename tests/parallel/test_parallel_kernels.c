@@ -40,18 +40,18 @@ static const shape kShapes[] = {
     {1, 4, 4, 300, 300, 64, 64, true, 0, 0},
     {1, 4, 4, 257, 257, 64, 64, false, 0, 0},
     {2, 8, 2, 130, 190, 80, 48, true, 0, 0},
-    {1, 6, 3, 190, 70, 40, 72, true, 0, 0},   // seq_q > seq_kv: first rows see nothing
-    {1, 2, 1, 77, 333, 7, 9, false, 0, 0},    // head dims below one vector
-    {1, 32, 1, 9, 200, 64, 64, true, 0, 0},   // group of 32 heads, MQA
-    {1, 16, 1, 40, 90, 16, 16, true, 8, 0},   // group larger than tile_q
+    {1, 6, 3, 190, 70, 40, 72, true, 0, 0},  // seq_q > seq_kv: first rows see nothing
+    {1, 2, 1, 77, 333, 7, 9, false, 0, 0},   // head dims below one vector
+    {1, 32, 1, 9, 200, 64, 64, true, 0, 0},  // group of 32 heads, MQA
+    {1, 16, 1, 40, 90, 16, 16, true, 8, 0},  // group larger than tile_q
     // awkward tile sizes
     {1, 4, 2, 101, 203, 33, 65, true, 5, 17},
     {1, 2, 2, 64, 640, 128, 128, true, 16, 32},
     {1, 1, 1, 1000, 1000, 24, 24, true, 1000, 600},
-    {1, 2, 2, 37, 300, 33, 20, true, 1, 0},   // one-row tasks under a causal mask
-    {1, 2, 1, 70, 45, 19, 130, true, 1, 0},   // … with rows that see nothing (seq_q > seq_kv)
-    {1, 4, 2, 3, 2, 24, 40, true, 4, 0},      // decode-path GQA rows with differing limits
-    {1, 6, 2, 5, 900, 40, 20, true, 6, 0},    // … 3 heads × 2 positions, split-KV
+    {1, 2, 2, 37, 300, 33, 20, true, 1, 0},  // one-row tasks under a causal mask
+    {1, 2, 1, 70, 45, 19, 130, true, 1, 0},  // … with rows that see nothing (seq_q > seq_kv)
+    {1, 4, 2, 3, 2, 24, 40, true, 4, 0},     // decode-path GQA rows with differing limits
+    {1, 6, 2, 5, 900, 40, 20, true, 6, 0},   // … 3 heads × 2 positions, split-KV
     // rows-in-lanes decode path (8 rows on AVX-512, 8–16 on AVX2, 4–8 on NEON)
     {1, 8, 1, 2, 3000, 128, 128, true, 0, 0},  // MQA, 2 positions: 16 rows, limits differ
     {1, 12, 1, 1, 1000, 33, 20, false, 0, 0},  // 12 rows (padding lanes), V copied
@@ -69,10 +69,9 @@ static void fill(float *x, size_t n, uint64_t seed) {
 }
 
 static void describe(const shape *s, char *buf, size_t n) {
-  snprintf(buf, n, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld%s tq%d tkv%d",
-           (long long)s->b, (long long)s->h, (long long)s->kvh, (long long)s->sq,
-           (long long)s->skv, (long long)s->dqk, (long long)s->dv, s->causal ? " causal" : "",
-           s->tile_q, s->tile_kv);
+  snprintf(buf, n, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld%s tq%d tkv%d", (long long)s->b,
+           (long long)s->h, (long long)s->kvh, (long long)s->sq, (long long)s->skv,
+           (long long)s->dqk, (long long)s->dv, s->causal ? " causal" : "", s->tile_q, s->tile_kv);
 }
 
 static void test_kernel_shape(const attn_kernel *k, const shape *s) {
@@ -83,7 +82,8 @@ static void test_kernel_shape(const attn_kernel *k, const shape *s) {
   float *kk = malloc(attn_k_elems(&p) * sizeof(float));
   float *v = malloc(attn_v_elems(&p) * sizeof(float));
   const size_t no = attn_o_elems(&p);
-  float *o[3] = {malloc(no * sizeof(float)), malloc(no * sizeof(float)), malloc(no * sizeof(float))};
+  float *o[3] = {malloc(no * sizeof(float)), malloc(no * sizeof(float)),
+                 malloc(no * sizeof(float))};
   fill(q, attn_q_elems(&p), 1), fill(kk, attn_k_elems(&p), 2), fill(v, attn_v_elems(&p), 3);
   attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, kk, v, err, sizeof err);
   EXPECT(pc != NULL, "%s: prepare: %s", desc, err);
@@ -98,14 +98,13 @@ static void test_kernel_shape(const attn_kernel *k, const shape *s) {
     if (pc && t <= 2) {
       attn_check_result r;
       const bool ok = attn_check_output(pc, o[t - 1], &r);
-      EXPECT(ok, "%s %s threads %d: %s (err/tol %.3g)", k->name, desc, t, r.message,
-             r.worst_ratio);
+      EXPECT(ok, "%s %s threads %d: %s (err/tol %.3g)", k->name, desc, t, r.message, r.worst_ratio);
       EXPECT(r.max_rel_err <= 2e-5, "%s %s threads %d: relative max error %.3g > 2e-5", k->name,
              desc, t, r.max_rel_err);
       // Also through the checker's own path (guard zones around O).
       attn_check_result r2;
-      EXPECT(attn_check_kernel(k, pc, &ex, &r2), "%s %s threads %d (guarded): %s", k->name, desc,
-             t, r2.message);
+      EXPECT(attn_check_kernel(k, pc, &ex, &r2), "%s %s threads %d (guarded): %s", k->name, desc, t,
+             r2.message);
     }
   }
   attn_check_prepared_free(pc);
@@ -154,11 +153,13 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < attn_kernel_count(); i++) {
     const attn_kernel *k = attn_kernel_at(i);
     if (!(k->caps & ATTN_CAP_THREADS) || !attn_kernel_available(k, NULL, 0)) continue;
-    bool wanted = argc < 2 && (strncmp(k->name, "flash__", 7) == 0 || strncmp(k->name, "omp__", 5) == 0);
+    bool wanted =
+        argc < 2 && (strncmp(k->name, "flash__", 7) == 0 || strncmp(k->name, "omp__", 5) == 0);
     for (int a = 1; a < argc; a++) wanted |= strcmp(argv[a], k->name) == 0;
     if (!wanted) continue;
     tested++;
-    for (size_t s = 0; s < sizeof kShapes / sizeof kShapes[0]; s++) test_kernel_shape(k, &kShapes[s]);
+    for (size_t s = 0; s < sizeof kShapes / sizeof kShapes[0]; s++)
+      test_kernel_shape(k, &kShapes[s]);
     if (strncmp(k->name, "flash__", 7) == 0) test_workspace_bound(k);
     printf("%s: %zu shapes x threads 1,2,3\n", k->name, sizeof kShapes / sizeof kShapes[0]);
   }

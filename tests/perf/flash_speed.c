@@ -3,7 +3,8 @@
 // asserts nothing about time). For each kernel × thread count it runs one warm-up call
 // and `--reps` timed calls of the same problem and prints the median wall time,
 // GFLOP/s (attn_flops: visible pairs only), GB/s of K and V read (both from the median),
-// the fastest call (least disturbed by other load), and the peak RSS of the process. With --bandwidth it first runs the read-bandwidth probe.
+// the fastest call (least disturbed by other load), and the peak RSS of the process. With
+// --bandwidth it first runs the read-bandwidth probe.
 // --rotate N keeps N separate copies of Q, K, V and O and gives each call the next one, so
 // that data smaller than the last-level cache (MQA decode: 32 MiB of K+V against a 32 MiB
 // L3) is not partly served from cache by the previous call: with N copies totalling well
@@ -72,23 +73,37 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--causal")) causal = true;
-    else if (!strcmp(a, "--bandwidth")) bw = 1;
+    if (!strcmp(a, "--causal"))
+      causal = true;
+    else if (!strcmp(a, "--bandwidth"))
+      bw = 1;
     else if (!v) {
       fprintf(stderr, "flash_speed: %s needs a value\n", a);
       return 2;
-    } else if (!strcmp(a, "--kernel") && nk < 16) kernels[nk++] = v, i++;
-    else if (!strcmp(a, "--threads")) nthreads = parse_list(a, v, threads, 8), i++;
-    else if (!strcmp(a, "--reps")) reps = (int)number(a, v, 1, 1000), i++;
-    else if (!strcmp(a, "--rotate")) rotate = (int)number(a, v, 1, 64), i++;
-    else if (!strcmp(a, "--batch")) batch = number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--heads")) heads = number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--kv-heads")) kv_heads = number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--seq")) seq = number(a, v, 1, 1 << 30), i++;
-    else if (!strcmp(a, "--seq-q")) seq_q = number(a, v, 1, 1 << 30), i++;
-    else if (!strcmp(a, "--d")) d = number(a, v, 1, 1 << 16), i++;
-    else if (!strcmp(a, "--tile-q")) base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
-    else if (!strcmp(a, "--tile-kv")) base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
+    } else if (!strcmp(a, "--kernel") && nk < 16)
+      kernels[nk++] = v, i++;
+    else if (!strcmp(a, "--threads"))
+      nthreads = parse_list(a, v, threads, 8), i++;
+    else if (!strcmp(a, "--reps"))
+      reps = (int)number(a, v, 1, 1000), i++;
+    else if (!strcmp(a, "--rotate"))
+      rotate = (int)number(a, v, 1, 64), i++;
+    else if (!strcmp(a, "--batch"))
+      batch = number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--heads"))
+      heads = number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--kv-heads"))
+      kv_heads = number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--seq"))
+      seq = number(a, v, 1, 1 << 30), i++;
+    else if (!strcmp(a, "--seq-q"))
+      seq_q = number(a, v, 1, 1 << 30), i++;
+    else if (!strcmp(a, "--d"))
+      d = number(a, v, 1, 1 << 16), i++;
+    else if (!strcmp(a, "--tile-q"))
+      base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
+    else if (!strcmp(a, "--tile-kv"))
+      base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
     else {
       fprintf(stderr, "flash_speed: unknown option %s\n", a);
       return 2;
@@ -102,8 +117,8 @@ int main(int argc, char **argv) {
   if (bw) {
     attn_bandwidth b;
     if (attn_bandwidth_read(0, 0, 0, &b) == 0)
-      printf("read bandwidth: %.1f GB/s best, %.1f median (%d threads, %zu MiB, %s)\n",
-             b.best_gbs, b.median_gbs, b.threads, b.bytes >> 20, b.ok ? "verified" : "SUM MISMATCH");
+      printf("read bandwidth: %.1f GB/s best, %.1f median (%d threads, %zu MiB, %s)\n", b.best_gbs,
+             b.median_gbs, b.threads, b.bytes >> 20, b.ok ? "verified" : "SUM MISMATCH");
   }
 
   attn_problem p = attn_problem_make(batch, heads, kv_heads, seq_q, seq, d, d, causal);
@@ -129,15 +144,16 @@ int main(int argc, char **argv) {
   const double flops = attn_flops(&p);
   const double kv_bytes = (double)(attn_k_elems(&p) + attn_v_elems(&p)) * sizeof(float);
   const double io_mib =
-      (double)(attn_q_elems(&p) + attn_k_elems(&p) + attn_v_elems(&p) + attn_o_elems(&p)) *
-      4.0 / 1048576.0;
+      (double)(attn_q_elems(&p) + attn_k_elems(&p) + attn_v_elems(&p) + attn_o_elems(&p)) * 4.0 /
+      1048576.0;
   printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)batch,
          (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
          causal ? "causal" : "non-causal", reps);
-  if (rotate > 1) printf(", %d rotating input copies (%.0f MiB of K+V)", rotate, rotate * kv_bytes / 1048576.0);
+  if (rotate > 1)
+    printf(", %d rotating input copies (%.0f MiB of K+V)", rotate, rotate * kv_bytes / 1048576.0);
   printf("\n");
-  printf("%-16s %3s %10s %10s %9s %9s %10s %10s\n", "kernel", "T", "median ms", "min ms",
-         "GFLOP/s", "KV GB/s", "RSS MiB", "in+out MiB");
+  printf("%-16s %3s %10s %10s %9s %9s %10s %10s\n", "kernel", "T", "median ms", "min ms", "GFLOP/s",
+         "KV GB/s", "RSS MiB", "in+out MiB");
   for (int ki = 0; ki < nk; ki++) {
     const attn_kernel *kr = attn_kernel_find(kernels[ki]);
     if (!kr || !attn_kernel_available(kr, NULL, 0)) {
@@ -163,8 +179,8 @@ int main(int argc, char **argv) {
       struct rusage ru;
       getrusage(RUSAGE_SELF, &ru);
       printf("%-16s %3d %10.3f %10.3f %9.1f %9.1f %10.1f %10.1f\n", kr->name,
-             threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[0] * 1e3, flops / med / 1e9,
-             kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
+             threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[0] * 1e3,
+             flops / med / 1e9, kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
     }
   }
   for (int c = 0; c < rotate; c++) free(qs[c]), free(ks[c]), free(vs[c]), free(os[c]);

@@ -57,18 +57,28 @@ int main(int argc, char **argv) {
   const char *only[32];
   for (int i = 1; i < argc; i++) {
     const bool has = i + 1 < argc;
-    if (strcmp(argv[i], "--reps") == 0 && has) reps = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--causal") == 0) causal = true;
-    else if (strcmp(argv[i], "--tile-q") == 0 && has) exec.tile_q = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--tile-kv") == 0 && has) exec.tile_kv = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--seq") == 0 && has && n_seq < 8) seqs[n_seq++] = atoll(argv[++i]);
-    else if (strcmp(argv[i], "--kv") == 0 && has) seq_kv = atoll(argv[++i]);
-    else if (strcmp(argv[i], "--dim") == 0 && has && n_dim < 8) dims[n_dim++] = atoll(argv[++i]);
+    if (strcmp(argv[i], "--reps") == 0 && has)
+      reps = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--causal") == 0)
+      causal = true;
+    else if (strcmp(argv[i], "--tile-q") == 0 && has)
+      exec.tile_q = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--tile-kv") == 0 && has)
+      exec.tile_kv = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--seq") == 0 && has && n_seq < 8)
+      seqs[n_seq++] = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--kv") == 0 && has)
+      seq_kv = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--dim") == 0 && has && n_dim < 8)
+      dims[n_dim++] = atoll(argv[++i]);
     else if (argv[i][0] == '-') {
-      fprintf(stderr, "kernel_speed: unknown option %s (see the comment at the top of "
-                      "tests/perf/kernel_speed.c)\n", argv[i]);
+      fprintf(stderr,
+              "kernel_speed: unknown option %s (see the comment at the top of "
+              "tests/perf/kernel_speed.c)\n",
+              argv[i]);
       return 2;
-    } else if (n_only < 32) only[n_only++] = argv[i];
+    } else if (n_only < 32)
+      only[n_only++] = argv[i];
   }
   if (reps < 1 || exec.tile_q < 0 || exec.tile_kv < 0) {
     fprintf(stderr, "kernel_speed: --reps must be >= 1 and tiles >= 0\n");
@@ -101,15 +111,17 @@ int main(int argc, char **argv) {
     if (peak[slot] == 0.0) peak[slot] = attn_peak_fma_gflops(isa, 1);
     for (size_t si = 0; si < n_seq; si++) {
       for (size_t di = 0; di < n_dim; di++) {
-        const attn_problem p = attn_problem_make(1, 8, 8, seqs[si], seq_kv ? seq_kv : seqs[si], dims[di], dims[di], causal);
+        const attn_problem p = attn_problem_make(1, 8, 8, seqs[si], seq_kv ? seq_kv : seqs[si],
+                                                 dims[di], dims[di], causal);
         char err[256];
         if (!attn_problem_validate(&p, err, sizeof err)) {
           fprintf(stderr, "kernel_speed: %s\n", err);
           return 2;
         }
-        const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), nv = attn_v_elems(&p), no = attn_o_elems(&p);
-        float *q = malloc(nq * sizeof *q), *kk = malloc(nk * sizeof *kk), *v = malloc(nv * sizeof *v),
-              *o = malloc(no * sizeof *o);
+        const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), nv = attn_v_elems(&p),
+                     no = attn_o_elems(&p);
+        float *q = malloc(nq * sizeof *q), *kk = malloc(nk * sizeof *kk),
+              *v = malloc(nv * sizeof *v), *o = malloc(no * sizeof *o);
         const size_t ws_bytes = attn_kernel_workspace(k, &p, &exec);
         void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
         if (!q || !kk || !v || !o || (ws_bytes && !ws)) {

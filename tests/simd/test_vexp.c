@@ -110,10 +110,30 @@ static stats sweep(vexp_fn fn, uint32_t step) {
 
 static void edges(stats *st, vexp_fn fn) {
   const float cut = VEXP_CUTOFF;
-  const float xs[] = {0.0f, -0.0f, -FLT_MIN, -FLT_TRUE_MIN, -1e-30f, -1e-7f, -0.5f,
-                      -0.34657359f, -0.6931472f, -1.0f, -10.0f, -50.0f, -87.0f, -87.3f,
-                      nextafterf(cut, 0.0f), cut, nextafterf(cut, -INFINITY), -87.33655f,
-                      -87.5f, -88.0f, -100.0f, -1e30f, -FLT_MAX, -INFINITY};
+  const float xs[] = {0.0f,
+                      -0.0f,
+                      -FLT_MIN,
+                      -FLT_TRUE_MIN,
+                      -1e-30f,
+                      -1e-7f,
+                      -0.5f,
+                      -0.34657359f,
+                      -0.6931472f,
+                      -1.0f,
+                      -10.0f,
+                      -50.0f,
+                      -87.0f,
+                      -87.3f,
+                      nextafterf(cut, 0.0f),
+                      cut,
+                      nextafterf(cut, -INFINITY),
+                      -87.33655f,
+                      -87.5f,
+                      -88.0f,
+                      -100.0f,
+                      -1e30f,
+                      -FLT_MAX,
+                      -INFINITY};
   const size_t n = sizeof xs / sizeof xs[0];
   float y[sizeof xs / sizeof xs[0]];
   fn(xs, y, n);
@@ -122,7 +142,8 @@ static void edges(stats *st, vexp_fn fn) {
   EXPECT(y[n - 1] == 0.0f, "e^-inf = %g (want 0)", y[n - 1]);
   float nan_in[3] = {NAN, -NAN, 1.0f}, nan_out[3];
   fn(nan_in, nan_out, 3);
-  EXPECT(isnan(nan_out[0]) && isnan(nan_out[1]), "e^NaN = %g, %g (want NaN)", nan_out[0], nan_out[1]);
+  EXPECT(isnan(nan_out[0]) && isnan(nan_out[1]), "e^NaN = %g, %g (want NaN)", nan_out[0],
+         nan_out[1]);
   EXPECT(fabsf(nan_out[2] - 2.7182817f) <= 3e-7f, "e^1 = %.9g", nan_out[2]);
 }
 
@@ -134,7 +155,8 @@ static void tails(vexp_fn fn, const char *name) {
     for (int i = 0; i < 64 + 16; i++) y[i] = 12345.0f;
     fn(x, y, n);
     for (size_t i = 0; i < n; i++)
-      EXPECT(fabsf(y[i] - expf(x[i])) <= 4e-7f * expf(x[i]), "%s n=%zu: y[%zu] = %g", name, n, i, y[i]);
+      EXPECT(fabsf(y[i] - expf(x[i])) <= 4e-7f * expf(x[i]), "%s n=%zu: y[%zu] = %g", name, n, i,
+             y[i]);
     for (size_t i = n; i < 64 + 16; i++)
       EXPECT(y[i] == 12345.0f, "%s n=%zu: wrote past the end at %zu", name, n, i);
   }
@@ -153,14 +175,15 @@ int main(int argc, char **argv) {
     stats st = sweep(kImpls[i].fn, step);
     edges(&st, kImpls[i].fn);
     tails(kImpls[i].fn, kImpls[i].name);
-    printf("%-7s %s: %llu values in [-88, 0]: max error %.4f ulp vs exact e^x (at x = %.9g), "
-           "%.4f ulp vs libm expf; bound %.2f\n",
-           kImpls[i].name, exhaustive ? "exhaustive" : "sampled", (unsigned long long)st.count,
-           st.max_ulp, (double)st.worst_x, st.max_ulp_expf, VEXP_MAX_ULP);
+    printf(
+        "%-7s %s: %llu values in [-88, 0]: max error %.4f ulp vs exact e^x (at x = %.9g), "
+        "%.4f ulp vs libm expf; bound %.2f\n",
+        kImpls[i].name, exhaustive ? "exhaustive" : "sampled", (unsigned long long)st.count,
+        st.max_ulp, (double)st.worst_x, st.max_ulp_expf, VEXP_MAX_ULP);
     EXPECT(st.bad_bound == 0, "%s: %llu results above %.2f ulp", kImpls[i].name,
            (unsigned long long)st.bad_bound, VEXP_MAX_ULP);
-    EXPECT(st.bad_zero == 0, "%s: %llu results below the cutoff are not exactly +0",
-           kImpls[i].name, (unsigned long long)st.bad_zero);
+    EXPECT(st.bad_zero == 0, "%s: %llu results below the cutoff are not exactly +0", kImpls[i].name,
+           (unsigned long long)st.bad_zero);
     EXPECT(st.bad_denormal == 0, "%s: %llu results at or above the cutoff are not normal floats",
            kImpls[i].name, (unsigned long long)st.bad_denormal);
   }
