@@ -318,10 +318,10 @@ bool attn_kernel_native(const attn_kernel *k, const attn_problem *p);
 // Runs a valid, checked problem on k: k->run(p, exec, q, kk, v, o, workspace) when the
 // kernel is native for p, else the shared portable path (the `blocked` algorithm with
 // every option, default tiles, exec.threads ignored). workspace must hold
-// attn_kernel_workspace(k, p, exec) bytes, which is the fallback's size when it runs.
-// Callers that run entry points directly (the
-// bench's timed loop) call this instead of k->run; attn_kernel_call uses it too.
-// *fallback (if not NULL) is set to whether the fallback ran.
+// attn_kernel_workspace(k, p, exec) bytes, which is the fallback's size when it runs;
+// exec NULL means all defaults. Callers that run entry points directly (the bench's
+// timed loop) call this instead of k->run; attn_kernel_call uses it too. *fallback (if
+// not NULL) is set to whether the fallback ran.
 int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
                     const float *q, const float *kk, const float *v, float *o, void *workspace,
                     bool *fallback);

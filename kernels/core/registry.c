@@ -76,6 +76,8 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
                     const float *q, const float *kk, const float *v, float *o, void *workspace,
                     bool *fallback) {
+  static const attn_exec kDefaultExec = {0};
+  if (!exec) exec = &kDefaultExec;
   const bool native = attn_kernel_native(k, p);
   if (fallback) *fallback = !native;
   if (native) return k->run(p, exec, q, kk, v, o, workspace);
