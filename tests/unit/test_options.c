@@ -3,10 +3,12 @@
 // the visible-key range against its definition, the ALiBi slope rule, the input-domain
 // checks of the option arrays, the capability bits and the portable fallback dispatch.
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn.h"
+#include "check/check.h"
 #include "test_util.h"
 
 // Rejected with a message containing want.
@@ -225,7 +227,33 @@ static void test_fallback(void) {
   for (int r = 0; r < 18; r++) EXPECT(isfinite(l1[r]), "LSE[%d] = %g", r, l1[r]);
 }
 
+// The portable kernels' softcap uses libm's tanhf: within the checker's budget
+// ATTN_CHECK_TANH_ULP (check.h) of the correctly rounded tanh, measured in ulp of the
+// result, on every 97th float32 of [-20, 20] (tanh is ±1 in float32 beyond ~9.01).
+static void test_tanh_budget(void) {
+  double worst = 0.0;
+  float at = 0.0f;
+  for (uint32_t bits = 0; bits < 0x41a00000u; bits += 97) {  // |x| in [0, 20)
+    for (int sign = 0; sign <= 1; sign++) {
+      float x;
+      const uint32_t b = bits | (sign ? 0x80000000u : 0u);
+      memcpy(&x, &b, sizeof x);
+      const double want = tanh((double)x);
+      const float got = tanhf(x);
+      const float wf = (float)want;
+      const double ulp =
+          want == 0.0 ? 0x1p-149 : (double)(nextafterf(fabsf(wf), INFINITY) - fabsf(wf));
+      const double e = fabs((double)got - want) / ulp;
+      if (e > worst) worst = e, at = x;
+    }
+  }
+  printf("tanhf: worst %.2f ulp (at %g), budget %d\n", worst, (double)at, ATTN_CHECK_TANH_ULP);
+  EXPECT(worst <= ATTN_CHECK_TANH_ULP, "tanhf error %.2f ulp at %g exceeds the checker budget",
+         worst, (double)at);
+}
+
 int main(void) {
+  test_tanh_budget();
   test_validation();
   test_row_keys();
   test_alibi_slopes();
