@@ -199,7 +199,8 @@ const attn_problem *attn_check_problem(const attn_check_prepared *pc);
 // when the case does not check LSE). Returns r->pass.
 bool attn_check_output_lse(const attn_check_prepared *pc, const float *o, const float *lse,
                            attn_check_result *r);
-// Compares an output the caller already computed. Returns r->pass.
+// Compares an output the caller already computed (O only: attn_check_output_lse also
+// checks the LSE). Returns r->pass.
 bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check_result *r);
 
 #ifdef __cplusplus
