@@ -52,6 +52,7 @@ typedef struct attn_head_opts {
   const float *mask;    // this (b, h)'s [seq_q][seq_kv] mask; NULL: none
   int64_t seq_kv, off;  // mask row stride; the aligned diagonal's offset
   float *lse;           // this (b, h)'s [seq_q] LSE output; NULL: not wanted
+  bool finish;          // softcap, ALiBi or a mask: scores need attn_score_finish
 } attn_head_opts;
 
 static inline attn_head_opts attn_head_opts_of(const attn_problem *p, int64_t b, int64_t h) {
@@ -66,6 +67,7 @@ static inline attn_head_opts attn_head_opts_of(const attn_problem *p, int64_t b,
     ho.mask = o->mask + (o->mask_per_head ? ((size_t)b * (size_t)p->heads + (size_t)h) * plane : 0);
   }
   if (o->lse) ho.lse = o->lse + ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q;
+  ho.finish = ho.softcap > 0.0f || ho.slope != 0.0f || ho.mask;
   return ho;
 }
 

@@ -177,6 +177,11 @@ size_t attn_o_elems(const attn_problem *p) {
 }
 
 void attn_row_keys(const attn_problem *p, int64_t i, int64_t *lo, int64_t *hi) {
+  if (!p->opts) {  // the plain problem: [0, seq_kv) or the bottom-right causal prefix
+    *lo = 0;
+    *hi = attn_visible_keys(p, i);
+    return;
+  }
   // row i sees j iff −left ≤ j − (i + off) ≤ right; causal caps right at 0.
   const int64_t diag = i + attn_diag_offset(p);  // |diag| < 2^62: sizes fit in size_t/4
   int64_t left = ATTN_WINDOW_UNBOUNDED, right = ATTN_WINDOW_UNBOUNDED;
@@ -193,6 +198,11 @@ void attn_row_keys(const attn_problem *p, int64_t i, int64_t *lo, int64_t *hi) {
 }
 
 int64_t attn_visible_keys(const attn_problem *p, int64_t i) {
+  if (!p->opts) {  // closed form without options: clamp(i + 1 + seq_kv − seq_q, 0, seq_kv)
+    if (!p->causal) return p->seq_kv;
+    const int64_t n = i + 1 + (p->seq_kv - p->seq_q);
+    return n < 0 ? 0 : (n > p->seq_kv ? p->seq_kv : n);
+  }
   int64_t lo, hi;
   attn_row_keys(p, i, &lo, &hi);
   return hi - lo;

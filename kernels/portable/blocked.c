@@ -86,16 +86,17 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
             const float *qrow = qh + (i0 + r) * dqk;
             int64_t lo, hi;  // keys row r sees: columns [lo − j0, hi − j0) of this tile
             attn_row_keys(p, i0 + r, &lo, &hi);
-            for (int64_t c = 0; c < nk; c++) {
+            const int64_t c_lo = lo - j0 > 0 ? (lo - j0 < nk ? lo - j0 : nk) : 0;
+            const int64_t c_hi = hi - j0 < nk ? (hi - j0 > c_lo ? hi - j0 : c_lo) : nk;
+            for (int64_t c = 0; c < c_lo; c++) S[r * TKV + c] = -INFINITY;
+            for (int64_t c = c_hi; c < nk; c++) S[r * TKV + c] = -INFINITY;
+            for (int64_t c = c_lo; c < c_hi; c++) {
               const int64_t j = j0 + c;
-              if (j < lo || j >= hi) {
-                S[r * TKV + c] = -INFINITY;
-                continue;
-              }
               float dot = 0.0f;
               const float *krow = kh + j * dqk;
               for (int64_t d = 0; d < dqk; d++) dot += qrow[d] * krow[d];
-              S[r * TKV + c] = attn_score_finish(&ho, dot * scale, i0 + r, j);
+              S[r * TKV + c] =
+                  ho.finish ? attn_score_finish(&ho, dot * scale, i0 + r, j) : dot * scale;
             }
           }
           // online softmax update and acc += P · V_tile

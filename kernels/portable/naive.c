@@ -37,10 +37,11 @@ static int naive_run(const attn_problem *p, const attn_exec *exec, const float *
         float *z = oh + i * dv;
         memset(z, 0, (size_t)dv * sizeof *z);
         float m = -INFINITY;
+        const float *kr = kh + lo * dqk, *vr = vh + lo * dv;  // the row's first key
         for (int64_t j = 0; j < n; j++) {
           float w = 0.0f;
-          for (int64_t d = 0; d < dqk; d++) w += qh[i * dqk + d] * kh[(lo + j) * dqk + d];
-          alpha[j] = attn_score_finish(&ho, w * p->scale, i, lo + j);
+          for (int64_t d = 0; d < dqk; d++) w += qh[i * dqk + d] * kr[j * dqk + d];
+          alpha[j] = ho.finish ? attn_score_finish(&ho, w * p->scale, i, lo + j) : w * p->scale;
           m = fmaxf(m, alpha[j]);
         }
         if (m == -INFINITY) {  // fully masked row: zeros, LSE −inf
@@ -56,7 +57,7 @@ static int naive_run(const attn_problem *p, const attn_exec *exec, const float *
         const float inv_l = 1.0f / attn_denominator(&ho, l, m);
         for (int64_t j = 0; j < n; j++) {
           const float a = alpha[j] * inv_l;
-          for (int64_t d = 0; d < dv; d++) z[d] += a * vh[(lo + j) * dv + d];
+          for (int64_t d = 0; d < dv; d++) z[d] += a * vr[j * dv + d];
         }
       }
     }
