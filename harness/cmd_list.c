@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `attnbench list` — every kernel in the registry, one line each:
-//     <name>  available|unavailable (needs avx512f)  <caps>  <tiles>  <summary>
+//     <name>  available|unavailable (needs avx512f)  <caps>  <opts>  <tiles>  <summary>
+// <opts> is "opts=" and the attention options (attn.h) the entry point handles natively,
+// comma-separated ("opts=align,window,softcap,alibi,sinks,mask,lse"), or "opts=fallback"
+// when it handles none: problems with options it lacks run on the portable path.
 // <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x32 pv6x64"
 // (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
 // "scalar" for portable C, "-" when the kernel does not declare them.
@@ -33,6 +36,20 @@ static const char *caps_string(unsigned caps, char *buf, size_t len) {
     used += (size_t)n;
   }
   if (!used) snprintf(buf, len, "-");
+  return buf;
+}
+
+// "opts=a,b" or "opts=fallback", as described at the top.
+static const char *opts_string(unsigned caps, char *buf, size_t len) {
+  char names[128];
+  if (!(caps & ATTN_CAP_OPT_ALL)) {
+    snprintf(buf, len, "opts=fallback");
+    return buf;
+  }
+  attn_option_names(caps & ATTN_CAP_OPT_ALL, names, sizeof names);
+  for (char *c = names; *c; c++)
+    if (*c == ' ') *c = ',';
+  snprintf(buf, len, "opts=%s", names);
   return buf;
 }
 
@@ -86,6 +103,17 @@ static void print_json(bool only_available) {
       first_cap = false;
       json_string(stdout, kCaps[c].name);
     }
+    char onames[128];
+    attn_option_names(k->caps & ATTN_CAP_OPT_ALL, onames, sizeof onames);
+    printf("], \"native_options\": [");
+    if (k->caps & ATTN_CAP_OPT_ALL) {
+      bool first_opt = true;
+      for (char *tok = strtok(onames, " "); tok; tok = strtok(NULL, " ")) {
+        printf("%s", first_opt ? "" : ", ");
+        first_opt = false;
+        json_string(stdout, tok);
+      }
+    }
     printf("], \"vec_width\": %d, \"qk_tile\": [%d, %d], \"pv_tile\": [%d, %d]", k->vec_width,
            k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols);
     printf(", \"summary\": ");
@@ -120,7 +148,9 @@ int cmd_list(int argc, char **argv) {
           "natively handled cases (causal, cross, gqa, dv!=dqk, threads), vector width and\n"
           "register tiles (w16 qk8x32 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V\n"
           "tile 6 rows x 64 columns) and a one-line summary; plug-in kernels end with\n"
-          "[plug-in: PATH].\n"
+          "[plug-in: PATH]. opts= lists the attention options (align, window, softcap,\n"
+          "alibi, sinks, mask, lse) handled natively; opts=fallback: problems with options\n"
+          "run on the shared portable path.\n"
           "Every kernel accepts every valid problem; the flags say which cases it\n"
           "handles natively rather than by a general path.",
       .epilog = "example:\n  attnbench list\n  attnbench list --available --json",
@@ -135,11 +165,11 @@ int cmd_list(int argc, char **argv) {
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
   // Two passes: column widths first, so the columns line up for any registry.
-  int w[4] = {0, 0, 0, 0};
+  int w[5] = {0, 0, 0, 0, 0};
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < attn_kernel_count(); i++) {
       const attn_kernel *k = attn_kernel_at(i);
-      char why[96], avail[128], caps[96], tiles[64];
+      char why[96], avail[128], caps[96], tiles[64], nopts[160];
       const bool ok = attn_kernel_available(k, why, sizeof why);
       if (only_available && !ok) continue;
       if (ok)
@@ -148,15 +178,16 @@ int cmd_list(int argc, char **argv) {
         snprintf(avail, sizeof avail, "unavailable (%s)", why);
       caps_string(k->caps, caps, sizeof caps);
       tiles_string(k, tiles, sizeof tiles);
-      const char *col[4] = {k->name, avail, caps, tiles};
+      opts_string(k->caps, nopts, sizeof nopts);
+      const char *col[5] = {k->name, avail, caps, nopts, tiles};
       if (pass == 0) {
-        for (int c = 0; c < 4; c++)
+        for (int c = 0; c < 5; c++)
           if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
       } else {
         const char *origin = attn_kernel_origin(k);
-        printf("%-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2], col[2], w[3],
-               col[3], k->summary, origin ? " [plug-in: " : "", origin ? origin : "",
-               origin ? "]" : "");
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2],
+               col[2], w[3], col[3], w[4], col[4], k->summary, origin ? " [plug-in: " : "",
+               origin ? origin : "", origin ? "]" : "");
       }
     }
   }

@@ -29,6 +29,42 @@
 //     seq_q == seq_kv gives the usual lower triangle; seq_q == 1 (decode) sees every key.
 //     A row that sees no key at all (possible when seq_q > seq_kv) outputs zeros.
 //
+// ── Attention variants (attn_problem.opts; NULL = none of them) ─────────────────────
+//     With opts set, the score of query row i (0-based, head h of batch b) and key j is
+//         s_ij = scale · q_i · k_j                                  (as above)
+//         s_ij ← c · tanh(s_ij / c)                   if softcap c > 0 (after scaling)
+//         s_ij ← s_ij + slope_h · (j − i − off)       if ALiBi (≤ 0 for keys at or left of
+//                                                     the aligned diagonal when slope ≥ 0)
+//         s_ij ← s_ij + M[i][j]                       if an additive mask (−inf allowed)
+//     in that order, and
+//         O_i = Σ_j e^(s_ij − m) v_j / ( Σ_j e^(s_ij − m) + e^(sink_h − m) )
+//     over the keys j that row i *sees*, where the sink term is present only with sinks
+//     and m is any shift (kernels use the maximum of the row's scores and the sink).
+//   Alignment: off = seq_kv − seq_q (ATTN_ALIGN_BOTTOM_RIGHT, the default, as above) or
+//     off = 0 (ATTN_ALIGN_TOP_LEFT, PyTorch's is_causal). It places the diagonal of the
+//     causal mask, the window and the ALiBi distances; it matters only when seq_q ≠ seq_kv.
+//   Window (left, right), ATTN_WINDOW_UNBOUNDED (−1) for an unbounded side: row i sees key j
+//     iff  −left ≤ j − (i + off) ≤ right.  The causal flag is the window (∞, 0): with both,
+//     right becomes min(right, 0). Mistral is causal with left = 4095.
+//     Keys seen by row i form one range [lo, hi) — attn_row_keys() — and kernels read no
+//     key outside it. An additive −inf removes a key too: a row whose every key in range
+//     is −inf, or whose range is empty, *sees nothing*.
+//   ALiBi slopes: an explicit array alibi_slopes[heads], or alibi_max_bias > 0 with the
+//     standard rule (BLOOM; ggml's generalisation to any head count): n = 2^⌊log2 heads⌋,
+//     slope_h = 2^(−max_bias·(h+1)/n) for h < n, else 2^(−max_bias·(2(h−n)+1)/(2n)).
+//   Sinks: sinks[heads], one finite logit per query head, in every row's denominator;
+//     it carries no value (the weights of the keys sum to less than 1).
+//   Additive mask: mask[seq_q][seq_kv] broadcast over batch and heads, or
+//     mask[batch][heads][seq_q][seq_kv] with mask_per_head; values finite or −inf.
+//   LSE output: lse[batch][heads][seq_q] (written when lse != NULL) =
+//     log Σ_j e^(s_ij) over the keys the row sees (natural log, the sink excluded, so that
+//     partial results over disjoint key ranges merge by log-sum-exp); −inf for a row that
+//     sees nothing.
+//   A row that sees nothing outputs zeros (and LSE −inf), never NaN, with or without sinks.
+//   Kernels declare the options they handle natively with ATTN_CAP_OPT_* bits; the
+//   callers' dispatch (attn_kernel_run) sends any other problem with options to the
+//   shared portable path, so every kernel supports every option.
+//
 // ── Numerics contract: the input domain ────────────────────────────────────────────
 //     Softmax subtracts the row maximum before exponentiating. Every kernel gives a
 //     finite, accurate output (within the tolerance of kernels/check/check.h) for inputs
@@ -65,6 +101,31 @@ extern "C" {
 
 // ── The problem ─────────────────────────────────────────────────────────────────────
 
+// Mask alignment (see "Attention variants").
+typedef enum attn_align {
+  ATTN_ALIGN_BOTTOM_RIGHT = 0,  // off = seq_kv − seq_q (the default)
+  ATTN_ALIGN_TOP_LEFT = 1,      // off = 0 (PyTorch's is_causal)
+} attn_align;
+
+#define ATTN_WINDOW_UNBOUNDED (-1)  // a window side without limit
+
+// The options of a problem (see "Attention variants"). Zero-initialised = none: no
+// window, bottom-right alignment, no softcap, no ALiBi, no sinks, no mask, no LSE.
+// The arrays are owned by the caller and must outlive the kernel call.
+typedef struct attn_options {
+  attn_align align;
+  bool window;                // true: the window (window_left, window_right) applies
+  int64_t window_left;        // keys left of the aligned diagonal, >= 0 or ATTN_WINDOW_UNBOUNDED
+  int64_t window_right;       // keys right of it, >= 0 or ATTN_WINDOW_UNBOUNDED
+  float softcap;              // c > 0 and finite: s ← c·tanh(s/c); 0 = off
+  float alibi_max_bias;       // > 0 and finite: standard slopes; 0 = off (or explicit slopes)
+  const float *alibi_slopes;  // [heads] finite; NULL = none. Not with alibi_max_bias
+  const float *sinks;         // [heads] finite logits; NULL = none
+  const float *mask;          // [seq_q][seq_kv] or [batch][heads][seq_q][seq_kv]; NULL = none
+  bool mask_per_head;         // mask has the 4-D (batch, head) layout
+  float *lse;                 // output [batch][heads][seq_q]; NULL = not wanted
+} attn_options;
+
 typedef struct attn_problem {
   int64_t batch;        // >= 1
   int64_t heads;        // query heads, >= 1
@@ -75,7 +136,19 @@ typedef struct attn_problem {
   int64_t head_dim_v;   // width of V and O rows, >= 1
   bool causal;          // bottom-right aligned causal mask (see above)
   float scale;          // multiplies Q·Kᵀ; finite. attn_problem_make sets 1/sqrt(head_dim_qk)
+  const attn_options *opts;  // attention variants; NULL = none (attn_problem_make's default)
 } attn_problem;
+
+// Bits of the options a problem uses (ATTN_CAP_OPT_* values, 0 = a plain problem).
+// Alignment counts only when it changes something (top-left with causal or a window,
+// or ALiBi, and seq_q != seq_kv).
+uint32_t attn_problem_options_used(const attn_problem *p);
+
+// ALiBi slope of query head h (0 without ALiBi): the explicit array or the max_bias rule.
+float attn_alibi_slope(const attn_problem *p, int64_t h);
+
+// The offset off of the aligned diagonal: seq_kv − seq_q (bottom-right) or 0 (top-left).
+int64_t attn_diag_offset(const attn_problem *p);
 
 // A problem with the default scale 1/sqrt(head_dim_qk).
 attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
@@ -85,7 +158,10 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 // Checks every field. Returns true if the problem is valid; otherwise false and a
 // one-line, human-readable reason in err (if err != NULL). Rejects: sizes < 1,
 // heads % kv_heads != 0, non-finite scale, and any tensor whose element or byte count
-// overflows size_t.
+// overflows size_t; and among the options: an alignment other than the two, a window
+// side < 0 other than ATTN_WINDOW_UNBOUNDED, softcap < 0 or non-finite, alibi_max_bias
+// < 0 or non-finite, both alibi_max_bias and alibi_slopes, a mask or LSE tensor whose
+// size overflows. (Array contents are inputs: attn_inputs_check checks them.)
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 
 // The input domain (see "Numerics contract" above). 2^120 ≈ 1.33e36.
@@ -93,7 +169,10 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 #define ATTN_VALUE_LIMIT 0x1p120  // bound on seq_kv·max|v|
 
 // Checks that the inputs of a valid problem lie in the input domain: every element finite,
-// scores and the V accumulation safely inside float32 (conditions 1–3 above). O(size of
+// scores and the V accumulation safely inside float32 (conditions 1–3 above); with options
+// also: ALiBi slopes and sinks finite, |sink| ≤ ATTN_SCORE_LIMIT, |slope|·max(seq_q,
+// seq_kv)·2 ≤ ATTN_SCORE_LIMIT, mask values finite or −inf with |finite| ≤ ATTN_SCORE_LIMIT
+// (so every final score stays below 3·2^120, inside float32 with a 2^6 margin). O(size of
 // the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
 // tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
 // "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
@@ -106,14 +185,20 @@ size_t attn_k_elems(const attn_problem *p);
 size_t attn_v_elems(const attn_problem *p);
 size_t attn_o_elems(const attn_problem *p);
 
-// Number of keys query row i may see: seq_kv without a mask, else
-// clamp(i + 1 + seq_kv - seq_q, 0, seq_kv).
+// The keys row i may see by causal mask, window and alignment: [*lo, *hi) with
+// 0 <= *lo <= *hi <= seq_kv (empty: *lo == *hi). Additive-mask −inf entries inside the
+// range are removed by the mask, not here. Every kernel and the checker use this.
+void attn_row_keys(const attn_problem *p, int64_t i, int64_t *lo, int64_t *hi);
+
+// Number of keys row i may see: hi − lo of attn_row_keys. Without options this is
+// seq_kv without a mask, else clamp(i + 1 + seq_kv - seq_q, 0, seq_kv).
 int64_t attn_visible_keys(const attn_problem *p, int64_t i);
 
 // Useful floating-point work: 2·(head_dim_qk + head_dim_v) flops per visible (query, key)
 // pair — one multiply-add per element for Q·Kᵀ and one for P·V — summed over batch·heads.
 // Without a mask and with head_dim_qk == head_dim_v == D this is 4·B·H·Sq·Skv·D; under the
-// causal mask only visible pairs count. Exponentials and the softmax are not counted.
+// causal mask or a window only visible pairs (attn_row_keys) count. Exponentials, the
+// softmax and the options' elementwise work are not counted.
 double attn_flops(const attn_problem *p);
 
 // ── Execution parameters (shared by every kernel; 0 means "kernel default") ─────────
@@ -153,13 +238,27 @@ enum {
 // kernel may fall back internally, never refuse); the flags say which cases the kernel
 // handles natively, for `attnbench list` and reports.
 enum {
-  ATTN_CAP_CAUSAL = 1u << 0,    // causal mask (natively skips masked work)
-  ATTN_CAP_CROSS = 1u << 1,     // seq_q != seq_kv
-  ATTN_CAP_GQA = 1u << 2,       // kv_heads < heads shares K/V loads across the group
-  ATTN_CAP_DV_NE_DQK = 1u << 3, // head_dim_v != head_dim_qk
-  ATTN_CAP_THREADS = 1u << 4,   // uses attn_exec.threads (OpenMP)
+  ATTN_CAP_CAUSAL = 1u << 0,     // causal mask (natively skips masked work)
+  ATTN_CAP_CROSS = 1u << 1,      // seq_q != seq_kv
+  ATTN_CAP_GQA = 1u << 2,        // kv_heads < heads shares K/V loads across the group
+  ATTN_CAP_DV_NE_DQK = 1u << 3,  // head_dim_v != head_dim_qk
+  ATTN_CAP_THREADS = 1u << 4,    // uses attn_exec.threads (OpenMP)
   ATTN_CAP_ALL_SHAPES = ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_GQA | ATTN_CAP_DV_NE_DQK,
+  // Options (attn_options) the kernel's entry point computes itself. A problem using an
+  // option the kernel lacks runs on the shared portable path instead (attn_kernel_run).
+  ATTN_CAP_OPT_ALIGN = 1u << 8,     // top-left alignment
+  ATTN_CAP_OPT_WINDOW = 1u << 9,    // sliding window
+  ATTN_CAP_OPT_SOFTCAP = 1u << 10,  // logit soft-capping
+  ATTN_CAP_OPT_ALIBI = 1u << 11,    // ALiBi slopes (either form)
+  ATTN_CAP_OPT_SINKS = 1u << 12,    // attention sinks
+  ATTN_CAP_OPT_MASK = 1u << 13,     // additive mask (either layout)
+  ATTN_CAP_OPT_LSE = 1u << 14,      // LSE output
+  ATTN_CAP_OPT_ALL = ATTN_CAP_OPT_ALIGN | ATTN_CAP_OPT_WINDOW | ATTN_CAP_OPT_SOFTCAP |
+                     ATTN_CAP_OPT_ALIBI | ATTN_CAP_OPT_SINKS | ATTN_CAP_OPT_MASK | ATTN_CAP_OPT_LSE,
 };
+
+// Space-separated names of the ATTN_CAP_OPT_* bits in caps ("window softcap"), "none" for 0.
+const char *attn_option_names(uint32_t caps, char *buf, size_t buf_len);
 
 // Status codes returned by kernels.
 enum {
@@ -213,7 +312,23 @@ int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exe
                      const float *q, const float *kk, const float *v, float *o, char *err,
                      size_t err_len);
 
-// Workspace size for (k, p, exec): 0 when the kernel has no workspace function.
+// True if k's entry point handles every option p uses natively (attn_problem_options_used
+// ⊆ k->caps); false means attn_kernel_run takes the portable fallback.
+bool attn_kernel_native(const attn_kernel *k, const attn_problem *p);
+
+// Runs a valid, checked problem on k: k->run(p, exec, q, kk, v, o, workspace) when the
+// kernel is native for p, else the shared portable path (the `blocked` algorithm with
+// every option, default tiles, exec.threads ignored). workspace must hold
+// attn_kernel_workspace(k, p, exec) bytes, which is the fallback's size when it runs;
+// exec NULL means all defaults. Callers that run entry points directly (the bench's
+// timed loop) call this instead of k->run; attn_kernel_call uses it too. *fallback (if
+// not NULL) is set to whether the fallback ran.
+int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                    const float *q, const float *kk, const float *v, float *o, void *workspace,
+                    bool *fallback);
+
+// Workspace size for (k, p, exec): 0 when the kernel has no workspace function; the
+// portable fallback's size when k is not native for p (attn_kernel_native).
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);
 
 // ── Plug-ins: kernels registered at run time (docs/plugins.md) ──────────────────────

@@ -193,9 +193,9 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
   if (s->check_pass) return;
   const int n = snprintf(s->check_message, sizeof s->check_message,
-             "%s the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
-             r.verdict == ATTN_CHECK_INCONCLUSIVE ? "got no verdict from" : "failed",
-             reduced ? " (reduced seq)" : "", r.message, r.max_abs_err, r.worst_ratio);
+                         "%s the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
+                         r.verdict == ATTN_CHECK_INCONCLUSIVE ? "got no verdict from" : "failed",
+                         reduced ? " (reduced seq)" : "", r.message, r.max_abs_err, r.worst_ratio);
   (void)n;  // a long message is cut, never overflowed
 }
 
@@ -266,9 +266,11 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   }
   attn_gb_set_counter(st, "input_copies", g_buf.copies, ATTN_GB_PLAIN);
   int c = 0;
+  bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)
   while (attn_gb_keep_running(st)) {
     float *o = g_buf.o[c];
-    const int rc = pt->kernel->run(p, &exec, g_buf.q[c], g_buf.k[c], g_buf.v[c], o, g_buf.ws);
+    const int rc = attn_kernel_run(pt->kernel, p, &exec, g_buf.q[c], g_buf.k[c], g_buf.v[c], o,
+                                   g_buf.ws, &fallback);
     c = c + 1 == g_buf.copies ? 0 : c + 1;
     if (rc != ATTN_OK) {
       char msg[64];
@@ -278,6 +280,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     }
     attn_gb_do_not_optimize(o);
   }
+  // 1: the timings are the portable fallback's, not this kernel's (options it lacks).
+  attn_gb_set_counter(st, "fallback", fallback ? 1 : 0, ATTN_GB_PLAIN);
   // Per-iteration amounts; Google Benchmark turns them into rates (÷ seconds/iteration).
   const double gflop = attn_flops(p) * 1e-9;
   attn_gb_set_counter(st, "GFLOP/s", gflop, ATTN_GB_RATE_PER_ITER);

@@ -98,6 +98,101 @@ static double case_work(const attn_problem *p) {
          (double)(p->head_dim_qk + p->head_dim_v);
 }
 
+// Appends a case with options (attn.h, "Attention variants").
+static void add_opt(attn_check_case *out, size_t cap, size_t *n, attn_problem p, attn_dist dist,
+                    attn_options o, uint32_t gen) {
+  if (out && *n < cap)
+    out[*n] =
+        (attn_check_case){.problem = p, .dist = dist, .seed = 1000 + *n, .opts = o, .gen = gen};
+  (*n)++;
+}
+
+// 4. The options, alone and combined. Window sizes W (left = W − 1) around the key tiles
+//    of the kernels (16, 32, 64, 128: 1, tile − 1, tile, tile + 1, more than seq_kv);
+//    both alignments with seq_q above, equal to and below seq_kv; softcap with huge
+//    scores; sinks on rows that see nothing.
+static void options_cases(bool quick, attn_check_case *out, size_t cap, size_t *n) {
+  static const int64_t kWindows[] = {1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300};
+  for (size_t w = 0; w < COUNT(kWindows); w++) {
+    if (quick && w % 3 != 0 && w != COUNT(kWindows) - 1) continue;
+    const int64_t sq = (w % 3 == 1) ? 150 : 200, skv = (w % 3 == 2) ? 150 : 200;
+    attn_problem p = attn_problem_make(1, 2, 1, sq, skv, 32, 32, w % 2 == 0);
+    const attn_options o = {
+        .window = true,
+        .window_left = kWindows[w] - 1,
+        .window_right = w % 2 == 0 ? 0 : (w % 4 == 1 ? 3 : ATTN_WINDOW_UNBOUNDED),
+        .align = w % 5 == 2 ? ATTN_ALIGN_TOP_LEFT : ATTN_ALIGN_BOTTOM_RIGHT};
+    add_opt(out, cap, n, p, (attn_dist)(w % 2), o, w % 4 == 0 ? ATTN_CHECK_GEN_LSE : 0);
+  }
+  // alignments × (seq_q > seq_kv, ==, <), causal and a two-sided window
+  static const int64_t kAlignSeqs[][2] = {{40, 17}, {17, 17}, {17, 40}, {1, 33}, {33, 1}};
+  for (size_t a = 0; a < COUNT(kAlignSeqs); a++) {
+    for (int align = 0; align <= 1; align++) {
+      for (int win = 0; win <= 1; win++) {
+        if (quick && win && a % 2) continue;
+        attn_problem p =
+            attn_problem_make(1, 4, 2, kAlignSeqs[a][0], kAlignSeqs[a][1], 16, 24, !win);
+        const attn_options o = {
+            .align = (attn_align)align, .window = win, .window_left = 5, .window_right = 2};
+        add_opt(out, cap, n, p, ATTN_DIST_NORMAL, o, ATTN_CHECK_GEN_LSE);
+      }
+    }
+  }
+  // softcap: moderate scores, and huge ones (LARGE: |s| ~ 1e4, capped at 50 or 5)
+  add_opt(out, cap, n, attn_problem_make(1, 2, 2, 33, 47, 64, 64, false), ATTN_DIST_NORMAL,
+          (attn_options){.softcap = 1.5f}, 0);
+  add_opt(out, cap, n, attn_problem_make(2, 4, 2, 31, 31, 64, 64, true), ATTN_DIST_LARGE,
+          (attn_options){.softcap = 50.0f}, ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(1, 2, 1, 17, 64, 128, 64, false), ATTN_DIST_LARGE,
+          (attn_options){.softcap = 5.0f}, 0);
+  // ALiBi: the max_bias rule for a power-of-two and another head count, explicit slopes
+  add_opt(out, cap, n, attn_problem_make(1, 8, 2, 45, 45, 32, 32, true), ATTN_DIST_NORMAL,
+          (attn_options){.alibi_max_bias = 8.0f}, 0);
+  add_opt(out, cap, n, attn_problem_make(1, 6, 3, 20, 57, 16, 16, false), ATTN_DIST_UNIFORM,
+          (attn_options){.alibi_max_bias = 8.0f}, ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(2, 4, 4, 57, 20, 33, 16, true), ATTN_DIST_NORMAL,
+          (attn_options){.align = ATTN_ALIGN_TOP_LEFT}, ATTN_CHECK_GEN_SLOPES);
+  // sinks: plain, dominating, on rows that see nothing (causal seq_q > seq_kv, a window
+  // that leaves the top rows empty, a mask with all −inf rows)
+  add_opt(out, cap, n, attn_problem_make(1, 4, 2, 31, 31, 32, 32, false), ATTN_DIST_NORMAL,
+          (attn_options){0}, ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(1, 4, 1, 16, 40, 32, 32, true), ATTN_DIST_UNIFORM,
+          (attn_options){0}, ATTN_CHECK_GEN_SINKS_HIGH);
+  add_opt(out, cap, n, attn_problem_make(1, 2, 2, 40, 16, 16, 16, true), ATTN_DIST_NORMAL,
+          (attn_options){0}, ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(1, 2, 2, 40, 16, 16, 16, false), ATTN_DIST_NORMAL,
+          (attn_options){.window = true, .window_left = 2, .window_right = 0},
+          ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(1, 2, 1, 24, 24, 16, 16, false), ATTN_DIST_NORMAL,
+          (attn_options){0}, ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  // additive masks: broadcast and per (batch, head), with −inf entries and rows
+  add_opt(out, cap, n, attn_problem_make(1, 4, 2, 29, 37, 32, 16, false), ATTN_DIST_NORMAL,
+          (attn_options){0}, ATTN_CHECK_GEN_MASK);
+  add_opt(out, cap, n, attn_problem_make(2, 2, 1, 37, 29, 16, 32, true), ATTN_DIST_UNIFORM,
+          (attn_options){.mask_per_head = true}, ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  // LSE alone
+  add_opt(out, cap, n, attn_problem_make(2, 4, 2, 33, 65, 64, 64, true), ATTN_DIST_NORMAL,
+          (attn_options){0}, ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(1, 2, 2, 1, 300, 64, 64, false), ATTN_DIST_LARGE,
+          (attn_options){0}, ATTN_CHECK_GEN_LSE);
+  // everything at once
+  add_opt(out, cap, n, attn_problem_make(2, 4, 2, 70, 90, 32, 48, true), ATTN_DIST_NORMAL,
+          (attn_options){.window = true,
+                         .window_left = 32,
+                         .window_right = 0,
+                         .softcap = 20.0f,
+                         .alibi_max_bias = 8.0f,
+                         .align = ATTN_ALIGN_TOP_LEFT},
+          ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  add_opt(out, cap, n, attn_problem_make(1, 6, 2, 90, 70, 64, 64, false), ATTN_DIST_UNIFORM,
+          (attn_options){.window = true,
+                         .window_left = 16,
+                         .window_right = 16,
+                         .softcap = 2.0f,
+                         .mask_per_head = true},
+          ATTN_CHECK_GEN_SLOPES | ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+}
+
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
   size_t n = 0;
   const int64_t quick_max_seq = 100;
@@ -142,6 +237,7 @@ size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
     p.scale = 0.3f;
     add(out, cap, &n, p, ATTN_DIST_NORMAL);
   }
+  options_cases(quick, out, cap, &n);
   return n;
 }
 
@@ -151,16 +247,48 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
   char scale[32] = "";
   if (fabs((double)p->scale - default_scale) > 1e-7 * default_scale)
     snprintf(scale, sizeof scale, " scale=%g", p->scale);
-  snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s",
-           (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
-           (long long)p->seq_kv, (long long)p->head_dim_qk, (long long)p->head_dim_v,
-           p->causal ? "causal" : "full", attn_dist_name(c->dist), scale);
+  int w = snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s",
+                   (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
+                   (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk,
+                   (long long)p->head_dim_v, p->causal ? "causal" : "full", attn_dist_name(c->dist),
+                   scale);
+  const attn_options *o = p->opts ? p->opts : &c->opts;
+  const uint32_t gen = p->opts ? 0 : c->gen;
+  char opt[200] = "", *at = opt;
+  const char *end = opt + sizeof opt;
+#define OPT_APPEND(...) \
+  (at += snprintf(at, (size_t)(end - at), __VA_ARGS__), at = at < end ? at : (char *)end - 1)
+  if (o->window) {
+    OPT_APPEND(" window=");
+    if (o->window_left == ATTN_WINDOW_UNBOUNDED)
+      OPT_APPEND("inf");
+    else
+      OPT_APPEND("%lld", (long long)o->window_left);
+    if (o->window_right == ATTN_WINDOW_UNBOUNDED)
+      OPT_APPEND(",inf");
+    else
+      OPT_APPEND(",%lld", (long long)o->window_right);
+  }
+  if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_APPEND(" align=top-left");
+  if (o->softcap > 0.0f) OPT_APPEND(" softcap=%g", (double)o->softcap);
+  if (o->alibi_max_bias > 0.0f) OPT_APPEND(" alibi=%g", (double)o->alibi_max_bias);
+  if (o->alibi_slopes || gen & ATTN_CHECK_GEN_SLOPES) OPT_APPEND(" alibi-slopes");
+  if (o->sinks || gen & ATTN_CHECK_GEN_SINKS) OPT_APPEND(" sinks");
+  if (gen & ATTN_CHECK_GEN_SINKS_HIGH) OPT_APPEND(" sinks-high");
+  if (o->mask || gen & ATTN_CHECK_GEN_MASK) OPT_APPEND(o->mask_per_head ? " mask/head" : " mask");
+  if (o->lse || gen & ATTN_CHECK_GEN_LSE) OPT_APPEND(" lse");
+#undef OPT_APPEND
+  if (w >= 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "%s", opt);
 }
 
 // ── Prepared cases: reference output and tolerance ──────────────────────────────────
 
 struct attn_check_prepared {
-  attn_problem p;
+  attn_problem p;  // p.opts points to opts below when the case has options
+  attn_options opts;
+  float *slopes, *sinks, *mask;  // copies of the options' arrays (NULL when absent)
+  float *lse_out;                // the reference kernel's LSE output (scratch)
+  double *lse_ref, *lse_tol;     // [batch][heads][seq_q], NULL unless LSE is checked
   float *q, *k, *v;
   float *ref;   // reference output, O layout
   double *tol;  // per-element tolerance, O layout
@@ -181,63 +309,111 @@ void attn_check_prepared_free(attn_check_prepared *pc) {
   free(pc->v);
   free(pc->ref);
   free(pc->tol);
+  free(pc->slopes);
+  free(pc->sinks);
+  free(pc->mask);
+  free(pc->lse_out);
+  free(pc->lse_ref);
+  free(pc->lse_tol);
   free(pc);
 }
 
 const float *attn_check_reference_output(const attn_check_prepared *pc) {
   return pc->ref;
 }
+const double *attn_check_reference_lse(const attn_check_prepared *pc) {
+  return pc->lse_ref;
+}
+const attn_problem *attn_check_problem(const attn_check_prepared *pc) {
+  return &pc->p;
+}
 
-// Tolerance of every output element of one query row (see check.h). s[j] holds the
-// double scores of the visible keys, p[j] their reference probabilities. tol_score[d]
-// gets the score part of the bound before it is capped at spread[d], the spread of the
-// visible V values (check.h, "When the bound says nothing").
-static void row_tolerance(const attn_problem *p, const float *qrow, const float *kh,
-                          const float *vh, int64_t n, double *s, double *prob, double *e,
-                          double *tol_row, double *tol_score, double *spread) {
+// Tolerance of every output element of one query row (see check.h). The row's keys are
+// key[0..n) (indices into K/V); key[n] == -1 is the sink when has_sink (score sink, value
+// 0). s[j], prob[j], e[j]: final double score, reference probability and score-error
+// bound of entry j. tol_score[d] gets the score part of the bound before it is capped at
+// spread[d], the spread of the visible V values (check.h, "When the bound says nothing").
+// *lse and *lse_tol get the row's LSE (double) and its tolerance.
+static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64_t i,
+                          const float *qrow, const float *kh, const float *vh, const int64_t *key,
+                          int64_t n, double *s, double *prob, double *e, double *tol_row,
+                          double *tol_score, double *spread, double *lse, double *lse_tol) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
   const double scale = fabs((double)p->scale);
+  const int64_t n_all = n + (ho->has_sink ? 1 : 0);
   double m = -INFINITY;
-  for (int64_t j = 0; j < n; j++) {
+  for (int64_t t = 0; t < n; t++) {
+    const int64_t j = key[t];
     double dot = 0.0, absdot = 0.0, abssum = 0.0;
-    for (int64_t t = 0; t < dqk; t++) {
-      const double qt = (double)qrow[t], kt = (double)kh[j * dqk + t];
+    for (int64_t c = 0; c < dqk; c++) {
+      const double qt = (double)qrow[c], kt = (double)kh[j * dqk + c];
       const double x = qt * kt;
       dot += x;
       absdot += fabs(x);
       abssum += fabs(qt) + fabs(kt);
     }
-    s[j] = (double)p->scale * dot;
-    e[j] = (double)(dqk + 2) * U32 * scale * absdot                               // rounding
-           + 2.0 * FLT_MIN_D * (1.0 + scale) * (abssum + (double)(2 * dqk + 2));  // DAZ/FTZ
-    if (s[j] > m) m = s[j];
+    double x = (double)p->scale * dot;
+    double et = (double)(dqk + 2) * U32 * scale * absdot                               // rounding
+                + 2.0 * FLT_MIN_D * (1.0 + scale) * (abssum + (double)(2 * dqk + 2));  // DAZ/FTZ
+    if (ho->softcap > 0.0f) {  // tanh' ≤ 1: et carries over; argument, tanh, × c
+      const double c = (double)ho->softcap;
+      const double capped = c * tanh(x / c);
+      et += 2.0 * U32 * fabs(x) + (2.0 * ATTN_CHECK_TANH_ULP + 1.0) * U32 * fabs(capped) +
+            2.0 * FLT_MIN_D * (1.0 + c);
+      x = capped;
+    }
+    if (ho->slope != 0.0f) {
+      const double bias = (double)ho->slope * (double)(j - i - ho->off);
+      x += bias;
+      et += 3.0 * U32 * fabs(bias) + U32 * fabs(x);
+    }
+    if (ho->mask) {
+      x += (double)ho->mask[(size_t)i * (size_t)p->seq_kv + (size_t)j];
+      et += U32 * fabs(x);
+    }
+    s[t] = x;
+    e[t] = et;
+    if (x > m) m = x;
   }
-  double l = 0.0, e_max = 0.0;
-  for (int64_t j = 0; j < n; j++) {
-    e[j] += 2.0 * U32 * (fabs(s[j]) + fabs(m));
-    if (e[j] > e_max) e_max = e[j];
-    prob[j] = exp(s[j] - m);
-    l += prob[j];
+  const double m_keys = m;
+  if (ho->has_sink) {
+    s[n] = (double)ho->sink;
+    e[n] = 0.0;
+    if (s[n] > m) m = s[n];
+  }
+  // the shift a kernel subtracts: the key maximum or the maximum with the sink
+  const double m_abs = fmax(fabs(m), fabs(m_keys));
+  double l = 0.0, l_keys = 0.0, e_max = 0.0, e_max_keys = 0.0;
+  for (int64_t t = 0; t < n_all; t++) {
+    e[t] += 2.0 * U32 * (fabs(s[t]) + m_abs);
+    if (e[t] > e_max) e_max = e[t];
+    if (t < n && e[t] > e_max_keys) e_max_keys = e[t];
+    prob[t] = exp(s[t] - m);
+    l += prob[t];
+    if (t < n) l_keys += exp(s[t] - m_keys);
   }
   const double log_l = log(l);
-  for (int64_t j = 0; j < n; j++) prob[j] /= l;
-  const double acc_ulps = (3.0 * (double)n + ATTN_CHECK_EXP_ULP + 8.0) * U32;
+  for (int64_t t = 0; t < n_all; t++) prob[t] /= l;
+  const double acc_ulps = (3.0 * (double)n_all + ATTN_CHECK_EXP_ULP + 8.0) * U32;
+  *lse = m_keys + log(l_keys);
+  *lse_tol = e_max_keys + acc_ulps + 8.0 * U32 * (1.0 + log((double)n)) + 2.0 * U32 * fabs(*lse) +
+             4.0 * (double)n * FLT_MIN_D;
   for (int64_t d = 0; d < dv; d++) {
     double o = 0.0;
-    for (int64_t j = 0; j < n; j++) o += prob[j] * (double)vh[j * dv + d];
+    for (int64_t t = 0; t < n; t++) o += prob[t] * (double)vh[key[t] * dv + d];
     double first = 0.0, exact = 0.0, mag = 0.0, vmax = 0.0, vsum = 0.0, r = 0.0;
-    for (int64_t j = 0; j < n; j++) {
-      const double vj = (double)vh[j * dv + d];
-      first += prob[j] * e[j] * fabs(vj - o);
+    for (int64_t t = 0; t < n_all; t++) {
+      const double vj = t < n ? (double)vh[key[t] * dv + d] : 0.0;  // the sink: value 0
+      first += prob[t] * e[t] * fabs(vj - o);
       // p_j·(e^(E_j+E_max) − 1), in log space where p_j underflows
-      const double x = e[j] + e_max;
-      exact += fabs(vj - o) * (prob[j] > 1e-300 ? prob[j] * expm1(x) : exp(s[j] - m - log_l + x));
-      mag += prob[j] * fabs(vj);
+      const double x = e[t] + e_max;
+      exact += fabs(vj - o) * (prob[t] > 1e-300 ? prob[t] * expm1(x) : exp(s[t] - m - log_l + x));
+      mag += prob[t] * fabs(vj);
       vsum += fabs(vj);
       if (fabs(vj) > vmax) vmax = fabs(vj);
       if (fabs(vj - o) > r) r = fabs(vj - o);
     }
-    const double ftz = 2.0 * FLT_MIN_D * (3.0 * (double)n + 2.0 + vsum + (double)n * vmax);
+    const double ftz = 2.0 * FLT_MIN_D * (3.0 * (double)n_all + 2.0 + vsum + (double)n_all * vmax);
     // Two valid bounds on the weight-induced error (check.h); weak when even the
     // smaller reaches the spread r, which itself bounds that error.
     tol_score[d] = fmin(2.0 * first + 2.0 * e_max * e_max * vmax, exact);
@@ -257,6 +433,37 @@ static attn_check_prepared *prepare_common(const attn_problem *p, char *err, siz
   pc->ref = malloc(attn_o_elems(p) * sizeof(float));
   pc->tol = malloc(attn_o_elems(p) * sizeof(double));
   if (!pc->q || !pc->k || !pc->v || !pc->ref || !pc->tol) goto nomem;
+  if (p->opts) {
+    // the options' arrays, copied: the prepared case owns everything it reads
+    const attn_options *o = p->opts;
+    const size_t h = (size_t)p->heads, nl = (size_t)p->batch * h * (size_t)p->seq_q;
+    const size_t nm =
+        (o->mask_per_head ? (size_t)p->batch * h : 1) * (size_t)p->seq_q * (size_t)p->seq_kv;
+    pc->opts = *o;
+    pc->opts.lse = NULL;
+    pc->p.opts = &pc->opts;
+    if (o->alibi_slopes) {
+      if (!(pc->slopes = malloc(h * sizeof(float)))) goto nomem;
+      memcpy(pc->slopes, o->alibi_slopes, h * sizeof(float));
+      pc->opts.alibi_slopes = pc->slopes;
+    }
+    if (o->sinks) {
+      if (!(pc->sinks = malloc(h * sizeof(float)))) goto nomem;
+      memcpy(pc->sinks, o->sinks, h * sizeof(float));
+      pc->opts.sinks = pc->sinks;
+    }
+    if (o->mask) {
+      if (!(pc->mask = malloc(nm * sizeof(float)))) goto nomem;
+      memcpy(pc->mask, o->mask, nm * sizeof(float));
+      pc->opts.mask = pc->mask;
+    }
+    if (o->lse) {
+      pc->lse_out = malloc(nl * sizeof(float));
+      pc->lse_ref = malloc(nl * sizeof(double));
+      pc->lse_tol = malloc(nl * sizeof(double));
+      if (!pc->lse_out || !pc->lse_ref || !pc->lse_tol) goto nomem;
+    }
+  }
   return pc;
 nomem:
   attn_check_prepared_free(pc);
@@ -283,7 +490,13 @@ static bool run_reference(attn_check_prepared *pc, char *err, size_t err_len) {
     if (err && err_len) snprintf(err, err_len, "out of memory for the reference's workspace");
     return false;
   }
-  const int rc = ref->run(&pc->p, &kExec, pc->q, pc->k, pc->v, pc->ref, ws);
+  attn_problem p = pc->p;  // the reference writes its LSE to scratch (checked in double)
+  attn_options o = pc->opts;
+  if (p.opts) {
+    o.lse = pc->lse_out;
+    p.opts = &o;
+  }
+  const int rc = ref->run(&p, &kExec, pc->q, pc->k, pc->v, pc->ref, ws);
   free(ws);
   if (rc != ATTN_OK) {
     if (err && err_len) snprintf(err, err_len, "the reference kernel failed with status %d", rc);
@@ -298,9 +511,12 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
   if (attn_inputs_check(p, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
     pc->domain[0] = '\0';
   if (!run_reference(pc, err, err_len)) return false;
-  const size_t n_kv = (size_t)p->seq_kv, dv = (size_t)p->head_dim_v;
+  const size_t n_kv = (size_t)p->seq_kv + 1, dv = (size_t)p->head_dim_v;  // + the sink
   double *scratch = malloc((3 * n_kv + 2 * dv) * sizeof(double));
-  if (!scratch) {
+  int64_t *key = malloc(n_kv * sizeof *key);
+  if (!scratch || !key) {
+    free(scratch);
+    free(key);
     if (err && err_len) snprintf(err, err_len, "out of memory computing tolerances");
     return false;
   }
@@ -314,16 +530,27 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
       const float *kh = attn_k_head(p, pc->k, b, g);
       const float *vh = attn_v_head(p, pc->v, b, g);
       const size_t o_off = (size_t)(attn_o_head(p, pc->ref, b, h) - pc->ref);
+      const attn_head_opts ho = attn_head_opts_of(p, b, h);
+      const size_t lse_off = ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q;
       for (int64_t i = 0; i < p->seq_q; i++) {
         const size_t row_off = o_off + (size_t)i * dv;
         double *tol_row = pc->tol + row_off;
-        const int64_t n = attn_visible_keys(p, i);
-        if (n == 0) {  // no visible key: the output must be exactly zero
+        int64_t lo, hi, n = 0;  // the row's keys: in range and not masked by −inf
+        attn_row_keys(p, i, &lo, &hi);
+        for (int64_t j = lo; j < hi; j++)
+          if (!ho.mask || ho.mask[(size_t)i * (size_t)p->seq_kv + (size_t)j] != -INFINITY)
+            key[n++] = j;
+        if (n == 0) {  // no visible key: the output must be exactly zero, LSE −inf
           for (size_t d = 0; d < dv; d++) tol_row[d] = 0.0;
+          if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = -INFINITY;
+          if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = 0.0;
           continue;
         }
-        row_tolerance(p, qh + i * p->head_dim_qk, kh, vh, n, scratch, scratch + n_kv,
-                      scratch + 2 * n_kv, tol_row, tol_score, spread);
+        double lse, lse_tol;
+        row_tolerance(p, &ho, i, qh + i * p->head_dim_qk, kh, vh, key, n, scratch, scratch + n_kv,
+                      scratch + 2 * n_kv, tol_row, tol_score, spread, &lse, &lse_tol);
+        if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = lse;
+        if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = lse_tol;
         for (size_t d = 0; d < dv; d++) {
           // Uninformative: the score part of the bound reaches the largest error any
           // convex combination of the visible V rows could have, where the choice of
@@ -341,6 +568,7 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
     }
   }
   free(scratch);
+  free(key);
   pc->ref_max_abs = 0.0;
   pc->n_nonfinite_ref = 0;
   for (size_t i = 0; i < attn_o_elems(p); i++) {
@@ -353,8 +581,62 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
   return true;
 }
 
+// The generated option arrays of a case (attn_check_case.gen), from its seed.
+static void gen_mask(const attn_problem *p, float *mask, size_t n, uint64_t seed) {
+  uint64_t st = seed;
+  const size_t skv = (size_t)p->seq_kv, sq = (size_t)p->seq_q;
+  for (size_t t = 0; t < n; t++) {
+    const size_t i = t / skv % sq;
+    const double u = uniform01(&st), r = normal01(&st);
+    mask[t] = (i % 7 == 3 || u < 0.15) ? -INFINITY : (float)(2.0 * r);
+  }
+}
+
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len) {
-  attn_check_prepared *pc = prepare_common(&c->problem, err, err_len);
+  attn_problem p = c->problem;
+  attn_options o = c->problem.opts ? *c->problem.opts : c->opts;
+  float *slopes = NULL, *sinks = NULL, *mask = NULL;
+  bool any = c->problem.opts != NULL;
+  if (!c->problem.opts) {
+    const size_t h = p.heads > 0 ? (size_t)p.heads : 1;
+    o.lse = NULL;
+    any = o.window || o.align != ATTN_ALIGN_BOTTOM_RIGHT || o.softcap != 0.0f ||
+          o.alibi_max_bias != 0.0f || o.alibi_slopes || o.sinks || o.mask || c->gen;
+    if (c->gen & ATTN_CHECK_GEN_SLOPES && (slopes = malloc(h * sizeof(float)))) {
+      uint64_t st = c->seed * 7 + 5;
+      for (size_t t = 0; t < h; t++) slopes[t] = (float)(1.25 * uniform01(&st) - 0.25);
+      o.alibi_slopes = slopes;
+    }
+    if (c->gen & (ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_SINKS_HIGH) &&
+        (sinks = malloc(h * sizeof(float)))) {
+      uint64_t st = c->seed * 7 + 6;
+      const bool high = c->gen & ATTN_CHECK_GEN_SINKS_HIGH;
+      for (size_t t = 0; t < h; t++) sinks[t] = (float)((high ? 30.0 : 0.0) + 2.0 * normal01(&st));
+      o.sinks = sinks;
+    }
+    if (c->gen & ATTN_CHECK_GEN_MASK && attn_problem_validate(&p, NULL, 0)) {
+      const size_t n = (o.mask_per_head ? (size_t)p.batch * (size_t)p.heads : 1) * (size_t)p.seq_q *
+                       (size_t)p.seq_kv;
+      if ((mask = malloc(n * sizeof(float)))) {
+        gen_mask(&p, mask, n, c->seed * 7 + 4);
+        o.mask = mask;
+      }
+    }
+    if (c->gen & ATTN_CHECK_GEN_LSE) o.lse = (float *)&o;  // a marker: LSE is checked
+  }
+  if (any) p.opts = &o;
+  attn_check_prepared *pc = NULL;
+  if ((c->gen & ATTN_CHECK_GEN_SLOPES && !slopes) ||
+      (c->gen & (ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_SINKS_HIGH) && !sinks)) {
+    if (err && err_len) snprintf(err, err_len, "out of memory generating the option arrays");
+  } else if (c->gen & ATTN_CHECK_GEN_MASK && !mask && attn_problem_validate(&p, NULL, 0)) {
+    if (err && err_len) snprintf(err, err_len, "out of memory generating the mask");
+  } else {
+    pc = prepare_common(&p, err, err_len);
+  }
+  free(slopes);
+  free(sinks);
+  free(mask);
   if (!pc) return NULL;
   attn_check_fill(c, pc->q, pc->k, pc->v);
   if (!finish_prepare(pc, err, err_len)) {
@@ -419,6 +701,25 @@ static bool inconclusive_reason(const attn_check_prepared *pc, char *buf, size_t
 }
 
 bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check_result *r) {
+  return attn_check_output_lse(pc, o, NULL, r);
+}
+
+// LSE outputs beyond tolerance or non-finite where the reference is finite; -inf must be
+// exactly -inf. Returns the count and the first bad index in *first.
+static size_t lse_mismatches(const attn_check_prepared *pc, const float *lse, size_t *first) {
+  const size_t n = (size_t)pc->p.batch * (size_t)pc->p.heads * (size_t)pc->p.seq_q;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double want = pc->lse_ref[i], got = (double)lse[i];
+    const bool ok = want == -INFINITY ? got == -INFINITY
+                                      : (isfinite(got) && fabs(got - want) <= pc->lse_tol[i]);
+    if (!ok && !bad++) *first = i;
+  }
+  return bad;
+}
+
+bool attn_check_output_lse(const attn_check_prepared *pc, const float *o, const float *lse,
+                           attn_check_result *r) {
   memset(r, 0, sizeof *r);
   const size_t n = attn_o_elems(&pc->p);
   size_t bad = 0, nonfinite = 0;
@@ -457,6 +758,14 @@ bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check
              bad, n, w, (double)o[w], (double)pc->ref[w], pc->tol[w]);
     return set_verdict(r, ATTN_CHECK_FAIL);  // a valid bound exceeded: wrong, however loose
   }
+  size_t lse_first = 0, lse_bad = lse && pc->lse_ref ? lse_mismatches(pc, lse, &lse_first) : 0;
+  if (lse_bad) {
+    snprintf(r->message, sizeof r->message,
+             "%zu LSE outputs wrong; first at [b*h*seq_q + i] %zu: got %.9g, want %.9g, tol %.3g",
+             lse_bad, lse_first, (double)lse[lse_first], pc->lse_ref[lse_first],
+             pc->lse_tol[lse_first]);
+    return set_verdict(r, ATTN_CHECK_FAIL);
+  }
   if (pc->n_weak) {
     snprintf(r->message, sizeof r->message, "%s", why);
     return set_verdict(r, ATTN_CHECK_INCONCLUSIVE);
@@ -477,26 +786,50 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
   // leaves an element unwritten shows up as a non-finite output.
   for (size_t i = 0; i < n + 2 * kGuard; i++) memcpy(&buf[i], &kGuardBits, sizeof(float));
   float *o = buf + kGuard;
+  // The LSE output, with its own guard zones, when the case checks it.
+  const size_t n_lse =
+      pc->lse_ref ? (size_t)pc->p.batch * (size_t)pc->p.heads * (size_t)pc->p.seq_q : 0;
+  float *lse_buf = NULL;
+  attn_problem p = pc->p;
+  attn_options opts = pc->opts;
+  if (n_lse) {
+    if (!(lse_buf = malloc((n_lse + 2 * kGuard) * sizeof(float)))) {
+      free(buf);
+      snprintf(r->message, sizeof r->message, "out of memory for the LSE buffer");
+      return set_verdict(r, ATTN_CHECK_FAIL);
+    }
+    for (size_t i = 0; i < n_lse + 2 * kGuard; i++) memcpy(&lse_buf[i], &kGuardBits, sizeof(float));
+    opts.lse = lse_buf + kGuard;
+    p.opts = &opts;
+  }
   char err[256];
-  const int rc = attn_kernel_call(k, &pc->p, exec, pc->q, pc->k, pc->v, o, err, sizeof err);
+  const int rc = attn_kernel_call(k, &p, exec, pc->q, pc->k, pc->v, o, err, sizeof err);
   if (rc != ATTN_OK) {
     // Refusing inputs outside the domain is the contract, not a wrong answer.
     const bool refused = rc == ATTN_ERR_RANGE && pc->domain[0];
     snprintf(r->message, sizeof r->message, "kernel %s %d: %s",
              refused ? "refused the inputs, status" : "returned", rc, err);
     free(buf);
+    free(lse_buf);
     return set_verdict(r, refused ? ATTN_CHECK_INCONCLUSIVE : ATTN_CHECK_FAIL);
   }
-  size_t clobbered = 0;
+  size_t clobbered = 0, clobbered_lse = 0;
   for (size_t i = 0; i < kGuard; i++) {
     clobbered += memcmp(&buf[i], &kGuardBits, sizeof(float)) != 0;
     clobbered += memcmp(&buf[kGuard + n + i], &kGuardBits, sizeof(float)) != 0;
+    if (lse_buf) {
+      clobbered_lse += memcmp(&lse_buf[i], &kGuardBits, sizeof(float)) != 0;
+      clobbered_lse += memcmp(&lse_buf[kGuard + n_lse + i], &kGuardBits, sizeof(float)) != 0;
+    }
   }
-  attn_check_output(pc, o, r);
-  if (clobbered) {
-    snprintf(r->message, sizeof r->message, "wrote %zu floats outside O (guard zones)", clobbered);
+  attn_check_output_lse(pc, o, lse_buf ? lse_buf + kGuard : NULL, r);
+  if (clobbered || clobbered_lse) {
+    snprintf(r->message, sizeof r->message,
+             "wrote %zu floats outside O and %zu outside LSE (guard zones)", clobbered,
+             clobbered_lse);
     set_verdict(r, ATTN_CHECK_FAIL);
   }
   free(buf);
+  free(lse_buf);
   return r->pass;
 }

@@ -49,6 +49,28 @@
 // for any size of E (evaluated in log space where p_j underflows). And δo_d = Σ_j w_j v_jd
 // − o_d, where a convex combination of the v_jd lies within R_d of o_d: |δo_d| ≤ R_d.
 // Each is a valid bound; tol uses the smallest.
+// ── Options (attn.h, "Attention variants") ──────────────────────────────────────────
+// s_j, m and E_j above are those of the *final* scores. The keys are those of
+// attn_row_keys whose mask entry is not −inf; a row with none outputs exact zeros (tol 0)
+// and LSE −inf (exactly). Each option adds to E_j:
+//   softcap c:  tanh' ≤ 1, so the dot-product error E_j passes through undiminished at
+//               most; the argument s/c (a multiply by the rounded 1/c) adds 2u·|s_pre|,
+//               tanh (ATTN_CHECK_TANH_ULP ulp ≤ 2u each) and the multiply by c add
+//               (2·ATTN_CHECK_TANH_ULP + 1)·u·|s_j|, a flushed argument 2μ·(1 + c);
+//   ALiBi:      the bias slope·(j − i − off) (distance exact below 2^24, else u·|dist|)
+//               adds 3u·|bias|, its addition u·|s_j|;
+//   mask:       the addition of the (exact) mask value adds u·|s_j|;
+//   sinks:      the sink is one more "key" with exact score sink_h and value 0, so the
+//               weights of the keys sum to less than 1 and every bound above holds over
+//               keys ∪ {sink} (R_d includes |0 − o_d|); |m| in the 2u·(|s_j| + |m|) term
+//               is max(|key maximum|, |maximum with the sink|), since a kernel may shift
+//               by either; one more addition enters l (n + 1 terms).
+// LSE: log Σ_j e^(s_j + ε_j) − log Σ_j e^(s_j) ≤ max_keys E_j, so
+//   tol_lse = max_keys E_j + (3n + ATTN_CHECK_EXP_ULP + 8)·u + 8u·(1 + log n)
+//           + 2u·|LSE| + 4nμ
+//   (l's accumulation, log (≤ 4 ulp), the final m + log l, flushed probabilities), against
+//   the LSE computed in double.
+//
 // Outside the domain of attn_inputs_check (attn.h) a float32 kernel's scores or
 // accumulator may overflow; the bound assumes that does not happen.
 //
@@ -87,6 +109,8 @@ extern "C" {
 // Every exp a kernel uses must stay within this bound over [-88, 0]; the SIMD exp's
 // measured bound is documented in the README.
 #define ATTN_CHECK_EXP_ULP 8
+// The error budget (ulp of the result) for a kernel's tanh (softcap), over all of float32.
+#define ATTN_CHECK_TANH_ULP 4
 
 typedef enum attn_dist {
   ATTN_DIST_UNIFORM = 0,  // Q, K, V uniform in [-1, 1)
@@ -96,17 +120,32 @@ typedef enum attn_dist {
 
 const char *attn_dist_name(attn_dist d);
 
+// Arrays the checker generates for a case (attn_check_case.gen), from its seed.
+enum {
+  ATTN_CHECK_GEN_SLOPES = 1u << 0,      // explicit ALiBi slopes: uniform [-0.25, 1), per head
+  ATTN_CHECK_GEN_SINKS = 1u << 1,       // sinks: normal × 2 per head
+  ATTN_CHECK_GEN_SINKS_HIGH = 1u << 2,  // sinks: 30 + normal (dominate every row)
+  ATTN_CHECK_GEN_MASK = 1u << 3,        // additive mask: normal × 2, 15% −inf, rows i ≡ 3
+                                        // (mod 7) all −inf; layout by opts.mask_per_head
+  ATTN_CHECK_GEN_LSE = 1u << 4,         // ask for (and check) the LSE output
+};
+
 typedef struct attn_check_case {
-  attn_problem problem;
+  attn_problem problem;  // problem.opts is the options' source when not NULL (its arrays
+                         // are copied); otherwise opts and gen below
   attn_dist dist;
   uint64_t seed;
+  attn_options opts;  // option values; arrays given here are copied, NULL ones may be
+                      // generated (gen); lse is ignored (the checker owns the output)
+  uint32_t gen;       // ATTN_CHECK_GEN_* bits
 } attn_check_case;
 
 // The default shape matrix for `attnbench check` (quick = a fast subset). Returns the
 // number of cases; writes min(count, cap) of them to out (out may be NULL to count).
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap);
 
-// "B2 H8 KV2 Sq7 Skv100 Dqk33 Dv16 causal normal"
+// "B2 H8 KV2 Sq7 Skv100 Dqk33 Dv16 causal normal", then the options, e.g.
+// " window=15,0 align=top-left softcap=50 alibi=8 sinks mask lse"
 void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len);
 
 // Deterministic inputs for a case (a function of dist and seed only).
@@ -119,7 +158,8 @@ typedef struct attn_check_prepared attn_check_prepared;
 // NULL if the case is invalid or memory is short (err says which). Inputs outside the
 // input domain are prepared (the reference runs in double); their verdict is inconclusive.
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len);
-// The same from caller-supplied inputs (copied).
+// The same from caller-supplied inputs (copied, with the arrays of p->opts; LSE is
+// checked when p->opts->lse is set, the pointer itself is not used).
 attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q,
                                                const float *k, const float *v, char *err,
                                                size_t err_len);
@@ -150,7 +190,17 @@ typedef struct attn_check_result {
 bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, const attn_exec *exec,
                        attn_check_result *r);
 
-// Compares an output the caller already computed. Returns r->pass.
+// The reference LSE [batch][heads][seq_q] in double (NULL unless the case checks LSE).
+const double *attn_check_reference_lse(const attn_check_prepared *pc);
+// The prepared problem: its opts (if any) point to the prepared copies of the arrays.
+const attn_problem *attn_check_problem(const attn_check_prepared *pc);
+
+// Compares an output the caller already computed (lse: the kernel's LSE output, or NULL
+// when the case does not check LSE). Returns r->pass.
+bool attn_check_output_lse(const attn_check_prepared *pc, const float *o, const float *lse,
+                           attn_check_result *r);
+// Compares an output the caller already computed (O only: attn_check_output_lse also
+// checks the LSE). Returns r->pass.
 bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check_result *r);
 
 #ifdef __cplusplus

@@ -4,13 +4,15 @@
 #pragma once
 
 #include <assert.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "attn.h"
 
 // Start of the (b, h) query head's [seq_q][head_dim_qk] block of Q.
-static inline const float *attn_q_head(const attn_problem *p, const float *q, int64_t b, int64_t h) {
+static inline const float *attn_q_head(const attn_problem *p, const float *q, int64_t b,
+                                       int64_t h) {
   return q + ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q * (size_t)p->head_dim_qk;
 }
 // Start of the (b, h) query head's [seq_q][head_dim_v] block of O.
@@ -22,12 +24,16 @@ static inline int64_t attn_kv_head_of(const attn_problem *p, int64_t h) {
   return h / (p->heads / p->kv_heads);
 }
 // Start of the (b, g) K/V head's [seq_kv][head_dim_qk] block of K.
-static inline const float *attn_k_head(const attn_problem *p, const float *k, int64_t b, int64_t g) {
-  return k + ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)p->head_dim_qk;
+static inline const float *attn_k_head(const attn_problem *p, const float *k, int64_t b,
+                                       int64_t g) {
+  return k +
+         ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)p->head_dim_qk;
 }
 // Start of the (b, g) K/V head's [seq_kv][head_dim_v] block of V.
-static inline const float *attn_v_head(const attn_problem *p, const float *v, int64_t b, int64_t g) {
-  return v + ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)p->head_dim_v;
+static inline const float *attn_v_head(const attn_problem *p, const float *v, int64_t b,
+                                       int64_t g) {
+  return v +
+         ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)p->head_dim_v;
 }
 
 // a·b and a + b in size_t, saturating at SIZE_MAX (which no allocation can satisfy, so
@@ -41,8 +47,64 @@ static inline size_t attn_size_add_sat(size_t a, size_t b) {
 }
 
 // Kernels start with this: what attn_kernel_call already guaranteed.
-#define ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o)                                          \
-  do {                                                                                    \
-    assert((p) != NULL && attn_problem_validate((p), NULL, 0));                            \
-    assert((q) != NULL && (k) != NULL && (v) != NULL && (o) != NULL);                      \
+#define ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o)                      \
+  do {                                                                \
+    assert((p) != NULL && attn_problem_validate((p), NULL, 0));       \
+    assert((q) != NULL && (k) != NULL && (v) != NULL && (o) != NULL); \
   } while (0)
+
+// ── Options of one (batch, head), for kernels that handle them (attn.h, "Attention
+// variants") ───────────────────────────────────────────────────────────────────────
+typedef struct attn_head_opts {
+  float softcap, inv_softcap;  // c and 1/c; c == 0: off
+  float slope;                 // ALiBi slope of the head; 0: off
+  bool has_sink;
+  float sink;           // the head's sink logit (has_sink)
+  const float *mask;    // this (b, h)'s [seq_q][seq_kv] mask; NULL: none
+  int64_t seq_kv, off;  // mask row stride; the aligned diagonal's offset
+  float *lse;           // this (b, h)'s [seq_q] LSE output; NULL: not wanted
+  bool finish;          // softcap, ALiBi or a mask: scores need attn_score_finish
+} attn_head_opts;
+
+static inline attn_head_opts attn_head_opts_of(const attn_problem *p, int64_t b, int64_t h) {
+  attn_head_opts ho = {.seq_kv = p->seq_kv, .off = attn_diag_offset(p)};
+  const attn_options *o = p->opts;
+  if (!o) return ho;
+  if (o->softcap > 0.0f) ho.softcap = o->softcap, ho.inv_softcap = 1.0f / o->softcap;
+  ho.slope = attn_alibi_slope(p, h);
+  if (o->sinks) ho.has_sink = true, ho.sink = o->sinks[h];
+  if (o->mask) {
+    const size_t plane = (size_t)p->seq_q * (size_t)p->seq_kv;
+    ho.mask = o->mask + (o->mask_per_head ? ((size_t)b * (size_t)p->heads + (size_t)h) * plane : 0);
+  }
+  if (o->lse) ho.lse = o->lse + ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q;
+  ho.finish = ho.softcap > 0.0f || ho.slope != 0.0f || ho.mask;
+  return ho;
+}
+
+// The final float32 score of (row i, key j) from the scaled dot product s: softcap,
+// then ALiBi, then the additive mask (attn.h's order).
+static inline float attn_score_finish(const attn_head_opts *ho, float s, int64_t i, int64_t j) {
+  if (ho->softcap > 0.0f) s = ho->softcap * tanhf(s * ho->inv_softcap);
+  if (ho->slope != 0.0f) s += ho->slope * (float)(j - i - ho->off);
+  if (ho->mask) s += ho->mask[(size_t)i * (size_t)ho->seq_kv + (size_t)j];
+  return s;
+}
+
+// The softmax denominator of a row from l = Σ_j e^(s_j − m) over its keys (key maximum m,
+// −inf if it sees nothing): l plus the sink's e^(sink − m). A row with l == 0 sees
+// nothing and outputs zeros; so does a sink so far above m that its term is inf.
+static inline float attn_denominator(const attn_head_opts *ho, float l, float m) {
+  return (ho->has_sink && l > 0.0f) ? l + expf(ho->sink - m) : l;
+}
+
+// LSE of a row from (m, l) as above: m + log l, −inf when the row sees nothing.
+static inline float attn_row_lse(float l, float m) {
+  return l > 0.0f ? m + logf(l) : -INFINITY;
+}
+
+// The shared portable path (kernels/portable/blocked.c) that attn_kernel_run takes for a
+// problem using options the kernel does not handle natively.
+size_t attn_fallback_workspace(const attn_problem *p);
+int attn_fallback_run(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, void *workspace);

@@ -79,8 +79,88 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
     return fail(err, err_len, "O tensor %lldx%lldx%lldx%lld overflows size_t bytes",
                 (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
                 (long long)p->head_dim_v);
+  if (p->opts) {
+    const attn_options *o = p->opts;
+    if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT)
+      return fail(err, err_len, "align must be bottom-right (0) or top-left (1) (got %d)",
+                  (int)o->align);
+    if (o->window) {
+      if (o->window_left < 0 && o->window_left != ATTN_WINDOW_UNBOUNDED)
+        return fail(err, err_len, "window left must be >= 0 or unbounded (got %lld)",
+                    (long long)o->window_left);
+      if (o->window_right < 0 && o->window_right != ATTN_WINDOW_UNBOUNDED)
+        return fail(err, err_len, "window right must be >= 0 or unbounded (got %lld)",
+                    (long long)o->window_right);
+    }
+    if (!(o->softcap >= 0.0f) || !isfinite(o->softcap))
+      return fail(err, err_len, "softcap must be > 0 and finite, or 0 for none (got %g)",
+                  (double)o->softcap);
+    if (!(o->alibi_max_bias >= 0.0f) || !isfinite(o->alibi_max_bias))
+      return fail(err, err_len, "alibi max_bias must be > 0 and finite, or 0 for none (got %g)",
+                  (double)o->alibi_max_bias);
+    if (o->alibi_max_bias > 0.0f && o->alibi_slopes)
+      return fail(err, err_len, "give ALiBi either max_bias or explicit slopes, not both");
+    if (o->mask && !tensor_fits(o->mask_per_head ? p->batch : 1, o->mask_per_head ? p->heads : 1,
+                                p->seq_q, p->seq_kv))
+      return fail(err, err_len, "mask tensor of %lldx%lld overflows size_t bytes",
+                  (long long)p->seq_q, (long long)p->seq_kv);
+  }
   if (err && err_len) err[0] = '\0';
   return true;
+}
+
+uint32_t attn_problem_options_used(const attn_problem *p) {
+  const attn_options *o = p->opts;
+  if (!o) return 0;
+  uint32_t used = 0;
+  const bool alibi = o->alibi_slopes || o->alibi_max_bias > 0.0f;
+  if (o->align == ATTN_ALIGN_TOP_LEFT && p->seq_q != p->seq_kv && (p->causal || o->window || alibi))
+    used |= ATTN_CAP_OPT_ALIGN;
+  if (o->window && (o->window_left >= 0 || o->window_right >= 0)) used |= ATTN_CAP_OPT_WINDOW;
+  if (o->softcap > 0.0f) used |= ATTN_CAP_OPT_SOFTCAP;
+  if (alibi) used |= ATTN_CAP_OPT_ALIBI;
+  if (o->sinks) used |= ATTN_CAP_OPT_SINKS;
+  if (o->mask) used |= ATTN_CAP_OPT_MASK;
+  if (o->lse) used |= ATTN_CAP_OPT_LSE;
+  return used;
+}
+
+const char *attn_option_names(uint32_t caps, char *buf, size_t buf_len) {
+  static const struct {
+    uint32_t bit;
+    const char *name;
+  } names[] = {{ATTN_CAP_OPT_ALIGN, "align"},     {ATTN_CAP_OPT_WINDOW, "window"},
+               {ATTN_CAP_OPT_SOFTCAP, "softcap"}, {ATTN_CAP_OPT_ALIBI, "alibi"},
+               {ATTN_CAP_OPT_SINKS, "sinks"},     {ATTN_CAP_OPT_MASK, "mask"},
+               {ATTN_CAP_OPT_LSE, "lse"}};
+  if (!buf || !buf_len) return buf;
+  buf[0] = '\0';
+  size_t used = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!(caps & names[i].bit)) continue;
+    const int w = snprintf(buf + used, buf_len - used, "%s%s", used ? " " : "", names[i].name);
+    if (w < 0 || (size_t)w >= buf_len - used) break;
+    used += (size_t)w;
+  }
+  if (!used) snprintf(buf, buf_len, "none");
+  return buf;
+}
+
+int64_t attn_diag_offset(const attn_problem *p) {
+  return (p->opts && p->opts->align == ATTN_ALIGN_TOP_LEFT) ? 0 : p->seq_kv - p->seq_q;
+}
+
+float attn_alibi_slope(const attn_problem *p, int64_t h) {
+  const attn_options *o = p->opts;
+  if (!o) return 0.0f;
+  if (o->alibi_slopes) return o->alibi_slopes[h];
+  if (!(o->alibi_max_bias > 0.0f)) return 0.0f;
+  int64_t n = 1;
+  while (n * 2 <= p->heads) n *= 2;  // n = 2^floor(log2 heads)
+  const double mb = (double)o->alibi_max_bias;
+  const double e =
+      h < n ? mb * (double)(h + 1) / (double)n : mb * (double)(2 * (h - n) + 1) / (2.0 * (double)n);
+  return (float)exp2(-e);
 }
 
 size_t attn_q_elems(const attn_problem *p) {
@@ -96,18 +176,42 @@ size_t attn_o_elems(const attn_problem *p) {
   return (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q * (size_t)p->head_dim_v;
 }
 
+void attn_row_keys(const attn_problem *p, int64_t i, int64_t *lo, int64_t *hi) {
+  if (!p->opts) {  // the plain problem: [0, seq_kv) or the bottom-right causal prefix
+    *lo = 0;
+    *hi = attn_visible_keys(p, i);
+    return;
+  }
+  // row i sees j iff −left ≤ j − (i + off) ≤ right; causal caps right at 0.
+  const int64_t diag = i + attn_diag_offset(p);  // |diag| < 2^62: sizes fit in size_t/4
+  int64_t left = ATTN_WINDOW_UNBOUNDED, right = ATTN_WINDOW_UNBOUNDED;
+  if (p->opts && p->opts->window) left = p->opts->window_left, right = p->opts->window_right;
+  if (p->causal && (right == ATTN_WINDOW_UNBOUNDED || right > 0)) right = 0;
+  int64_t a = 0, b = p->seq_kv;
+  if (left != ATTN_WINDOW_UNBOUNDED && left < diag) a = diag - left;  // left <= diag: a <= 0
+  if (right != ATTN_WINDOW_UNBOUNDED && right < p->seq_kv - diag) b = diag + right + 1;
+  if (a > p->seq_kv) a = p->seq_kv;
+  if (b < 0) b = 0;
+  if (b < a) b = a;
+  *lo = a;
+  *hi = b;
+}
+
 int64_t attn_visible_keys(const attn_problem *p, int64_t i) {
-  if (!p->causal) return p->seq_kv;
-  int64_t n = i + 1 + (p->seq_kv - p->seq_q);
-  if (n < 0) return 0;
-  if (n > p->seq_kv) return p->seq_kv;
-  return n;
+  if (!p->opts) {  // closed form without options: clamp(i + 1 + seq_kv − seq_q, 0, seq_kv)
+    if (!p->causal) return p->seq_kv;
+    const int64_t n = i + 1 + (p->seq_kv - p->seq_q);
+    return n < 0 ? 0 : (n > p->seq_kv ? p->seq_kv : n);
+  }
+  int64_t lo, hi;
+  attn_row_keys(p, i, &lo, &hi);
+  return hi - lo;
 }
 
 double attn_flops(const attn_problem *p) {
   // Σ_i visible(i) in closed form: rows with a partial view form an arithmetic series.
   double pairs = 0.0;
-  if (!p->causal) {
+  if (!p->causal && !(attn_problem_options_used(p) & ATTN_CAP_OPT_WINDOW)) {
     pairs = (double)p->seq_q * (double)p->seq_kv;
   } else {
     for (int64_t i = 0; i < p->seq_q; i++) pairs += (double)attn_visible_keys(p, i);
@@ -214,6 +318,34 @@ int attn_inputs_check(const attn_problem *p, const float *q, const float *k, con
                       "the V accumulation may overflow float32: seq_kv*max|v| = %lld*%.3g "
                       "(|V%s|) = %.3g exceeds the limit %.3g",
                       (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT);
+  }
+  // 4. the options' arrays
+  const attn_options *o = p->opts;
+  if (o) {
+    const double dist = 2.0 * (double)(p->seq_q > p->seq_kv ? p->seq_q : p->seq_kv);
+    for (int64_t h = 0; h < p->heads; h++) {
+      if (o->alibi_slopes && !(fabs((double)o->alibi_slopes[h]) * dist <= ATTN_SCORE_LIMIT))
+        return range_fail(err, err_len,
+                          "ALiBi slope[%lld] = %g is not finite or |slope|*2*max(seq) exceeds "
+                          "%.3g",
+                          (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT);
+      if (o->sinks && !(fabs((double)o->sinks[h]) <= ATTN_SCORE_LIMIT))
+        return range_fail(err, err_len,
+                          "sink[%lld] = %g is not finite or exceeds %.3g in magnitude",
+                          (long long)h, (double)o->sinks[h], ATTN_SCORE_LIMIT);
+    }
+    if (o->mask) {
+      const size_t n = (o->mask_per_head ? (size_t)p->batch * (size_t)p->heads : 1) *
+                       (size_t)p->seq_q * (size_t)p->seq_kv;
+      for (size_t i = 0; i < n; i++) {
+        const float x = o->mask[i];
+        if (x == -INFINITY || fabs((double)x) <= ATTN_SCORE_LIMIT) continue;
+        return range_fail(err, err_len,
+                          "mask[%zu] = %g: mask values must be -inf or finite with magnitude "
+                          "<= %.3g",
+                          i, (double)x, ATTN_SCORE_LIMIT);
+      }
+    }
   }
   if (err && err_len) err[0] = '\0';
   return ATTN_OK;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn.h"
+#include "core/attn_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ATTN_KERNEL_X86(sym) ATTN_KERNEL(sym)
@@ -96,7 +96,7 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
   if (k->required_isa & ~isa_known)
     ATTN_FAIL("kernel %s: required_isa 0x%x has unknown bits 0x%x (see ATTN_ISA_*)", k->name,
               (unsigned)k->required_isa, (unsigned)(k->required_isa & ~isa_known));
-  const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS;
+  const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL;
   if (k->caps & ~caps_known)
     ATTN_FAIL("kernel %s: caps 0x%x has unknown bits 0x%x (see ATTN_CAP_*)", k->name,
               (unsigned)k->caps, (unsigned)(k->caps & ~caps_known));
@@ -181,9 +181,25 @@ bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len) {
   return false;
 }
 
+bool attn_kernel_native(const attn_kernel *k, const attn_problem *p) {
+  return (attn_problem_options_used(p) & ~k->caps) == 0;
+}
+
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec) {
   static const attn_exec kDefaultExec = {0};
+  if (!attn_kernel_native(k, p)) return attn_fallback_workspace(p);
   return k->workspace ? k->workspace(p, exec ? exec : &kDefaultExec) : 0;
+}
+
+int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                    const float *q, const float *kk, const float *v, float *o, void *workspace,
+                    bool *fallback) {
+  static const attn_exec kDefaultExec = {0};
+  if (!exec) exec = &kDefaultExec;
+  const bool native = attn_kernel_native(k, p);
+  if (fallback) *fallback = !native;
+  if (native) return k->run(p, exec, q, kk, v, o, workspace);
+  return attn_fallback_run(p, q, kk, v, o, workspace);
 }
 
 int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
@@ -254,7 +270,7 @@ int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exe
       return ATTN_ERR_NOMEM;
     }
   }
-  rc = k->run(p, exec, q, kk, v, o, ws);
+  rc = attn_kernel_run(k, p, exec, q, kk, v, o, ws, NULL);
   free(ws);
   if (rc != ATTN_OK && err && err_len)
     snprintf(err, err_len, "kernel %s failed with status %d", k->name, rc);

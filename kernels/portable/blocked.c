@@ -7,7 +7,10 @@
 //     l' = α·l + Σ_j exp(s_j − m')         running normaliser
 //     acc' = α·acc + Σ_j exp(s_j − m')·v_j
 // and o = acc / l after the last tile. Key tiles that no row of the query tile can see
-// (causal) are skipped.
+// (causal, window: outside the band of attn_row_keys) are skipped. Every option of attn.h
+// is native: scores pass through attn_score_finish, a sink is added to l at the end
+// (attn_denominator), LSE = m + log l. This is also the shared portable fallback path
+// (attn_kernel_run) for kernels without an option natively.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -58,6 +61,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
       const float *kh = attn_k_head(p, k, b, g);
       const float *vh = attn_v_head(p, v, b, g);
       float *oh = attn_o_head(p, o, b, h);
+      const attn_head_opts ho = attn_head_opts_of(p, b, h);
       for (int64_t i0 = 0; i0 < p->seq_q; i0 += TQ) {
         const int64_t nq = (p->seq_q - i0 < TQ) ? p->seq_q - i0 : TQ;
         for (int64_t r = 0; r < nq; r++) {
@@ -65,19 +69,30 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
           l[r] = 0.0f;
         }
         memset(acc, 0, (size_t)(nq * dv) * sizeof *acc);
-        // The last row of the tile sees the most keys; nothing beyond that is read.
-        const int64_t kv_end = attn_visible_keys(p, i0 + nq - 1);
-        for (int64_t j0 = 0; j0 < kv_end; j0 += TKV) {
+        // Key ranges move right with the row: the first row starts the tile's band,
+        // the last row ends it; nothing outside [kv_begin, kv_end) is read.
+        int64_t kv_begin, kv_end, unused;
+        attn_row_keys(p, i0, &kv_begin, &unused);
+        attn_row_keys(p, i0 + nq - 1, &unused, &kv_end);
+        if (kv_end < kv_begin) kv_end = kv_begin;
+        for (int64_t j0 = kv_begin; j0 < kv_end; j0 += TKV) {
           const int64_t nk = (kv_end - j0 < TKV) ? kv_end - j0 : TKV;
           // S = scale · Q_tile · K_tileᵀ, masked entries = −∞
           for (int64_t r = 0; r < nq; r++) {
             const float *qrow = qh + (i0 + r) * dqk;
-            const int64_t vis = attn_visible_keys(p, i0 + r) - j0;  // keys r sees in this tile
-            for (int64_t c = 0; c < nk; c++) {
+            int64_t lo, hi;  // keys row r sees: columns [lo − j0, hi − j0) of this tile
+            attn_row_keys(p, i0 + r, &lo, &hi);
+            const int64_t c_lo = lo - j0 > 0 ? (lo - j0 < nk ? lo - j0 : nk) : 0;
+            const int64_t c_hi = hi - j0 < nk ? (hi - j0 > c_lo ? hi - j0 : c_lo) : nk;
+            for (int64_t c = 0; c < c_lo; c++) S[r * TKV + c] = -INFINITY;
+            for (int64_t c = c_hi; c < nk; c++) S[r * TKV + c] = -INFINITY;
+            for (int64_t c = c_lo; c < c_hi; c++) {
+              const int64_t j = j0 + c;
               float dot = 0.0f;
-              const float *krow = kh + (j0 + c) * dqk;
+              const float *krow = kh + j * dqk;
               for (int64_t d = 0; d < dqk; d++) dot += qrow[d] * krow[d];
-              S[r * TKV + c] = c < vis ? dot * scale : -INFINITY;
+              S[r * TKV + c] =
+                  ho.finish ? attn_score_finish(&ho, dot * scale, i0 + r, j) : dot * scale;
             }
           }
           // online softmax update and acc += P · V_tile
@@ -106,7 +121,9 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
         }
         for (int64_t r = 0; r < nq; r++) {
           float *orow = oh + (i0 + r) * dv;
-          const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;  // l == 0: no visible key
+          if (ho.lse) ho.lse[i0 + r] = attn_row_lse(l[r], m[r]);
+          // l == 0: no visible key; a sink joins the denominator (attn_denominator)
+          const float inv = l[r] > 0.0f ? 1.0f / attn_denominator(&ho, l[r], m[r]) : 0.0f;
           for (int64_t d = 0; d < dv; d++) orow[d] = acc[r * dv + d] * inv;
         }
       }
@@ -121,8 +138,20 @@ const attn_kernel attn_kernel_blocked = {
     .summary =
         "float32 plain C, query x key cache tiles (tile_q/tile_kv: the tile rule), online softmax",
     .required_isa = 0,
-    .caps = ATTN_CAP_ALL_SHAPES,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL,
     .workspace = blocked_workspace,
     .run = blocked_run,
     .vec_width = 1,  // scalar C, no register tile
 };
+
+// The shared portable path for problems with options a kernel lacks (attn_kernel_run):
+// this kernel with its default tiles.
+size_t attn_fallback_workspace(const attn_problem *p) {
+  static const attn_exec kDefault = {0};
+  return blocked_workspace(p, &kDefault);
+}
+int attn_fallback_run(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, void *workspace) {
+  static const attn_exec kDefault = {0};
+  return blocked_run(p, &kDefault, q, k, v, o, workspace);
+}

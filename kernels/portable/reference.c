@@ -4,7 +4,11 @@
 //     s_j = scale · Σ_d q_d k_jd            (double)
 //     m   = max_j s_j,  p_j = exp(s_j − m),  l = Σ_j p_j
 //     o   = (Σ_j p_j v_j) / l               (double, rounded to float once)
-// Rows with no visible key (causal, seq_q > seq_kv) output zeros.
+// With options (attn.h, "Attention variants"), in double as well:
+//     s_j ← c·tanh(s_j/c), then + slope·(j − i − off), then + mask[i][j]
+//     m = max(max_j s_j, sink),  o = (Σ_j p_j v_j) / (l + e^(sink − m)),  LSE = log Σ_j e^(s_j)
+// over the keys of attn_row_keys. Rows with no visible key (causal with seq_q > seq_kv,
+// a window, −inf mask entries) output zeros and LSE −inf.
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,29 +38,39 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
       const float *kh = attn_k_head(p, k, b, g);
       const float *vh = attn_v_head(p, v, b, g);
       float *oh = attn_o_head(p, o, b, h);
+      const attn_head_opts ho = attn_head_opts_of(p, b, h);
+      const float *mrow = ho.mask;
       for (int64_t i = 0; i < p->seq_q; i++) {
-        const int64_t n = attn_visible_keys(p, i);
+        int64_t lo, hi;
+        attn_row_keys(p, i, &lo, &hi);
         float *orow = oh + i * dv;
-        if (n == 0) {
-          memset(orow, 0, (size_t)dv * sizeof *orow);
-          continue;
-        }
         double m = -INFINITY;
-        for (int64_t j = 0; j < n; j++) {
+        for (int64_t j = lo; j < hi; j++) {
           double dot = 0.0;
           for (int64_t d = 0; d < dqk; d++)
             dot += (double)qh[i * dqk + d] * (double)kh[j * dqk + d];
-          s[j] = (double)p->scale * dot;
-          if (s[j] > m) m = s[j];
+          double x = (double)p->scale * dot;
+          if (ho.softcap > 0.0f) x = (double)ho.softcap * tanh(x / (double)ho.softcap);
+          if (ho.slope != 0.0f) x += (double)ho.slope * (double)(j - i - ho.off);
+          if (mrow) x += (double)mrow[(size_t)i * (size_t)p->seq_kv + (size_t)j];
+          s[j - lo] = x;
+          if (x > m) m = x;
+        }
+        if (m == -INFINITY) {  // sees nothing (empty range or every key masked by −inf)
+          memset(orow, 0, (size_t)dv * sizeof *orow);
+          if (ho.lse) ho.lse[i] = -INFINITY;
+          continue;
         }
         double l = 0.0;
         for (int64_t d = 0; d < dv; d++) acc[d] = 0.0;
-        for (int64_t j = 0; j < n; j++) {
-          const double pj = exp(s[j] - m);
+        for (int64_t j = lo; j < hi; j++) {
+          const double pj = exp(s[j - lo] - m);
           l += pj;
           for (int64_t d = 0; d < dv; d++) acc[d] += pj * (double)vh[j * dv + d];
         }
-        for (int64_t d = 0; d < dv; d++) orow[d] = (float)(acc[d] / l);
+        if (ho.lse) ho.lse[i] = (float)(m + log(l));
+        const double denom = ho.has_sink ? l + exp((double)ho.sink - m) : l;
+        for (int64_t d = 0; d < dv; d++) orow[d] = (float)(acc[d] / denom);
       }
     }
   }
@@ -67,7 +81,7 @@ const attn_kernel attn_kernel_reference = {
     .name = "reference",
     .summary = "ground truth: double accumulation, max-subtracted softmax, one row at a time",
     .required_isa = 0,
-    .caps = ATTN_CAP_ALL_SHAPES,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL,
     .workspace = reference_workspace,
     .run = reference_run,
     .vec_width = 1,  // scalar C, no register tile

@@ -49,7 +49,7 @@ int main(void) {
   static const attn_kernel norun = {.name = "plug_norun", .summary = "x"};
   static const attn_kernel nosum = {.name = "plug_nosum", .run = run_zero};
   static const attn_kernel badcaps = {
-      .name = "plug_caps", .summary = "x", .caps = 1u << 9, .run = run_zero};
+      .name = "plug_caps", .summary = "x", .caps = 1u << 30, .run = run_zero};
   static const attn_kernel badisa = {
       .name = "plug_isa", .summary = "x", .required_isa = 1u << 7, .run = run_zero};
   static const attn_kernel badtile = {

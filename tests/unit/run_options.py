@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""`attnbench run` with the attention options (--window --align --softcap --alibi
+--alibi-slopes --sinks --mask --lse) reproduces the NumPy float64 golden data of
+tests/data/variants (scripts/make_golden_variants.py) for O and LSE, on a native and a
+fallback kernel, with --check; bad option values are refused with a clear message.
+
+    run_options.py PATH/TO/attnbench
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+BIN = sys.argv[1]
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "variants")
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(*args):
+    p = subprocess.run([BIN, "run", *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def case_args(name):
+    P = np.load(os.path.join(DATA, f"{name}_params.npy"))
+    f = lambda key: os.path.join(DATA, f"{name}_{key}.npy")
+    args = ["--q", f("q"), "--k", f("k"), "--v", f("v"), "--scale", repr(float(P[18]))]
+    if P[7]:
+        args.append("--causal")
+    if P[8]:
+        args += ["--align", "top-left"]
+    if P[9]:
+        side = lambda x: "inf" if x < 0 else str(int(x))
+        args += ["--window", f"{side(P[10])},{side(P[11])}"]
+    if P[12]:
+        args += ["--softcap", repr(float(P[12]))]
+    if P[13]:
+        args += ["--alibi", repr(float(P[13]))]
+    if P[14]:
+        args += ["--alibi-slopes", f("slopes")]
+    if P[15]:
+        args += ["--sinks", f("sinks")]
+    if P[16]:
+        args += ["--mask", f("mask")]
+    return args
+
+
+def close(got, want):
+    same_inf = np.array_equal(np.isinf(got), np.isinf(want)) and np.all(got[np.isinf(got)] == want[np.isinf(want)])
+    fin = ~np.isinf(want)
+    return same_inf and np.all(np.abs(got[fin] - want[fin]) <= 1e-5 * (1 + np.abs(want[fin])))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    o_path, l_path = os.path.join(tmp, "o.npy"), os.path.join(tmp, "lse.npy")
+    compared = 0
+    for name in ("gemma", "gptoss", "alibi", "maskhead", "mixed"):
+        for kernel in ("blocked", "tiled__avx2"):  # native, and fallback (x86 builds only)
+            rc, out, err = run("--kernel", kernel, *case_args(name), "--out", o_path, "--lse",
+                               l_path, "--check")
+            if rc == 2 and "unknown kernel" in err:
+                continue  # not built for this target
+            if rc == 1 and "unavailable" in err:
+                continue
+            check(rc == 0 and "check: pass" in out, f"{name} on {kernel}: rc {rc}: {out} {err}")
+            if rc != 0:
+                continue
+            o, lse = np.load(o_path), np.load(l_path)
+            compared += 1
+            check(close(o, np.load(os.path.join(DATA, f"{name}_out.npy"))), f"{name} {kernel}: O")
+            check(close(lse, np.load(os.path.join(DATA, f"{name}_lse.npy"))),
+                  f"{name} {kernel}: LSE")
+    check(compared >= 5, f"compared {compared} runs with the golden data")
+    base = case_args("gptoss")[:6]  # --q --k --v of a 4-head case, no options
+    bad = [
+        (["--window", "-1,0"], 2, "--window '-1,0'"),
+        (["--window", "3"], 2, "want L,R"),
+        (["--align", "left"], 2, "want top-left or bottom-right"),
+        (["--softcap", "0"], 2, "--softcap 0"),
+        (["--softcap", "-3"], 2, "--softcap -3"),
+        (["--alibi", "8", "--alibi-slopes", os.path.join(DATA, "mixed_slopes.npy")], 2, "not both"),
+        (["--alibi-slopes", os.path.join(DATA, "mixed_slopes.npy")], 1, "want (4,) [heads]"),
+        (["--mask", os.path.join(DATA, "mixed_mask.npy")], 1, "--mask"),
+    ]
+    for extra, want_rc, want_msg in bad:
+        rc, out, err = run("--kernel", "blocked", *base, *extra, "--out", o_path)
+        check(rc == want_rc and want_msg in err,
+              f"{extra}: want exit {want_rc} and '{want_msg}', got {rc}: {err.strip()}")
+    # a NaN sink is an input outside the domain: refused by the kernel call, exit 1
+    nan_sinks = os.path.join(tmp, "nan_sinks.npy")
+    np.save(nan_sinks, np.array([0, np.nan, 0, 0], np.float32))
+    rc, out, err = run("--kernel", "blocked", *base, "--sinks", nan_sinks, "--out", o_path)
+    check(rc == 1 and "sink[1]" in err, f"NaN sink: {rc}: {err.strip()}")
+sys.exit(1 if failures else 0)
