@@ -185,8 +185,8 @@ int cmd_list(int argc, char **argv) {
           if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
       } else {
         const char *origin = attn_kernel_origin(k);
-        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2],
-               col[2], w[3], col[3], w[4], col[4], k->summary, origin ? " [plug-in: " : "",
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2], col[2],
+               w[3], col[3], w[4], col[4], k->summary, origin ? " [plug-in: " : "",
                origin ? origin : "", origin ? "]" : "");
       }
     }

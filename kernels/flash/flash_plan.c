@@ -60,8 +60,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   // Sizes saturate at SIZE_MAX (absurd head dims): the workspace then cannot be allocated
   // and attn_kernel_call says so; the offsets are only used once it was.
   size_t off = 0;
-#define FL_REGION(field, floats) \
-  plan->field = off, off = attn_size_add_sat(off, align16(floats))
+#define FL_REGION(field, floats) plan->field = off, off = attn_size_add_sat(off, align16(floats))
   FL_REGION(off_q, attn_size_mul_sat(rows, dqk));
   FL_REGION(off_kt, attn_size_mul_sat(dqk, tk));
   FL_REGION(off_v, attn_size_mul_sat(tk, dvp));

@@ -76,18 +76,19 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs,
     FL_PV_CASE(3)
     FL_PV_CASE(4)
 #if FL_PV_MR >= 5
-        FL_PV_CASE(5)
+    FL_PV_CASE(5)
 #endif
 #if FL_PV_MR >= 6
-            FL_PV_CASE(6)
+    FL_PV_CASE(6)
 #endif
 #if FL_PV_MR >= 7
-                FL_PV_CASE(7)
+    FL_PV_CASE(7)
 #endif
 #if FL_PV_MR >= 8
-                    FL_PV_CASE(8)
+    FL_PV_CASE(8)
 #endif
-                        default : break;
+    default:
+      break;
   }
 #undef FL_PV_CASE
 }

@@ -33,7 +33,7 @@ static inline vf_t vf_exp(vf_t x) {
   const vf_t xm = vf_min(vf_set1(88.0f), xc);
   const vf_t n = vf_round(vf_mul(xm, vf_set1(1.44269504088896341f)));
   vf_t r = vf_fma(n, vf_set1(-0.693147182464599609375f), xm);  // LN2_HI = float(ln 2)
-  r = vf_fma(n, vf_set1(1.904654323148236e-09f), r);          // −LN2_LO (ln2 − LN2_HI < 0)
+  r = vf_fma(n, vf_set1(1.904654323148236e-09f), r);           // −LN2_LO (ln2 − LN2_HI < 0)
   vf_t q = vf_set1(0.001381461275741458f);
   q = vf_fma(q, r, vf_set1(0.008368710055947304f));
   q = vf_fma(q, r, vf_set1(0.04166838899254799f));

@@ -49,7 +49,8 @@ static double form_error(const attn_kernel *k, const attn_forms_weights *w, cons
                          const npy_array *golden) {
   float *out = calloc(golden->count, sizeof *out);
   char err[256];
-  const int rc = attn_forms_attention(k, NULL, w, x_q, seq_q, x_kv, seq_kv, causal, out, err, sizeof err);
+  const int rc =
+      attn_forms_attention(k, NULL, w, x_q, seq_q, x_kv, seq_kv, causal, out, err, sizeof err);
   double worst = -1.0;
   if (rc == ATTN_OK) {
     worst = 0.0;
@@ -69,7 +70,8 @@ int main(void) {
   const int64_t s_mhq[] = {3, 3, 2}, s_mhv[] = {3, 3, 4}, s_cwk[] = {5, 2}, s_cwv[] = {5, 4};
   const int64_t s_out[] = {6, 4}, s_mhout[] = {6, 12};
   npy_array x = load("x", 2, s_x), x2 = load("x2", 2, s_x2);
-  npy_array wq = load("w_query", 2, s_wq), wk = load("w_key", 2, s_wq), wv = load("w_value", 2, s_wv);
+  npy_array wq = load("w_query", 2, s_wq), wk = load("w_key", 2, s_wq),
+            wv = load("w_value", 2, s_wv);
   npy_array mq = load("mh_w_query", 3, s_mhq), mk = load("mh_w_key", 3, s_mhq);
   npy_array mv = load("mh_w_value", 3, s_mhv);
   npy_array cwk = load("cross_w_key", 2, s_cwk), cwv = load("cross_w_value", 2, s_cwv);
@@ -111,13 +113,13 @@ int main(void) {
     float wq_unscaled[6];
     for (int i = 0; i < 6; i++) wq_unscaled[i] = wq.data[i] * sqrtf(2.0f);
     const attn_forms_weights bad = {1, 3, 3, 2, 4, wq_unscaled, wk.data, wv.data};
-    const double e = form_error(attn_kernel_find("reference"), &bad, x.data, 6, x.data, 6, false,
-                                &self_out);
+    const double e =
+        form_error(attn_kernel_find("reference"), &bad, x.data, 6, x.data, 6, false, &self_out);
     EXPECT(e > 1e-2, "a missing scale changed the seed output by only %.3g", e);
   }
 
-  npy_array *all[] = {&x, &x2, &wq, &wk, &wv, &mq, &mk, &mv, &cwk, &cwv,
-                      &self_out, &causal_out, &cross_out, &mh_out, &mhc_out};
+  npy_array *all[] = {&x,   &x2,  &wq,       &wk,         &wv,        &mq,     &mk,     &mv,
+                      &cwk, &cwv, &self_out, &causal_out, &cross_out, &mh_out, &mhc_out};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) npy_free(all[i]);
   return test_finish("test_golden_seed");
 }

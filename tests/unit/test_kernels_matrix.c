@@ -16,9 +16,12 @@ int main(int argc, char **argv) {
   const char *only[32];
   size_t n_only = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) exec.threads = atoi(argv[++i]);
-    else if (n_only < 32) only[n_only++] = argv[i];
+    if (strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      exec.threads = atoi(argv[++i]);
+    else if (n_only < 32)
+      only[n_only++] = argv[i];
   }
   const size_t n_cases = attn_check_matrix(quick, NULL, 0);
   attn_check_case *cases = calloc(n_cases, sizeof *cases);

@@ -62,7 +62,8 @@ int main(void) {
   for (int64_t i = 0; i < 6; i++)
     EXPECT(attn_visible_keys(&c, i) == want[i], "Sq6 Skv3 row %lld", (long long)i);
   c = attn_problem_make(1, 1, 1, 1, 100, 4, 4, true);  // decode sees every key
-  EXPECT(attn_visible_keys(&c, 0) == 100, "decode row sees %lld", (long long)attn_visible_keys(&c, 0));
+  EXPECT(attn_visible_keys(&c, 0) == 100, "decode row sees %lld",
+         (long long)attn_visible_keys(&c, 0));
   c.causal = false;
   EXPECT(attn_visible_keys(&c, 0) == 100, "non-causal");
 
@@ -96,9 +97,10 @@ int main(void) {
              strstr(err, "NULL"),
          "NULL output accepted: %s", err);
   tiny.kv_heads = 0;
-  EXPECT(attn_kernel_call(naive, &tiny, NULL, x, x, x, x + 2, err, sizeof err) == ATTN_ERR_INVALID &&
-             strstr(err, "kv_heads"),
-         "invalid problem accepted: %s", err);
+  EXPECT(
+      attn_kernel_call(naive, &tiny, NULL, x, x, x, x + 2, err, sizeof err) == ATTN_ERR_INVALID &&
+          strstr(err, "kv_heads"),
+      "invalid problem accepted: %s", err);
   tiny.kv_heads = 1;
   EXPECT(attn_kernel_call(naive, &tiny, NULL, x, x + 1, x + 2, x + 3, err, sizeof err) == ATTN_OK,
          "tiny call failed: %s", err);

@@ -8,14 +8,14 @@
 
 static int g_failures = 0;
 
-#define EXPECT(cond, ...)                                                  \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      g_failures++;                                                        \
+#define EXPECT(cond, ...)                                                       \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      g_failures++;                                                             \
       fprintf(stderr, "%s:%d: EXPECT(%s) failed: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-    }                                                                      \
+      fprintf(stderr, __VA_ARGS__);                                             \
+      fputc('\n', stderr);                                                      \
+    }                                                                           \
   } while (0)
 
 #define TEST_SKIP 77
