@@ -7,25 +7,22 @@ portable C kernels say "scalar", and omp__<isa> shows its inner tiled__<isa>'s t
     list_tiles.py PATH/TO/attnbench
 """
 import json
+import os
 import re
-import subprocess
 import sys
 
-BIN = sys.argv[1]
-failures = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import clitest  # noqa: E402  (tests/cli: the CLI tests' shared check/run helpers)
+from clitest import check  # noqa: E402
 
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL: {what}", file=sys.stderr)
+clitest.init()
+BIN = clitest.BIN
 
 
 def run(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60)
-    check(p.returncode == 0, f"attnbench {' '.join(args)} exits 0 (got {p.returncode}: {p.stderr})")
-    return p.stdout
+    rc, out, err = clitest.run(*args)
+    check(rc == 0, f"attnbench {' '.join(args)} exits 0 (got {rc}: {err})")
+    return out
 
 
 records = {k["name"]: k for k in json.loads(run("list", "--json"))}
@@ -50,7 +47,5 @@ for name, k in records.items():
 for name in ("reference", "naive", "blocked"):
     check(name in records and records[name]["vec_width"] == 1, f"{name}: vec_width 1 (scalar C)")
 
-if failures:
-    print(f"list_tiles: {failures} check(s) failed", file=sys.stderr)
-    sys.exit(1)
-print(f"list_tiles: all checks passed ({len(records)} kernels)")
+print(f"list_tiles: {len(records)} kernels")
+clitest.finish("list_tiles")

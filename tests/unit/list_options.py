@@ -7,25 +7,22 @@ portable kernels handle all seven, and a kernel with none says opts=fallback.
     list_options.py PATH/TO/attnbench
 """
 import json
-import subprocess
+import os
 import sys
 
-BIN = sys.argv[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import clitest  # noqa: E402  (tests/cli: the CLI tests' shared check/run helpers)
+from clitest import check  # noqa: E402
+
+clitest.init()
+BIN = clitest.BIN
 ALL = ["align", "window", "softcap", "alibi", "sinks", "mask", "lse"]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL: {what}", file=sys.stderr)
 
 
 def run(*args):
-    p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60)
-    check(p.returncode == 0, f"attnbench {' '.join(args)} exits 0 (got {p.returncode}: {p.stderr})")
-    return p.stdout
+    rc, out, err = clitest.run(*args)
+    check(rc == 0, f"attnbench {' '.join(args)} exits 0 (got {rc}: {err})")
+    return out
 
 
 records = {k["name"]: k for k in json.loads(run("list", "--json"))}
@@ -42,4 +39,4 @@ for name, rec in records.items():
     want = "opts=" + (",".join(rec["native_options"]) if rec["native_options"] else "fallback")
     check(opts[0] == want, f"{name}: text {opts[0]} agrees with JSON {want}")
     check(all(o in ALL for o in rec["native_options"]), f"{name}: known option names")
-sys.exit(1 if failures else 0)
+clitest.finish("list_options")

@@ -8,27 +8,22 @@ fallback kernel, with --check; bad option values are refused with a clear messag
     run_options.py PATH/TO/attnbench
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-BIN = sys.argv[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import clitest  # noqa: E402  (tests/cli: the CLI tests' shared check/run helpers)
+from clitest import check  # noqa: E402
+
+clitest.init()
+BIN = clitest.BIN
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "variants")
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL: {what}", file=sys.stderr)
 
 
 def run(*args):
-    p = subprocess.run([BIN, "run", *args], capture_output=True, text=True, timeout=60)
-    return p.returncode, p.stdout, p.stderr
+    return clitest.run("run", *args)
 
 
 def case_args(name):
@@ -101,4 +96,4 @@ with tempfile.TemporaryDirectory() as tmp:
     np.save(nan_sinks, np.array([0, np.nan, 0, 0], np.float32))
     rc, out, err = run("--kernel", "blocked", *base, "--sinks", nan_sinks, "--out", o_path)
     check(rc == 1 and "sink[1]" in err, f"NaN sink: {rc}: {err.strip()}")
-sys.exit(1 if failures else 0)
+clitest.finish("run_options")
