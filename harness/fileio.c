@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -77,8 +78,21 @@ static void live_remove(int slot) {
   if (slot >= 0) atomic_store_explicit(&g_live_on[slot], 0, memory_order_release);
 }
 
+// The thread that catches the signals (and writes the outputs). A process-directed signal
+// may land on any thread — e.g. an idle OpenMP worker — while this one keeps running and
+// could create a temporary after the handler removed the registered names and before
+// _exit. So a handler on another thread only forwards the signal here and returns; the
+// cleanup then runs on the writer's own thread, between two of its steps.
+static pthread_t g_writer;
+static atomic_int g_writer_set;
+
 static void on_signal(int sig) {
   // async-signal-safe calls only
+  if (atomic_load_explicit(&g_writer_set, memory_order_acquire) &&
+      !pthread_equal(pthread_self(), g_writer)) {
+    pthread_kill(g_writer, sig);
+    return;
+  }
   if (g_sig_message[0]) (void)!write(STDERR_FILENO, g_sig_message, strlen(g_sig_message));
   for (int i = 0; i < kLiveSlots; i++)
     if (atomic_load_explicit(&g_live_on[i], memory_order_acquire)) unlink(g_live[i]);
@@ -89,6 +103,8 @@ static const int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void attn_fileio_catch_signals(const char *message) {
   snprintf(g_sig_message, sizeof g_sig_message, "%s", message ? message : "");
+  g_writer = pthread_self();
+  atomic_store_explicit(&g_writer_set, 1, memory_order_release);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
