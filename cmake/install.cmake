@@ -7,6 +7,8 @@
 #   P/lib/pkgconfig/attnbench.pc                           pkg-config attnbench
 #   P/bin/attnbench                                        the CLI (when ATTNBENCH_HARNESS)
 #   P/share/attnbench/{configs,scripts}/                   sweep configs and result scripts
+#   P/share/attnbench/baselines/external/                  the external baselines' runner
+#                                                          (`bench --baselines`, docs/baselines.md)
 # Included by the top-level CMakeLists.txt after every target exists (baselines/ adds the
 # blas objects and OpenBLAS to attnkernels, so they must be known first).
 include(GNUInstallDirs)
@@ -54,6 +56,9 @@ endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/attnbench/configs)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scripts/ DESTINATION ${CMAKE_INSTALL_DATADIR}/attnbench/scripts
         USE_SOURCE_PERMISSIONS)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/baselines/external/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/attnbench/baselines/external USE_SOURCE_PERMISSIONS
+        PATTERN "__pycache__" EXCLUDE)
 
 # The static library's link interface names OpenBLAS when the blas baseline is built;
 # the package config recreates that imported target.

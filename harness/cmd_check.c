@@ -32,6 +32,7 @@
 #include "commands.h"
 #include "fileio.h"
 #include "npy.h"
+#include "option_args.h"
 #include "placement.h"
 #include "qkv_inputs.h"
 #include "util.h"
@@ -93,6 +94,7 @@ typedef struct check_options {
   const char *q_path, *k_path, *v_path, *o_path;
   bool causal, scale_given;
   double scale;
+  option_args opt;  // with --o: the attention options O was computed with (option_args.h)
 } check_options;
 
 // Step 1: parse the command line. Returns CLI_OK or the status to exit with.
@@ -195,6 +197,9 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .given = &o->scale_given,
        .metavar = "S",
        .help = "with --o: score scale (default 1/sqrt(head_dim_qk))"},
+      ATTN_OPTION_ARGS_CLI(&o->opt,
+                           "with --o: the LSE computed with O, float32 "
+                           "[batch][heads][seq_q]; checked too"),
   };
   const cli_spec spec = {
       .command = "check",
@@ -215,6 +220,9 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
           "  attnbench check --kernel blocked --filter causal --list-cases\n"
           "  attnbench check --quick --junit check.xml --json check.json\n"
           "  attnbench check --q q.npy --k k.npy --v v.npy --o o.npy --causal\n"
+          "  attnbench check --q q.npy --k k.npy --v v.npy --o o.npy --window 127,0 --softcap 50\n"
+          "(--window, --align, --softcap, --alibi, --alibi-slopes, --sinks, --mask and --lse\n"
+          "apply with --o only: the options the output was computed with, as `run` takes them)\n"
           "\nexit codes: 0 at least one pair passed and none failed or was inconclusive;\n"
           "1 a pair failed or was inconclusive, nothing was checked, a --kernel cannot run\n"
           "on this CPU (without --allow-skips), or a report could not be written; 2 bad\n"
@@ -230,6 +238,15 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
     fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
     return CLI_ERROR;
   }
+  const option_args *a = &o->opt;
+  if (!o->o_path && (a->window || a->align || a->softcap_given || a->alibi_given ||
+                     a->slopes_path || a->sinks_path || a->mask_path || a->lse_path)) {
+    fprintf(stderr,
+            "attnbench check: --window, --align, --softcap, --alibi, --alibi-slopes, --sinks, "
+            "--mask and --lse apply only with --o (the check matrix has its own option cases)\n");
+    return CLI_ERROR;
+  }
+  if (option_args_validate("check", a) >= 0) return CLI_ERROR;
   return CLI_OK;
 }
 
@@ -494,21 +511,45 @@ static int check_given_output(const check_options *o) {
   const attn_input_file inputs[] = {{"Q input (--q)", o->q_path},
                                     {"K input (--k)", o->k_path},
                                     {"V input (--v)", o->v_path},
-                                    {"output checked (--o)", o->o_path}};
+                                    {"output checked (--o)", o->o_path},
+                                    {"LSE checked (--lse)", o->opt.lse_path}};
   reports rp = {0};
-  if (!prepare_reports(o, inputs, 4, &rp)) return ATTNBENCH_EXIT_FAILURE;
+  if (!prepare_reports(o, inputs, o->opt.lse_path ? 5 : 4, &rp)) return ATTNBENCH_EXIT_FAILURE;
   int rc = ATTNBENCH_EXIT_FAILURE;
   named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}};
   named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}};
   named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", o->v_path, {0}};
-  npy_array out = {0};
+  npy_array out = {0}, lse = {0}, slopes = {0}, sinks = {0}, mask = {0};
   attn_check_prepared *pc = NULL;
   attn_problem p;
+  attn_options opts;
   char err[ATTN_OUT_PATH_MAX + 512], sb[400];
   if (!qkv_load("check", &q) || !qkv_load("check", &k) || !qkv_load("check", &v) ||
       !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
     goto done;
   if (o->scale_given) p.scale = (float)o->scale;
+  if (!option_args_load("check", &o->opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
+  if (o->opt.lse_path) {
+    if (!npy_read_f32(o->opt.lse_path, &lse, err, sizeof err)) {
+      fprintf(stderr, "attnbench check: --lse: %s\n", err);
+      goto done;
+    }
+    const int64_t lw[3] = {p.batch, p.heads, p.seq_q};
+    if (lse.ndim != 3 || memcmp(lse.shape, lw, sizeof lw) != 0) {
+      char wb[128];
+      fprintf(stderr,
+              "attnbench check: --lse %s has shape %s; Q makes it %s [batch][heads][seq_q]\n",
+              o->opt.lse_path, npy_shape_string(lse.ndim, lse.shape, sb, sizeof sb),
+              npy_shape_string(3, lw, wb, sizeof wb));
+      goto done;
+    }
+    opts.lse = lse.data;  // marks the LSE as wanted; the check reads it as given
+  }
+  p.opts = &opts;
+  if (!attn_problem_validate(&p, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: %s\n", err);
+    goto done;
+  }
   if (!npy_read_f32(o->o_path, &out, err, sizeof err)) {
     fprintf(stderr, "attnbench check: O: %s\n", err);
     goto done;
@@ -530,7 +571,7 @@ static int check_given_output(const check_options *o) {
     goto done;
   }
   attn_check_result r;
-  attn_check_output(pc, out.data, &r);
+  attn_check_output_lse(pc, out.data, o->opt.lse_path ? lse.data : NULL, &r);
   const double dt = attn_now_seconds() - t0;
   const char *verdict = r.verdict == ATTN_CHECK_PASS   ? "pass"
                         : r.verdict == ATTN_CHECK_FAIL ? "FAIL"
@@ -555,6 +596,10 @@ done:
   check_report_free(&rp.recs);
   attn_check_prepared_free(pc);
   npy_free(&out);
+  npy_free(&lse);
+  npy_free(&slopes);
+  npy_free(&sinks);
+  npy_free(&mask);
   npy_free(&q.a);
   npy_free(&k.a);
   npy_free(&v.a);

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "fileio.h"
 #include "npy.h"
+#include "option_args.h"
 #include "placement.h"  // hwloc tiles + thread binding
 #include "qkv_inputs.h"
 #include "util.h"
@@ -32,53 +33,8 @@ typedef struct run_args {
   double scale;
   attn_exec exec;
   const char *bind;  // --bind (placement.h)
-  // attention options (attn.h, "Attention variants")
-  const char *window, *align, *slopes_path, *sinks_path, *mask_path, *lse_path;
-  double softcap, alibi;
-  bool softcap_given, alibi_given;
+  option_args opt;   // attention options (attn.h, "Attention variants"; option_args.h)
 } run_args;
-
-// "L,R" with each side a whole number >= 0 or "inf" (unbounded).
-static bool parse_window(const char *text, int64_t *left, int64_t *right) {
-  const char *comma = strchr(text, ',');
-  if (!comma || strchr(comma + 1, ',')) return false;
-  int64_t *side[2] = {left, right};
-  const char *part[2] = {text, comma + 1};
-  const size_t len[2] = {(size_t)(comma - text), strlen(comma + 1)};
-  for (int i = 0; i < 2; i++) {
-    if (len[i] == 3 && strncmp(part[i], "inf", 3) == 0) {
-      *side[i] = ATTN_WINDOW_UNBOUNDED;
-      continue;
-    }
-    if (len[i] == 0 || len[i] > 18) return false;
-    int64_t x = 0;
-    for (size_t c = 0; c < len[i]; c++) {
-      if (part[i][c] < '0' || part[i][c] > '9') return false;
-      x = x * 10 + (part[i][c] - '0');
-    }
-    *side[i] = x;
-  }
-  return true;
-}
-
-// An option array from .npy: float32 of exactly the shape given (ndim dims).
-static bool load_option_array(const char *flag, const char *path, int ndim, const int64_t *shape,
-                              const char *layout, npy_array *a) {
-  char err[600];
-  if (!npy_read_f32(path, a, err, sizeof err)) {
-    fprintf(stderr, "attnbench run: %s: %s\n", flag, err);
-    return false;
-  }
-  bool ok = a->ndim == ndim;
-  for (int i = 0; ok && i < ndim; i++) ok = a->shape[i] == shape[i];
-  if (ok) return true;
-  char got[128], want[128];
-  fprintf(stderr, "attnbench run: %s %s has shape %s; want %s %s\n", flag, path,
-          npy_shape_string(a->ndim, a->shape, got, sizeof got),
-          npy_shape_string(ndim, shape, want, sizeof want), layout);
-  npy_free(a);
-  return false;
-}
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
 static int parse_args(int argc, char **argv, run_args *a) {
@@ -154,48 +110,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .help = "write O even if it holds NaN/Inf (default: refuse, exit 1)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print nothing on success"},
       ATTN_PLACEMENT_BIND_OPTION(&a->bind),
-      {.name = "window",
-       .kind = CLI_STRING,
-       .dest = &a->window,
-       .metavar = "L,R",
-       .help = "sliding window: row i sees j iff -L <= j-(i+off) <= R; 'inf' = unbounded"},
-      {.name = "align",
-       .kind = CLI_STRING,
-       .dest = &a->align,
-       .metavar = "top-left|bottom-right",
-       .help = "diagonal of causal/window/ALiBi: off = 0 or seq_kv-seq_q (default)"},
-      {.name = "softcap",
-       .kind = CLI_DOUBLE,
-       .dest = &a->softcap,
-       .given = &a->softcap_given,
-       .metavar = "C",
-       .help = "logit soft-cap: s <- C*tanh(s/C) after scaling (C > 0)"},
-      {.name = "alibi",
-       .kind = CLI_DOUBLE,
-       .dest = &a->alibi,
-       .given = &a->alibi_given,
-       .metavar = "MAX_BIAS",
-       .help = "ALiBi with the standard slopes for max_bias (> 0)"},
-      {.name = "alibi-slopes",
-       .kind = CLI_STRING,
-       .dest = &a->slopes_path,
-       .metavar = "S.npy",
-       .help = "ALiBi with explicit slopes, float32 [heads]"},
-      {.name = "sinks",
-       .kind = CLI_STRING,
-       .dest = &a->sinks_path,
-       .metavar = "S.npy",
-       .help = "attention sinks, float32 [heads] logits in each row's denominator"},
-      {.name = "mask",
-       .kind = CLI_STRING,
-       .dest = &a->mask_path,
-       .metavar = "M.npy",
-       .help = "additive mask, float32 [seq_q][seq_kv] or [batch][heads][seq_q][seq_kv]"},
-      {.name = "lse",
-       .kind = CLI_STRING,
-       .dest = &a->lse_path,
-       .metavar = "LSE.npy",
-       .help = "also write the log-sum-exp of each row, float32 [batch][heads][seq_q]"},
+      ATTN_OPTION_ARGS_CLI(&a->opt,
+                           "also write the log-sum-exp of each row, float32 [batch][heads][seq_q]"),
   };
   const cli_spec spec = {
       .command = "run",
@@ -220,77 +136,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;
   }
-  int64_t l, r;
-  if (a->window && !parse_window(a->window, &l, &r)) {
-    fprintf(stderr,
-            "attnbench run: --window '%s': want L,R with each a whole number >= 0 or 'inf'\n",
-            a->window);
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  if (a->align && strcmp(a->align, "top-left") && strcmp(a->align, "bottom-right")) {
-    fprintf(stderr, "attnbench run: --align '%s': want top-left or bottom-right\n", a->align);
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  if (a->softcap_given && !(a->softcap > 0 && isfinite((float)a->softcap))) {
-    fprintf(stderr, "attnbench run: --softcap %g: want a finite float32 value > 0\n", a->softcap);
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  if (a->alibi_given && !(a->alibi > 0 && isfinite((float)a->alibi))) {
-    fprintf(stderr, "attnbench run: --alibi %g: want a finite float32 max_bias > 0\n", a->alibi);
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  if (a->alibi_given && a->slopes_path) {
-    fprintf(stderr, "attnbench run: give --alibi or --alibi-slopes, not both\n");
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  return -1;
-}
-
-// The options of the command line for problem p (arrays read into the given holders).
-// Returns false (message printed) on a bad file or shape.
-static bool load_options(const run_args *a, const attn_problem *p, attn_options *o,
-                         npy_array *slopes, npy_array *sinks, npy_array *mask) {
-  *o = (attn_options){0};
-  if (a->window) {
-    o->window = true;
-    parse_window(a->window, &o->window_left, &o->window_right);
-  }
-  if (a->align && strcmp(a->align, "top-left") == 0) o->align = ATTN_ALIGN_TOP_LEFT;
-  if (a->softcap_given) o->softcap = (float)a->softcap;
-  if (a->alibi_given) o->alibi_max_bias = (float)a->alibi;
-  const int64_t heads[1] = {p->heads};
-  if (a->slopes_path) {
-    if (!load_option_array("--alibi-slopes", a->slopes_path, 1, heads, "[heads]", slopes))
-      return false;
-    o->alibi_slopes = slopes->data;
-  }
-  if (a->sinks_path) {
-    if (!load_option_array("--sinks", a->sinks_path, 1, heads, "[heads]", sinks)) return false;
-    o->sinks = sinks->data;
-  }
-  if (a->mask_path) {
-    char err[600];
-    if (!npy_read_f32(a->mask_path, mask, err, sizeof err)) {
-      fprintf(stderr, "attnbench run: --mask: %s\n", err);
-      return false;
-    }
-    const int64_t m2[2] = {p->seq_q, p->seq_kv}, m4[4] = {p->batch, p->heads, p->seq_q, p->seq_kv};
-    const bool two = mask->ndim == 2 && mask->shape[0] == m2[0] && mask->shape[1] == m2[1];
-    bool four = mask->ndim == 4;
-    for (int i = 0; four && i < 4; i++) four = mask->shape[i] == m4[i];
-    if (!two && !four) {
-      char got[128], w2[128], w4[128];
-      fprintf(stderr,
-              "attnbench run: --mask %s has shape %s; want %s [seq_q][seq_kv] or %s "
-              "[batch][heads][seq_q][seq_kv]\n",
-              a->mask_path, npy_shape_string(mask->ndim, mask->shape, got, sizeof got),
-              npy_shape_string(2, m2, w2, sizeof w2), npy_shape_string(4, m4, w4, sizeof w4));
-      return false;
-    }
-    o->mask = mask->data;
-    o->mask_per_head = four;
-  }
-  return true;
+  return option_args_validate("run", &a->opt);
 }
 
 // The kernel by name, available on this CPU. Returns -1 to go on, else the exit code.
@@ -461,12 +307,12 @@ int cmd_run(int argc, char **argv) {
   attn_problem p;
   attn_output out, lse_out;
   if (!prepare_output(&a, &out) || !files_fit(&a, budget)) goto done;
-  if (a.lse_path) {
+  if (a.opt.lse_path) {
     const attn_input_file inputs[] = {{"Q input (--q)", a.q_path},
                                       {"K input (--k)", a.k_path},
                                       {"V input (--v)", a.v_path},
                                       {"O output (--out)", out.target}};
-    if (!attn_output_prepare(&lse_out, a.lse_path, inputs, 4, err, sizeof err)) {
+    if (!attn_output_prepare(&lse_out, a.opt.lse_path, inputs, 4, err, sizeof err)) {
       fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
       goto done;
     }
@@ -475,9 +321,9 @@ int cmd_run(int argc, char **argv) {
       !qkv_derive_problem("run", &q, &k, &v, a.causal, &p))
     goto done;
   if (a.scale_given) p.scale = (float)a.scale;
-  if (!load_options(&a, &p, &opts, &slopes, &sinks, &mask)) goto done;
+  if (!option_args_load("run", &a.opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   const size_t n_lse = (size_t)p.batch * (size_t)p.heads * (size_t)p.seq_q;
-  if (a.lse_path && !(lse = malloc(n_lse * sizeof *lse))) {
+  if (a.opt.lse_path && !(lse = malloc(n_lse * sizeof *lse))) {
     fprintf(stderr, "attnbench run: out of memory for LSE (%zu floats)\n", n_lse);
     goto done;
   }

@@ -7,7 +7,9 @@ would pick instead of attnbench) on the same inputs, with the same timing rules.
   attn_baseline.py run --baseline NAME|FILE.py --q Q.npy --k K.npy --v V.npy --out O.npy
                        [--causal] [--scale S] [--threads N] [--warmup W]
                        [--repetitions R] [--min-time SEC] [--input-copies C] [--json R.json]
-                       [--wait-for-check]
+                       [--wait-for-check] [--window L,R] [--align top-left|bottom-right]
+                       [--softcap C] [--alibi MAX_BIAS | --alibi-slopes S.npy]
+                       [--sinks S.npy] [--mask M.npy] [--lse]
 
 Tensors are attnbench's layout (float32, C order): Q [B][H][Sq][Dqk], K [B][KVH][Skv][Dqk],
 V [B][KVH][Skv][Dv] -> O [B][H][Sq][Dv]. `run` writes O from the first call (for the
@@ -22,8 +24,19 @@ A baseline is one small Python file (see docs/baselines.md) with NAME, SUMMARY,
 PACKAGES, available() -> (ok, why) and prepare(problem, inputs, threads) -> (fn, info),
 fn(c) returning O for input copy c; optionally KV_STORAGE ("float16", …: a numpy
 dtype) when it stores K/V rounded to another type — the rounded K/V are then written
-beside O (O.npy.k.npy, O.npy.v.npy) and named on the checkpoint line. Exit codes: 0 ok, 1 the baseline failed,
-2 bad command line, 3 the baseline is not installed (message says how to install it).
+beside O (O.npy.k.npy, O.npy.v.npy) and named on the checkpoint line.
+
+Attention options (the flags of `attnbench run`; attn_options.py has their meaning) reach
+the baseline in problem["options"]. A baseline lists those it computes in OPTIONS (a set
+of attn_options.NAMES; none if absent) and may refine that with supports(problem) ->
+(ok, why); a point using any other is not run (exit 4, "does not support …"), so a
+framework is never timed on a problem it does not compute.
+
+The result JSON has inputs_digest: the digest of the Q, K, V it ran on (harness/bench/
+inputs.h; the same sum `attnbench bench` records for every point).
+Exit codes: 0 ok, 1 the baseline failed, 2 bad command line, 3 the baseline is not
+installed (message says how to install it), 4 the baseline does not support the point's
+options (message says which).
 """
 import argparse
 import importlib.util
@@ -36,9 +49,67 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # attn_options, for the baselines
+import attn_options  # noqa: E402
+
 BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16")
 INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
 EXIT_NOT_INSTALLED = 3
+EXIT_UNSUPPORTED = 4
+
+
+def inputs_digest(*arrays):
+    """Σ_t bits(x_t) · ((2t + 1) · 0x9E3779B1) mod 2^32 over the float32 elements of the
+    arrays concatenated in order (harness/bench/inputs.h)."""
+    import numpy as np
+    total, t0, chunk = 0, 0, 1 << 20
+    for a in arrays:
+        w = np.ascontiguousarray(a, dtype=np.float32).reshape(-1).view(np.uint32)
+        for s in range(0, w.size, chunk):
+            part = w[s:s + chunk].astype(np.uint64)
+            t = np.arange(t0 + s, t0 + s + part.size, dtype=np.uint64)
+            m = ((2 * t + 1) * np.uint64(0x9E3779B1)) & np.uint64(0xFFFFFFFF)
+            total = (total + int(((part * m) & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))) \
+                & 0xFFFFFFFF
+        t0 += w.size
+    return total
+
+
+def parse_window(text):
+    """"L,R" with each a whole number >= 0 or "inf" -> (left, right), None = unbounded."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError("--window '%s': want L,R" % text)
+    out = []
+    for x in parts:
+        if x == "inf":
+            out.append(None)
+        elif x.isdigit():
+            out.append(int(x))
+        else:
+            raise ValueError("--window '%s': want L,R with each a whole number >= 0 or 'inf'"
+                             % text)
+    return tuple(out)
+
+
+def options_from_args(a, p):
+    """problem["options"] from the flags; arrays checked against the shape."""
+    import numpy as np
+    o = {"align": a.align or "bottom-right", "window": parse_window(a.window) if a.window else None,
+         "softcap": a.softcap or 0.0, "alibi_max_bias": a.alibi or 0.0, "alibi_slopes": None,
+         "sinks": None, "mask": None, "lse": bool(a.lse)}
+    H = p["heads"]
+    for key, path, shapes in (("alibi_slopes", a.alibi_slopes, [(H,)]), ("sinks", a.sinks, [(H,)]),
+                              ("mask", a.mask, [(p["seq_q"], p["seq_kv"]),
+                                                (p["batch"], H, p["seq_q"], p["seq_kv"])])):
+        if path:
+            arr = np.load(path, allow_pickle=False)
+            if arr.dtype != np.float32 or tuple(arr.shape) not in shapes:
+                raise ValueError("--%s %s: float32 of shape %s wanted, got %s %s" % (
+                    key.replace("_", "-"), path, " or ".join(map(str, shapes)), arr.dtype,
+                    tuple(arr.shape)))
+            o[key] = arr
+    return o
 
 
 def load_baseline(name):
@@ -110,8 +181,10 @@ def cmd_list():
     for name in BUILTIN:
         mod = load_baseline(name)
         ok, why = mod.available()
-        print("%-18s %-13s %s" % (name, "available" if ok else "not installed",
-                                  mod.SUMMARY if ok else why + "; install: " + INSTALL_HINT))
+        opts = ",".join(sorted(getattr(mod, "OPTIONS", ()))) or "-"
+        print("%-18s %-13s %s%s" % (name, "available" if ok else "not installed",
+                                    mod.SUMMARY if ok else why + "; install: " + INSTALL_HINT,
+                                    "; options: " + opts if ok else ""))
     return 0
 
 
@@ -130,9 +203,21 @@ def cmd_run(a):
             return 1
     try:
         p = problem_from_shapes(q, k, v, a.causal, a.scale)
+        p["options"] = options_from_args(a, p)
     except ValueError as e:
         print("attn_baseline: %s" % e, file=sys.stderr)
         return 1
+    # Options the baseline does not compute: not run (a framework is never timed on
+    # another problem), with the reason.
+    # (No baseline hands back an LSE: the runner takes O only, so "lse" is never supported.)
+    missing = attn_options.used(p) - (set(getattr(mod, "OPTIONS", ())) - {"lse"})
+    why = "does not support %s" % ", ".join(sorted(missing)) if missing else ""
+    if not missing and hasattr(mod, "supports"):
+        ok, why = mod.supports(p)
+        why = "" if ok else why
+    if why:
+        print("attn_baseline: %s %s" % (mod.NAME, why), file=sys.stderr)
+        return EXIT_UNSUPPORTED
     inputs = [(q, k, v)] + [(q.copy(), k.copy(), v.copy()) for _ in range(a.input_copies - 1)]
     try:
         fn, info = mod.prepare(p, inputs, a.threads)
@@ -162,10 +247,13 @@ def cmd_run(a):
     except Exception as e:
         print("attn_baseline: %s failed: %s: %s" % (mod.NAME, type(e).__name__, e), file=sys.stderr)
         return 1
-    result = {"baseline": mod.NAME, "summary": mod.SUMMARY, "problem": p, "threads": a.threads,
+    shape = {k: x for k, x in p.items() if k != "options"}  # the arrays stay out of JSON
+    result = {"baseline": mod.NAME, "summary": mod.SUMMARY, "problem": shape, "threads": a.threads,
               "kv_storage": getattr(mod, "KV_STORAGE", "f32"),
               "warmup": a.warmup, "repetitions": a.repetitions, "min_time": a.min_time,
               "input_copies": a.input_copies, "times_s": times,
+              "inputs_digest": inputs_digest(q, k, v),
+              "options": sorted(attn_options.used(p)),
               "median_s": statistics.median(times), "info": info}
     if a.json:
         with open(a.json, "w") as f:
@@ -194,9 +282,26 @@ def main(argv):
     r.add_argument("--json")
     r.add_argument("--wait-for-check", action="store_true",
                    help="after writing O, wait for 'time' on stdin before timing")
+    r.add_argument("--window", help="L,R: -L <= j - (i + off) <= R; 'inf' = unbounded")
+    r.add_argument("--align", choices=("top-left", "bottom-right"))
+    r.add_argument("--softcap", type=float, help="C > 0: s <- C*tanh(s/C)")
+    g = r.add_mutually_exclusive_group()
+    g.add_argument("--alibi", type=float, metavar="MAX_BIAS", help="ALiBi, standard slopes")
+    g.add_argument("--alibi-slopes", metavar="S.npy", help="ALiBi, float32 [heads]")
+    r.add_argument("--sinks", metavar="S.npy", help="float32 [heads]")
+    r.add_argument("--mask", metavar="M.npy", help="float32 [Sq][Skv] or [B][H][Sq][Skv]")
+    r.add_argument("--lse", action="store_true", help="the point wants the LSE too")
     a = ap.parse_args(argv)
     if a.cmd == "list":
         return cmd_list()
+    for name, x in (("--softcap", a.softcap), ("--alibi", a.alibi)):
+        if x is not None and not (x > 0 and math.isfinite(x)):
+            ap.error("%s %g: want a finite value > 0" % (name, x))
+    if a.window:
+        try:
+            parse_window(a.window)
+        except ValueError as e:
+            ap.error(str(e))
     if a.threads < 1 or a.repetitions < 1 or a.warmup < 0 or a.input_copies < 1 or a.min_time < 0:
         ap.error("--threads, --repetitions and --input-copies must be >= 1, --warmup and "
                  "--min-time >= 0")

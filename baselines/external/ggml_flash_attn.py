@@ -9,10 +9,23 @@ is transposed back outside timing. The causal mask is an F16 additive mask [Sq][
 (0 / -inf) stating attnbench's bottom-right rule. GQA: ggml broadcasts K/V heads the same
 way (query head h reads K/V head h // (H // KVH)). Threads: ggml_graph_compute_with_ctx's
 n_threads. One graph per input copy, all built before timing.
+
+Options (attn_options.py), as ggml_flash_attn_ext takes them: soft-cap is its
+logit_softcap (s <- c*tanh(scale*qk/c), then the mask: attnbench's order); ALiBi is its
+max_bias (the same slope rule), and ggml adds slope_h * mask[i][j], so the mask then holds
+the distance j - i - off (and -inf outside the row's range) — explicit slopes, or ALiBi
+together with an additive mask, cannot be expressed and are skipped; sinks go through
+ggml_flash_attn_ext_add_sinks; windows and alignment are the F16 mask (0 / -inf), an
+additive mask is added into it (per head: the mask's heads dimension, which ggml
+broadcasts). The mask is F16: its values are rounded to F16 (and ALiBi distances are
+exact only up to 2048), which the check judges like any other error.
 """
+import attn_options  # baselines/external (attn_baseline.py puts it on the path)
+
 NAME = "ggml_flash_attn"
 SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, F32 K/V, F32 precision)"
 PACKAGES = ("ggml-python",)
+OPTIONS = {"align", "window", "softcap", "alibi", "sinks", "mask"}
 KV_TYPE = "f32"  # ggml_flash_attn_f16.py reuses this file with "f16"
 
 
@@ -22,6 +35,34 @@ def available():
     except Exception as e:
         return False, "ggml-python not importable (%s)" % (str(e).splitlines() or ["?"])[0]
     return True, ""
+
+
+def supports(problem):
+    o = attn_options.opts(problem)
+    if o.get("alibi_slopes") is not None:
+        return False, "does not support explicit ALiBi slopes (ggml takes max_bias)"
+    if o.get("alibi_max_bias") and o.get("mask") is not None:
+        return False, ("does not support ALiBi with an additive mask (ggml multiplies the "
+                       "mask by the slope)")
+    if o.get("sinks") is not None:
+        import ggml
+        if not hasattr(ggml, "ggml_flash_attn_ext_add_sinks"):
+            return False, "does not support sinks (this ggml-python lacks " \
+                          "ggml_flash_attn_ext_add_sinks)"
+    return True, ""
+
+
+def _mask(np, p):
+    """The F16 mask [b][h][Sq][Skv] (b, h = 1 where it does not vary) or None."""
+    o = attn_options.opts(p)
+    if o.get("alibi_max_bias"):  # ggml: s += slope_h * mask; mask = distance, -inf outside
+        d = attn_options.alibi_distance(np, p)
+        m = np.where(attn_options.visible(np, p), d, -np.inf)[None, None]
+    elif p["causal"] or o.get("window") is not None or o.get("mask") is not None:
+        m = attn_options.bias(np, p)
+    else:
+        return None
+    return np.ascontiguousarray(m, dtype=np.float16)
 
 
 def prepare(problem, inputs, threads, kv_type=None):
@@ -35,15 +76,14 @@ def prepare(problem, inputs, threads, kv_type=None):
                                                 "head_dim_qk", "head_dim_v"))
     gtype = ggml.GGML_TYPE_F16 if kv_type == "f16" else ggml.GGML_TYPE_F32
     npkv = np.float16 if kv_type == "f16" else np.float32
-    mask_np = None
-    if p["causal"]:
-        i = np.arange(Sq)[:, None]
-        j = np.arange(Skv)[None, :]
-        mask_np = np.where(j <= i + (Skv - Sq), 0.0, -np.inf).astype(np.float16)
+    o = attn_options.opts(p)
+    mask_np = _mask(np, p)
+    sinks_np = None if o.get("sinks") is None else np.ascontiguousarray(o["sinks"], np.float32)
     graphs = []
     for q, k, v in inputs:
         nbytes = q.nbytes + (k.nbytes + v.nbytes) * (2 if kv_type == "f16" else 1)
         nbytes += 2 * B * Sq * H * Dv * 4 + (mask_np.nbytes if mask_np is not None else 0)
+        nbytes += 4 * H + 1024  # sinks
         mem = nbytes + 64 * 1024 * 1024 + threads * (D + 2 * Dv + Skv) * 64  # + work buffer
         ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=mem, mem_buffer=None))
         if not ctx:
@@ -51,16 +91,24 @@ def prepare(problem, inputs, threads, kv_type=None):
         tq = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, D, Sq, H, B)
         tk = ggml.ggml_new_tensor_4d(ctx, gtype, D, Skv, KV, B)
         tv = ggml.ggml_new_tensor_4d(ctx, gtype, Dv, Skv, KV, B)
-        tm = None
-        if mask_np is not None:
-            tm = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F16, Skv, Sq, 1, 1)
-        for t, a in ((tq, q), (tk, k.astype(npkv)), (tv, v.astype(npkv)), (tm, mask_np)):
+        tm = ts = None
+        if mask_np is not None:  # C order [b][h][Sq][Skv] is ggml's ne (Skv, Sq, h, b)
+            mb, mh = mask_np.shape[:2]
+            tm = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F16, Skv, Sq, mh, mb)
+        if sinks_np is not None:
+            ts = ggml.ggml_new_tensor_1d(ctx, ggml.GGML_TYPE_F32, H)
+        for t, a in ((tq, q), (tk, k.astype(npkv)), (tv, v.astype(npkv)), (tm, mask_np),
+                     (ts, sinks_np)):
             if t is not None:
                 a = np.ascontiguousarray(a)
                 assert ggml.ggml_nbytes(t) == a.nbytes
                 ctypes.memmove(ggml.ggml_get_data(t), a.ctypes.data, a.nbytes)
-        out = ggml.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, float(p["scale"]), 0.0, 0.0)
+        out = ggml.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, float(p["scale"]),
+                                       float(o.get("alibi_max_bias") or 0.0),
+                                       float(o.get("softcap") or 0.0))
         ggml.ggml_flash_attn_ext_set_prec(out, ggml.GGML_PREC_F32)
+        if ts is not None:
+            ggml.ggml_flash_attn_ext_add_sinks(out, ts)
         gf = ggml.ggml_new_graph(ctx)
         ggml.ggml_build_forward_expand(gf, out)
         graphs.append((ctx, gf, out))

@@ -19,7 +19,9 @@ NAME = "ggml_flash_attn_f16"
 SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, F16 K/V cache, F32 precision)"
 PACKAGES = _base.PACKAGES
 KV_STORAGE = "float16"  # a numpy dtype name
+OPTIONS = _base.OPTIONS
 available = _base.available
+supports = _base.supports
 
 
 def prepare(problem, inputs, threads):

@@ -10,12 +10,25 @@ ONNX's `is_causal` is top-left aligned; attnbench's mask is bottom-right. They a
 Sq == Skv, so the causal flag is used only then; otherwise `Attention` gets an explicit
 boolean mask [Sq][Skv] (True = attend) and `MultiHeadAttention` an additive bias
 (0 / -inf). Threads: intra_op_num_threads = the point's threads, inter_op 1, sequential.
+
+Options (attn_options.py): `Attention` has a `softcap` attribute (applied after scaling,
+before the mask: attnbench's order) and takes alignment, windows, ALiBi and the additive
+mask as a float attn_mask (0 / bias / -inf, broadcast over batch and heads); `MultiHead-
+Attention` the same through attention_bias, without soft-cap. For points with a window,
+a soft-cap or sinks, `com.microsoft.GroupQueryAttention` is a third candidate: its own
+local_window_size (a causal window's left side + 1), softcap and head_sink (ALiBi and mask
+through attention_bias), bottom-right causal through its past K/V; sinks only there, so a
+point with sinks it cannot take (top-left, Sq > Skv, Dv != Dqk, a two-sided window) is
+skipped with a note.
 """
 import time
+
+import attn_options  # baselines/external (attn_baseline.py puts it on the path)
 
 NAME = "ort_attention"
 SUMMARY = "ONNX Runtime CPU: ONNX Attention (opset 23) or com.microsoft.MultiHeadAttention"
 PACKAGES = ("onnxruntime", "onnx")
+OPTIONS = {"align", "window", "softcap", "alibi", "mask", "sinks"}
 
 
 def available():
@@ -48,18 +61,28 @@ def _onnx_attention(np, p, inputs, threads):
     from onnx import TensorProto, helper
     B, H, KV, Sq, Skv, D, Dv = (p[k] for k in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
                                                 "head_dim_qk", "head_dim_v"))
-    square_causal = p["causal"] and Sq == Skv
+    used = attn_options.used(p)
+    dense = bool(used & {"align", "window", "alibi", "mask"})  # a float mask states them
+    square_causal = p["causal"] and Sq == Skv and not dense
     names = ["Q", "K", "V"]
     graph_inputs = [helper.make_tensor_value_info("Q", TensorProto.FLOAT, [B, H, Sq, D]),
                     helper.make_tensor_value_info("K", TensorProto.FLOAT, [B, KV, Skv, D]),
                     helper.make_tensor_value_info("V", TensorProto.FLOAT, [B, KV, Skv, Dv])]
     extra = {}
-    if p["causal"] and not square_causal:
+    if dense:
+        m = np.ascontiguousarray(attn_options.bias(np, p), dtype=np.float32)
+        names.append("M")
+        graph_inputs.append(helper.make_tensor_value_info("M", TensorProto.FLOAT, list(m.shape)))
+        extra["M"] = m
+    elif p["causal"] and not square_causal:
         names.append("M")
         graph_inputs.append(helper.make_tensor_value_info("M", TensorProto.BOOL, [Sq, Skv]))
         extra["M"] = _bottom_right_mask(np, Sq, Skv)
+    attrs = {}
+    if "softcap" in used:
+        attrs["softcap"] = float(attn_options.opts(p)["softcap"])
     node = helper.make_node("Attention", names, ["Y"], is_causal=int(square_causal),
-                            scale=float(p["scale"]))
+                            scale=float(p["scale"]), **attrs)
     graph = helper.make_graph([node], "attn", graph_inputs,
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT,
                                                              [B, H, Sq, Dv])])
@@ -75,13 +98,23 @@ def _ms_mha(np, p, inputs, threads):
     from onnx import TensorProto, helper
     B, H, Sq, Skv, D, Dv = (p[k] for k in ("batch", "heads", "seq_q", "seq_kv", "head_dim_qk",
                                            "head_dim_v"))
-    square_causal = p["causal"] and Sq == Skv
+    used = attn_options.used(p)
+    if "softcap" in used:
+        raise ValueError("MultiHeadAttention has no soft-cap")
+    dense = bool(used & {"align", "window", "alibi", "mask"})
+    square_causal = p["causal"] and Sq == Skv and not dense
     names = ["Q", "K", "V"]
     graph_inputs = [helper.make_tensor_value_info("Q", TensorProto.FLOAT, [B, Sq, H * D]),
                     helper.make_tensor_value_info("K", TensorProto.FLOAT, [B, Skv, H * D]),
                     helper.make_tensor_value_info("V", TensorProto.FLOAT, [B, Skv, H * Dv])]
     extra = {}
-    if p["causal"] and not square_causal:
+    if dense:
+        m = np.ascontiguousarray(attn_options.bias(np, p), dtype=np.float32)
+        names += ["", "", "Bias"]  # bias, key_padding_mask, attention_bias
+        graph_inputs.append(helper.make_tensor_value_info("Bias", TensorProto.FLOAT,
+                                                          list(m.shape)))
+        extra["Bias"] = m
+    elif p["causal"] and not square_causal:
         names += ["", "", "Bias"]  # bias, key_padding_mask, attention_bias
         graph_inputs.append(helper.make_tensor_value_info("Bias", TensorProto.FLOAT,
                                                           [1, 1, Sq, Skv]))
@@ -111,12 +144,114 @@ def _ms_mha(np, p, inputs, threads):
     return fn, "com.microsoft.MultiHeadAttention"
 
 
+def _gqa_ok(p):
+    """Whether com.microsoft.GroupQueryAttention computes p: bottom-right causal (or not
+    causal), Sq <= Skv (the first Skv - Sq keys are its past), Dv == Dqk, a window only to
+    the left of a causal diagonal. Returns (ok, why)."""
+    o = attn_options.opts(p)
+    left, right = attn_options.window(p)
+    if p["head_dim_v"] != p["head_dim_qk"]:
+        return False, "GroupQueryAttention needs head_dim_v == head_dim_qk"
+    if p["seq_q"] > p["seq_kv"]:
+        return False, "GroupQueryAttention needs seq_q <= seq_kv"
+    if "align" in attn_options.used(p):
+        return False, "GroupQueryAttention is bottom-right aligned"
+    if o.get("window") is not None and not (p["causal"] and right == 0):
+        return False, "GroupQueryAttention's local window is causal, left side only"
+    return True, ""
+
+
+def _gqa(np, p, inputs, threads):
+    """com.microsoft.GroupQueryAttention: [B][S][H·D] query, the last Sq keys as new K/V and
+    the first Skv - Sq as past_key/past_value (BNSH), seqlens_k = Skv - 1, so query row i
+    is at absolute position Skv - Sq + i (bottom-right). local_window_size = the window's
+    left side + 1 (it counts the diagonal key: keys j > i + off - size), softcap and head_sink natively, ALiBi and the
+    mask as attention_bias. ORT copies past into present on every call (no IO binding):
+    that copy is part of its time, as for a user running it this way."""
+    from onnx import TensorProto, helper
+    ok, why = _gqa_ok(p)
+    if not ok:
+        raise ValueError(why)
+    B, H, KV, Sq, Skv, D = (p[k] for k in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
+                                           "head_dim_qk"))
+    o = attn_options.opts(p)
+    P = Skv - Sq
+    F, I32 = TensorProto.FLOAT, TensorProto.INT32
+    vi = helper.make_tensor_value_info
+    names = ["Q", "K", "V", "PK" if P else "", "PV" if P else "", "SL", "TL"]
+    graph_inputs = [vi("Q", F, [B, Sq, H * D]), vi("K", F, [B, Sq, KV * D]),
+                    vi("V", F, [B, Sq, KV * D])]
+    if P:
+        graph_inputs += [vi("PK", F, [B, KV, P, D]), vi("PV", F, [B, KV, P, D])]
+    graph_inputs += [vi("SL", I32, [B]), vi("TL", I32, [])]
+    extra = {"SL": np.full(B, Skv - 1, dtype=np.int32), "TL": np.array(Skv, dtype=np.int32)}
+    b = attn_options.bias(np, p, with_range=False)
+    sinks = o.get("sinks")
+    if b is not None or sinks is not None:
+        names += ["", "", ""]  # cos_cache, sin_cache, position_ids
+        names.append("AB" if b is not None else "")
+        if b is not None:
+            extra["AB"] = np.ascontiguousarray(b, dtype=np.float32)
+            graph_inputs.append(vi("AB", F, list(extra["AB"].shape)))
+        if sinks is not None:
+            names.append("HS")
+            extra["HS"] = np.ascontiguousarray(sinks, dtype=np.float32)
+            graph_inputs.append(vi("HS", F, [H]))
+    while names and names[-1] == "":
+        names.pop()
+    left, _ = attn_options.window(p)
+    attrs = {"num_heads": H, "kv_num_heads": KV, "scale": float(p["scale"]),
+             # ORT's window counts the query's own key: keys j > i + off - size (measured)
+             "local_window_size": -1 if left is None else int(left) + 1}
+    if o.get("softcap"):
+        attrs["softcap"] = float(o["softcap"])
+    if not p["causal"]:
+        attrs["causal"] = 0
+    node = helper.make_node("GroupQueryAttention", names, ["Y", "PKo", "PVo"],
+                            domain="com.microsoft", **attrs)
+    graph = helper.make_graph([node], "gqa", graph_inputs,
+                              [vi("Y", F, [B, Sq, H * D]), vi("PKo", F, [B, KV, Skv, D]),
+                               vi("PVo", F, [B, KV, Skv, D])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = min(model.ir_version, 10)
+    sess = _session(model, threads)
+
+    def to3(a):  # [B][N][S][D] -> [B][S][N·D]
+        return np.ascontiguousarray(a.transpose(0, 2, 1, 3).reshape(a.shape[0], a.shape[2], -1))
+
+    feeds = []
+    for q, k, v in inputs:
+        f = dict({"Q": to3(q), "K": to3(k[:, :, P:]), "V": to3(v[:, :, P:])}, **extra)
+        if P:
+            f["PK"] = np.ascontiguousarray(k[:, :, :P])
+            f["PV"] = np.ascontiguousarray(v[:, :, :P])
+        feeds.append(f)
+
+    def fn(c):
+        y = sess.run(["Y"], feeds[c])[0]
+        return y.reshape(B, Sq, H, D).transpose(0, 2, 1, 3)
+
+    return fn, "com.microsoft.GroupQueryAttention"
+
+
+def supports(problem):
+    if attn_options.opts(problem).get("sinks") is not None:  # GroupQueryAttention only
+        ok, why = _gqa_ok(problem)
+        if not ok:
+            return False, "does not support sinks here (%s)" % why
+    return True, ""
+
+
 def prepare(problem, inputs, threads):
     import numpy as np
     import onnxruntime as ort
-    builders = [_onnx_attention]
-    if problem["kv_heads"] == problem["heads"]:
+    used = attn_options.used(problem)
+    builders = [] if "sinks" in used else [_onnx_attention]
+    if problem["kv_heads"] == problem["heads"] and not used & {"softcap", "sinks"}:
         builders.append(_ms_mha)
+    if used & {"window", "softcap", "sinks"} and _gqa_ok(problem)[0]:
+        builders.append(_gqa)  # ONNX Runtime's own window, soft-cap and sinks
     candidates, errors = [], []
     for build in builders:
         try:

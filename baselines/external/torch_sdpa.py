@@ -6,10 +6,20 @@ PyTorch's `is_causal` is top-left aligned. They agree when Sq == Skv, so `is_cau
 is passed only then; otherwise an explicit boolean mask [Sq][Skv] states the bottom-right
 rule. GQA/MQA use `enable_gqa=True` (query head h reads K/V head h // (H // KVH), as in
 attnbench). The SDPA backend PyTorch picks for the point is recorded.
+
+Options (attn_options.py): SDPA has none of its own beyond is_causal, so alignment and
+sliding windows become a boolean mask [Sq][Skv], and ALiBi and the additive mask a float
+mask (0 / bias / -inf) broadcast over batch and heads — the way a PyTorch user runs them
+on the CPU. An explicit mask is what SDPA offers, and it costs: the mask is read for every
+score, and a window still visits every key. No soft-cap and no sinks (SDPA has neither):
+such points are skipped with a note.
 """
+import attn_options  # baselines/external (attn_baseline.py puts it on the path)
+
 NAME = "torch_sdpa"
 SUMMARY = "PyTorch F.scaled_dot_product_attention (CPU, FP32)"
 PACKAGES = ("torch",)
+OPTIONS = {"align", "window", "alibi", "mask"}
 
 
 def available():
@@ -36,7 +46,16 @@ def prepare(problem, inputs, threads):
     if p["kv_heads"] != p["heads"]:
         kw["enable_gqa"] = True
     mask = None
-    if p["causal"]:
+    import numpy as np
+    used = attn_options.used(p)
+    if used & {"alibi", "mask"}:  # additive: ALiBi + mask, -inf outside each row's range
+        b = attn_options.bias(np, p)
+        mask = torch.from_numpy(np.ascontiguousarray(b, dtype=np.float32))
+        kw["attn_mask"] = mask
+    elif used & {"align", "window"}:  # a boolean mask: the row ranges
+        mask = torch.from_numpy(attn_options.visible(np, p))
+        kw["attn_mask"] = mask
+    elif p["causal"]:
         if p["seq_q"] == p["seq_kv"]:
             kw["is_causal"] = True
         else:
@@ -52,6 +71,7 @@ def prepare(problem, inputs, threads):
 
     q, k, v = tensors[0]
     info = {"version": torch.__version__, "threads": torch.get_num_threads(),
+            "mask": "none" if mask is None else str(mask.dtype).replace("torch.", ""),
             "interop_threads": torch.get_num_interop_threads(),
             "backend": _backend(torch, q, k, v, mask, kw), "blas": _blas(torch)}
     return (lambda c: fn(c).numpy()), info

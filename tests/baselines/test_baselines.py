@@ -7,10 +7,29 @@ and bottom-right causal masks differ), then scripts/bench-baselines adds a basel
                                          right one is checked, timed and merged into the
                                          file; the top-left-causal one is rejected by the
                                          check and recorded as an error, exit 1.
+  test_baselines.py ATTNBENCH inputs     the baselines run on the points' own inputs:
+                                         `bench --export-inputs` writes exactly what was
+                                         timed (digest of the files, recomputed here ==
+                                         the index's == every kernel point's
+                                         inputs_digest counter), each baseline entry
+                                         carries that digest; a corrupted export is refused.
+  test_baselines.py ATTNBENCH one-command  `bench --baselines FILE.py`: kernels and the
+                                         baseline in one results file, same digests; a
+                                         missing baseline environment fails before the
+                                         sweep with a note naming scripts/setup-baselines.
+  test_baselines.py ATTNBENCH options    options reach a baseline and the check: NumPy
+                                         with each option passes `check --o` with the
+                                         option, fails it without; a baseline that drops
+                                         soft-capping is rejected (runner + check, and
+                                         through bench-baselines as an error entry); a
+                                         baseline without the option is skipped, noted.
   test_baselines.py ATTNBENCH NAME       a real baseline (ort_attention, torch_sdpa,
                                          ggml_flash_attn) from .venv-baselines: checked,
                                          timed, present in the file, summary ratio printed.
                                          Skipped (exit 77) when it is not installed.
+  test_baselines.py ATTNBENCH options:NAME  that real baseline on each option: checked
+                                         with the option (pass) or skipped as unsupported,
+                                         as its OPTIONS say. Skipped (77) when not installed.
 """
 import json
 import os
@@ -20,6 +39,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNER = os.path.join(ROOT, "baselines", "external", "attn_baseline.py")
+PY = "/usr/bin/python3"
 SKIP = 77
 # ggml's F16 K/V path for short query blocks computes in F16 precision (relative error
 # ~1e-3 on this test's Sq 8 shape): checked honestly, it may be rejected.
@@ -45,12 +66,12 @@ def run(cmd, **kw):
     return r
 
 
-def sweep(attnbench, d):
+def sweep(attnbench, d, extra=(), config=CONFIG, env=None):
     cfg = os.path.join(d, "tiny.ini")
     with open(cfg, "w") as f:
-        f.write(CONFIG)
+        f.write(config)
     out = os.path.join(d, "r.json")
-    r = run([attnbench, "bench", "--config", cfg, "--out", out])
+    r = run([attnbench, "bench", "--config", cfg, "--out", out] + list(extra), env=env)
     assert r.returncode == 0, "the kernel sweep failed"
     return out
 
@@ -95,16 +116,24 @@ def pipeline(attnbench):
     return 0
 
 
-def real(attnbench, name):
+def venv_python(name):
+    """The baseline environment's Python if NAME is installed there, else None (printed)."""
     py = os.environ.get("ATTNBENCH_BASELINES_PYTHON",
                         os.path.join(ROOT, ".venv-baselines", "bin", "python"))
     if not os.path.exists(py):
         print("SKIPPED: %s: no baseline environment at %s (scripts/setup-baselines)" % (name, py))
-        return SKIP
-    r = run([py, os.path.join(ROOT, "baselines", "external", "attn_baseline.py"), "list"])
+        return None
+    r = run([py, RUNNER, "list"])
     line = [ln for ln in r.stdout.splitlines() if ln.startswith(name + " ")]
     if not line or "not installed" in line[0]:
         print("SKIPPED: %s is not installed in %s (scripts/setup-baselines)" % (name, py))
+        return None
+    return py
+
+
+def real(attnbench, name):
+    py = venv_python(name)
+    if not py:
         return SKIP
     with tempfile.TemporaryDirectory() as d:
         res = sweep(attnbench, d)
@@ -130,6 +159,337 @@ def real(attnbench, name):
     return 0
 
 
+# ── the points' own inputs ──────────────────────────────────────────────────────────
+# Two shapes, a cold point among them, so that the export has several sets and copies.
+CONFIG2 = CONFIG + """
+[mha]
+kernels = naive, blocked
+batch = 2
+heads = 2
+head_dim = 8
+seq_len = 5
+causal = false
+threads = 1
+repetitions = 1
+min_time = 0.001
+cold_inputs = true
+"""
+
+
+def digest(*arrays):
+    """The digest of bench/inputs.h, written here independently of attn_baseline.py: the
+    wrapping sum of bits(x_t) * ((2t + 1) * 0x9E3779B1) mod 2^32, in Python integers."""
+    import numpy as np
+    words = np.concatenate([np.ascontiguousarray(a, np.float32).reshape(-1).view(np.uint32)
+                            for a in arrays]).tolist()
+    total = 0
+    for t, w in enumerate(words):
+        total = (total + w * (((2 * t + 1) * 0x9E3779B1) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    return total
+
+
+def kernel_digests(res):
+    """{point name: inputs_digest} of the kernels' iteration entries."""
+    with open(res) as f:
+        bs = json.load(f)["benchmarks"]
+    out = {}
+    for b in bs:
+        if b.get("baseline") or b.get("run_type") != "iteration" or b.get("error_occurred"):
+            continue
+        assert "inputs_digest" in b, "a kernel point without inputs_digest: %s" % b["name"]
+        out[b["run_name"]] = int(b["inputs_digest"])
+    return out
+
+
+def inputs(attnbench):
+    import numpy as np
+    with tempfile.TemporaryDirectory() as d:
+        exp = os.path.join(d, "inputs")
+        res = sweep(attnbench, d, ["--export-inputs", exp], CONFIG2)
+        with open(os.path.join(exp, "index.json")) as f:
+            ix = json.load(f)
+        kd = kernel_digests(res)
+        assert len(kd) >= 3, kd
+        assert set(kd) <= set(ix["points"]), (sorted(kd), sorted(ix["points"]))
+        sets = set()
+        for name, want in kd.items():
+            s = ix["inputs"][ix["points"][name]["inputs"]]
+            q, k, v = (np.load(os.path.join(exp, s[t])) for t in ("q", "k", "v"))
+            p = s["problem"]
+            assert q.shape == (p["batch"], p["heads"], p["seq_q"], p["head_dim_qk"]), q.shape
+            assert k.shape == (p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim_qk"])
+            got = digest(q, k, v)
+            assert got == s["digest"] == want, (name, got, s["digest"], want)
+            sets.add(ix["points"][name]["inputs"])
+        assert len(sets) == 2, "one input set per shape expected: %s" % sets
+        cold = [n for n in ix["points"] if n.endswith("/cold")]
+        assert cold and all(ix["points"][n]["input_copies"] >= 1 for n in cold), cold
+        # Same seed, same shape, same values: a second export is identical (a function
+        # of the problem only), and the export of --dry-run alone matches too.
+        exp2 = os.path.join(d, "again")
+        r = run([attnbench, "bench", "--config", os.path.join(d, "tiny.ini"), "--dry-run",
+                 "--export-inputs", exp2])
+        assert r.returncode == 0
+        with open(os.path.join(exp2, "index.json")) as f:
+            ix2 = json.load(f)
+        assert {k: v["digest"] for k, v in ix2["inputs"].items()} == \
+            {k: v["digest"] for k, v in ix["inputs"].items()}
+
+        # The baselines run on the export: each entry carries the kernels' digest.
+        r = run([PY, os.path.join(ROOT, "scripts", "bench-baselines"), res, "--baselines",
+                 os.path.join(HERE, "numpy_attention.py"), "--python", PY, "--attnbench",
+                 attnbench, "--min-time", "0.001", "--inputs", exp])
+        assert r.returncode == 0, "the baseline must pass on the exported inputs"
+        es = [e for e in entries(res, "numpy_attention") if e.get("run_type") == "iteration"]
+        assert es, "no baseline entries"
+        shapes = {}
+        for e in es:
+            same = [n for n in kd if n.split("/", 1)[1] == e["run_name"].split("/", 1)[1]]
+            assert same, e["run_name"]
+            assert int(e["inputs_digest"]) == kd[same[0]], (e["run_name"], e["inputs_digest"])
+            shapes[e["Sq"]] = True
+        assert len(shapes) == 2, shapes
+        # Without --inputs the script exports from the recorded config: same digests.
+        r = bench_baselines(attnbench, res, os.path.join(HERE, "numpy_attention.py"), PY)
+        assert r.returncode == 0
+        for e in entries(res, "numpy_attention"):
+            if e.get("run_type") == "iteration":
+                assert int(e["inputs_digest"]) in kd.values(), e
+
+        # A corrupted export (one element of one Q) is refused, never timed.
+        s0 = ix["inputs"]["in0"]
+        q = np.load(os.path.join(exp, s0["q"]))
+        q.reshape(-1)[3] += 1.0
+        np.save(os.path.join(exp, s0["q"]), q)
+        r = run([PY, os.path.join(ROOT, "scripts", "bench-baselines"), res, "--baselines",
+                 os.path.join(HERE, "numpy_attention.py"), "--python", PY, "--attnbench",
+                 attnbench, "--min-time", "0.001", "--inputs", exp])
+        assert r.returncode == 1, "other inputs than the kernels' must fail the run"
+        bad = [e for e in entries(res, "numpy_attention") if e.get("error_occurred")]
+        assert bad and "other inputs" in bad[0]["error_message"], bad
+    print("inputs: export == timed inputs (digests), baselines ran on them, corruption refused")
+    return 0
+
+
+def one_command(attnbench):
+    with tempfile.TemporaryDirectory() as d:
+        tmp = os.path.join(d, "tmp")
+        os.mkdir(tmp)
+        env = dict(os.environ, ATTNBENCH_BASELINES_PYTHON=PY, TMPDIR=tmp,
+                   ATTNBENCH_BENCH_BASELINES=os.path.join(ROOT, "scripts", "bench-baselines"))
+        res = sweep(attnbench, d, ["--baselines", os.path.join(HERE, "numpy_attention.py")],
+                    env=env)
+        kd = kernel_digests(res)
+        es = [e for e in entries(res, "numpy_attention") if e.get("run_type") == "iteration"]
+        assert es and not any(e.get("error_occurred") for e in es), es
+        assert {int(e["inputs_digest"]) for e in es} <= set(kd.values()), (es, kd)
+        assert entries(res, "naive"), "the kernels' entries must be there"
+        assert not os.listdir(tmp), "the temporary export must be removed: %s" % os.listdir(tmp)
+        # The same through the script found next to the source tree (no environment hint).
+        del env["ATTNBENCH_BENCH_BASELINES"]
+        out2 = os.path.join(d, "r2.json")
+        r = run([attnbench, "bench", "--config", os.path.join(d, "tiny.ini"), "--out", out2,
+                 "--baselines", os.path.join(HERE, "numpy_attention.py")], env=env)
+        assert r.returncode == 0 and entries(out2, "numpy_attention"), "script not found?"
+        # A missing environment: exit 1 before the sweep, a note naming the setup script.
+        env["ATTNBENCH_BASELINES_PYTHON"] = os.path.join(d, "no-venv", "bin", "python")
+        out3 = os.path.join(d, "r3.json")
+        r = run([attnbench, "bench", "--config", os.path.join(d, "tiny.ini"), "--out", out3,
+                 "--baselines", "torch_sdpa"], env=env)
+        assert r.returncode == 1, r.returncode
+        assert "scripts/setup-baselines" in r.stderr and not os.path.exists(out3), r.stderr
+        # 'all' without an environment: the kernels run, a note says how to add baselines.
+        r = run([attnbench, "bench", "--config", os.path.join(d, "tiny.ini"), "--out", out3,
+                 "--baselines", "all"], env=env)
+        assert r.returncode == 0 and "scripts/setup-baselines" in r.stderr, r.stderr
+        assert entries(out3, "naive") and not [b for b in json.load(open(out3))["benchmarks"]
+                                               if b.get("baseline")]
+        r = run([attnbench, "bench", "--config", os.path.join(d, "tiny.ini"), "--baselines",
+                 "all", "--dry-run"], env=env)
+        assert r.returncode == 2 and "--dry-run" in r.stderr
+    print("one command: kernels and baseline in one file; missing environment noted")
+    return 0
+
+
+# ── options ─────────────────────────────────────────────────────────────────────────
+# Each option alone on a GQA cross shape (Sq 8 < Skv 24, so the alignments differ), as the
+# flags of `attnbench run`/`check` and of the runner. Arrays are written by make_arrays.
+OPTION_CASES = [
+    ("window", ["--window", "5,0"], True),
+    ("window-two-sided", ["--window", "3,2"], False),
+    ("align", ["--align", "top-left"], True),
+    ("softcap", ["--softcap", "0.5"], False),
+    ("alibi", ["--alibi", "8"], True),
+    ("alibi-slopes", ["--alibi-slopes", "SLOPES"], True),
+    ("sinks", ["--sinks", "SINKS"], True),
+    ("mask", ["--mask", "MASK"], False),
+    ("mask-per-head", ["--mask", "MASK4"], True),
+    ("combined", ["--window", "6,0", "--softcap", "1.5", "--alibi", "4", "--sinks", "SINKS"],
+     True),
+]
+
+
+def make_arrays(d, scale_q=3.0, empty_row=True):
+    """Q/K/V (Q scaled up so that soft-capping at 0.5 changes the scores a lot) and the
+    option arrays, with F16-exact mask values (multiples of 1/4, -inf)."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    B, H, KV, Sq, Skv, D = 1, 4, 2, 8, 24, 16
+    arrs = {"q": rng.standard_normal((B, H, Sq, D), dtype=np.float32) * scale_q,
+            "k": rng.standard_normal((B, KV, Skv, D), dtype=np.float32),
+            "v": rng.standard_normal((B, KV, Skv, D), dtype=np.float32),
+            "SLOPES": np.array([0.5, -0.25, 0.125, 1.0], dtype=np.float32),
+            "SINKS": rng.standard_normal(H).astype(np.float32) * 2}
+    m = np.round(rng.standard_normal((Sq, Skv)) * 8) / 4
+    m[rng.random((Sq, Skv)) < 0.15] = -np.inf
+    arrs["MASK"] = m.astype(np.float32)
+    m4 = np.round(rng.standard_normal((B, H, Sq, Skv)) * 8) / 4
+    if empty_row:
+        m4[:, :, 2, :] = -np.inf  # a row that sees nothing
+    arrs["MASK4"] = m4.astype(np.float32)
+    paths = {}
+    for k, a in arrs.items():
+        paths[k] = os.path.join(d, k + ".npy")
+        np.save(paths[k], a)
+    return paths
+
+
+def resolve(flags, paths):
+    return [paths.get(f, f) for f in flags]
+
+
+def runner(py, baseline, paths, flags, out, causal):
+    cmd = [py, RUNNER, "run", "--baseline", baseline, "--q", paths["q"], "--k", paths["k"],
+           "--v", paths["v"], "--out", out, "--min-time", "0", "--threads", "1"]
+    return run(cmd + (["--causal"] if causal else []) + resolve(flags, paths))
+
+
+def check(attnbench, paths, out, flags, causal):
+    cmd = [attnbench, "check", "--q", paths["q"], "--k", paths["k"], "--v", paths["v"], "--o", out]
+    return run(cmd + (["--causal"] if causal else []) + resolve(flags, paths))
+
+
+def options(attnbench):
+    npb = os.path.join(HERE, "numpy_attention.py")
+    with tempfile.TemporaryDirectory() as d:
+        paths = make_arrays(d)
+        for name, flags, causal in OPTION_CASES:
+            out = os.path.join(d, name + ".o.npy")
+            r = runner(PY, npb, paths, flags, out, causal)
+            assert r.returncode == 0, "%s: the NumPy baseline must run" % name
+            r = check(attnbench, paths, out, flags, causal)
+            assert r.returncode == 0 and "check: pass" in r.stdout, "%s: must pass" % name
+            # The option matters: the same output checked as a problem without it fails.
+            r = check(attnbench, paths, out, [], causal)
+            assert r.returncode == 1 and "check: FAIL" in r.stdout, \
+                "%s: the check without the option must reject this output" % name
+            # And a kernel computing with the option agrees (run's flags are check's).
+            ko = os.path.join(d, name + ".kernel.npy")
+            r = run([attnbench, "run", "--kernel", "blocked", "--q", paths["q"], "--k", paths["k"],
+                     "--v", paths["v"], "--out", ko, "--check"] + (["--causal"] if causal else [])
+                    + resolve(flags, paths))
+            assert r.returncode == 0, "%s: blocked with the option" % name
+        # LSE: check --o --lse checks the LSE that run wrote; a wrong one fails.
+        import numpy as np
+        o, lse = os.path.join(d, "l.o.npy"), os.path.join(d, "l.lse.npy")
+        r = run([attnbench, "run", "--kernel", "blocked", "--q", paths["q"], "--k", paths["k"],
+                 "--v", paths["v"], "--out", o, "--lse", lse, "--causal", "--sinks", paths["SINKS"]])
+        assert r.returncode == 0
+        r = check(attnbench, paths, o, ["--lse", lse, "--sinks", "SINKS"], True)
+        assert r.returncode == 0 and "check: pass" in r.stdout
+        bad = np.load(lse)
+        bad[0, 1, 3] += 1e-3
+        np.save(lse, bad)
+        r = check(attnbench, paths, o, ["--lse", lse, "--sinks", "SINKS"], True)
+        assert r.returncode == 1 and "check: FAIL" in r.stdout, "a wrong LSE must fail"
+        # Bad option values are command-line errors (exit 2) with the flag named.
+        for flags, word in ((["--window", "3"], "--window"), (["--softcap", "-1"], "--softcap"),
+                            (["--align", "left"], "--align")):
+            r = check(attnbench, paths, o, flags, True)
+            assert r.returncode == 2 and word in r.stderr, (flags, r.stderr)
+        r = run([attnbench, "check", "--quick", "--softcap", "5"])
+        assert r.returncode == 2 and "only with --o" in r.stderr
+
+        # A baseline that drops soft-capping: the check rejects it.
+        out = os.path.join(d, "dropped.o.npy")
+        r = runner(PY, os.path.join(HERE, "softcap_ignored.py"), paths, ["--softcap", "0.5"], out,
+                   False)
+        assert r.returncode == 0
+        r = check(attnbench, paths, out, ["--softcap", "0.5"], False)
+        assert r.returncode == 1 and "check: FAIL" in r.stdout, "the dropped soft-cap must fail"
+        # A baseline without the option is not run (exit 4, the option named).
+        r = runner(PY, os.path.join(HERE, "topleft_causal.py"), paths, ["--softcap", "0.5"], out,
+                   False)
+        assert r.returncode == 4 and "softcap" in r.stderr, r.stderr
+
+        # Through bench-baselines: the point's options come from the export's index.
+        exp = os.path.join(d, "inputs")
+        res = sweep(attnbench, d, ["--export-inputs", exp])
+        ixp = os.path.join(exp, "index.json")
+        with open(ixp) as f:
+            ix = json.load(f)
+        for s in ix["inputs"].values():  # as a point with options exports them
+            s["options"] = {"align": "bottom-right", "window": True, "window_left": 4,
+                            "window_right": 0, "softcap": 0.25, "alibi_max_bias": 0,
+                            "lse": False}
+        with open(ixp, "w") as f:
+            json.dump(ix, f)
+        bb = [PY, os.path.join(ROOT, "scripts", "bench-baselines"), res, "--python", PY,
+              "--attnbench", attnbench, "--min-time", "0.001", "--inputs", exp, "--baselines"]
+        r = run(bb + [npb])
+        assert r.returncode == 0, "NumPy with window and soft-cap must pass"
+        assert entries(res, "numpy_attention") and not any(
+            e.get("error_occurred") for e in entries(res, "numpy_attention"))
+        r = run(bb + [os.path.join(HERE, "softcap_ignored.py")])
+        assert r.returncode == 1, "the baseline that drops the soft-cap must fail the run"
+        es = entries(res, "softcap_ignored")
+        assert es and all(e.get("error_occurred") and "check failed" in e["error_message"]
+                          for e in es), es
+        r = run(bb + [os.path.join(HERE, "topleft_causal.py")])
+        assert r.returncode == 0 and "skipped" in r.stderr, "unsupported: a note, not an error"
+        with open(res) as f:
+            doc = json.load(f)
+        assert not entries(res, "topleft_causal")
+        skips = json.loads(doc["context"]["baselines_skipped"])
+        assert skips and all("softcap" in s["reason"] for s in skips), skips
+    print("options: reach the baseline and the check; a dropped soft-cap is caught")
+    return 0
+
+
+def real_options(attnbench, name):
+    """A real baseline on each option case: pass with the option, or skipped (exit 4)."""
+    py = venv_python(name)
+    if not py:
+        return SKIP
+    r = run([py, RUNNER, "list"])
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith(name + " ")][0]
+    supported = set(line.split("options: ")[1].split(",")) if "options: " in line else set()
+    passed, skipped = [], []
+    with tempfile.TemporaryDirectory() as d:
+        # No row without keys here: PyTorch gives NaN there (docs/baselines.md).
+        paths = make_arrays(d, scale_q=1.0, empty_row=False)
+        for case, flags, causal in OPTION_CASES:
+            out = os.path.join(d, case + ".o.npy")
+            r = runner(py, name, paths, flags, out, causal)
+            if r.returncode == 4:
+                skipped.append(case)
+                continue
+            assert r.returncode == 0, "%s %s: the baseline failed" % (name, case)
+            r = check(attnbench, paths, out, flags, causal)
+            assert r.returncode == 0 and "check: pass" in r.stdout, \
+                "%s %s: its output must pass the check with the option" % (name, case)
+            passed.append(case)
+    assert passed, "%s ran no option case (options: %s)" % (name, supported)
+    print("%s options: passed %s; skipped (unsupported) %s" % (name, passed, skipped))
+    return 0
+
+
 if __name__ == "__main__":
     attnbench, what = sys.argv[1], sys.argv[2]
-    sys.exit(pipeline(attnbench) if what == "pipeline" else real(attnbench, what))
+    tests = {"pipeline": pipeline, "inputs": inputs, "one-command": one_command,
+             "options": options}
+    if what in tests:
+        sys.exit(tests[what](attnbench))
+    if what.startswith("options:"):
+        sys.exit(real_options(attnbench, what.split(":", 1)[1]))
+    sys.exit(real(attnbench, what))

@@ -67,7 +67,8 @@ if os.path.exists(so):
 exe = os.path.join(prefix, "bin", "attnbench")
 expect(os.access(exe, os.X_OK), "missing bin/attnbench")
 share = os.path.join(prefix, "share", "attnbench")
-for rel in ["configs/ci.ini", "configs/default.ini", "scripts/summary.py", "scripts/compare.py"]:
+for rel in ["configs/ci.ini", "configs/default.ini", "scripts/summary.py", "scripts/compare.py",
+            "scripts/bench-baselines", "baselines/external/attn_baseline.py"]:
     expect(os.path.isfile(os.path.join(share, rel)), f"missing share/attnbench/{rel}")
 expect(os.access(os.path.join(share, "scripts", "run"), os.X_OK), "share/attnbench/scripts/run not executable")
 if failures:

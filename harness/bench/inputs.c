@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+// inputs.c — see inputs.h.
+#define _POSIX_C_SOURCE 200809L
+#include "bench/inputs.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench/point.h"
+#include "check/check.h"
+#include "fileio.h"
+#include "npy.h"
+
+void attn_bench_fill_inputs(const attn_problem *p, float *q, float *k, float *v) {
+  attn_problem shape = *p;
+  shape.opts = NULL;  // the values depend on the shape and the seed only
+  const attn_check_case cc = {.problem = shape, .dist = ATTN_DIST_NORMAL, .seed = ATTN_BENCH_SEED};
+  attn_check_fill(&cc, q, k, v);
+}
+
+static uint32_t digest_add(uint32_t d, const float *x, size_t n, uint32_t *t) {
+  for (size_t i = 0; i < n; i++, (*t)++) {
+    uint32_t w;
+    memcpy(&w, &x[i], sizeof w);
+    d += w * ((2u * *t + 1u) * 0x9E3779B1u);  // unsigned: wraps mod 2^32
+  }
+  return d;
+}
+
+uint32_t attn_bench_inputs_digest(const attn_problem *p, const float *q, const float *k,
+                                  const float *v) {
+  uint32_t t = 0, d = 0;
+  d = digest_add(d, q, attn_q_elems(p), &t);
+  d = digest_add(d, k, attn_k_elems(p), &t);
+  return digest_add(d, v, attn_v_elems(p), &t);
+}
+
+// ── a growable text buffer for the index ──────────────────────────────────────────────
+typedef struct sbuf {
+  char *s;
+  size_t len, cap;
+  bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = true;
+      return;
+    }
+    if (b->s && b->len + (size_t)n < b->cap) {
+      b->len += (size_t)n;
+      return;
+    }
+    const size_t cap = (b->cap + (size_t)n + 1) * 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+      b->oom = true;
+      return;
+    }
+    b->s = s, b->cap = cap;
+  }
+}
+
+// A JSON string (point names are ASCII without quotes; escape anyway).
+static void sb_string(sbuf *b, const char *s) {
+  sb_printf(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\')
+      sb_printf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      sb_printf(b, "\\u%04x", (unsigned)(unsigned char)*s);
+    else
+      sb_printf(b, "%c", *s);
+  }
+  sb_printf(b, "\"");
+}
+
+// The point name without "<kernel>/" and the "/T<n>" segment (and what follows it).
+static void point_key(const attn_bench_point *pt, char *buf, size_t len) {
+  const char *s = pt->name + strlen(pt->kernel->name);
+  if (*s == '/') s++;
+  snprintf(buf, len, "%s", s);
+  for (char *t = strstr(buf, "/T"); t; t = strstr(t + 1, "/T")) {
+    const char *d = t + 2;
+    if (*d < '0' || *d > '9') continue;
+    while (*d >= '0' && *d <= '9') d++;
+    if (*d == '\0' || *d == '/') {
+      memmove(t, d, strlen(d) + 1);
+      break;
+    }
+  }
+}
+
+static bool same_options(const attn_options *a, const attn_options *b) {
+  if (!a || !b) return a == b;
+  return a->align == b->align && a->window == b->window && a->window_left == b->window_left &&
+         a->window_right == b->window_right && a->softcap == b->softcap &&
+         a->alibi_max_bias == b->alibi_max_bias && a->alibi_slopes == b->alibi_slopes &&
+         a->sinks == b->sinks && a->mask == b->mask && a->mask_per_head == b->mask_per_head &&
+         (a->lse != NULL) == (b->lse != NULL);
+}
+
+static bool same_input(const attn_bench_point *a, const attn_bench_point *b) {
+  const attn_problem *x = &a->problem, *y = &b->problem;
+  return x->batch == y->batch && x->heads == y->heads && x->kv_heads == y->kv_heads &&
+         x->seq_q == y->seq_q && x->seq_kv == y->seq_kv && x->head_dim_qk == y->head_dim_qk &&
+         x->head_dim_v == y->head_dim_v && x->causal == y->causal && x->scale == y->scale &&
+         same_options(x->opts, y->opts);
+}
+
+static bool write_npy(const char *dir, const char *file, const float *data, int ndim,
+                      const int64_t *shape, char *err, size_t err_len) {
+  char path[ATTN_OUT_PATH_MAX];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
+    return attn_path_error(err, err_len, dir, "path too long");
+  return npy_write_f32(path, data, ndim, shape, err, err_len);
+}
+
+// One input set: the tensors and option arrays as files, its entry in the index.
+static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sbuf *ix, char *err,
+                       size_t err_len) {
+  const attn_problem *p = &pt->problem;
+  const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p);
+  float *q = malloc((nq ? nq : 1) * sizeof *q), *k = malloc((nk ? nk : 1) * sizeof *k),
+        *v = malloc((nv ? nv : 1) * sizeof *v);
+  bool ok = q && k && v;
+  if (!ok) snprintf(err, err_len, "out of memory for the inputs of %s", pt->name);
+  char f[3][64];
+  const int64_t sq[4] = {p->batch, p->heads, p->seq_q, p->head_dim_qk},
+                sk[4] = {p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk},
+                sv[4] = {p->batch, p->kv_heads, p->seq_kv, p->head_dim_v};
+  snprintf(f[0], sizeof f[0], "in%zu.q.npy", n);
+  snprintf(f[1], sizeof f[1], "in%zu.k.npy", n);
+  snprintf(f[2], sizeof f[2], "in%zu.v.npy", n);
+  if (ok) {
+    attn_bench_fill_inputs(p, q, k, v);
+    ok = write_npy(dir, f[0], q, 4, sq, err, err_len) &&
+         write_npy(dir, f[1], k, 4, sk, err, err_len) &&
+         write_npy(dir, f[2], v, 4, sv, err, err_len);
+  }
+  char key[sizeof pt->name];
+  point_key(pt, key, sizeof key);
+  sb_printf(ix, "%s\n  \"in%zu\": {\"key\": ", n ? "," : "", n);
+  sb_string(ix, key);
+  sb_printf(ix, ", \"q\": \"%s\", \"k\": \"%s\", \"v\": \"%s\", \"digest\": %lu,\n", f[0], f[1],
+            f[2], ok ? (unsigned long)attn_bench_inputs_digest(p, q, k, v) : 0ul);
+  sb_printf(ix,
+            "   \"problem\": {\"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, \"seq_q\": "
+            "%lld, \"seq_kv\": %lld, \"head_dim_qk\": %lld, \"head_dim_v\": %lld, \"causal\": "
+            "%s, \"scale\": %.9g}",
+            (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
+            (long long)p->seq_kv, (long long)p->head_dim_qk, (long long)p->head_dim_v,
+            p->causal ? "true" : "false", (double)p->scale);
+  free(q);
+  free(k);
+  free(v);
+  const attn_options *o = p->opts;
+  if (o && ok) {  // the options as attn_options holds them; arrays as files
+    sb_printf(ix,
+              ",\n   \"options\": {\"align\": \"%s\", \"window\": %s, \"window_left\": %lld, "
+              "\"window_right\": %lld, \"softcap\": %.9g, \"alibi_max_bias\": %.9g, \"lse\": %s",
+              o->align == ATTN_ALIGN_TOP_LEFT ? "top-left" : "bottom-right",
+              o->window ? "true" : "false", (long long)o->window_left, (long long)o->window_right,
+              (double)o->softcap, (double)o->alibi_max_bias, o->lse ? "true" : "false");
+    const int64_t heads[1] = {p->heads}, m2[2] = {p->seq_q, p->seq_kv},
+                  m4[4] = {p->batch, p->heads, p->seq_q, p->seq_kv};
+    const struct {
+      const char *name;
+      const float *data;
+      int ndim;
+      const int64_t *shape;
+    } arrays[] = {{"alibi_slopes", o->alibi_slopes, 1, heads},
+                  {"sinks", o->sinks, 1, heads},
+                  {"mask", o->mask, o->mask_per_head ? 4 : 2, o->mask_per_head ? m4 : m2}};
+    for (size_t i = 0; ok && i < sizeof arrays / sizeof arrays[0]; i++) {
+      if (!arrays[i].data) continue;
+      char file[64];
+      snprintf(file, sizeof file, "in%zu.%s.npy", n, arrays[i].name);
+      ok = write_npy(dir, file, arrays[i].data, arrays[i].ndim, arrays[i].shape, err, err_len);
+      sb_printf(ix, ", \"%s\": \"%s\"", arrays[i].name, file);
+    }
+    sb_printf(ix, "}");
+  }
+  sb_printf(ix, "}");
+  return ok;
+}
+
+bool attn_bench_export_inputs(const attn_bench_plan *plan, const char *dir, char *err,
+                              size_t err_len) {
+  struct stat st;
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return attn_path_error(err, err_len, dir, "cannot create the directory: %s", strerror(errno));
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return attn_path_error(err, err_len, dir, "not a directory");
+  size_t *set_of = calloc(plan->count ? plan->count : 1, sizeof *set_of);
+  size_t *first = calloc(plan->count ? plan->count : 1, sizeof *first);  // set -> a point
+  sbuf ix = {0};
+  bool ok = set_of && first;
+  if (!ok) snprintf(err, err_len, "out of memory for %zu points", plan->count);
+  sb_printf(&ix,
+            "{\"format\": \"attnbench-inputs-1\",\n \"generator\": \"attn_check_fill, normal "
+            "distribution (kernels/check)\",\n \"seed\": %d,\n \"digest\": \"sum of "
+            "bits(Q|K|V)[t] * ((2t+1) * 0x9E3779B1) mod 2^32 (harness/bench/inputs.h)\",\n "
+            "\"inputs\": {",
+            ATTN_BENCH_SEED);
+  size_t sets = 0;
+  for (size_t i = 0; ok && i < plan->count; i++) {
+    size_t s = 0;
+    while (s < sets && !same_input(&plan->points[first[s]], &plan->points[i])) s++;
+    set_of[i] = s;
+    if (s < sets) continue;
+    first[sets++] = i;
+    ok = export_set(&plan->points[i], s, dir, &ix, err, err_len);
+  }
+  sb_printf(&ix, "},\n \"points\": {");
+  for (size_t i = 0; ok && i < plan->count; i++) {
+    sb_printf(&ix, "%s\n  ", i ? "," : "");
+    sb_string(&ix, plan->points[i].name);
+    sb_printf(&ix, ": {\"inputs\": \"in%zu\", \"input_copies\": %d}", set_of[i],
+              attn_bench_input_copies(&plan->points[i]));
+  }
+  sb_printf(&ix, "}}\n");
+  if (ok && ix.oom) {
+    snprintf(err, err_len, "out of memory writing the index");
+    ok = false;
+  }
+  if (ok) {
+    char path[ATTN_OUT_PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/index.json", dir) >= sizeof path) {
+      ok = attn_path_error(err, err_len, dir, "path too long");
+    } else {
+      const attn_buf part = {ix.s, ix.len};
+      ok = attn_write_file_atomic(path, &part, 1, err, err_len);
+    }
+  }
+  free(ix.s);
+  free(set_of);
+  free(first);
+  return ok;
+}

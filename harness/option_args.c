@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// option_args.c — see option_args.h.
+#include "option_args.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_args.h"
+
+// "L,R" with each side a whole number >= 0 or "inf" (unbounded).
+static bool parse_window(const char *text, int64_t *left, int64_t *right) {
+  const char *comma = strchr(text, ',');
+  if (!comma || strchr(comma + 1, ',')) return false;
+  int64_t *side[2] = {left, right};
+  const char *part[2] = {text, comma + 1};
+  const size_t len[2] = {(size_t)(comma - text), strlen(comma + 1)};
+  for (int i = 0; i < 2; i++) {
+    if (len[i] == 3 && strncmp(part[i], "inf", 3) == 0) {
+      *side[i] = ATTN_WINDOW_UNBOUNDED;
+      continue;
+    }
+    if (len[i] == 0 || len[i] > 18) return false;
+    int64_t x = 0;
+    for (size_t c = 0; c < len[i]; c++) {
+      if (part[i][c] < '0' || part[i][c] > '9') return false;
+      x = x * 10 + (part[i][c] - '0');
+    }
+    *side[i] = x;
+  }
+  return true;
+}
+
+int option_args_validate(const char *cmd, const option_args *a) {
+  int64_t l, r;
+  if (a->window && !parse_window(a->window, &l, &r)) {
+    fprintf(stderr,
+            "attnbench %s: --window '%s': want L,R with each a whole number >= 0 or 'inf'\n", cmd,
+            a->window);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (a->align && strcmp(a->align, "top-left") && strcmp(a->align, "bottom-right")) {
+    fprintf(stderr, "attnbench %s: --align '%s': want top-left or bottom-right\n", cmd, a->align);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (a->softcap_given && !(a->softcap > 0 && isfinite((float)a->softcap))) {
+    fprintf(stderr, "attnbench %s: --softcap %g: want a finite float32 value > 0\n", cmd,
+            a->softcap);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (a->alibi_given && !(a->alibi > 0 && isfinite((float)a->alibi))) {
+    fprintf(stderr, "attnbench %s: --alibi %g: want a finite float32 max_bias > 0\n", cmd,
+            a->alibi);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (a->alibi_given && a->slopes_path) {
+    fprintf(stderr, "attnbench %s: give --alibi or --alibi-slopes, not both\n", cmd);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  return -1;
+}
+
+// An option array from .npy: float32 of exactly the shape given (ndim dims).
+static bool load_array(const char *cmd, const char *flag, const char *path, int ndim,
+                       const int64_t *shape, const char *layout, npy_array *a) {
+  char err[600];
+  if (!npy_read_f32(path, a, err, sizeof err)) {
+    fprintf(stderr, "attnbench %s: %s: %s\n", cmd, flag, err);
+    return false;
+  }
+  bool ok = a->ndim == ndim;
+  for (int i = 0; ok && i < ndim; i++) ok = a->shape[i] == shape[i];
+  if (ok) return true;
+  char got[128], want[128];
+  fprintf(stderr, "attnbench %s: %s %s has shape %s; want %s %s\n", cmd, flag, path,
+          npy_shape_string(a->ndim, a->shape, got, sizeof got),
+          npy_shape_string(ndim, shape, want, sizeof want), layout);
+  npy_free(a);
+  return false;
+}
+
+bool option_args_load(const char *cmd, const option_args *a, const attn_problem *p, attn_options *o,
+                      npy_array *slopes, npy_array *sinks, npy_array *mask) {
+  *o = (attn_options){0};
+  if (a->window) {
+    o->window = true;
+    parse_window(a->window, &o->window_left, &o->window_right);
+  }
+  if (a->align && strcmp(a->align, "top-left") == 0) o->align = ATTN_ALIGN_TOP_LEFT;
+  if (a->softcap_given) o->softcap = (float)a->softcap;
+  if (a->alibi_given) o->alibi_max_bias = (float)a->alibi;
+  const int64_t heads[1] = {p->heads};
+  if (a->slopes_path) {
+    if (!load_array(cmd, "--alibi-slopes", a->slopes_path, 1, heads, "[heads]", slopes))
+      return false;
+    o->alibi_slopes = slopes->data;
+  }
+  if (a->sinks_path) {
+    if (!load_array(cmd, "--sinks", a->sinks_path, 1, heads, "[heads]", sinks)) return false;
+    o->sinks = sinks->data;
+  }
+  if (a->mask_path) {
+    char err[600];
+    if (!npy_read_f32(a->mask_path, mask, err, sizeof err)) {
+      fprintf(stderr, "attnbench %s: --mask: %s\n", cmd, err);
+      return false;
+    }
+    const int64_t m2[2] = {p->seq_q, p->seq_kv}, m4[4] = {p->batch, p->heads, p->seq_q, p->seq_kv};
+    const bool two = mask->ndim == 2 && mask->shape[0] == m2[0] && mask->shape[1] == m2[1];
+    bool four = mask->ndim == 4;
+    for (int i = 0; four && i < 4; i++) four = mask->shape[i] == m4[i];
+    if (!two && !four) {
+      char got[128], w2[128], w4[128];
+      fprintf(stderr,
+              "attnbench %s: --mask %s has shape %s; want %s [seq_q][seq_kv] or %s "
+              "[batch][heads][seq_q][seq_kv]\n",
+              cmd, a->mask_path, npy_shape_string(mask->ndim, mask->shape, got, sizeof got),
+              npy_shape_string(2, m2, w2, sizeof w2), npy_shape_string(4, m4, w4, sizeof w4));
+      return false;
+    }
+    o->mask = mask->data;
+    o->mask_per_head = four;
+  }
+  return true;
+}
