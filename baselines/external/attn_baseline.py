@@ -23,7 +23,8 @@ inputs, as `cold_inputs = true` does for the kernels).
 A baseline is one small Python file (see docs/baselines.md) with NAME, SUMMARY,
 PACKAGES, available() -> (ok, why) and prepare(problem, inputs, threads) -> (fn, info),
 fn(c) returning O for input copy c; optionally KV_STORAGE ("float16", …: a numpy
-dtype) when it stores K/V rounded to another type — the rounded K/V are then written
+dtype, or "q8_0") and stored_inputs(q, k, v) -> (q', k', v') (the float32 values it really
+computes on, when it rounds Q too) when it stores K/V rounded to another type — the rounded K/V are then written
 beside O (O.npy.k.npy, O.npy.v.npy) and named on the checkpoint line.
 
 Attention options (the flags of `attnbench run`; attn_options.py has their meaning) reach
@@ -52,7 +53,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # attn_options, for the baselines
 import attn_options  # noqa: E402
 
-BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16")
+BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16",
+           "ggml_flash_attn_q8_0")
 INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
 EXIT_NOT_INSTALLED = 3
 EXIT_UNSUPPORTED = 4
@@ -228,9 +230,19 @@ def cmd_run(a):
         save_npy(a.out, out)
         # A baseline that stores K/V in another type (KV_STORAGE, e.g. "f16") computes on
         # the rounded values: they are written beside O, and the check's reference uses them.
+        # A baseline that also rounds Q (ggml converts Q to its K type's dot-product type)
+        # says so with stored_inputs(q, k, v) -> the float32 values it computes on.
         stored = getattr(mod, "KV_STORAGE", "f32")
         kv_paths = ""
-        if stored != "f32":
+        if hasattr(mod, "stored_inputs"):
+            sq, sk, sv = (np.ascontiguousarray(x, dtype=np.float32)
+                          for x in mod.stored_inputs(q, k, v))
+            kv_paths = " stored-qkv %s %s %s" % (a.out + ".q.npy", a.out + ".k.npy",
+                                                 a.out + ".v.npy")
+            save_npy(a.out + ".q.npy", sq)
+            save_npy(a.out + ".k.npy", sk)
+            save_npy(a.out + ".v.npy", sv)
+        elif stored != "f32":
             kv_paths = " stored-kv %s %s" % (a.out + ".k.npy", a.out + ".v.npy")
             save_npy(a.out + ".k.npy", k.astype(stored).astype(np.float32))
             save_npy(a.out + ".v.npy", v.astype(stored).astype(np.float32))

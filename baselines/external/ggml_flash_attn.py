@@ -26,7 +26,7 @@ NAME = "ggml_flash_attn"
 SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, F32 K/V, F32 precision)"
 PACKAGES = ("ggml-python",)
 OPTIONS = {"align", "window", "softcap", "alibi", "sinks", "mask"}
-KV_TYPE = "f32"  # ggml_flash_attn_f16.py reuses this file with "f16"
+KV_TYPE = "f32"  # ggml_flash_attn_f16.py / _q8_0.py reuse this file with "f16" / "q8_0"
 
 
 def available():
@@ -74,14 +74,17 @@ def prepare(problem, inputs, threads, kv_type=None):
     p = problem
     B, H, KV, Sq, Skv, D, Dv = (p[k] for k in ("batch", "heads", "kv_heads", "seq_q", "seq_kv",
                                                 "head_dim_qk", "head_dim_v"))
-    gtype = ggml.GGML_TYPE_F16 if kv_type == "f16" else ggml.GGML_TYPE_F32
+    gtype = {"f16": ggml.GGML_TYPE_F16, "q8_0": ggml.GGML_TYPE_Q8_0}.get(kv_type, ggml.GGML_TYPE_F32)
     npkv = np.float16 if kv_type == "f16" else np.float32
+
+    def stored(x):  # the K/V bytes as ggml stores them
+        return quantize_q8_0(x) if kv_type == "q8_0" else np.ascontiguousarray(x.astype(npkv))
     o = attn_options.opts(p)
     mask_np = _mask(np, p)
     sinks_np = None if o.get("sinks") is None else np.ascontiguousarray(o["sinks"], np.float32)
     graphs = []
     for q, k, v in inputs:
-        nbytes = q.nbytes + (k.nbytes + v.nbytes) * (2 if kv_type == "f16" else 1)
+        nbytes = q.nbytes + k.nbytes + v.nbytes  # an upper bound for F16 and Q8_0 K/V
         nbytes += 2 * B * Sq * H * Dv * 4 + (mask_np.nbytes if mask_np is not None else 0)
         nbytes += 4 * H + 1024  # sinks
         mem = nbytes + 64 * 1024 * 1024 + threads * (D + 2 * Dv + Skv) * 64  # + work buffer
@@ -97,7 +100,7 @@ def prepare(problem, inputs, threads, kv_type=None):
             tm = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F16, Skv, Sq, mh, mb)
         if sinks_np is not None:
             ts = ggml.ggml_new_tensor_1d(ctx, ggml.GGML_TYPE_F32, H)
-        for t, a in ((tq, q), (tk, k.astype(npkv)), (tv, v.astype(npkv)), (tm, mask_np),
+        for t, a in ((tq, q), (tk, stored(k)), (tv, stored(v)), (tm, mask_np),
                      (ts, sinks_np)):
             if t is not None:
                 a = np.ascontiguousarray(a)
@@ -136,3 +139,36 @@ def _version():
         return "ggml-python " + version("ggml-python")
     except Exception:
         return "unknown"
+
+
+# ── Q8_0 (ggml's block quantization, quantized by ggml itself) ──────────────────────
+# A row of n floats is n/32 blocks of 34 bytes: an F16 scale d = max|x|/127, then 32 int8
+# q = round(x/d); the value is d·q. ggml_flash_attn_ext with Q8_0 K converts Q to Q8_0
+# too (its dot-product type), so the values it computes on are Q, K and V round-tripped
+# through Q8_0 (dequantize_q8_0(quantize_q8_0(x))).
+def quantize_q8_0(x):
+    import ctypes
+
+    import ggml
+    import numpy as np
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n = x.shape[-1]
+    if n % 32:
+        raise ValueError("Q8_0 needs rows that are a multiple of 32 floats, not %d" % n)
+    rows = x.size // n
+    nbytes = rows * (n // 32) * 34
+    dst = np.empty(nbytes, dtype=np.uint8)
+    got = ggml.ggml_quantize_chunk(ggml.GGML_TYPE_Q8_0,
+                                   x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                   ctypes.c_void_p(dst.ctypes.data), 0, rows, n, None)
+    if got != nbytes:
+        raise RuntimeError("ggml_quantize_chunk wrote %d bytes, expected %d" % (got, nbytes))
+    return dst
+
+
+def dequantize_q8_0(b, shape):
+    import numpy as np
+    blk = np.asarray(b, dtype=np.uint8).reshape(-1, 34)
+    d = blk[:, :2].copy().view(np.float16).astype(np.float32)
+    q = blk[:, 2:].copy().view(np.int8).astype(np.float32)
+    return (d * q).reshape(shape)

@@ -4,8 +4,10 @@ llama.cpp stores it by default), precision F32: half the K/V bytes of ggml_flash
 
 A separately named baseline because it computes on different K/V: the stored values are
 K and V rounded to F16, so its output is checked against the float64 reference of those
-rounded values (KV_STORAGE; the runner writes them beside O for the check), which checks
-ggml's own arithmetic as tightly as every kernel's. Everything else is ggml_flash_attn.
+rounded values — and Q rounded to F16 as well, which ggml's CPU path does for the dot
+products (stored_inputs; the runner writes them beside O for the check). That checks
+ggml's own arithmetic as tightly as every kernel's; what remains is its F16 accumulation
+of the weighted V sum, which the check can catch on long rows. Everything else is ggml_flash_attn.
 """
 import importlib.util
 import os
@@ -22,6 +24,12 @@ KV_STORAGE = "float16"  # a numpy dtype name
 OPTIONS = _base.OPTIONS
 available = _base.available
 supports = _base.supports
+
+
+def stored_inputs(q, k, v):
+    """ggml's CPU path converts Q to F16 too (the dot-product type of F16 K)."""
+    import numpy as np
+    return tuple(x.astype(np.float16).astype(np.float32) for x in (q, k, v))
 
 
 def prepare(problem, inputs, threads):
