@@ -65,6 +65,14 @@ uint32_t attn_bench_peak_isa(const attn_kernel *k);
 double attn_bench_roofline_seconds(double flop, double bytes, double peak_gflops,
                                    double bandwidth_gbs, bool *memory_bound);
 
+// The sink logits of a point with sinks = on: sinks[h] = 2·N(0,1) for h < heads, a normal
+// deviate (Box–Muller over splitmix64 from `seed`) scaled like the check matrix's sinks
+// (ATTN_CHECK_GEN_SINKS): the same order as the scores of normal Q and K at the default
+// scale, so the sink takes a visible but not dominant share of each row. Every point uses
+// seed ATTN_BENCH_SINK_SEED, so its sinks depend on the head count only.
+#define ATTN_BENCH_SINK_SEED UINT64_C(20240608)
+void attn_bench_sinks(int64_t heads, uint64_t seed, float *out);
+
 // The Google Benchmark run callback; user is an attn_bench_state*.
 void attn_bench_run_point(attn_gb_state *st, void *user);
 
