@@ -10,8 +10,8 @@
   test_bench_options.py check ATTNBENCH             `check --config` on the same sweep: one case
       per option combination, every kernel passes every option; bad uses exit 2
   test_bench_options.py llm ATTNBENCH CONFIGS       configs/llm.ini and configs/variants.ini
-      plan the models' options (dry run), and one llm.ini point with options runs with
-      --kernel blocked
+      plan the models' options (dry run, check --config --list-cases), and GPT-OSS's
+      window + sinks case passes `check --config` on naive and blocked
 """
 import csv
 import json
@@ -231,24 +231,21 @@ def llm(binary, configdir):
     ]
     for what, rx in models:
         check(any(re.search(rx, n) for n in names), "llm.ini plans %s (%s)" % (what, rx))
-    # one point with options runs (blocked is native for every option): GPT-OSS at 2048
-    flt = r"^blocked/B1/H64/KV8/Sq2048/Skv2048/D64/causal/T1/win127:0/sinks$"
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "llm.json")
-        r = subprocess.run([binary, "bench", "--config", path, "--kernel", "blocked", "--threads", "1",
-                            "--out", out, "--no-probe", "--quiet", "--benchmark_min_time=0.001",
-                            "--benchmark_repetitions=1", "--benchmark_filter=" + flt],
-                           capture_output=True, text=True, timeout=300)
-        check(r.returncode == 0, "a GPT-OSS point of llm.ini runs (%s)" % r.stderr.strip())
-        if r.returncode == 0:
-            with open(out) as f:
-                b = [x for x in json.load(f)["benchmarks"] if not x.get("aggregate_name")]
-            check(len(b) == 1 and not b[0].get("error_occurred"), "one point, checked and timed")
-            if b:
-                check(b[0].get("sinks") == 1 and b[0].get("window_left") == 127 and
-                      b[0].get("window_right") == 0 and b[0].get("fallback") == 0,
-                      "its counters: sinks 1, window 127:0, fallback 0 (%s)" %
-                      {k: b[0].get(k) for k in ("sinks", "window_left", "window_right", "fallback")})
+    # the models' option cases at the bench's check size; one of them (GPT-OSS's sliding
+    # layers: window 128 and sinks, checked at 256) run by naive and blocked
+    r = subprocess.run([binary, "check", "--config", path, "--list-cases"], capture_output=True, text=True)
+    cases = r.stdout.splitlines()
+    for want in ("H32 KV8 Sq256 Skv256 Dqk128 Dv128 causal normal window=4095,0",
+                 "H16 KV8 Sq256 Skv256 Dqk256 Dv256 causal normal window=4095,0 softcap=50",
+                 "H64 KV8 Sq256 Skv256 Dqk64 Dv64 causal normal window=127,0 sinks",
+                 "H128 KV1 Sq1 Skv4096 Dqk576 Dv512 causal normal"):
+        check(any(c.endswith(want) for c in cases), "check --config llm.ini has the case '%s'" % want)
+    r = subprocess.run([binary, "check", "--config", path, "--kernel", "naive", "--kernel", "blocked",
+                        "--filter", "Dqk64 Dv64 causal normal window=127,0 sinks", "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    check(r.returncode == 0 and last == "2 passed, 0 failed, 0 inconclusive, 0 skipped",
+          "GPT-OSS's window + sinks case passes on naive and blocked ('%s'; %s)" % (last, r.stderr.strip()))
     # variants.ini: the issue's speed figures
     path = os.path.join(configdir, "variants.ini")
     r = subprocess.run([binary, "bench", "--config", path, "--dry-run"], capture_output=True, text=True)
