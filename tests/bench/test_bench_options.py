@@ -114,6 +114,11 @@ def options(binary, sdir):
               % (r.returncode, r.stderr.strip()[-2000:]))
         with open(out) as f:
             doc = json.load(f)
+        ctx = doc.get("context", {})
+        check(ctx.get("attention_options") == "top-left window softcap alibi sinks lse",
+              "the context names the options used (%s)" % ctx.get("attention_options"))
+        check("2*N(0,1) per query head, seed" in ctx.get("sink_logits", ""),
+              "the context says how the sinks are generated (%s)" % ctx.get("sink_logits"))
         runs = [b for b in doc["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
         got = {b.get("run_name", b["name"]): b for b in runs}
         check(sorted(got) == sorted(names), "the results file has every planned point")
