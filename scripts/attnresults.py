@@ -4,7 +4,7 @@
 benchmark point. Shared by plot.py, compare.py and summary.py.
 
 Shapes come from the counters (B, H, KV, Sq, Skv, Dqk, Dv, causal, kernel_threads, and
-the attention options align, window_left, window_right, softcap, alibi, sinks, lse; files
+the attention options align, window_left, window_right, softcap, alibi, sinks, mask, lse; files
 from before the options have none, which reads as no options) and the kernel from the
 label, so nothing parses benchmark names. Points that differ only in an option are
 different shapes. The `fallback` counter (1: the kernel lacks one of the point's options
@@ -28,11 +28,11 @@ import statistics
 SHAPE_KEYS = ("B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal")
 # The option counters and their value when absent (no option; -1 = unbounded window side).
 OPTION_KEYS = (("align", 0), ("window_left", -1), ("window_right", -1), ("softcap", 0),
-               ("alibi", 0), ("sinks", 0), ("lse", 0))
+               ("alibi", 0), ("sinks", 0), ("mask", 0), ("lse", 0))
 
 
 def options_label(counters):
-    """"" for no options, else e.g. "top-left win4095:0 softcap50 alibi8 sinks lse"."""
+    """"" for no options, else e.g. "top-left win4095:0 softcap50 alibi8 sinks mask lse"."""
     c = counters
     get = {k: c.get(k, d) for k, d in OPTION_KEYS}
     parts = []
@@ -48,6 +48,8 @@ def options_label(counters):
         parts.append("alibi%g" % get["alibi"])
     if get["sinks"]:
         parts.append("sinks")
+    if get["mask"]:
+        parts.append("mask")
     if get["lse"]:
         parts.append("lse")
     return " ".join(parts)

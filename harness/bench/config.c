@@ -32,9 +32,9 @@ typedef struct ilist {
 
 // The option keys (attention variants): each a list of values, every value an
 // attn_bench_opts with only that key's fields set (the rest zero), swept like the others.
-enum { kOptAlign, kOptWindow, kOptSoftcap, kOptAlibi, kOptSinks, kOptLse, kOptKeys };
-static const char *const kOptKeyNames[kOptKeys] = {"align", "window", "softcap",
-                                                   "alibi", "sinks",  "lse"};
+enum { kOptAlign, kOptWindow, kOptSoftcap, kOptAlibi, kOptSinks, kOptMask, kOptLse, kOptKeys };
+static const char *const kOptKeyNames[kOptKeys] = {"align", "window", "softcap", "alibi",
+                                                   "sinks", "mask",   "lse"};
 
 typedef struct olist {
   attn_bench_opts v[kMaxValues];
@@ -285,7 +285,7 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
 
 bool attn_bench_opts_any(const attn_bench_opts *o) {
   return o->align != ATTN_ALIGN_BOTTOM_RIGHT || o->window || o->softcap != 0.0f ||
-         o->alibi_max_bias != 0.0f || o->sinks || o->lse;
+         o->alibi_max_bias != 0.0f || o->sinks || o->mask || o->lse;
 }
 
 static void window_side(int64_t v, char *buf, size_t len) {
@@ -315,6 +315,7 @@ void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len) {
   if (o->softcap != 0.0f) OPT_PUT("/softcap%.9g", (double)o->softcap);
   if (o->alibi_max_bias != 0.0f) OPT_PUT("/alibi%.9g", (double)o->alibi_max_bias);
   if (o->sinks) OPT_PUT("/sinks");
+  if (o->mask) OPT_PUT("/mask");
   if (o->lse) OPT_PUT("/lse");
 #undef OPT_PUT
 }
@@ -408,6 +409,11 @@ static int opt_item(parse_ctx *c, int line, const char *key, const char *t, void
   } else if (strcmp(key, "sinks") == 0) {
     if (!parse_bool(t, &b)) return fail(c, line, "sinks: '%s' is not on or off", t);
     v.sinks = b != 0;
+  } else if (strcmp(key, "mask") == 0) {
+    if (strcasecmp(t, "random") == 0)
+      v.mask = true;
+    else if (strcasecmp(t, "none") != 0)
+      return fail(c, line, "mask: '%s' is not none or random", t);
   } else {  // lse
     if (!parse_bool(t, &b)) return fail(c, line, "lse: '%s' is not true or false", t);
     v.lse = b != 0;
@@ -460,6 +466,9 @@ static attn_bench_opts option_combination(const sweep *s, size_t index) {
         break;
       case kOptSinks:
         o.sinks = v->sinks;
+        break;
+      case kOptMask:
+        o.mask = v->mask;
         break;
       default:
         o.lse = v->lse;
@@ -520,7 +529,7 @@ static int handler(void *user, const char *section, const char *name, const char
   return fail(c, line,
               "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
               "seq_len seq_kv causal threads repetitions min_time cold_inputs align window "
-              "softcap alibi sinks lse)",
+              "softcap alibi sinks mask lse)",
               key);
 }
 

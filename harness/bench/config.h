@@ -26,7 +26,8 @@
 //   window   = none, 4095:0, inf:128    ;   like the others: LEFT:RIGHT, a side inf =
 //   softcap  = 0, 50                    ;   unbounded; softcap c > 0 (0 off); alibi
 //   alibi    = 0, 8                     ;   max_bias (0 off); sinks: per-head logits
-//   sinks    = off, on                  ;   generated from the seed; lse: the kernel also
+//   sinks    = off, on                  ;   generated from the seed; mask: an additive
+//   mask     = none, random             ;   [seq_q][seq_kv] mask; lse: the kernel also
 //   lse      = false, true              ;   writes the log-sum-exp (attn_bench_opts)
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
@@ -58,6 +59,7 @@ typedef struct attn_bench_opts {
   float softcap;         // 0 = off
   float alibi_max_bias;  // 0 = off
   bool sinks;            // sink logits sinks[h] = 2·N(0,1) from a fixed seed (attn_bench_sinks)
+  bool mask;             // an additive mask [seq_q][seq_kv] (broadcast), attn_bench_mask
   bool lse;              // the kernel writes the LSE [batch][heads][seq_q] too (and it is checked)
 } attn_bench_opts;
 
@@ -103,7 +105,7 @@ void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int thre
 // True if any option of o differs from none.
 bool attn_bench_opts_any(const attn_bench_opts *o);
 // The options' part of a point's name: "" for none, else "/top-left", "/winL:R" (inf for an
-// unbounded side), "/softcapC", "/alibiB", "/sinks", "/lse" in that order.
+// unbounded side), "/softcapC", "/alibiB", "/sinks", "/mask", "/lse" in that order.
 void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len);
 // Sets the option values of *out from o (arrays NULL: sinks and lse are the caller's).
 void attn_bench_opts_apply(const attn_bench_opts *o, attn_options *out);

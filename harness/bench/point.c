@@ -26,7 +26,7 @@ static struct {
   float *v[ATTN_BENCH_COLD_MAX_COPIES], *o[ATTN_BENCH_COLD_MAX_COPIES];
   void *ws;
   // the point's options with their arrays (point_options), and its problem using them
-  float *sinks, *lse;
+  float *sinks, *mask, *lse;
   attn_options opts;
   attn_problem problem;
 } g_buf;
@@ -44,6 +44,7 @@ void attn_bench_release_buffers(void) {
   }
   free(g_buf.ws);
   free(g_buf.sinks);
+  free(g_buf.mask);
   free(g_buf.lse);
   memset(&g_buf, 0, sizeof g_buf);
 }
@@ -67,26 +68,42 @@ void attn_bench_sinks(int64_t heads, uint64_t seed, float *out) {
   }
 }
 
-// A non-NULL stand-in for the sinks and LSE arrays where only their presence matters
+void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out) {
+  uint64_t st = seed;
+  const size_t n = (size_t)seq_q * (size_t)seq_kv;
+  for (size_t t = 0; t < n; t++) {
+    const uint64_t r = splitmix64(&st);
+    if ((r & 7) == 0) {  // the low 3 bits: 1 in 8
+      out[t] = -INFINITY;
+      continue;
+    }
+    const double u1 = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    const double u2 = (double)(splitmix64(&st) >> 11) * (1.0 / 9007199254740992.0);
+    out[t] = (float)(2.0 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}
+
+// A non-NULL stand-in for the sinks, mask and LSE arrays where only their presence matters
 // (flops, tiles, workspace sizes, validation): never read or written through.
 static float g_presence_marker;
 
-// The point's problem with its options attached (opts NULL when it has none). sinks and
-// lse are the arrays to use when the point has those options (NULL: the marker).
+// The point's problem with its options attached (opts NULL when it has none). sinks, mask
+// and lse are the arrays to use when the point has those options (NULL: the marker).
 static attn_problem point_problem(const attn_bench_point *pt, attn_options *o, float *sinks,
-                                  float *lse) {
+                                  float *mask, float *lse) {
   attn_problem p = pt->problem;
   p.opts = NULL;
   if (!attn_bench_opts_any(&pt->opts)) return p;
   attn_bench_opts_apply(&pt->opts, o);
   if (pt->opts.sinks) o->sinks = sinks ? sinks : &g_presence_marker;
+  if (pt->opts.mask) o->mask = mask ? mask : &g_presence_marker;
   if (pt->opts.lse) o->lse = lse ? lse : &g_presence_marker;
   p.opts = o;
   return p;
 }
 
-// Allocates the option arrays of pt (sinks from the seed, the LSE output) and sets
-// g_buf.opts/problem. False when out of memory.
+// Allocates the option arrays of pt (sinks and mask from their seeds, the LSE output) and
+// sets g_buf.opts/problem. False when out of memory.
 static bool acquire_options(const attn_bench_point *pt) {
   const attn_problem *p = &pt->problem;
   if (pt->opts.sinks) {
@@ -94,13 +111,18 @@ static bool acquire_options(const attn_bench_point *pt) {
     if (!g_buf.sinks) return false;
     attn_bench_sinks(p->heads, ATTN_BENCH_SINK_SEED, g_buf.sinks);
   }
+  if (pt->opts.mask) {
+    g_buf.mask = alloc64((size_t)p->seq_q * (size_t)p->seq_kv * sizeof(float));
+    if (!g_buf.mask) return false;
+    attn_bench_mask(p->seq_q, p->seq_kv, ATTN_BENCH_MASK_SEED, g_buf.mask);
+  }
   if (pt->opts.lse) {
     const size_t n = (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q;
     g_buf.lse = alloc64(n * sizeof(float));
     if (!g_buf.lse) return false;
     memset(g_buf.lse, 0, n * sizeof(float));
   }
-  g_buf.problem = point_problem(pt, &g_buf.opts, g_buf.sinks, g_buf.lse);
+  g_buf.problem = point_problem(pt, &g_buf.opts, g_buf.sinks, g_buf.mask, g_buf.lse);
   return true;
 }
 
@@ -193,17 +215,24 @@ int attn_bench_input_copies(const attn_bench_point *pt) {
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
   // The estimate of util.h, shared with `run` and `check`: the timed copies of Q, K, V,
   // O, the kernel's workspace (the fallback's when the kernel lacks one of the point's
-  // options), and the check on its (possibly reduced) shape; the option arrays (sinks,
+  // options), and the check on its (possibly reduced) shape; a mask (seq_q·seq_kv floats,
+  // and the check's copy at its shape, twice when reduced); the other option arrays (sinks,
   // LSE: heads and batch·heads·seq_q floats) are small against O.
   const attn_exec exec = {.threads = pt->threads};
   attn_options o;
-  const attn_problem p = point_problem(pt, &o, NULL, NULL);
+  const attn_problem p = point_problem(pt, &o, NULL, NULL, NULL);
   const attn_problem c = attn_bench_check_shape(&p);
   const uint64_t copies = (uint64_t)attn_bench_input_copies(pt);
   const uint64_t timed = tensor_bytes(&p);
-  return attn_bytes_add(
-      attn_bytes_add(attn_bytes_mul(copies, timed), attn_kernel_workspace(pt->kernel, &p, &exec)),
-      attn_check_bytes(&c, pt->kernel, &exec));
+  uint64_t mask = 0;
+  if (pt->opts.mask)
+    mask =
+        attn_bytes_add(attn_bytes_mul((uint64_t)p.seq_q * (uint64_t)p.seq_kv, sizeof(float)),
+                       attn_bytes_mul(2 * (uint64_t)c.seq_q * (uint64_t)c.seq_kv, sizeof(float)));
+  return attn_bytes_add(attn_bytes_add(attn_bytes_add(attn_bytes_mul(copies, timed),
+                                                      attn_kernel_workspace(pt->kernel, &p, &exec)),
+                                       attn_check_bytes(&c, pt->kernel, &exec)),
+                        mask);
 }
 
 uint32_t attn_bench_peak_isa(const attn_kernel *k) {
@@ -226,7 +255,8 @@ static struct {
 static bool same_opts(const attn_bench_opts *a, const attn_bench_opts *b) {
   return a->align == b->align && a->window == b->window && a->window_left == b->window_left &&
          a->window_right == b->window_right && a->softcap == b->softcap &&
-         a->alibi_max_bias == b->alibi_max_bias && a->sinks == b->sinks && a->lse == b->lse;
+         a->alibi_max_bias == b->alibi_max_bias && a->sinks == b->sinks && a->mask == b->mask &&
+         a->lse == b->lse;
 }
 
 // The same problem (shape and options): same inputs and reference.
@@ -259,9 +289,23 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
     // With options, checked_shape.opts is g_buf.opts: the point's sinks (per head, the
     // same on the reduced shape) are copied, and the LSE is checked when the point has it.
     if (reduced) {
-      const attn_check_case c = {
-          .problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
-      g_ref.pc = attn_check_prepare(&c, err, sizeof err);
+      attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+      // A mask is [seq_q][seq_kv]: the reduced shape gets its own, from the same seed.
+      attn_options ro;
+      float *rmask = NULL;
+      if (pt->opts.mask) {
+        const attn_problem *r = &s->checked_shape;
+        ro = g_buf.opts;
+        rmask = malloc((size_t)r->seq_q * (size_t)r->seq_kv * sizeof(float));
+        if (rmask) attn_bench_mask(r->seq_q, r->seq_kv, ATTN_BENCH_MASK_SEED, rmask);
+        ro.mask = rmask;
+        c.problem.opts = &ro;
+      }
+      if (pt->opts.mask && !rmask)
+        snprintf(err, sizeof err, "out of memory for the mask of the reduced shape");
+      else
+        g_ref.pc = attn_check_prepare(&c, err, sizeof err);
+      free(rmask);  // the prepared case holds its own copy
     } else {
       g_ref.pc = attn_check_prepare_inputs(&g_buf.problem, g_buf.q[0], g_buf.k[0], g_buf.v[0], err,
                                            sizeof err);
@@ -306,6 +350,7 @@ static void option_counters(attn_gb_state *st, const attn_bench_point *pt, const
   attn_gb_set_counter(st, "softcap", o->softcap, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "alibi", o->alibi_max_bias, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "sinks", o->sinks ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "mask", o->mask ? 1 : 0, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "lse", o->lse ? 1 : 0, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "fallback", attn_kernel_native(pt->kernel, p) ? 0 : 1, ATTN_GB_PLAIN);
 }
@@ -329,7 +374,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_bench_state *s = user;
   const attn_bench_point *pt = s->point;
   attn_options sized_opts;  // values only, for the counters, tiles and sizes before the buffers
-  const attn_problem sized = point_problem(pt, &sized_opts, NULL, NULL);
+  const attn_problem sized = point_problem(pt, &sized_opts, NULL, NULL, NULL);
   const attn_problem *p = &sized;
   attn_exec exec = {.threads = pt->threads};
   attn_gb_set_label(st, pt->kernel->name);

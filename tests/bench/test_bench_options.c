@@ -29,9 +29,9 @@ static int failures;
   } while (0)
 
 // Which option the "ignoring" kernel drops (one of kOptions' indices).
-enum { kAlign, kWindow, kSoftcap, kAlibi, kSinks, kLse, kNumOptions };
-static const char *const kOptionNames[kNumOptions] = {"align", "window", "softcap",
-                                                      "alibi", "sinks",  "lse"};
+enum { kAlign, kWindow, kSoftcap, kAlibi, kSinks, kMask, kLse, kNumOptions };
+static const char *const kOptionNames[kNumOptions] = {"align", "window", "softcap", "alibi",
+                                                      "sinks", "mask",   "lse"};
 static int g_ignore = -1;
 
 static void set_option(attn_bench_opts *o, int which) {
@@ -52,6 +52,9 @@ static void set_option(attn_bench_opts *o, int which) {
       break;
     case kSinks:
       o->sinks = true;
+      break;
+    case kMask:
+      o->mask = true;
       break;
     default:
       o->lse = true;
@@ -78,6 +81,9 @@ static int ignoring_run(const attn_problem *p, const attn_exec *exec, const floa
       break;
     case kSinks:
       opts.sinks = NULL;
+      break;
+    case kMask:
+      opts.mask = NULL;
       break;
     case kLse:
       opts.lse = NULL;  // the LSE output stays as the checker filled it (NaN)
@@ -120,7 +126,7 @@ static const attn_kernel kPlain = {.name = "plain",
 typedef struct record {
   bool error;
   char message[256];
-  double fallback, align, wl, wr, softcap, alibi, sinks, lse, flop;
+  double fallback, align, wl, wr, softcap, alibi, sinks, mask, lse, flop, check_sq;
 } record;
 
 typedef struct seen {
@@ -143,8 +149,10 @@ static void progress(void *user, const attn_gb_result *r, size_t done, size_t to
   e->softcap = attn_gb_result_counter(r, "softcap", -9);
   e->alibi = attn_gb_result_counter(r, "alibi", -9);
   e->sinks = attn_gb_result_counter(r, "sinks", -9);
+  e->mask = attn_gb_result_counter(r, "mask", -9);
   e->lse = attn_gb_result_counter(r, "lse", -9);
   e->flop = attn_gb_result_counter(r, "flop", -9);
+  e->check_sq = attn_gb_result_counter(r, "check_Sq", -9);
 }
 
 // A group of points run in one attn_gb_run (in order; results in the same order).
@@ -229,6 +237,13 @@ int main(void) {
     EXPECT(r[2].fallback == 0, "%s: blocked is native (fallback %g)", n, r[2].fallback);
     EXPECT(!r[3].error, "%s: the no-option kernel passes on the fallback: %s", n, r[3].message);
     EXPECT(r[3].fallback == 1, "%s: fallback counter 1 (got %g)", n, r[3].fallback);
+    // test_bench_options_reduced: a tiny check budget, so every point is checked on a
+    // reduced shape (the options, sinks and a mask of its own size go with it)
+    const bool reduced = ATTN_BENCH_CHECK_BUDGET < 1e5;
+    for (int i = 0; i < 4; i++)  // (the failing point 1 is an error entry: no counters)
+      EXPECT(i == 1 || (reduced ? r[i].check_sq > 0 && r[i].check_sq < 33 : r[i].check_sq == 33),
+             "%s: point %d checked at seq_q %g (%s)", n, i, r[i].check_sq,
+             reduced ? "reduced" : "full size");
   }
   // the window point's flop counts visible pairs only
   const attn_problem full = attn_problem_make(1, 4, 2, 33, 47, 16, 16, true);
@@ -248,15 +263,16 @@ int main(void) {
   g_ignore = -1;
   run_group(&all_g);
   const record *a = &all_g.seen.r[0];
-  EXPECT(!a->error && a->align == 1 && a->wl == 5 && a->wr == 0 && a->softcap == 2 &&
-             a->alibi == 8 && a->sinks == 1 && a->lse == 1,
-         "combined counters: align %g window %g:%g softcap %g alibi %g sinks %g lse %g (%s)",
-         a->align, a->wl, a->wr, a->softcap, a->alibi, a->sinks, a->lse, a->message);
+  EXPECT(
+      !a->error && a->align == 1 && a->wl == 5 && a->wr == 0 && a->softcap == 2 && a->alibi == 8 &&
+          a->sinks == 1 && a->mask == 1 && a->lse == 1,
+      "combined counters: align %g window %g:%g softcap %g alibi %g sinks %g mask %g lse %g (%s)",
+      a->align, a->wl, a->wr, a->softcap, a->alibi, a->sinks, a->mask, a->lse, a->message);
   EXPECT(!all_g.seen.r[1].error && all_g.seen.r[1].fallback == 1,
          "every option at once on the fallback: %s", all_g.seen.r[1].message);
   const record *z = &all_g.seen.r[2];
   EXPECT(!z->error && z->fallback == 0 && z->align == 0 && z->wl == -1 && z->wr == -1 &&
-             z->softcap == 0 && z->alibi == 0 && z->sinks == 0 && z->lse == 0,
+             z->softcap == 0 && z->alibi == 0 && z->sinks == 0 && z->mask == 0 && z->lse == 0,
          "no options: fallback %g, counters at their none values (%s)", z->fallback, z->message);
   EXPECT(g_plain_calls > 0, "plain's own entry point ran on the point without options");
   EXPECT(g_plain_calls_with_opts == 0,

@@ -48,10 +48,12 @@ SWEEPS = [
     ("softcap", "softcap = 5\n"),
     ("alibi", "alibi = 8\n"),
     ("sinks", "sinks = on\n"),
+    ("mask", "mask = random\n"),
     ("lse", "lse = true\n"),
-    ("all", "align = top-left\nwindow = 3:1\nsoftcap = 5\nalibi = 8\nsinks = on\nlse = true\n"),
+    ("all", "align = top-left\nwindow = 3:1\nsoftcap = 5\nalibi = 8\nsinks = on\nmask = random\n"
+            "lse = true\n"),
 ]
-N_COMBOS = 9  # window has two values
+N_COMBOS = 10  # window has two values
 
 
 def options_config():
@@ -62,7 +64,7 @@ def expected_from_name(name):
     """The option counters a point name implies (bench/config.h attn_bench_opts_name)."""
     tail = name.split("/T1", 1)[1]
     want = {"align": 0, "window_left": -1, "window_right": -1, "softcap": 0, "alibi": 0,
-            "sinks": 0, "lse": 0}
+            "sinks": 0, "mask": 0, "lse": 0}
     used = set()
     for tok in filter(None, tail.split("/")):
         if tok == "top-left":
@@ -79,7 +81,7 @@ def expected_from_name(name):
         elif tok.startswith("alibi"):
             want["alibi"] = float(tok[5:])
             used.add("alibi")
-        elif tok in ("sinks", "lse"):
+        elif tok in ("sinks", "mask", "lse"):
             want[tok] = 1
             used.add(tok)
         else:
@@ -103,7 +105,8 @@ def options(binary, sdir):
               "%d unique points (%d kernels x %d option combinations), got %d (%d unique)"
               % (N_COMBOS * len(kernels), len(kernels), N_COMBOS, len(names), len(set(names))))
         for want in ("/T1/top-left", "/T1/win3:0", "/T1/wininf:2", "/T1/softcap5", "/T1/alibi8",
-                     "/T1/sinks", "/T1/lse", "/T1/top-left/win3:1/softcap5/alibi8/sinks/lse"):
+                     "/T1/sinks", "/T1/mask", "/T1/lse",
+                     "/T1/top-left/win3:1/softcap5/alibi8/sinks/mask/lse"):
             check(any(n.endswith(want) for n in names), "a point named ...%s" % want)
 
         out = os.path.join(d, "opts.json")
@@ -115,7 +118,7 @@ def options(binary, sdir):
         with open(out) as f:
             doc = json.load(f)
         ctx = doc.get("context", {})
-        check(ctx.get("attention_options") == "top-left window softcap alibi sinks lse",
+        check(ctx.get("attention_options") == "top-left window softcap alibi sinks mask lse",
               "the context names the options used (%s)" % ctx.get("attention_options"))
         check("2*N(0,1) per query head, seed" in ctx.get("sink_logits", ""),
               "the context says how the sinks are generated (%s)" % ctx.get("sink_logits"))
@@ -135,7 +138,9 @@ def options(binary, sdir):
             check(b.get("fallback") == fb, "%s: fallback %d (got %s; native %s, used %s)"
                   % (name, fb, b.get("fallback"), sorted(kernels.get(kernel, ())), sorted(used)))
             check(b.get("GFLOP/s", 0) > 0, "%s: timed" % name)
-        check(n_fallback > 0 or all(len(v) == 6 or len(v) == 7 for v in kernels.values()),
+        check("-inf with probability 1/8" in ctx.get("mask_values", ""),
+              "the context says how the mask is generated (%s)" % ctx.get("mask_values"))
+        check(n_fallback > 0 or all(len(v) == 7 for v in kernels.values()),
               "some kernel runs the options on the fallback (or every kernel is native)")
         # window flop: visible pairs only, fewer than the plain causal point's
         flop = {n: got[n]["flop"] for n in got if n.startswith("blocked/")}
@@ -152,7 +157,7 @@ def options(binary, sdir):
         check(len(rows) == N_COMBOS, "summary.py: one row per option combination (%d rows: %s)"
               % (len(rows), rows))
         for label in ("causal top-left ", "win3:0", "wininf:2", "softcap5", "alibi8", " sinks",
-                      " lse", "top-left win3:1 softcap5 alibi8 sinks lse"):
+                      " mask", " lse", "top-left win3:1 softcap5 alibi8 sinks mask lse"):
             check(any(label in ln for ln in rows), "summary.py shows '%s'" % label)
         costs = [ln for ln in r.stdout.splitlines() if ln.startswith("  ") and " time " in ln]
         check(len(costs) == (N_COMBOS - 1) * len(kernels),
@@ -160,8 +165,8 @@ def options(binary, sdir):
         check(all(re.search(r"time \d+\.\d{3}x  GFLOP/s \d+\.\d{3}x", ln) for ln in costs),
               "the option cost lines give both ratios")
         fb_rows = [ln for ln in rows if "(fallback)" in ln]
-        check(all("win" in ln or "softcap" in ln or "alibi" in ln or "sinks" in ln or "lse" in ln
-                  or "top-left" in ln for ln in fb_rows), "(fallback) only on option rows")
+        check(all(any(t in ln for t in ("win", "softcap", "alibi", "sinks", "mask", "lse", "top-left"))
+                  for ln in fb_rows), "(fallback) only on option rows")
         csv_path = os.path.join(d, "c.csv")
         r = subprocess.run([sys.executable, os.path.join(sdir, "compare.py"), out, out, "--csv", csv_path],
                            capture_output=True, text=True)
@@ -169,7 +174,7 @@ def options(binary, sdir):
         with open(csv_path) as f:
             rowsc = list(csv.DictReader(f))
         check(rowsc and "options" in rowsc[0] and "fallback" in rowsc[0], "the CSV has options and fallback")
-        check(any(row["options"] == "top-left win3:1 softcap5 alibi8 sinks lse" for row in rowsc),
+        check(any(row["options"] == "top-left win3:1 softcap5 alibi8 sinks mask lse" for row in rowsc),
               "the CSV names the combined options")
         for row in rowsc:
             want, used = expected_from_name(row["name"])
@@ -194,7 +199,8 @@ def check_config(binary):
         check(r.returncode == 0 and len(cases) == N_COMBOS,
               "check --config lists one case per option combination (%d: %s)" % (len(cases), cases))
         for want in (" align=top-left", " window=3,0", " window=inf,2", " softcap=5", " alibi=8",
-                     " sinks", " lse", " window=3,1 align=top-left softcap=5 alibi=8 sinks lse"):
+                     " sinks", " mask", " lse",
+                     " window=3,1 align=top-left softcap=5 alibi=8 sinks mask lse"):
             check(any(c.endswith(want) for c in cases), "a case ending in '%s'" % want)
         check(all(c.startswith("B1 H4 KV2 Sq8 Skv12 Dqk16 Dv16 causal normal") for c in cases),
               "the cases have the config's shape")

@@ -73,13 +73,15 @@ static void test_good_values(void) {
       "softcap = 0, 50, 2.5\n"
       "alibi = 0, 8\n"
       "sinks = off, on\n"
+      "mask = none, random\n"
       "lse = false, true\n";
   attn_bench_plan plan;
   char err[512] = "";
   const bool ok = load(text, &plan, err, sizeof err);
   EXPECT(ok, "option keys rejected: %s", err);
   if (!ok) return;
-  EXPECT(plan.count == 2 * 5 * 3 * 2 * 2 * 2, "the product of the lists: %zu points", plan.count);
+  EXPECT(plan.count == 2 * 5 * 3 * 2 * 2 * 2 * 2, "the product of the lists: %zu points",
+         plan.count);
   // every name unique: two points that differ only in an option never collide
   size_t dups = 0;
   for (size_t i = 0; i < plan.count; i++)
@@ -96,12 +98,13 @@ static void test_good_values(void) {
     EXPECT(!attn_bench_opts_any(&none->opts), "no options: attn_bench_opts_any false");
     EXPECT(none->problem.opts == NULL, "the plan's problem has no opts pointer");
   }
-  const attn_bench_point *all = find(&plan, "/T1/top-left/win4095:0/softcap50/alibi8/sinks/lse");
+  const attn_bench_point *all =
+      find(&plan, "/T1/top-left/win4095:0/softcap50/alibi8/sinks/mask/lse");
   if (all) {
     const attn_bench_opts *o = &all->opts;
     EXPECT(o->align == ATTN_ALIGN_TOP_LEFT && o->window && o->window_left == 4095 &&
                o->window_right == 0 && o->softcap == 50.0f && o->alibi_max_bias == 8.0f &&
-               o->sinks && o->lse,
+               o->sinks && o->mask && o->lse,
            "every option: values");
     attn_options ao;
     attn_bench_opts_apply(o, &ao);
@@ -124,6 +127,8 @@ static void test_good_values(void) {
   if (cap) EXPECT(cap->opts.softcap == 2.5f, "softcap 2.5");
   find(&plan, "/T1/top-left/sinks");
   find(&plan, "/T1/win128:128/lse");
+  const attn_bench_point *mask = find(&plan, "/T1/mask");
+  if (mask) EXPECT(mask->opts.mask && !mask->opts.lse, "mask = random alone");
   attn_bench_plan_free(&plan);
 
   // Defaults: a config without option keys has none; empty values mean the default too.
@@ -202,9 +207,9 @@ static void test_bad_values(void) {
   expect_error("sinks = maybe", 8, "sinks: 'maybe' is not on or off");
   expect_error("lse = 2", 8, "lse: '2' is not true or false");
   expect_error("softcap = 50\nsoftcap = 30", 9, "key 'softcap' repeated");
-  expect_error("mask = random", 8, "unknown key 'mask'");
+  expect_error("mask = dense", 8, "mask: 'dense' is not none or random");
   // the message lists the option keys
-  expect_error("colour = blue", 8, "align window softcap alibi sinks lse");
+  expect_error("colour = blue", 8, "align window softcap alibi sinks mask lse");
 }
 
 int main(void) {
