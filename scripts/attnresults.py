@@ -3,8 +3,12 @@
 """Reading `attnbench bench` results files (Google Benchmark JSON) into one record per
 benchmark point. Shared by plot.py, compare.py and summary.py.
 
-Shapes come from the counters (B, H, KV, Sq, Skv, Dqk, Dv, causal, kernel_threads) and
-the kernel from the label, so nothing parses benchmark names. With repetitions the
+Shapes come from the counters (B, H, KV, Sq, Skv, Dqk, Dv, causal, kernel_threads, and
+the attention options align, window_left, window_right, softcap, alibi, sinks, mask, lse; files
+from before the options have none, which reads as no options) and the kernel from the
+label, so nothing parses benchmark names. Points that differ only in an option are
+different shapes. The `fallback` counter (1: the kernel lacks one of the point's options
+natively and the portable fallback was timed) is shown by summary.py and compare.py. With repetitions the
 record holds the median (Google Benchmark's "median" aggregate) and the spread of the
 repetitions; without, the single run. Entries and counters this module does not know
 (e.g. external baselines with `baseline = 1`) are kept and ignored.
@@ -22,6 +26,33 @@ import math
 import statistics
 
 SHAPE_KEYS = ("B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal")
+# The option counters and their value when absent (no option; -1 = unbounded window side).
+OPTION_KEYS = (("align", 0), ("window_left", -1), ("window_right", -1), ("softcap", 0),
+               ("alibi", 0), ("sinks", 0), ("mask", 0), ("lse", 0))
+
+
+def options_label(counters):
+    """"" for no options, else e.g. "top-left win4095:0 softcap50 alibi8 sinks mask lse"."""
+    c = counters
+    get = {k: c.get(k, d) for k, d in OPTION_KEYS}
+    parts = []
+    if get["align"]:
+        parts.append("top-left")
+    left, right = int(get["window_left"]), int(get["window_right"])
+    if left >= 0 or right >= 0:
+        side = lambda v: "inf" if v < 0 else str(v)  # noqa: E731
+        parts.append("win%s:%s" % (side(left), side(right)))
+    if get["softcap"]:
+        parts.append("softcap%g" % get["softcap"])
+    if get["alibi"]:
+        parts.append("alibi%g" % get["alibi"])
+    if get["sinks"]:
+        parts.append("sinks")
+    if get["mask"]:
+        parts.append("mask")
+    if get["lse"]:
+        parts.append("lse")
+    return " ".join(parts)
 
 
 class Point:
@@ -38,7 +69,13 @@ class Point:
 
     @property
     def shape(self):
-        return tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS)
+        return (tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) +
+                tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS))
+
+    @property
+    def fallback(self):
+        """True if the timings are the portable fallback's (options the kernel lacks)."""
+        return bool(self.counters.get("fallback", 0))
 
     @property
     def threads(self):
@@ -96,7 +133,9 @@ class Point:
         s = "B%d H%d KV%d Sq%d Skv%d D%d" % tuple(int(c.get(k, 0)) for k in SHAPE_KEYS[:6])
         if int(c.get("Dv", 0)) != int(c.get("Dqk", 0)):
             s += " Dv%d" % int(c.get("Dv", 0))
-        return s + (" causal" if c.get("causal") else "")
+        s += " causal" if c.get("causal") else ""
+        opts = options_label(c)
+        return s + (" " + opts if opts else "")
 
 
 _UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}

@@ -101,7 +101,7 @@ def print_machines(files):
 
 def write_csv(path, files):
     fields = ["file", "name", "kernel", "B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal",
-              "threads", "median_s", "cv", "repetitions", "GFLOP/s", "GB/s", "%peak",
+              "options", "fallback", "threads", "median_s", "cv", "repetitions", "GFLOP/s", "GB/s", "%peak",
               "%roofline", "limit", "roofline_GFLOP/s", "cpu_uarch", "error"]
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
@@ -113,7 +113,7 @@ def write_csv(path, files):
                 rl, att = p.roofline_pct(ctx), p.attainable_gflops(ctx)
                 w.writerow([fname, p.name, p.kernel] +
                            [int(c.get(k, 0)) for k in attnresults.SHAPE_KEYS] +
-                           [p.threads, p.median_s if p.median_s is not None else "",
+                           [attnresults.options_label(c), int(p.fallback), p.threads, p.median_s if p.median_s is not None else "",
                             "" if p.cv is None else p.cv, len(p.times),
                             c.get("GFLOP/s", ""), c.get("GB/s", ""), c.get("%peak", ""),
                             "" if rl is None else rl, p.limit(ctx) or "",

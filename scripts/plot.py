@@ -35,12 +35,14 @@ import attnresults  # noqa: E402
 
 def panel_key(p):
     c = p.counters
-    return (int(c.get("Dqk", 0)), int(c.get("H", 0)), bool(c.get("causal")))
+    return (int(c.get("Dqk", 0)), int(c.get("H", 0)), bool(c.get("causal")),
+            attnresults.options_label(c))
 
 
 def panel_title(key):
-    d, h, causal = key
-    return "head_dim %d, heads %d, %s" % (d, h, "causal" if causal else "no mask")
+    d, h, causal, opts = key
+    return "head_dim %d, heads %d, %s%s" % (d, h, "causal" if causal else "no mask",
+                                             ", " + opts if opts else "")
 
 
 # One colour per kernel, the same in every plot and every file: the built-in kernels

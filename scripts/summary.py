@@ -6,7 +6,11 @@ applies (bandwidth for decode, FMA for prefill: attnresults.py), and its speed-u
 the `blas` baseline (blas's best thread count for that shape), plus the geometric-mean
 speed-up. When the file holds external baselines (scripts/bench-baselines: PyTorch,
 ONNX Runtime, ggml), it also shows the fastest of them per shape and the best kernel's
-speed ratio over it (> 1: attnbench is faster).
+speed ratio over it (> 1: attnbench is faster). When the file holds points with attention
+options (configs/variants.ini), it also shows each option point against the same kernel,
+thread count and shape without options: the time ratio and the GFLOP/s ratio (GFLOP/s
+counts visible pairs, so for a window the time ratio is the saving and the GFLOP/s ratio
+the efficiency; for the other options the flop are equal and both give the cost).
 
 usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
 """
@@ -17,6 +21,39 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnresults  # noqa: E402
+
+
+def option_costs(points):
+    """[(kernel, threads, base shape label, options, time ratio, GFLOP/s ratio, fallback)]
+    for every option point whose kernel, threads and shape also ran without options."""
+    def key(p):
+        return (p.kernel, p.threads, p.shape[:len(attnresults.SHAPE_KEYS)])
+
+    ok = [p for p in points.values() if not p.error and p.median_s and p.gflops
+          and not p.get("baseline")]
+    base = {key(p): p for p in ok if not attnresults.options_label(p.counters)}
+    rows = []
+    for p in ok:
+        opts = attnresults.options_label(p.counters)
+        b = base.get(key(p))
+        if opts and b:
+            rows.append((p.kernel, p.threads, b.shape_label(), opts, p.median_s / b.median_s,
+                         p.gflops / b.gflops, p.fallback or b.fallback))
+    return rows
+
+
+def print_option_costs(rows):
+    if not rows:
+        return
+    print()
+    print("options vs none (same kernel, threads and shape; time and GFLOP/s ratios):")
+    w0 = max(len("%s T%d" % (r[0], r[1])) for r in rows)
+    w1 = max(len(r[2]) for r in rows)
+    w2 = max(len(r[3]) for r in rows)
+    for kernel, threads, shape, opts, tr, gr, fb in rows:
+        print("  %-*s  %-*s  %-*s  time %.3fx  GFLOP/s %.3fx%s" % (
+            w0, "%s T%d" % (kernel, threads), w1, shape, w2, opts, tr, gr,
+            "  (fallback)" if fb else ""))
 
 
 def main(argv=None):
@@ -41,6 +78,7 @@ def main(argv=None):
     m = attnresults.machine(context)
     print("%s — %s (%s), %s" % (args.results, m["cpu"], m["uarch"], context.get("isa", "?")))
     rows = []
+    fallbacks = 0
     speedups = []
     ext_ratios = []
     for shape, pts in shapes.items():
@@ -54,7 +92,9 @@ def main(argv=None):
         ratio = best.gflops / ext.gflops if ext else None
         if ratio:
             ext_ratios.append(ratio)
-        rows.append((best.shape_label(), "%s T%d" % (best.kernel, best.threads), best.gflops,
+        kern = "%s T%d%s" % (best.kernel, best.threads, " (fallback)" if best.fallback else "")
+        fallbacks += best.fallback
+        rows.append((best.shape_label(), kern, best.gflops,
                      best.get("GB/s"), best.roofline_pct(context), best.limit(context),
                      base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
@@ -80,12 +120,16 @@ def main(argv=None):
         print(line)
     print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
           "bandwidth) as measured in this run (limit: the larger term)")
+    if fallbacks:
+        print("(fallback): the kernel lacks one of the shape's options natively; the portable "
+              "fallback (blocked with every option) was timed")
     if speedups:
         print("geometric-mean speed-up of the best kernel over %s: %.2fx over %d shapes"
               % (args.baseline, attnresults.geomean(speedups), len(speedups)))
     if ext_ratios:
         print("geometric-mean speed ratio of the best kernel over the best external baseline: "
               "%.2fx over %d shapes" % (attnresults.geomean(ext_ratios), len(ext_ratios)))
+    print_option_costs(option_costs(points))
     if errors:
         print("%d points failed or were refused (see error_message in the file), e.g. %s: %s"
               % (len(errors), errors[0].name, errors[0].error))

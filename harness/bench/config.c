@@ -7,7 +7,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <ini.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +30,17 @@ typedef struct ilist {
   bool seen;  // key present in the section
 } ilist;
 
+// The option keys (attention variants): each a list of values, every value an
+// attn_bench_opts with only that key's fields set (the rest zero), swept like the others.
+enum { kOptAlign, kOptWindow, kOptSoftcap, kOptAlibi, kOptSinks, kOptMask, kOptLse, kOptKeys };
+static const char *const kOptKeyNames[kOptKeys] = {"align", "window", "softcap", "alibi",
+                                                   "sinks", "mask",   "lse"};
+
+typedef struct olist {
+  attn_bench_opts v[kMaxValues];
+  int n;  // 0: not given (or given empty): the one value "none"
+} olist;
+
 typedef struct sweep {
   char name[48];
   const attn_kernel *kernels[kMaxKernels];
@@ -36,6 +49,7 @@ typedef struct sweep {
   int repetitions;
   double min_time;
   bool cold_inputs;
+  olist opts[kOptKeys];  // indexed by kOpt*
 } sweep;
 
 typedef struct key_line {
@@ -267,6 +281,203 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
   return 1;
 }
 
+// ── option keys (attention variants) ────────────────────────────────────────────────
+
+bool attn_bench_opts_any(const attn_bench_opts *o) {
+  return o->align != ATTN_ALIGN_BOTTOM_RIGHT || o->window || o->softcap != 0.0f ||
+         o->alibi_max_bias != 0.0f || o->sinks || o->mask || o->lse;
+}
+
+static void window_side(int64_t v, char *buf, size_t len) {
+  if (v == ATTN_WINDOW_UNBOUNDED)
+    snprintf(buf, len, "inf");
+  else
+    snprintf(buf, len, "%lld", (long long)v);
+}
+
+void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len) {
+  if (!len) return;
+  buf[0] = '\0';
+  size_t n = 0;
+#define OPT_PUT(...)                                                                         \
+  do {                                                                                       \
+    const int w_ = snprintf(buf + n, len - n, __VA_ARGS__);                                  \
+    n = w_ < 0 ? n : (size_t)w_ >= len - n ? len - 1 : n + (size_t)w_; /* cut, never past */ \
+  } while (0)
+  if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_PUT("/top-left");
+  if (o->window) {
+    char l[24], r[24];
+    window_side(o->window_left, l, sizeof l);
+    window_side(o->window_right, r, sizeof r);
+    OPT_PUT("/win%s:%s", l, r);
+  }
+  // %.9g round-trips a float: two different values never print alike.
+  if (o->softcap != 0.0f) OPT_PUT("/softcap%.9g", (double)o->softcap);
+  if (o->alibi_max_bias != 0.0f) OPT_PUT("/alibi%.9g", (double)o->alibi_max_bias);
+  if (o->sinks) OPT_PUT("/sinks");
+  if (o->mask) OPT_PUT("/mask");
+  if (o->lse) OPT_PUT("/lse");
+#undef OPT_PUT
+}
+
+void attn_bench_opts_apply(const attn_bench_opts *o, attn_options *out) {
+  memset(out, 0, sizeof *out);
+  out->align = o->align;
+  out->window = o->window;
+  out->window_left = o->window_left;
+  out->window_right = o->window_right;
+  out->softcap = o->softcap;
+  out->alibi_max_bias = o->alibi_max_bias;
+}
+
+// One side of "LEFT:RIGHT": an integer >= 0 or inf/unbounded.
+static int window_side_item(parse_ctx *c, int line, const char *side, const char *t, int64_t *out) {
+  if (strcasecmp(t, "inf") == 0 || strcasecmp(t, "unbounded") == 0) {
+    *out = ATTN_WINDOW_UNBOUNDED;
+    return 1;
+  }
+  char *end;
+  errno = 0;
+  const long long x = strtoll(t, &end, 10);
+  if (!*t || *end || errno || end == t)
+    return fail(c, line, "window: %s side '%s' is not an integer or inf", side, t);
+  if (x < 0) return fail(c, line, "window: %s side %lld must be >= 0 or inf (unbounded)", side, x);
+  if (x > kMaxSize)
+    return fail(c, line, "window: %s side %lld is out of range [0, %lld] (or inf)", side, x,
+                (long long)kMaxSize);
+  *out = x;
+  return 1;
+}
+
+// softcap / alibi: 0 (off) or a finite number > 0 that is a normal float.
+static int positive_float_item(parse_ctx *c, int line, const char *key, const char *t, float *out) {
+  char *end;
+  errno = 0;
+  const double x = strtod(t, &end);
+  if (*end || end == t) return fail(c, line, "%s: '%s' is not a number", key, t);
+  const bool range = errno == ERANGE;  // beyond double: 1e400, 1e-400 (not zero)
+  if (x == 0 && !range) {
+    *out = 0.0f;
+    return 1;
+  }
+  if (range || !isfinite(x) || !(x > 0) || x < FLT_MIN || x > FLT_MAX)
+    return fail(c, line, "%s: %s must be 0 (off) or a finite number > 0%s", key, t,
+                range || (isfinite(x) && x > 0) ? " within float range" : "");
+  *out = (float)x;
+  return 1;
+}
+
+static int opt_item(parse_ctx *c, int line, const char *key, const char *t, void *dst) {
+  olist *l = dst;
+  attn_bench_opts v;
+  memset(&v, 0, sizeof v);  // whole struct, padding too: values compare with memcmp
+  int64_t b;
+  if (strcmp(key, "align") == 0) {
+    if (strcasecmp(t, "bottom-right") == 0)
+      v.align = ATTN_ALIGN_BOTTOM_RIGHT;
+    else if (strcasecmp(t, "top-left") == 0)
+      v.align = ATTN_ALIGN_TOP_LEFT;
+    else
+      return fail(c, line, "align: '%s' is not bottom-right or top-left", t);
+  } else if (strcmp(key, "window") == 0) {
+    if (strcasecmp(t, "none") != 0) {
+      const char *colon = strchr(t, ':');
+      if (!colon)
+        return fail(c, line,
+                    "window: '%s' is not none or LEFT:RIGHT (e.g. 4095:0; inf for an unbounded "
+                    "side)",
+                    t);
+      char left[64], right[64];
+      if (colon - t >= (ptrdiff_t)sizeof left)
+        return fail(c, line, "window: left side of '%s' is not an integer or inf", t);
+      copy_str(left, sizeof left, t);
+      left[colon - t] = '\0';
+      copy_str(right, sizeof right, colon + 1);
+      trim(left);
+      trim(right);
+      if (!window_side_item(c, line, "left", left, &v.window_left) ||
+          !window_side_item(c, line, "right", right, &v.window_right))
+        return 0;
+      // inf:inf sees every key: the same problem as no window.
+      v.window = v.window_left != ATTN_WINDOW_UNBOUNDED || v.window_right != ATTN_WINDOW_UNBOUNDED;
+      if (!v.window) v.window_left = v.window_right = 0;
+    }
+  } else if (strcmp(key, "softcap") == 0) {
+    if (!positive_float_item(c, line, key, t, &v.softcap)) return 0;
+  } else if (strcmp(key, "alibi") == 0) {
+    if (!positive_float_item(c, line, "alibi (max_bias)", t, &v.alibi_max_bias)) return 0;
+  } else if (strcmp(key, "sinks") == 0) {
+    if (!parse_bool(t, &b)) return fail(c, line, "sinks: '%s' is not on or off", t);
+    v.sinks = b != 0;
+  } else if (strcmp(key, "mask") == 0) {
+    if (strcasecmp(t, "random") == 0)
+      v.mask = true;
+    else if (strcasecmp(t, "none") != 0)
+      return fail(c, line, "mask: '%s' is not none or random", t);
+  } else {  // lse
+    if (!parse_bool(t, &b)) return fail(c, line, "lse: '%s' is not true or false", t);
+    v.lse = b != 0;
+  }
+  if (l->n == kMaxValues) return fail(c, line, "%s: more than %d values", key, kMaxValues);
+  for (int i = 0; i < l->n; i++)
+    if (memcmp(&l->v[i], &v, sizeof v) == 0) return 1;  // duplicates add nothing
+  l->v[l->n++] = v;
+  return 1;
+}
+
+// The option keys; -1 if key is not one of them, else inih's result.
+static int option_key(parse_ctx *c, sweep *s, int line, const char *key, const char *value) {
+  for (int i = 0; i < kOptKeys; i++)
+    if (strcmp(key, kOptKeyNames[i]) == 0)
+      return parse_list(c, line, key, value, opt_item, &s->opts[i]);
+  return -1;
+}
+
+// Combination number `index` of a sweep's option lists (mixed radix, align slowest).
+static size_t option_combinations(const sweep *s) {
+  size_t n = 1;
+  for (int i = 0; i < kOptKeys; i++) n *= s->opts[i].n ? (size_t)s->opts[i].n : 1;
+  return n;
+}
+
+static attn_bench_opts option_combination(const sweep *s, size_t index) {
+  attn_bench_opts o;
+  memset(&o, 0, sizeof o);
+  for (int i = kOptKeys - 1; i >= 0; i--) {
+    const size_t n = s->opts[i].n ? (size_t)s->opts[i].n : 1;
+    const size_t k = index % n;
+    index /= n;
+    if (!s->opts[i].n) continue;
+    const attn_bench_opts *v = &s->opts[i].v[k];
+    switch (i) {
+      case kOptAlign:
+        o.align = v->align;
+        break;
+      case kOptWindow:
+        o.window = v->window;
+        o.window_left = v->window_left;
+        o.window_right = v->window_right;
+        break;
+      case kOptSoftcap:
+        o.softcap = v->softcap;
+        break;
+      case kOptAlibi:
+        o.alibi_max_bias = v->alibi_max_bias;
+        break;
+      case kOptSinks:
+        o.sinks = v->sinks;
+        break;
+      case kOptMask:
+        o.mask = v->mask;
+        break;
+      default:
+        o.lse = v->lse;
+        break;
+    }
+  }
+  return o;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_ctx *c = user;
   char key[32];
@@ -313,9 +524,12 @@ static int handler(void *user, const char *section, const char *name, const char
     lists[i]->seen = true;
     return parse_list(c, line, key, value, int_item, lists[i]);
   }
+  const int opt = option_key(c, s, line, key, value);
+  if (opt >= 0) return opt;
   return fail(c, line,
               "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
-              "seq_len seq_kv causal threads repetitions min_time cold_inputs)",
+              "seq_len seq_kv causal threads repetitions min_time cold_inputs align window "
+              "softcap alibi sinks mask lse)",
               key);
 }
 
@@ -439,6 +653,7 @@ static size_t sweep_points(const sweep *s, const attn_bench_overrides *ov, size_
       s->seq_kv.n ? (size_t)s->seq_kv.n : 1,
       (size_t)s->seq_len.n,
       (size_t)s->causal.n,
+      option_combinations(s),  // each list <= kMaxValues: overflow-free for 6 keys
   };
   size_t n = 1;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
@@ -457,7 +672,8 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   const ilist *skv = s->seq_kv.n ? &s->seq_kv : NULL;
   const int nk = ov && ov->kernel_count ? (int)ov->kernel_count : s->nk;
   const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
-  // One flat loop nest over the ten lists.
+  const size_t nopts = option_combinations(s);
+  // One flat loop nest over the lists (the option keys' combinations as one).
   // clang-format off
   for (int ib = 0; ib < s->batch.n; ib++)
   for (int ih = 0; ih < s->heads.n; ih++)
@@ -467,6 +683,7 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
   for (int isq = 0; isq < s->seq_len.n; isq++)
   for (int ic = 0; ic < s->causal.n; ic++)
+  for (size_t io = 0; io < nopts; io++)
   for (int it = 0; it < nt; it++)
   for (int ik = 0; ik < nk; ik++) {
     const int64_t heads = s->heads.v[ih];
@@ -479,8 +696,13 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.kernel = ov && ov->kernel_count ? ov->kernels[ik] : s->kernels[ik];
     pt.problem = attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq, dqk, dv,
                                    s->causal.v[ic] != 0);
+    pt.opts = option_combination(s, io);
     char why[160];
-    if (!attn_problem_validate(&pt.problem, why, sizeof why))
+    attn_options checked_opts;  // the values only: validated with the problem, not kept
+    attn_bench_opts_apply(&pt.opts, &checked_opts);
+    attn_problem checked = pt.problem;
+    checked.opts = &checked_opts;
+    if (!attn_problem_validate(&checked, why, sizeof why))
       return fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
@@ -494,6 +716,10 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.cold_inputs = s->cold_inputs;
     copy_str(pt.sweep, sizeof pt.sweep, s->name);
     attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
+    if (attn_bench_opts_any(&pt.opts)) {
+      const size_t len = strlen(pt.name);
+      attn_bench_opts_name(&pt.opts, pt.name + len, sizeof pt.name - len);
+    }
     if (pt.cold_inputs) {  // a cold point is another measurement than the warm one
       const size_t len = strlen(pt.name);
       snprintf(pt.name + len, sizeof pt.name - len, "/cold");

@@ -22,6 +22,13 @@
 //   min_time = 0.1                      ; optional seconds per repetition
 //   cold_inputs = true                  ; optional (default false): rotate over copies of
 //                                       ; the inputs so every call reads them from DRAM
+//   align    = bottom-right, top-left   ; attention variants (attn.h), each a list swept
+//   window   = none, 4095:0, inf:128    ;   like the others: LEFT:RIGHT, a side inf =
+//   softcap  = 0, 50                    ;   unbounded; softcap c > 0 (0 off); alibi
+//   alibi    = 0, 8                     ;   max_bias (0 off); sinks: per-head logits
+//   sinks    = off, on                  ;   generated from the seed; mask: an additive
+//   mask     = none, random             ;   [seq_q][seq_kv] mask; lse: the kernel also
+//   lse      = false, true              ;   writes the log-sum-exp (attn_bench_opts)
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
 // kv_heads not dividing heads, unknown kernel, threads above ATTN_MAX_THREADS, more than
@@ -43,15 +50,31 @@ extern "C" {
 // sum over sweeps of the product of each sweep's list lengths); more is an error.
 enum { ATTN_BENCH_MAX_POINTS = 100000 };
 
+// The attention variants of a point (attn.h "Attention variants"), as values: the arrays
+// (sinks, LSE output) are made by the point runner (bench/point.h). All zero = none.
+typedef struct attn_bench_opts {
+  attn_align align;
+  bool window;  // window_left/right apply (ATTN_WINDOW_UNBOUNDED for a side)
+  int64_t window_left, window_right;
+  float softcap;         // 0 = off
+  float alibi_max_bias;  // 0 = off
+  bool sinks;            // sink logits sinks[h] = 2·N(0,1) from a fixed seed (attn_bench_sinks)
+  bool mask;             // an additive mask [seq_q][seq_kv] (broadcast), attn_bench_mask
+  bool lse;              // the kernel writes the LSE [batch][heads][seq_q] too (and it is checked)
+} attn_bench_opts;
+
 typedef struct attn_bench_point {
   const attn_kernel *kernel;
-  attn_problem problem;
+  attn_problem problem;  // opts is NULL here: the options are in `opts` below
+  attn_bench_opts opts;
   int threads;       // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
   int repetitions;   // 0: Google Benchmark's default / flag
   double min_time;   // 0: Google Benchmark's default / flag
   bool cold_inputs;  // rotate over input copies larger than the LLC (bench/point.h)
   char sweep[48];    // the [section] it came from
-  char name[160];    // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2"
+  char name[192];    // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
+                     // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
+                     // (attn_bench_opts_name), then "/cold"
 } attn_bench_point;
 
 typedef struct attn_bench_overrides {
@@ -78,6 +101,14 @@ void attn_bench_plan_free(attn_bench_plan *plan);
 // The stable, readable benchmark name of a point (see attn_bench_point.name).
 void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
                            size_t len);
+
+// True if any option of o differs from none.
+bool attn_bench_opts_any(const attn_bench_opts *o);
+// The options' part of a point's name: "" for none, else "/top-left", "/winL:R" (inf for an
+// unbounded side), "/softcapC", "/alibiB", "/sinks", "/mask", "/lse" in that order.
+void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len);
+// Sets the option values of *out from o (arrays NULL: sinks and lse are the caller's).
+void attn_bench_opts_apply(const attn_bench_opts *o, attn_options *out);
 
 #ifdef __cplusplus
 }

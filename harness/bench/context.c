@@ -130,6 +130,44 @@ static void ctx(const char *key, const char *fmt, ...) {
   attn_gb_add_context(key, buf);
 }
 
+// The attention options the plan's points use (bench/config.h), and how the sink logits
+// are generated when some point has them: "attention_options": "window softcap sinks"
+// ("none" without), "sink_logits": "2*N(0,1) per query head, seed 20240608".
+static void option_context(const attn_bench_plan *plan) {
+  bool align = false, window = false, softcap = false, alibi = false, sinks = false, mask = false,
+       lse = false;
+  for (size_t i = 0; i < plan->count; i++) {
+    const attn_bench_opts *o = &plan->points[i].opts;
+    align |= o->align == ATTN_ALIGN_TOP_LEFT;
+    window |= o->window;
+    softcap |= o->softcap != 0.0f;
+    alibi |= o->alibi_max_bias != 0.0f;
+    sinks |= o->sinks;
+    mask |= o->mask;
+    lse |= o->lse;
+  }
+  char buf[96] = "";
+  const struct {
+    bool on;
+    const char *name;
+  } used[] = {{align, "top-left"}, {window, "window"}, {softcap, "softcap"}, {alibi, "alibi"},
+              {sinks, "sinks"},    {mask, "mask"},     {lse, "lse"}};
+  for (size_t i = 0; i < sizeof used / sizeof used[0]; i++) {
+    if (!used[i].on) continue;
+    if (buf[0]) strncat(buf, " ", sizeof buf - strlen(buf) - 1);
+    strncat(buf, used[i].name, sizeof buf - strlen(buf) - 1);
+  }
+  ctx("attention_options", "%s", buf[0] ? buf : "none");
+  if (sinks)
+    ctx("sink_logits", "2*N(0,1) per query head, seed %llu (attn_bench_sinks)",
+        (unsigned long long)ATTN_BENCH_SINK_SEED);
+  if (mask)
+    ctx("mask_values",
+        "[seq_q][seq_kv] broadcast: -inf with probability 1/8, else 2*N(0,1); seed %llu "
+        "(attn_bench_mask)",
+        (unsigned long long)ATTN_BENCH_MASK_SEED);
+}
+
 void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path, bool measure) {
   const attn_topology *t = attn_topology_get();
   char buf[512];
@@ -139,6 +177,7 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   ctx("cflags", "%s", ATTNBENCH_CFLAGS);
   ctx("build_type", "%s", ATTNBENCH_BUILD_TYPE);
   ctx("config", "%s", config_path ? config_path : "");
+  option_context(plan);
   // The config's text, so a results file says exactly what was swept (first 16 KiB).
   FILE *cf = config_path ? fopen(config_path, "r") : NULL;
   if (cf) {

@@ -111,12 +111,21 @@ static bool same_options(const attn_options *a, const attn_options *b) {
          (a->lse != NULL) == (b->lse != NULL);
 }
 
+// The sweep's option keys (attn_bench_opts: the arrays are generated from fixed seeds).
+static bool same_bench_opts(const attn_bench_opts *a, const attn_bench_opts *b) {
+  return a->align == b->align && a->window == b->window && a->window_left == b->window_left &&
+         a->window_right == b->window_right && a->softcap == b->softcap &&
+         a->alibi_max_bias == b->alibi_max_bias && a->sinks == b->sinks && a->mask == b->mask &&
+         a->lse == b->lse;
+}
+
 static bool same_input(const attn_bench_point *a, const attn_bench_point *b) {
   const attn_problem *x = &a->problem, *y = &b->problem;
   return x->batch == y->batch && x->heads == y->heads && x->kv_heads == y->kv_heads &&
          x->seq_q == y->seq_q && x->seq_kv == y->seq_kv && x->head_dim_qk == y->head_dim_qk &&
          x->head_dim_v == y->head_dim_v && x->causal == y->causal && x->scale == y->scale &&
-         same_options(x->opts, y->opts);
+         same_options(x->opts, y->opts) &&
+         same_bench_opts(&a->opts, &b->opts);
 }
 
 static bool write_npy(const char *dir, const char *file, const float *data, int ndim,
@@ -165,7 +174,29 @@ static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sb
   free(q);
   free(k);
   free(v);
+  // A sweep's option keys (pt->opts) become the attn_options the point runner attaches
+  // (bench/point.c: the same generators and seeds), or the plan's own (p->opts).
+  attn_options swept = {0};
+  float *sinks = NULL, *mask = NULL;
   const attn_options *o = p->opts;
+  if (attn_bench_opts_any(&pt->opts)) {
+    attn_bench_opts_apply(&pt->opts, &swept);
+    if (pt->opts.sinks && ok) {
+      sinks = malloc((size_t)p->heads * sizeof *sinks);
+      ok = sinks != NULL;
+      if (ok) attn_bench_sinks(p->heads, ATTN_BENCH_SINK_SEED, sinks);
+    }
+    if (pt->opts.mask && ok) {
+      mask = malloc((size_t)p->seq_q * (size_t)p->seq_kv * sizeof *mask);
+      ok = mask != NULL;
+      if (ok) attn_bench_mask(p->seq_q, p->seq_kv, ATTN_BENCH_MASK_SEED, mask);
+    }
+    if (!ok) snprintf(err, err_len, "out of memory for the option arrays of %s", pt->name);
+    swept.sinks = sinks;
+    swept.mask = mask;
+    swept.lse = pt->opts.lse ? (float *)&swept : NULL;  // only "wanted" is exported
+    o = &swept;
+  }
   if (o && ok) {  // the options as attn_options holds them; arrays as files
     sb_printf(ix,
               ",\n   \"options\": {\"align\": \"%s\", \"window\": %s, \"window_left\": %lld, "
@@ -192,6 +223,8 @@ static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sb
     }
     sb_printf(ix, "}");
   }
+  free(sinks);
+  free(mask);
   sb_printf(ix, "}");
   return ok;
 }

@@ -3,6 +3,7 @@
 // the correctness check (once per point, before any timing), the timed loop, counters.
 #include "bench/point.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,15 @@ static struct {
   float *v[ATTN_BENCH_COLD_MAX_COPIES], *o[ATTN_BENCH_COLD_MAX_COPIES];
   void *ws;
   uint32_t digest;  // attn_bench_inputs_digest of copy 0 (bench/inputs.h)
+  // the point's options with their arrays (point_options), and its problem using them
+  float *sinks, *mask, *lse;
+  attn_options opts;
+  attn_problem problem;
 } g_buf;
+
+static void *alloc64(size_t bytes) {
+  return aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
+}
 
 void attn_bench_release_buffers(void) {
   for (int c = 0; c < g_buf.copies; c++) {
@@ -36,11 +45,87 @@ void attn_bench_release_buffers(void) {
     free(g_buf.o[c]);
   }
   free(g_buf.ws);
+  free(g_buf.sinks);
+  free(g_buf.mask);
+  free(g_buf.lse);
   memset(&g_buf, 0, sizeof g_buf);
 }
 
-static void *alloc64(size_t bytes) {
-  return aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
+// ── the point's options (attention variants) ───────────────────────────────────────
+
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+void attn_bench_sinks(int64_t heads, uint64_t seed, float *out) {
+  uint64_t st = seed;
+  for (int64_t h = 0; h < heads; h++) {
+    // Box–Muller on two uniforms in (0, 1]
+    const double u1 = ((double)(splitmix64(&st) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    const double u2 = (double)(splitmix64(&st) >> 11) * (1.0 / 9007199254740992.0);
+    out[h] = (float)(2.0 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}
+
+void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out) {
+  uint64_t st = seed;
+  const size_t n = (size_t)seq_q * (size_t)seq_kv;
+  for (size_t t = 0; t < n; t++) {
+    const uint64_t r = splitmix64(&st);
+    if ((r & 7) == 0) {  // the low 3 bits: 1 in 8
+      out[t] = -INFINITY;
+      continue;
+    }
+    const double u1 = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    const double u2 = (double)(splitmix64(&st) >> 11) * (1.0 / 9007199254740992.0);
+    out[t] = (float)(2.0 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  }
+}
+
+// A non-NULL stand-in for the sinks, mask and LSE arrays where only their presence matters
+// (flops, tiles, workspace sizes, validation): never read or written through.
+static float g_presence_marker;
+
+// The point's problem with its options attached (opts NULL when it has none). sinks, mask
+// and lse are the arrays to use when the point has those options (NULL: the marker).
+static attn_problem point_problem(const attn_bench_point *pt, attn_options *o, float *sinks,
+                                  float *mask, float *lse) {
+  attn_problem p = pt->problem;
+  p.opts = NULL;
+  if (!attn_bench_opts_any(&pt->opts)) return p;
+  attn_bench_opts_apply(&pt->opts, o);
+  if (pt->opts.sinks) o->sinks = sinks ? sinks : &g_presence_marker;
+  if (pt->opts.mask) o->mask = mask ? mask : &g_presence_marker;
+  if (pt->opts.lse) o->lse = lse ? lse : &g_presence_marker;
+  p.opts = o;
+  return p;
+}
+
+// Allocates the option arrays of pt (sinks and mask from their seeds, the LSE output) and
+// sets g_buf.opts/problem. False when out of memory.
+static bool acquire_options(const attn_bench_point *pt) {
+  const attn_problem *p = &pt->problem;
+  if (pt->opts.sinks) {
+    g_buf.sinks = malloc((size_t)p->heads * sizeof(float));
+    if (!g_buf.sinks) return false;
+    attn_bench_sinks(p->heads, ATTN_BENCH_SINK_SEED, g_buf.sinks);
+  }
+  if (pt->opts.mask) {
+    g_buf.mask = alloc64((size_t)p->seq_q * (size_t)p->seq_kv * sizeof(float));
+    if (!g_buf.mask) return false;
+    attn_bench_mask(p->seq_q, p->seq_kv, ATTN_BENCH_MASK_SEED, g_buf.mask);
+  }
+  if (pt->opts.lse) {
+    const size_t n = (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q;
+    g_buf.lse = alloc64(n * sizeof(float));
+    if (!g_buf.lse) return false;
+    memset(g_buf.lse, 0, n * sizeof(float));
+  }
+  g_buf.problem = point_problem(pt, &g_buf.opts, g_buf.sinks, g_buf.mask, g_buf.lse);
+  return true;
 }
 
 static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
@@ -50,9 +135,16 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   // binding in a container) leaves threads unbound, which the context records.
   char report[256];
   (void)attn_placement_bind(pt->threads, report, sizeof report);
-  const attn_problem *p = &pt->problem;
+  if (!acquire_options(pt)) {
+    attn_bench_release_buffers();
+    return false;
+  }
+  const attn_problem *p = &g_buf.problem;
   g_buf.ws = alloc64(attn_kernel_workspace(pt->kernel, p, exec));
-  if (!g_buf.ws) return false;
+  if (!g_buf.ws) {
+    attn_bench_release_buffers();
+    return false;
+  }
   const int copies = attn_bench_input_copies(pt);
   const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p),
                no = attn_o_elems(p);
@@ -124,14 +216,25 @@ int attn_bench_input_copies(const attn_bench_point *pt) {
 
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
   // The estimate of util.h, shared with `run` and `check`: the timed copies of Q, K, V,
-  // O, the kernel's workspace, and the check on its (possibly reduced) shape.
+  // O, the kernel's workspace (the fallback's when the kernel lacks one of the point's
+  // options), and the check on its (possibly reduced) shape; a mask (seq_q·seq_kv floats,
+  // and the check's copy at its shape, twice when reduced); the other option arrays (sinks,
+  // LSE: heads and batch·heads·seq_q floats) are small against O.
   const attn_exec exec = {.threads = pt->threads};
-  const attn_problem c = attn_bench_check_shape(&pt->problem);
+  attn_options o;
+  const attn_problem p = point_problem(pt, &o, NULL, NULL, NULL);
+  const attn_problem c = attn_bench_check_shape(&p);
   const uint64_t copies = (uint64_t)attn_bench_input_copies(pt);
-  const uint64_t timed = tensor_bytes(&pt->problem);
-  return attn_bytes_add(attn_bytes_add(attn_bytes_mul(copies, timed),
-                                       attn_kernel_workspace(pt->kernel, &pt->problem, &exec)),
-                        attn_check_bytes(&c, pt->kernel, &exec));
+  const uint64_t timed = tensor_bytes(&p);
+  uint64_t mask = 0;
+  if (pt->opts.mask)
+    mask =
+        attn_bytes_add(attn_bytes_mul((uint64_t)p.seq_q * (uint64_t)p.seq_kv, sizeof(float)),
+                       attn_bytes_mul(2 * (uint64_t)c.seq_q * (uint64_t)c.seq_kv, sizeof(float)));
+  return attn_bytes_add(attn_bytes_add(attn_bytes_add(attn_bytes_mul(copies, timed),
+                                                      attn_kernel_workspace(pt->kernel, &p, &exec)),
+                                       attn_check_bytes(&c, pt->kernel, &exec)),
+                        mask);
 }
 
 uint32_t attn_bench_peak_isa(const attn_kernel *k) {
@@ -147,9 +250,18 @@ uint32_t attn_bench_peak_isa(const attn_kernel *k) {
 // (kernels are the innermost loop of a sweep) share it.
 static struct {
   attn_problem shape;
+  attn_bench_opts opts;  // the options it was prepared with (arrays: from the seed)
   attn_check_prepared *pc;
 } g_ref;
 
+static bool same_opts(const attn_bench_opts *a, const attn_bench_opts *b) {
+  return a->align == b->align && a->window == b->window && a->window_left == b->window_left &&
+         a->window_right == b->window_right && a->softcap == b->softcap &&
+         a->alibi_max_bias == b->alibi_max_bias && a->sinks == b->sinks && a->mask == b->mask &&
+         a->lse == b->lse;
+}
+
+// The same problem (shape and options): same inputs and reference.
 static bool same_shape(const attn_problem *a, const attn_problem *b) {
   return a->batch == b->batch && a->heads == b->heads && a->kv_heads == b->kv_heads &&
          a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim_qk == b->head_dim_qk &&
@@ -164,7 +276,7 @@ void attn_bench_release_reference(void) {
 static void run_check(attn_bench_state *s, const attn_exec *exec) {
   const attn_bench_point *pt = s->point;
   s->checked = true;
-  s->checked_shape = attn_bench_check_shape(&pt->problem);
+  s->checked_shape = attn_bench_check_shape(&g_buf.problem);
   const bool reduced =
       s->checked_shape.seq_q != pt->problem.seq_q || s->checked_shape.seq_kv != pt->problem.seq_kv;
   if (reduced)
@@ -173,17 +285,35 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
             "double-precision reference too long); other dimensions as benchmarked\n",
             pt->name, (long long)s->checked_shape.seq_q, (long long)s->checked_shape.seq_kv);
   char err[192] = "";
-  if (!g_ref.pc || !same_shape(&g_ref.shape, &s->checked_shape)) {
+  if (!g_ref.pc || !same_shape(&g_ref.shape, &s->checked_shape) ||
+      !same_opts(&g_ref.opts, &pt->opts)) {
     attn_bench_release_reference();
+    // With options, checked_shape.opts is g_buf.opts: the point's sinks (per head, the
+    // same on the reduced shape) are copied, and the LSE is checked when the point has it.
     if (reduced) {
-      const attn_check_case c = {
-          .problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
-      g_ref.pc = attn_check_prepare(&c, err, sizeof err);
+      attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+      // A mask is [seq_q][seq_kv]: the reduced shape gets its own, from the same seed.
+      attn_options ro;
+      float *rmask = NULL;
+      if (pt->opts.mask) {
+        const attn_problem *r = &s->checked_shape;
+        ro = g_buf.opts;
+        rmask = malloc((size_t)r->seq_q * (size_t)r->seq_kv * sizeof(float));
+        if (rmask) attn_bench_mask(r->seq_q, r->seq_kv, ATTN_BENCH_MASK_SEED, rmask);
+        ro.mask = rmask;
+        c.problem.opts = &ro;
+      }
+      if (pt->opts.mask && !rmask)
+        snprintf(err, sizeof err, "out of memory for the mask of the reduced shape");
+      else
+        g_ref.pc = attn_check_prepare(&c, err, sizeof err);
+      free(rmask);  // the prepared case holds its own copy
     } else {
-      g_ref.pc = attn_check_prepare_inputs(&pt->problem, g_buf.q[0], g_buf.k[0], g_buf.v[0], err,
+      g_ref.pc = attn_check_prepare_inputs(&g_buf.problem, g_buf.q[0], g_buf.k[0], g_buf.v[0], err,
                                            sizeof err);
     }
     g_ref.shape = s->checked_shape;
+    g_ref.opts = pt->opts;
   }
   attn_check_prepared *pc = g_ref.pc;
   if (!pc) {
@@ -211,9 +341,24 @@ double attn_bench_roofline_seconds(double flop, double bytes, double peak_gflops
   return t_mem > t_fma ? t_mem : t_fma;
 }
 
+// The options as counters (bench/config.h attn_bench_opts; -1 = an unbounded window side,
+// so no window is window_left = window_right = -1), and whether the kernel runs them
+// natively: fallback 1 means the timings are the portable path's (attn_kernel_run).
+static void option_counters(attn_gb_state *st, const attn_bench_point *pt, const attn_problem *p) {
+  const attn_bench_opts *o = &pt->opts;
+  attn_gb_set_counter(st, "align", o->align == ATTN_ALIGN_TOP_LEFT ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "window_left", o->window ? (double)o->window_left : -1, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "window_right", o->window ? (double)o->window_right : -1, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "softcap", o->softcap, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "alibi", o->alibi_max_bias, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "sinks", o->sinks ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "mask", o->mask ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "lse", o->lse ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "fallback", attn_kernel_native(pt->kernel, p) ? 0 : 1, ATTN_GB_PLAIN);
+}
+
 // Shape fields as counters, so scripts never parse benchmark names.
-static void shape_counters(attn_gb_state *st, const attn_bench_point *pt) {
-  const attn_problem *p = &pt->problem;
+static void shape_counters(attn_gb_state *st, const attn_bench_point *pt, const attn_problem *p) {
   attn_gb_set_counter(st, "B", (double)p->batch, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "H", (double)p->heads, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "KV", (double)p->kv_heads, ATTN_GB_PLAIN);
@@ -230,10 +375,13 @@ static void shape_counters(attn_gb_state *st, const attn_bench_point *pt) {
 void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_bench_state *s = user;
   const attn_bench_point *pt = s->point;
-  const attn_problem *p = &pt->problem;
+  attn_options sized_opts;  // values only, for the counters, tiles and sizes before the buffers
+  const attn_problem sized = point_problem(pt, &sized_opts, NULL, NULL, NULL);
+  const attn_problem *p = &sized;
   attn_exec exec = {.threads = pt->threads};
   attn_gb_set_label(st, pt->kernel->name);
-  shape_counters(st, pt);
+  shape_counters(st, pt, p);
+  option_counters(st, pt, p);
   char err[160];
   if (attn_placement_tiles(p, &exec, err, sizeof err) != 0) {  // tiles from cache sizes
     attn_gb_skip_with_error(st, err);
@@ -253,12 +401,14 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   }
   if (g_ref.pc) {  // a reference kept for another shape goes before new inputs arrive
     const attn_problem c = attn_bench_check_shape(p);
-    if (!same_shape(&g_ref.shape, &c)) attn_bench_release_reference();
+    if (!same_shape(&g_ref.shape, &c) || !same_opts(&g_ref.opts, &pt->opts))
+      attn_bench_release_reference();
   }
   if (!acquire_buffers(pt, &exec)) {
     attn_gb_skip_with_error(st, "out of memory allocating the inputs");
     return;
   }
+  p = &g_buf.problem;  // the same problem with the point's sinks and LSE arrays
   if (!s->checked) run_check(s, &exec);
   attn_gb_set_counter(st, "check_Sq", (double)s->checked_shape.seq_q, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "check_Skv", (double)s->checked_shape.seq_kv, ATTN_GB_PLAIN);

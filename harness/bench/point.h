@@ -16,7 +16,10 @@ extern "C" {
 // The largest check the double-precision reference runs at full size, in
 // batch·heads·seq_q·seq_kv·(head_dim_qk + head_dim_v) multiply-adds (a few seconds).
 // Larger points are checked on the same shape with seq_q/seq_kv halved until it fits.
+// (A test build may define a smaller budget to check small points on reduced shapes.)
+#ifndef ATTN_BENCH_CHECK_BUDGET
 #define ATTN_BENCH_CHECK_BUDGET 1.2e9
+#endif
 
 typedef struct attn_bench_state {
   const attn_bench_point *point;
@@ -64,6 +67,22 @@ uint32_t attn_bench_peak_isa(const attn_kernel *k);
 // The %roofline counter is 100 · t_roof / measured time.
 double attn_bench_roofline_seconds(double flop, double bytes, double peak_gflops,
                                    double bandwidth_gbs, bool *memory_bound);
+
+// The sink logits of a point with sinks = on: sinks[h] = 2·N(0,1) for h < heads, a normal
+// deviate (Box–Muller over splitmix64 from `seed`) scaled like the check matrix's sinks
+// (ATTN_CHECK_GEN_SINKS): the same order as the scores of normal Q and K at the default
+// scale, so the sink takes a visible but not dominant share of each row. Every point uses
+// seed ATTN_BENCH_SINK_SEED, so its sinks depend on the head count only.
+#define ATTN_BENCH_SINK_SEED UINT64_C(20240608)
+void attn_bench_sinks(int64_t heads, uint64_t seed, float *out);
+
+// The additive mask of a point with mask = random: mask[i][j] for i < seq_q, j < seq_kv
+// (broadcast over batch and heads), −inf with probability 1/8, else 2·N(0,1) (splitmix64
+// from `seed`, Box–Muller): keys removed at random plus a bias of the scores' size, so no
+// key range can be skipped and about 1/8 of the pairs are masked. Seed
+// ATTN_BENCH_MASK_SEED; the reduced check shape gets the mask of its own size.
+#define ATTN_BENCH_MASK_SEED UINT64_C(20240609)
+void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out);
 
 // The Google Benchmark run callback; user is an attn_bench_state*.
 void attn_bench_run_point(attn_gb_state *st, void *user);

@@ -2,8 +2,9 @@
 // Fuzz target: the sweep-config loader (attn_bench_plan_load: inih + validation +
 // expansion) on arbitrary bytes. Invariants checked on every input, beyond "no crash,
 // leak, hang or sanitizer report":
-//   * success: at most ATTN_BENCH_MAX_POINTS points, each a valid problem for a known
-//     kernel with 1..ATTN_MAX_THREADS threads, and no two points share a name;
+//   * success: at most ATTN_BENCH_MAX_POINTS points, each a valid problem (with its
+//     attention options) for a known kernel with 1..ATTN_MAX_THREADS threads, and no two
+//     points share a name;
 //   * failure: no points, and one line "<path>:<line>: <reason>" or "<path>: <reason>".
 #define _POSIX_C_SOURCE 200809L  // strnlen
 #include <stdbool.h>
@@ -27,6 +28,12 @@ static void check_plan(const attn_bench_plan *plan) {
     if (!pt->kernel || !attn_kernel_find(pt->kernel->name)) fuzz_fail("point %zu: no kernel", i);
     if (!attn_problem_validate(&pt->problem, why, sizeof why))
       fuzz_fail("point %zu (%s): invalid problem: %s", i, pt->name, why);
+    attn_options opts;  // the point's options (values) must be valid with its problem
+    attn_bench_opts_apply(&pt->opts, &opts);
+    attn_problem with_opts = pt->problem;
+    with_opts.opts = &opts;
+    if (!attn_problem_validate(&with_opts, why, sizeof why))
+      fuzz_fail("point %zu (%s): invalid options: %s", i, pt->name, why);
     if (pt->threads < 1 || pt->threads > ATTN_MAX_THREADS)
       fuzz_fail("point %zu: %d threads", i, pt->threads);
     if (!memchr(pt->name, '\0', sizeof pt->name) || !pt->name[0])
