@@ -55,17 +55,24 @@ static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, in
                                     (size_t)i * (size_t)f->seq_kv + (size_t)j0
                               : NULL;
   const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
-  const vf_t iota = vf_load(fl_iota);
+  // The distances j − i − off of the vector's keys: stepped by VF_W while every one is
+  // below 2^24 in magnitude (exact), else converted per vector (≤ 2 roundings, check.h).
+  const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
+  const int64_t d0 = j0 + c0 - i - f->off, d1 = j0 + n - i - f->off;
+  const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
+  vf_t dist = vf_add(vf_set1((float)d0), iota);
   for (int64_t c = c0; c < n; c += VF_W) {
+    if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
     const int w = n - c < VF_W ? (int)(n - c) : VF_W;
     vf_t x = w == VF_W ? vf_load(s + c) : vf_load_partial(s + c, w);
     if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
-    if (slope != 0.0f) x = vf_fma(vsl, vf_add(vf_set1((float)(j0 + c - i - f->off)), iota), x);
+    if (slope != 0.0f) x = vf_fma(vsl, dist, x);
     if (mrow) x = vf_add(x, w == VF_W ? vf_load(mrow + c) : vf_load_partial(mrow + c, w));
     if (w == VF_W)
       vf_store(s + c, x);
     else
       vf_store_partial(s + c, x, w);
+    dist = vf_add(dist, step);
   }
   return n;
 }
