@@ -75,7 +75,7 @@ typedef struct fl_rows {
   int64_t h0, hs;  // query heads h0 .. h0 + hs of the K/V group
   int64_t i0, nq;  // query positions i0 .. i0 + nq
   int64_t nrows;   // hs · nq
-  int64_t kb, ke;  // keys [kb, ke): the task's chunk, cut at its last row's limit
+  int64_t kb, ke;  // keys [kb, ke): the task's chunk of its rows' key range (flash_task_keys)
 } fl_rows;
 
 static fl_rows fl_task_rows(const attn_problem *p, const flash_plan *pl, const flash_task *tk) {
@@ -88,10 +88,39 @@ static fl_rows fl_task_rows(const attn_problem *p, const flash_plan *pl, const f
   w.i0 = tk->qb * pl->tq;
   w.nq = p->seq_q - w.i0 < pl->tq ? p->seq_q - w.i0 : pl->tq;
   w.nrows = w.hs * w.nq;
-  const int64_t kv_end_all = attn_visible_keys(p, w.i0 + w.nq - 1);
-  w.kb = tk->chunk * pl->chunk;
-  w.ke = w.kb + pl->chunk < kv_end_all ? w.kb + pl->chunk : kv_end_all;
+  flash_task_keys(p, pl, tk, &w.kb, &w.ke);
   return w;
+}
+
+// The task's fl_fin (flash_opts.h) in *f, or NULL when its scores need nothing: no
+// softcap, ALiBi, mask, or window with a bounded left side. slopes: heads_per_task floats.
+static const fl_fin *fl_fin_setup(const attn_problem *p, const fl_rows *w, int64_t b, float *slopes,
+                                  fl_fin *f) {
+  const attn_options *o = p->opts;
+  if (!o) return NULL;
+  const uint32_t used = attn_problem_options_used(p);
+  int64_t lo0, hi0;  // a bounded left side shows as a row whose keys start after 0
+  attn_row_keys(p, p->seq_q - 1, &lo0, &hi0);
+  *f = (fl_fin){.p = p,
+                .i0 = w->i0,
+                .nq = w->nq,
+                .off = attn_diag_offset(p),
+                .seq_kv = p->seq_kv,
+                .window_lo = (used & ATTN_CAP_OPT_WINDOW) &&
+                             o->window_left != ATTN_WINDOW_UNBOUNDED && lo0 > 0};
+  if (o->softcap > 0.0f) f->softcap = o->softcap, f->inv_softcap = 1.0f / o->softcap;
+  if (used & ATTN_CAP_OPT_ALIBI) {
+    for (int64_t hh = 0; hh < w->hs; hh++) slopes[hh] = attn_alibi_slope(p, w->h0 + hh);
+    f->slopes = slopes;
+  }
+  if (o->mask) {
+    const size_t plane = (size_t)p->seq_q * (size_t)p->seq_kv;
+    f->mask =
+        o->mask + (o->mask_per_head ? ((size_t)b * (size_t)p->heads + (size_t)w->h0) * plane : 0);
+    f->mask_head_stride = o->mask_per_head ? plane : 0;
+  }
+  f->scores = f->softcap > 0.0f || f->slopes || f->mask;
+  return f->scores || f->window_lo ? f : NULL;
 }
 
 // Q̂ = scale·Q for the task's rows, row-major (dqk floats per row).
@@ -106,12 +135,19 @@ static void fl_load_q(const attn_problem *p, const fl_rows *w, int64_t b, const 
   }
 }
 
-// lims[row] = the keys of [j0, j0 + n) that the row sees: visible(row) − j0, in [0, n].
+// lims[row] = the end of the keys of [j0, j0 + n) that the row sees: hi(row) − j0 in
+// [0, n] (attn_row_keys), 0 when it sees none of them; los[row] (los != NULL) = their
+// start lo(row) − j0 in [0, lims[row]) (0 with no key).
 static void fl_row_limits(const attn_problem *p, const fl_rows *w, int64_t j0, int64_t n,
-                          int32_t *lims) {
+                          int32_t *lims, int32_t *los) {
   for (int64_t row = 0; row < w->nrows; row++) {
-    const int64_t lim = attn_visible_keys(p, w->i0 + row % w->nq) - j0;
-    lims[row] = (int32_t)(lim > n ? n : lim < 0 ? 0 : lim);
+    int64_t lo, hi;
+    attn_row_keys(p, w->i0 + row % w->nq, &lo, &hi);
+    int64_t lim = hi - j0, start = lo - j0 < 0 ? 0 : lo - j0;
+    lim = lim > n ? n : lim < 0 ? 0 : lim;
+    if (start >= lim) lim = 0, start = 0;
+    lims[row] = (int32_t)lim;
+    if (los) los[row] = (int32_t)start;
   }
 }
 
@@ -120,13 +156,14 @@ static void fl_row_limits(const attn_problem *p, const fl_rows *w, int64_t j0, i
 // so their scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
 static void fl_tiled_pass(const attn_problem *p, const flash_plan *pl, const fl_rows *w,
                           const float *kh, const float *vh, const float *qs, float *kt, float *vs,
-                          float *S, float *acc, float *m, float *l, float *alpha, int32_t *lims) {
+                          float *S, float *acc, float *m, float *l, float *alpha, int32_t *lims,
+                          const fl_fin *fin, int32_t *los) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp, tkv = pl->tkv;
   const int64_t nrows = w->nrows, ke = w->ke;
   for (int64_t j0 = w->kb; j0 < ke; j0 += tkv) {
     const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
-    fl_row_limits(p, w, j0, nk, lims);  // keys each row sees in this tile (< nk: diagonal)
+    fl_row_limits(p, w, j0, nk, lims, los);  // keys each row sees in this tile (< nk: diagonal)
     const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
     // The next tile's K and V, requested a line at a time by the micro-kernels below.
     const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
@@ -141,16 +178,21 @@ static void fl_tiled_pass(const attn_problem *p, const flash_plan *pl, const fl_
       const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
       if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
       float *sb = S + r0 * tkv;
-      fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, &pf);
+      fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, los ? los + r0 : NULL, &pf);
+      if (fin)  // the options' scores (flash_opts.h); a row's lim 0 stays 0
+        for (int64_t row = r0; row < r0 + nb; row++)
+          if (lims[row] > 0) fl_fin_row(fin, row, S + row * tkv, j0, lims[row]);
       for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
         alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
-      fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0, &pf);
+      fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
+                 los ? los + r0 : NULL, &pf);
     }
   }
 }
 
 // The task's result: its partial (acc, m, l) for flash_merge under split-KV, else
-// O = acc / l (l = 0: the row saw no key, zeros) with a masked head_dim_v tail.
+// O = acc / (l + e^(sink − m)) (the sink term only with sinks; l = 0: the row saw no key,
+// zeros) with a masked head_dim_v tail, and LSE = m + log l (−inf when l = 0) if asked.
 static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows *w, int64_t b,
                      int64_t t, const float *acc, const float *m, const float *l, float *o,
                      float *partials) {
@@ -164,9 +206,11 @@ static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows 
   }
   for (int64_t hh = 0; hh < w->hs; hh++) {
     float *oh = attn_o_head(p, o, b, w->h0 + hh) + w->i0 * dv;
+    const attn_head_opts ho = p->opts ? attn_head_opts_of(p, b, w->h0 + hh) : (attn_head_opts){0};
     for (int64_t r = 0; r < w->nq; r++) {
       const int64_t row = hh * w->nq + r;
-      const float inv = l[row] > 0.0f ? 1.0f / l[row] : 0.0f;
+      if (ho.lse) ho.lse[w->i0 + r] = attn_row_lse(l[row], m[row]);
+      const float inv = l[row] > 0.0f ? 1.0f / attn_denominator(&ho, l[row], m[row]) : 0.0f;
       const vf_t iv = vf_set1(inv);
       const float *ar = acc + row * dvp;
       float *orow = oh + r * dv;
@@ -190,6 +234,9 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   float *S = scratch + pl->off_s, *acc = scratch + pl->off_acc;
   float *m = scratch + pl->off_m, *l = scratch + pl->off_l, *alpha = scratch + pl->off_alpha;
   int32_t *lims = (int32_t *)(scratch + pl->off_lim);
+  fl_fin fin_store;
+  const fl_fin *fin = fl_fin_setup(p, &w, tk.b, scratch + pl->off_slope, &fin_store);
+  int32_t *los = fin && fin->window_lo ? (int32_t *)(scratch + pl->off_lo) : NULL;
   const float *kh = attn_k_head(p, k, tk.b, tk.g);
   const float *vh = attn_v_head(p, v, tk.b, tk.g);
 
@@ -200,15 +247,15 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
     const int lanes = w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
     const int fused = !lanes && w.nrows < FL_QK_MR;
     const int64_t nkeys = w.ke - w.kb;
-    if (lanes || fused) fl_row_limits(p, &w, w.kb, nkeys, lims);  // keys from kb on
+    if (lanes || fused) fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);  // keys from kb on
     if (lanes)
       fl_lanes(w.nrows, qs, dqk, kh + w.kb * dqk, vh + w.kb * dv, dv, dvp, nkeys, pl->tkv, lims, kt,
-               vs, acc, m, l);
+               vs, acc, m, l, fin, w.kb);
     else if (fused)
       fl_row_fused(w.nrows, qs, dqk, kh + w.kb * dqk, vh + w.kb * dv, dv, dvp, nkeys, lims, acc, m,
-                   l);
+                   l, fin, w.kb);
     else
-      fl_tiled_pass(p, pl, &w, kh, vh, qs, kt, vs, S, acc, m, l, alpha, lims);
+      fl_tiled_pass(p, pl, &w, kh, vh, qs, kt, vs, S, acc, m, l, alpha, lims, fin, los);
   }
   fl_store(p, pl, &w, tk.b, t, acc, m, l, o, partials);
 }

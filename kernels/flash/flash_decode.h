@@ -9,6 +9,7 @@
 // Included by flash_body.h only.
 #pragma once
 
+#include "flash/flash_opts.h"
 #include "flash/flash_tiles.h"
 
 // ── Decode rows (fewer than FL_QK_MR): one fused pass over the keys ─────────────────
@@ -30,10 +31,11 @@
 // Rows [0, nrows) (nrows < FL_QK_MR) of a task over its keys [0, nkeys); row r sees keys
 // [0, vis[r]) (causal: vis[r] < nkeys for rows before the last). Each key's K row is read
 // once from memory, start to end, by the first row's dot product; the other rows reread it
-// from L1, and each row's P·V pass rereads the block's V rows from L1 likewise.
+// from L1, and each row's P·V pass rereads the block's V rows from L1 likewise. fin (NULL:
+// none) finishes each row's block scores (flash_opts.h); key 0 here is key kabs of the head.
 static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float *k, const float *v,
                          int64_t dv, int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc,
-                         float *m, float *l) {
+                         float *m, float *l, const fl_fin *fin, int64_t kabs) {
   float sbuf[FL_QK_MR][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
@@ -62,6 +64,7 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
       int64_t n = vis[r] - j0;  // keys of this block row r sees
       n = n < 0 ? 0 : n > nk ? nk : n;
       float *s = sbuf[r];
+      if (fin && n > 0) n = fl_fin_row(fin, r, s, kabs + j0, n);            // options; 0: none seen
       const float alpha = vs_online_softmax_row(s, n, ncol, &m[r], &l[r]);  // s: p from here
       if (n == 0) continue;  // p = 0 and α = 1: acc unchanged
       float *ar = acc + r * dvp;
@@ -135,6 +138,7 @@ FL_INLINE fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_DEC_BLOCK 64  // keys per online-softmax block (and the prefetch distance)
 #endif
 #define FL_LANES_MAX_R (2 * FL_RV_W)
+_Static_assert(FL_DEC_BLOCK <= FL_OPTS_MAX_KEYS, "fl_fin_lanes: a decode block's keys");
 // Tasks of FL_RV_W..FL_LANES_MAX_ROWS rows take this path (at most two row vectors; an
 // ISA file may stop earlier, see docs/tuning.md).
 #ifndef FL_LANES_MAX_ROWS
@@ -219,9 +223,12 @@ static void fl_lanes_softmax(float *st, int64_t n_flat, int64_t R, float *m, flo
 
 // Rows [0, nrows) of a task over its keys [0, nkeys); row r sees keys [0, vis[r]).
 // qt: dqk·R floats of scratch; vs: blk·dvp floats, used when dv is not whole vectors.
+// fin (NULL: none) finishes each row's block scores (flash_opts.h); key 0 here is key
+// kabs of the head.
 static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k, const float *v,
                      int64_t dv, int64_t dvp, int64_t nkeys, int64_t blk, const int32_t *vis,
-                     float *qt, float *vs, float *acc, float *m, float *l) {
+                     float *qt, float *vs, float *acc, float *m, float *l, const fl_fin *fin,
+                     int64_t kabs) {
   const int nrv = nrows > FL_RV_W ? 2 : 1;
   const int64_t R = nrv * FL_RV_W;
   float st[FL_DEC_BLOCK * FL_LANES_MAX_R + VF_W] __attribute__((aligned(64)));
@@ -254,15 +261,16 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
     for (int64_t r = 0; r < nrows; r++) {  // keys of this block row r sees; mask the rest
       int64_t n = vis[r] - j0;
       n = n < 0 ? 0 : n > nk ? nk : n;
+      if (fin && n > 0) n = fl_fin_lanes(fin, r, st, R, kabs + j0, n);  // options
       bl[r] = (int32_t)n;
-      if (j0 + nk > vmin)
+      if (j0 + nk > vmin || fin)
         for (int64_t cc = n; cc < nk; cc++) st[cc * R + r] = -INFINITY;
     }
     const int64_t n_flat = (nk * R + VF_W - 1) / VF_W * VF_W;
     for (int64_t x = nk * R; x < n_flat; x++) st[x] = -INFINITY;
     fl_lanes_softmax(st, n_flat, R, lm, ll, alpha);
     fl_pv_tile_inline(nrows, st, 1, R, vk_pad_v(vj, nk, dv, dvp, vs), dvp, acc, dvp, alpha, bl,
-                      &pf);
+                      NULL, &pf);
   }
   for (int64_t r = 0; r < nrows; r++) m[r] = lm[r], l[r] = ll[r];
 }

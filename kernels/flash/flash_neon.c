@@ -18,9 +18,9 @@ const attn_kernel attn_kernel_flash__neon = {
     .name = "flash__neon",
     .summary =
         "OpenMP FlashAttention-2 style, NEON 8x8 QK^T / 6x16 PV tiles, GQA-shared packed "
-        "K/V, causal tile skipping, split-KV decode",
+        "K/V, causal/window tile skipping, split-KV decode, every option native",
     .required_isa = ATTN_ISA_NEON,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL,
     .workspace = FL_WORKSPACE,
     .run = FL_RUN,
     FL_RECORD_TILES,

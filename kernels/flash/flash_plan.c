@@ -45,12 +45,23 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->nsplit = 1;
   plan->chunk = ceil_div(p->seq_kv, tkv) * tkv;
   if (plan->base_tasks < kFlashSplitTarget) {
+    // The widest task key range (the union of a query block's row ranges; seq_kv without
+    // a window): chunks cut that, so a window's few visible keys are split too.
+    int64_t span = 0;
+    for (int64_t qb = 0; qb < plan->qblocks; qb++) {
+      int64_t lo, hi, unused;
+      attn_row_keys(p, qb * tq, &lo, &unused);
+      const int64_t last = (qb + 1) * tq < p->seq_q ? (qb + 1) * tq - 1 : p->seq_q - 1;
+      attn_row_keys(p, last, &unused, &hi);
+      if (hi - lo > span) span = hi - lo;
+    }
+    if (span < 1) span = 1;
     int64_t want = ceil_div(kFlashSplitTarget, plan->base_tasks);
     int64_t minc = ceil_div(kFlashMinChunk, tkv) * tkv;
-    int64_t chunk = ceil_div(ceil_div(p->seq_kv, want), tkv) * tkv;
+    int64_t chunk = ceil_div(ceil_div(span, want), tkv) * tkv;
     if (chunk < minc) chunk = minc;
     plan->chunk = chunk;
-    plan->nsplit = ceil_div(p->seq_kv, chunk);
+    plan->nsplit = ceil_div(span, chunk);
   }
   plan->tasks = plan->base_tasks * plan->nsplit;
   plan->dvp = ceil_div(p->head_dim_v, lanes) * lanes;
@@ -70,6 +81,8 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   FL_REGION(off_l, rows);
   FL_REGION(off_alpha, rows);
   FL_REGION(off_lim, rows);  // int32 per row
+  FL_REGION(off_lo, rows);   // int32 per row
+  FL_REGION(off_slope, (size_t)plan->heads_per_task);
 #undef FL_REGION
   plan->scratch_floats = off;
   plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
@@ -101,6 +114,19 @@ flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t 
   return k;
 }
 
+void flash_task_keys(const attn_problem *p, const flash_plan *plan, const flash_task *tk,
+                     int64_t *kb, int64_t *ke) {
+  const int64_t i0 = tk->qb * plan->tq;
+  const int64_t nq = p->seq_q - i0 < plan->tq ? p->seq_q - i0 : plan->tq;
+  int64_t lo, hi, unused;
+  attn_row_keys(p, i0, &lo, &unused);  // lo and hi grow with the row: the union's ends
+  attn_row_keys(p, i0 + nq - 1, &unused, &hi);
+  const int64_t b = lo + tk->chunk * plan->chunk;
+  const int64_t e = b + plan->chunk < hi ? b + plan->chunk : hi;
+  *kb = b < e ? b : e;
+  *ke = e;
+}
+
 void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
                  float *o) {
   const flash_task k = flash_task_at(p, plan, base * plan->nsplit);
@@ -115,6 +141,7 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
   // Partial block layout: acc[rows][dvp], m[rows], l[rows].
   for (int64_t hh = 0; hh < hs; hh++) {
     float *oh = attn_o_head(p, o, k.b, h0 + hh);
+    const attn_head_opts ho = attn_head_opts_of(p, k.b, h0 + hh);
     for (int64_t r = 0; r < nq; r++) {
       const int64_t row = hh * nq + r;
       float mmax = -INFINITY;
@@ -125,7 +152,10 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
       }
       float *orow = oh + (i0 + r) * dv;
       for (int64_t e = 0; e < dv; e++) orow[e] = 0.0f;
-      if (mmax == -INFINITY) continue;  // the row sees no key at all: zeros
+      if (mmax == -INFINITY) {  // the row sees no key at all: zeros, LSE −inf
+        if (ho.lse) ho.lse[i0 + r] = -INFINITY;
+        continue;
+      }
       float lsum = 0.0f;
       for (int64_t c = 0; c < plan->nsplit; c++) {
         const float *blk = blk0 + (size_t)c * plan->partial_stride;
@@ -136,7 +166,8 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
         const float *acc = blk + row * dvp;
         for (int64_t e = 0; e < dv; e++) orow[e] += w * acc[e];
       }
-      const float inv = 1.0f / lsum;
+      if (ho.lse) ho.lse[i0 + r] = attn_row_lse(lsum, mmax);
+      const float inv = 1.0f / attn_denominator(&ho, lsum, mmax);  // lsum without sinks
       for (int64_t e = 0; e < dv; e++) orow[e] *= inv;
     }
   }

@@ -5,8 +5,11 @@
 // A task is (batch b, K/V head g, head subgroup, query block, key chunk):
 //   • the query rows of `heads_per_task` query heads of group g (GQA: they share every
 //     packed K/V tile) at `tq` consecutive query positions → at most `rows` rows;
-//   • the keys of one chunk. Chunks exist only for split-KV (flash-decoding): when the
-//     unsplit task count is below kSplitTarget, the keys are cut into `nsplit` chunks
+//   • the keys of one chunk of the task's key range: the union [lo, hi) of its rows'
+//     attn_row_keys ranges (rows move right with the position, so lo is the first row's,
+//     hi the last row's; causal and window problems visit nothing outside). Chunks exist
+//     only for split-KV (flash-decoding): when the unsplit task count is below
+//     kSplitTarget, the key range is cut into `nsplit` chunks
 //     whose partial (max, sum, output) triples are merged in chunk order by the thread
 //     that finishes the last chunk of the group (no barrier between the phases).
 //
@@ -38,7 +41,8 @@ typedef struct flash_plan {
   int64_t tasks;           // base_tasks · nsplit
   int64_t dvp;             // head_dim_v rounded up to the vector width
   // Per-thread scratch (floats, each region 64-byte aligned).
-  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, scratch_floats;
+  size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, off_lo, off_slope,
+      scratch_floats;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block
@@ -67,8 +71,16 @@ typedef struct flash_task {
 } flash_task;
 flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t t);
 
+// The keys [*kb, *ke) task tk visits: its chunk of the union of its rows' attn_row_keys
+// ranges (*kb == *ke: none). The flash kernels visit exactly these keys, in tiles of
+// plan->tkv from *kb on; the tests count visited tiles with it.
+void flash_task_keys(const attn_problem *p, const flash_plan *plan, const flash_task *tk,
+                     int64_t *kb, int64_t *ke);
+
 // Merges the nsplit partial (m, l, acc) blocks of base task `base` into O, in chunk
-// order: o = Σ_c e^{m_c − M}·acc_c / Σ_c e^{m_c − M}·l_c with M = max_c m_c.
+// order: o = Σ_c e^{m_c − M}·acc_c / (L + e^{sink − M}) with M = max_c m_c,
+// L = Σ_c e^{m_c − M}·l_c (the sink term only with sinks), and LSE = M + log L when the
+// problem asks for it (−inf and zeros for a row that sees nothing).
 void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
                  float *o);
 

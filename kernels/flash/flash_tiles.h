@@ -16,20 +16,32 @@ static inline int64_t fl_max_lim(const int32_t *lims, int64_t r, int64_t n) {
   return mx;
 }
 
+// The smallest first visible key among rows [r, r + n) that see any key here (los: each
+// row's window start in the tile; NULL: 0). Keys below it are −∞ for every such row.
+static inline int64_t fl_min_lo(const int32_t *lims, const int32_t *los, int64_t r, int64_t n) {
+  if (!los) return 0;
+  int64_t mn = INT32_MAX;
+  for (int64_t i = r; i < r + n; i++)
+    if (lims[i] > 0 && los[i] < mn) mn = los[i];
+  return mn == INT32_MAX ? 0 : mn;
+}
+
 // S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W: S = Q̂·K̂ᵀ with the shared
 // micro-kernel (init 0; A = Q̂ row-major, B = K̂ᵀ with tkv keys per d row). Full register
 // tiles are FL_QK_MR × FL_QK_NV; edges fall back to narrower instances of it. Register
 // tiles whose keys no row of the tile can see (lims: keys each row sees in this K/V
-// tile) are skipped — on the diagonal that is the part above it; the softmax overwrites
+// tile) are skipped — on the diagonal that is the part above it, and with a window
+// (los) the part left of every row's window start; the softmax or fl_fin_row overwrites
 // those scores with −∞ before anyone reads them.
 static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk, const float *kt,
-                       int64_t tkv, float *s, const int32_t *lims, vk_pf *pf) {
+                       int64_t tkv, float *s, const int32_t *lims, const int32_t *los, vk_pf *pf) {
   for (int64_t c = 0; c < ncol; c += FL_QK_NV * VF_W) {
     const int64_t left = (ncol - c) / VF_W;
     const int nv = (int)(left < FL_QK_NV ? left : FL_QK_NV);
     for (int64_t r = 0; r < nrows; r += FL_QK_MR) {
       const int64_t mr = nrows - r < FL_QK_MR ? nrows - r : FL_QK_MR;
       if (c >= fl_max_lim(lims, r, mr)) continue;
+      if (los && c + nv * VF_W <= fl_min_lo(lims, los, r, mr)) continue;
       const float *qr = q + r * dqk;
       const float *ktc = kt + c;
       float *sr = s + r * tkv + c;
@@ -97,30 +109,34 @@ static void fl_pv_any(int mr, int nv, const float *pr, int64_t prs, int64_t pcs,
 // Rows are split into equal register tiles of at most FL_PV_MR rows (8 rows with
 // FL_PV_MR 6: 4 + 4, not 6 + 2). A register tile whose rows all kept their max (α = 1)
 // skips the rescale. Each register tile stops at the last key one of its rows sees
-// (lims), since P is 0 beyond a row's limit.
+// (lims), since P is 0 beyond a row's limit, and with a window (los, else NULL) starts
+// at the first key one of them sees (P is exactly 0 before: skipping adds nothing).
 FL_INLINE void fl_pv_tile_inline(int64_t nrows, const float *pm, int64_t prs, int64_t pcs,
                                  const float *vp, int64_t vstride, float *acc, int64_t dvp,
-                                 const float *alpha, const int32_t *lims, vk_pf *pf) {
+                                 const float *alpha, const int32_t *lims, const int32_t *los,
+                                 vk_pf *pf) {
   const int64_t ntiles = (nrows + FL_PV_MR - 1) / FL_PV_MR;
   for (int64_t g = 0, r = 0; g < ntiles; g++) {
     const int mr = (int)(nrows / ntiles + (g < nrows % ntiles));
-    const int64_t nc = fl_max_lim(lims, r, mr);
+    const int64_t c0 = fl_min_lo(lims, los, r, mr);
+    const int64_t nc = fl_max_lim(lims, r, mr) - c0;
     int any = 0;
     for (int rr = 0; rr < mr; rr++) any |= alpha[r + rr] != 1.0f;
+    const float *vc = vp + c0 * vstride;
     for (int64_t e = 0; e < dvp; e += FL_PV_NV * VF_W) {
       const int64_t left = (dvp - e) / VF_W;
       const int nv = (int)(left < FL_PV_NV ? left : FL_PV_NV);
-      const float *pr = pm + r * prs;
+      const float *pr = pm + r * prs + c0 * pcs;
       float *ar = acc + r * dvp + e;
       if (mr == FL_PV_MR && nv == FL_PV_NV) {
         if (any)
-          vk_tile(FL_PV_MR, FL_PV_NV, VK_INIT_SCALED, alpha + r, pr, prs, pcs, vp + e, vstride, nc,
+          vk_tile(FL_PV_MR, FL_PV_NV, VK_INIT_SCALED, alpha + r, pr, prs, pcs, vc + e, vstride, nc,
                   ar, dvp, NULL, 1, pf);
         else
-          vk_tile(FL_PV_MR, FL_PV_NV, VK_INIT_LOAD, alpha + r, pr, prs, pcs, vp + e, vstride, nc,
+          vk_tile(FL_PV_MR, FL_PV_NV, VK_INIT_LOAD, alpha + r, pr, prs, pcs, vc + e, vstride, nc,
                   ar, dvp, NULL, 1, pf);
       } else {
-        fl_pv_any(mr, nv, pr, prs, pcs, nc, vp + e, vstride, ar, dvp, alpha + r, any, pf);
+        fl_pv_any(mr, nv, pr, prs, pcs, nc, vc + e, vstride, ar, dvp, alpha + r, any, pf);
       }
     }
     r += mr;
@@ -131,6 +147,6 @@ FL_INLINE void fl_pv_tile_inline(int64_t nrows, const float *pm, int64_t prs, in
 // fl_pv_tile_inline, so that its prefetch cursor and strides stay in registers).
 static void fl_pv_tile(int64_t nrows, const float *pm, int64_t prs, int64_t pcs, const float *vp,
                        int64_t vstride, float *acc, int64_t dvp, const float *alpha,
-                       const int32_t *lims, vk_pf *pf) {
-  fl_pv_tile_inline(nrows, pm, prs, pcs, vp, vstride, acc, dvp, alpha, lims, pf);
+                       const int32_t *lims, const int32_t *los, vk_pf *pf) {
+  fl_pv_tile_inline(nrows, pm, prs, pcs, vp, vstride, acc, dvp, alpha, lims, los, pf);
 }

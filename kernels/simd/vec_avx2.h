@@ -7,7 +7,8 @@
 //   vf_load/vf_store (unaligned), vf_load_partial/vf_store_partial (n < VF_W lanes;
 //   lanes >= n are neither read nor written; loads give 0 there)
 //   vf_set1, vf_zero, vf_fma(a,b,c)=a·b+c, vf_mul, vf_add, vf_sub, vf_max, vf_min,
-//   vf_hmax, vf_hsum (horizontal), vf_exp (vec_exp.h, shared)
+//   vf_hmax, vf_hsum (horizontal), vf_exp (vec_exp.h, shared), vf_tanh (vec_tanh.h, shared;
+//   its primitives vf_div, vf_abs, vf_copysign, vf_select_lt, vf_all_lt)
 #pragma once
 
 #if !defined(__AVX2__) || !defined(__FMA__)
@@ -97,6 +98,26 @@ static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(c), _CMP_LT_OQ), v);
 }
 
+// ── Primitives used by the shared tanh (vec_tanh.h) ──
+static inline vf_t vf_div(vf_t a, vf_t b) {
+  return _mm256_div_ps(a, b);
+}
+// |x| (the sign bit cleared) and sign(s)·|m| (the sign bit of s on m, m ≥ 0).
+static inline vf_t vf_abs(vf_t x) {
+  return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+}
+static inline vf_t vf_copysign(vf_t m, vf_t s) {
+  return _mm256_or_ps(m, _mm256_and_ps(_mm256_set1_ps(-0.0f), s));
+}
+// x < c ? a : b (lane-wise); an unordered compare (NaN x) gives b.
+static inline vf_t vf_select_lt(vf_t x, float c, vf_t a, vf_t b) {
+  return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_set1_ps(c), _CMP_LT_OQ));
+}
+// True if x < c in every lane (false if any lane is NaN).
+static inline int vf_all_lt(vf_t x, float c) {
+  return _mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(c), _CMP_LT_OQ)) == 0xff;
+}
+
 // ── In-register transpose, used by the K packer (microkernel.h) ──
 #define VF_HAVE_TRANSPOSE 1
 // dst[d·ds + c] = src[c·ss + d], c, d < 8: the 8×8 in-register transpose (32-bit lanes,
@@ -121,3 +142,4 @@ static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, 
 }
 
 #include "simd/vec_exp.h"
+#include "simd/vec_tanh.h"

@@ -78,6 +78,29 @@ static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   return _mm512_maskz_mov_ps(keep, v);
 }
 
+// ── Primitives used by the shared tanh (vec_tanh.h) ──
+static inline vf_t vf_div(vf_t a, vf_t b) {
+  return _mm512_div_ps(a, b);
+}
+// |x| (the sign bit cleared) and sign(s)·|m| (the sign bit of s on m, m ≥ 0). Integer
+// ops: AVX-512F has no float and/or (that is AVX512DQ).
+static inline vf_t vf_abs(vf_t x) {
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+static inline vf_t vf_copysign(vf_t m, vf_t s) {
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(s), _mm512_set1_epi32(INT32_MIN));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(m), sign));
+}
+// x < c ? a : b (lane-wise); an unordered compare (NaN x) gives b.
+static inline vf_t vf_select_lt(vf_t x, float c, vf_t a, vf_t b) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(c), _CMP_LT_OQ), b, a);
+}
+// True if x < c in every lane (false if any lane is NaN).
+static inline int vf_all_lt(vf_t x, float c) {
+  return _mm512_cmp_ps_mask(x, _mm512_set1_ps(c), _CMP_LT_OQ) == 0xffff;
+}
+
 // ── In-register transpose, used by the K packer (microkernel.h) ──
 #define VF_HAVE_TRANSPOSE 1
 // dst[d·ds + c] = src[c·ss + d], c, d < 16: the 16×16 in-register transpose (4 rounds of
@@ -109,3 +132,4 @@ static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, 
 }
 
 #include "simd/vec_exp.h"
+#include "simd/vec_tanh.h"

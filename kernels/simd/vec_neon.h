@@ -81,6 +81,27 @@ static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   return vreinterpretq_f32_u32(vbicq_u32(vreinterpretq_u32_f32(v), below));
 }
 
+// ── Primitives used by the shared tanh (vec_tanh.h) ──
+static inline vf_t vf_div(vf_t a, vf_t b) {
+  return vdivq_f32(a, b);
+}
+static inline vf_t vf_abs(vf_t x) {
+  return vabsq_f32(x);
+}
+// sign(s)·|m| (the sign bit of s on m, m ≥ 0).
+static inline vf_t vf_copysign(vf_t m, vf_t s) {
+  const uint32x4_t sign = vandq_u32(vreinterpretq_u32_f32(s), vdupq_n_u32(0x80000000u));
+  return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(m), sign));
+}
+// x < c ? a : b (lane-wise); an unordered compare (NaN x) gives b.
+static inline vf_t vf_select_lt(vf_t x, float c, vf_t a, vf_t b) {
+  return vbslq_f32(vcltq_f32(x, vdupq_n_f32(c)), a, b);
+}
+// True if x < c in every lane (false if any lane is NaN).
+static inline int vf_all_lt(vf_t x, float c) {
+  return vminvq_u32(vcltq_f32(x, vdupq_n_f32(c))) != 0;
+}
+
 // ── In-register transpose, used by the K packer (microkernel.h) ──
 #define VF_HAVE_TRANSPOSE 1
 // dst[d·ds + c] = src[c·ss + d], c, d < 4: the 4×4 in-register transpose (trn1/trn2 on
@@ -96,3 +117,4 @@ static inline void vf_transpose_block(const float *src, int64_t ss, float *dst, 
 }
 
 #include "simd/vec_exp.h"
+#include "simd/vec_tanh.h"

@@ -14,6 +14,12 @@
 //   flash_speed --kernel flash__avx512 --threads 1,2 --seq 2048 --d 64 [--causal]
 //   flash_speed --kernel flash__avx512 --threads 2 --seq-q 1 --seq 32768 --d 128 --kv-heads 1
 //   flash_speed --kernel flash__avx512 --threads 2 --seq 16384 --d 64 --reps 1   (RSS)
+// Options (attn.h, "Attention variants"): --window L (causal-style left window, right 0
+// unless --window-right R), --softcap C, --alibi MAX_BIAS, --sinks (0.5 per head), --lse.
+// With --ab the timed calls alternate the plain problem (A) and the one with the options
+// (B), one of each per rep, and the B/A ratio of the medians is printed: an A/B comparison
+// under the same (noisy) machine load.
+//   flash_speed --threads 2 --seq 2048 --d 64 --softcap 50 --ab --reps 11
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -69,7 +75,8 @@ int main(int argc, char **argv) {
   int nk = 0, threads[8] = {0}, nthreads = 0, reps = 5, bw = 0, rotate = 1;
   int64_t batch = 1, heads = 8, kv_heads = 0, seq = 2048, seq_q = 0, d = 64;
   attn_exec base = {0};
-  bool causal = false;
+  bool causal = false, ab = false, want_sinks = false, want_lse = false;
+  attn_options opt = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -77,6 +84,12 @@ int main(int argc, char **argv) {
       causal = true;
     else if (!strcmp(a, "--bandwidth"))
       bw = 1;
+    else if (!strcmp(a, "--ab"))
+      ab = true;
+    else if (!strcmp(a, "--sinks"))
+      want_sinks = true;
+    else if (!strcmp(a, "--lse"))
+      want_lse = true;
     else if (!v) {
       fprintf(stderr, "flash_speed: %s needs a value\n", a);
       return 2;
@@ -104,6 +117,14 @@ int main(int argc, char **argv) {
       base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
     else if (!strcmp(a, "--tile-kv"))
       base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
+    else if (!strcmp(a, "--window"))
+      opt.window = true, opt.window_left = number(a, v, 1, 1 << 30) - 1, i++;
+    else if (!strcmp(a, "--window-right"))
+      opt.window_right = number(a, v, 0, 1 << 30), i++;
+    else if (!strcmp(a, "--softcap"))
+      opt.softcap = (float)number(a, v, 1, 1 << 20), i++;
+    else if (!strcmp(a, "--alibi"))
+      opt.alibi_max_bias = (float)number(a, v, 1, 64), i++;
     else {
       fprintf(stderr, "flash_speed: unknown option %s\n", a);
       return 2;
@@ -122,8 +143,16 @@ int main(int argc, char **argv) {
   }
 
   attn_problem p = attn_problem_make(batch, heads, kv_heads, seq_q, seq, d, d, causal);
+  float *sinks = malloc((size_t)heads * sizeof(float));
+  float *lse = malloc((size_t)(batch * heads * seq_q) * sizeof(float));
+  for (int64_t h = 0; h < heads; h++) sinks[h] = 0.5f;
+  if (want_sinks) opt.sinks = sinks;
+  if (want_lse) opt.lse = lse;
+  attn_problem pb = p;  // B: with the options (the only problem without --ab)
+  pb.opts = &opt;
+  if (!ab) p = pb;
   char err[256];
-  if (!attn_problem_validate(&p, err, sizeof err)) {
+  if (!attn_problem_validate(&pb, err, sizeof err)) {
     fprintf(stderr, "flash_speed: %s\n", err);
     return 2;
   }
@@ -141,7 +170,7 @@ int main(int argc, char **argv) {
     fill(vs[c], attn_v_elems(&p), 3);
     memset(os[c], 0, attn_o_elems(&p) * sizeof(float));  // touched: no first-call faults
   }
-  const double flops = attn_flops(&p);
+  const double flops = attn_flops(&p), flops_b = attn_flops(&pb);
   const double kv_bytes = (double)(attn_k_elems(&p) + attn_v_elems(&p)) * sizeof(float);
   const double io_mib =
       (double)(attn_q_elems(&p) + attn_k_elems(&p) + attn_v_elems(&p) + attn_o_elems(&p)) * 4.0 /
@@ -149,6 +178,9 @@ int main(int argc, char **argv) {
   printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)batch,
          (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
          causal ? "causal" : "non-causal", reps);
+  char names[128];
+  printf(", options %s%s", attn_option_names(attn_problem_options_used(&pb), names, sizeof names),
+         ab ? " (B) vs none (A), alternated" : "");
   if (rotate > 1)
     printf(", %d rotating input copies (%.0f MiB of K+V)", rotate, rotate * kv_bytes / 1048576.0);
   printf("\n");
@@ -169,34 +201,52 @@ int main(int argc, char **argv) {
       // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
       // times it.
       for (int c = 0; c < rotate; c++) {
-        if (attn_kernel_call(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err) != ATTN_OK) {
+        if (attn_kernel_call(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err) != ATTN_OK ||
+            (ab && attn_kernel_call(kr, &pb, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err) !=
+                       ATTN_OK)) {
           fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
           return 1;
         }
       }
-      const size_t ws_bytes = attn_kernel_workspace(kr, &p, &ex);
+      size_t ws_bytes = attn_kernel_workspace(kr, &p, &ex);
+      if (ab && attn_kernel_workspace(kr, &pb, &ex) > ws_bytes)
+        ws_bytes = attn_kernel_workspace(kr, &pb, &ex);
       void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
       if (ws_bytes && !ws) {
         fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
                 ws_bytes);
         return 1;
       }
+      double tb[1000];
+      bool fb = false, fbb = false;
       for (int r = 0; r < reps; r++) {
-        const double t0 = omp_get_wtime();
-        const int c = (r + 1) % rotate;  // the warm-up call used copy 0
-        attn_kernel_run(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], ws, NULL);
-        t[r] = omp_get_wtime() - t0;
+        const int c = (r + 1) % rotate;           // the warm-up call used copy 0
+        for (int x = 0; x < (ab ? 2 : 1); x++) {  // A then B (order swapped every other rep)
+          const bool b = ab && ((x + r) % 2 == 1);
+          const double t0 = omp_get_wtime();
+          attn_kernel_run(kr, b ? &pb : &p, &ex, qs[c], ks[c], vs[c], os[c], ws, b ? &fbb : &fb);
+          (b ? tb : t)[r] = omp_get_wtime() - t0;
+        }
       }
       free(ws);
       qsort(t, (size_t)reps, sizeof(double), cmp_double);
       const double med = t[reps / 2];
+      if (fb) printf("(A took the portable fallback)\n");
       struct rusage ru;
       getrusage(RUSAGE_SELF, &ru);
       printf("%-16s %3d %10.3f %10.3f %9.1f %9.1f %10.1f %10.1f\n", kr->name,
              threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[0] * 1e3,
              flops / med / 1e9, kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
+      if (ab) {
+        qsort(tb, (size_t)reps, sizeof(double), cmp_double);
+        printf("%-16s %3d %10.3f %10.3f %9.1f  B (options%s); B/A median %.3f, min %.3f\n",
+               kr->name, threads[ti] ? threads[ti] : omp_get_max_threads(), tb[reps / 2] * 1e3,
+               tb[0] * 1e3, flops_b / tb[reps / 2] / 1e9, fbb ? ", FALLBACK" : ", native",
+               tb[reps / 2] / med, tb[0] / t[0]);
+      }
     }
   }
   for (int c = 0; c < rotate; c++) free(qs[c]), free(ks[c]), free(vs[c]), free(os[c]);
+  free(sinks), free(lse);
   return 0;
 }

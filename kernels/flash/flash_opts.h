@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// flash_opts.h — the attention options (attn.h, "Attention variants") in the flash
+// kernels' score tiles, written once over the vf_* mapping. Included by flash_body.h.
+//
+// A task whose problem uses softcap, ALiBi, a mask or a window with a bounded left side
+// gets an fl_fin (else NULL, and the passes run exactly the code of a plain problem). The
+// passes call fl_fin_row once per row and key tile/block, after S = Q̂·K̂ᵀ and before the
+// online-softmax update; it finishes the row's scores in place, lane-parallel:
+//     s ← c·tanh(s·(1/c))                  softcap (vf_tanh, simd/vec_tanh.h)
+//     s ← s + slope_h·(j − i − off)         ALiBi (one FMA; the distance is exact in float
+//                                           below 2^24)
+//     s ← s + M[i][j]                       mask (−inf removes the key)
+// and sets s = −inf for the keys left of the row's window (j < lo of attn_row_keys; the
+// right end is the row's limit, masked by the softmax as before). Sinks and the LSE act
+// only on (m, l) at the end (fl_store, flash_merge), never on scores.
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/attn_internal.h"
+
+// The options of one task's rows. Row r of the task is query head h0 + r / nq at
+// position i0 + r % nq.
+typedef struct fl_fin {
+  const attn_problem *p;
+  int64_t i0, nq, off, seq_kv;
+  bool scores;     // softcap, ALiBi or a mask: the scores change
+  bool window_lo;  // a window with a bounded left side: keys below a row's lo are masked
+  float softcap, inv_softcap;  // c > 0 and its rounded reciprocal; 0: no softcap
+  const float *slopes;         // [heads of the task] ALiBi slopes; NULL: no ALiBi
+  const float *mask;           // the mask plane of the task's first head; NULL: none
+  size_t mask_head_stride;     // floats between consecutive heads' planes (0: broadcast)
+} fl_fin;
+
+static const float fl_iota[16]
+    __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+// Row `row`'s scores s[c] of keys j0 + c, c < n (n: the row's limit in this block; later
+// keys are the softmax's to mask). Returns the keys the row may see here: n, or 0 when its
+// window starts at or after j0 + n (then s is left as is and the caller masks it all).
+static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, int64_t n) {
+  const int64_t hh = row / f->nq, i = f->i0 + row % f->nq;
+  int64_t c0 = 0;
+  if (f->window_lo) {
+    int64_t lo, hi;
+    attn_row_keys(f->p, i, &lo, &hi);
+    c0 = lo - j0 < 0 ? 0 : lo - j0;
+    if (c0 >= n) return 0;
+    for (int64_t c = 0; c < c0; c++) s[c] = -INFINITY;
+  }
+  if (!f->scores) return n;
+  const float slope = f->slopes ? f->slopes[hh] : 0.0f;
+  const float *mrow = f->mask ? f->mask + (size_t)hh * f->mask_head_stride +
+                                    (size_t)i * (size_t)f->seq_kv + (size_t)j0
+                              : NULL;
+  const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
+  // The distances j − i − off of the vector's keys: stepped by VF_W while every one is
+  // below 2^24 in magnitude (exact), else converted per vector (≤ 2 roundings, check.h).
+  const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
+  const int64_t d0 = j0 + c0 - i - f->off, d1 = j0 + n - i - f->off;
+  const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
+  vf_t dist = vf_add(vf_set1((float)d0), iota);
+  for (int64_t c = c0; c < n; c += VF_W) {
+    if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
+    const int w = n - c < VF_W ? (int)(n - c) : VF_W;
+    vf_t x = w == VF_W ? vf_load(s + c) : vf_load_partial(s + c, w);
+    if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
+    if (slope != 0.0f) x = vf_fma(vsl, dist, x);
+    if (mrow) x = vf_add(x, w == VF_W ? vf_load(mrow + c) : vf_load_partial(mrow + c, w));
+    if (w == VF_W)
+      vf_store(s + c, x);
+    else
+      vf_store_partial(s + c, x, w);
+    dist = vf_add(dist, step);
+  }
+  return n;
+}
+
+// The same for row r of a transposed block (decode lanes: key c's scores at st[c·R ..]),
+// through a contiguous copy; n ≤ FL_OPTS_MAX_KEYS. Keys the row may not see become −inf.
+#define FL_OPTS_MAX_KEYS 64
+static int64_t fl_fin_lanes(const fl_fin *f, int64_t r, float *st, int64_t R, int64_t j0,
+                            int64_t n) {
+  float tmp[FL_OPTS_MAX_KEYS] __attribute__((aligned(64)));
+  for (int64_t c = 0; c < n; c++) tmp[c] = st[c * R + r];
+  const int64_t seen = fl_fin_row(f, r, tmp, j0, n);
+  for (int64_t c = 0; c < n; c++) st[c * R + r] = c < seen ? tmp[c] : -INFINITY;
+  return seen;
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// vtanh.h — array entry points to each ISA's vectorised tanh (simd/vec_tanh.h), for the
+// accuracy test and anyone who wants to measure it: y[i] = tanh(x[i]) for i < n (any n;
+// the tail uses masked loads/stores), computed under the caller's floating-point
+// environment (kernels run it under FTZ/DAZ). Call only when attn_cpu_features() has the
+// ISA; each is compiled only on its architecture.
+#pragma once
+
+#include <stddef.h>
+
+// The error bound of vf_tanh, in ulp of the exactly rounded tanh, over every float x
+// whose tanh is a normal float (|tanh x| ≥ FLT_MIN), on AVX2, AVX-512 and NEON (same
+// operations, same result); asserted by tests/simd/test_vtanh.c (docs/simd.md). It must
+// stay within the checker's budget ATTN_CHECK_TANH_ULP (check/check.h).
+#define VTANH_MAX_ULP 2.0
+// Below this |x| the polynomial, from it on the exp form (vec_tanh.h).
+#define VTANH_SPLIT 0.5625f
+// P(z) = C0 + C1·z + … + C6·z⁶ with tanh a ≈ a + a³·P(a²) on [0, VTANH_SPLIT].
+#define VTANH_C0 (-0.33333334f)
+#define VTANH_C1 0.13333331f
+#define VTANH_C2 (-0.05396754f)
+#define VTANH_C3 0.021860154f
+#define VTANH_C4 (-0.008797429f)
+#define VTANH_C5 0.0033316067f
+#define VTANH_C6 (-0.0008931613f)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+void attn_vtanh__avx2(const float *x, float *y, size_t n);
+void attn_vtanh__avx512(const float *x, float *y, size_t n);
+#endif
+#if defined(__aarch64__)
+void attn_vtanh__neon(const float *x, float *y, size_t n);
+#endif
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+// attn_vtanh__avx2: the avx2 vectorised tanh over an array (see simd/vtanh.h).
+#include <stddef.h>
+
+#include "simd/vec_avx2.h"
+#include "simd/vtanh.h"
+
+void attn_vtanh__avx2(const float *x, float *y, size_t n) {
+  size_t i = 0;
+  for (; i + VF_W <= n; i += VF_W) vf_store(y + i, vf_tanh(vf_load(x + i)));
+  if (i < n) vf_store_partial(y + i, vf_tanh(vf_load_partial(x + i, (int)(n - i))), (int)(n - i));
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// Accuracy of the vectorised tanh (kernels/simd/vec_tanh.h) of every ISA this CPU runs,
+// against libm's tanh in double, under the kernels' FTZ/DAZ environment:
+//   a dense sweep of every float32 binade, both signs: every 251st bit pattern of
+//   [2^-126, 2^-10), every 29th of [2^-10, 64) (the polynomial, its split and the exp
+//   form), every 4099th of [64, +inf), plus edge values (±0, ±FLT_MIN, subnormals, the
+//   split point and its neighbours, ±inf, FLT_MAX, NaN).
+// Asserts per ISA: the same bits whether a vector's lanes lie on one side of the split or
+// both; error ≤ VTANH_MAX_ULP ulp of the exactly rounded tanh for every x
+// whose tanh is a normal float; below that (subnormal x, read as 0 under DAZ) an absolute
+// error < FLT_MIN; ±0 → ±0 (sign kept), ±inf → ±1, NaN → NaN; the array tails write
+// nothing past n; and VTANH_MAX_ULP ≤ ATTN_CHECK_TANH_ULP, the budget the checker's
+// softcap bound assumes. Exit 77 (skip) if no ISA is available. --dense: every float of
+// [2^-10, 64) and 13x denser elsewhere (opt-in CTest test_vtanh_dense, label exhaustive);
+// --quick: 8x sparser (the aarch64 cross build runs it under qemu).
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attn.h"
+#include "check/check.h"
+#include "simd/vtanh.h"
+#include "test_util.h"
+
+typedef void (*vtanh_fn)(const float *, float *, size_t);
+static const struct {
+  const char *name;
+  uint32_t isa;
+  vtanh_fn fn;
+} kImpls[] = {
+#if defined(__x86_64__) || defined(__i386__)
+    {"avx2", ATTN_ISA_AVX2, attn_vtanh__avx2},
+    {"avx512", ATTN_ISA_AVX512F, attn_vtanh__avx512},
+#endif
+#if defined(__aarch64__)
+    {"neon", ATTN_ISA_NEON, attn_vtanh__neon},
+#endif
+};
+
+static float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// One ulp of the float nearest to y (|y| normal): 2^(e − 24) for |y| in [2^(e−1), 2^e).
+static double ulp_of(double y) {
+  int e;
+  frexp(fabs(y), &e);
+  return ldexp(1.0, e - 24);
+}
+
+typedef struct stats {
+  double max_ulp, max_abs_tiny;
+  float worst_x;
+  uint64_t count, bad, bad_mixed;
+} stats;
+
+static void check_value(stats *st, float x, float y) {
+  st->count++;
+  const double want = tanh((double)x);
+  if (fabs(want) < FLT_MIN) {  // subnormal result: x reads as 0 (DAZ), the result flushes
+    const double e = fabs((double)y - want);
+    if (e > st->max_abs_tiny) st->max_abs_tiny = e;
+    if (!(e < FLT_MIN)) st->bad++;
+    return;
+  }
+  const double e = fabs((double)y - want) / ulp_of(want);
+  if (e > st->max_ulp || isnan(e)) st->max_ulp = isnan(e) ? INFINITY : e, st->worst_x = x;
+  if (!(e <= VTANH_MAX_ULP)) st->bad++;
+}
+
+// fn under the kernels' environment (FTZ/DAZ); the checks run outside it, so that
+// (double)x of a subnormal x is exact, not read as 0.
+static void call(vtanh_fn fn, const float *x, float *y, size_t n) {
+  const attn_fp_env env = attn_fp_env_enter();
+  fn(x, y, n);
+  attn_fp_env_leave(env);
+}
+
+#define CHUNK 4096
+// Each chunk runs twice: as is (vectors of neighbouring x mostly on one side of the split,
+// so the polynomial-only shortcut runs) and with every other x replaced by 2 (every vector
+// mixes both forms): the values at the even positions must agree bitwise.
+static void sweep_range(stats *st, vtanh_fn fn, uint32_t lo, uint32_t hi, uint32_t step) {
+  static float xs[CHUNK], ys[CHUNK], xm[CHUNK], ym[CHUNK];
+  for (int sign = 0; sign <= 1; sign++) {
+    size_t n = 0;
+    for (uint64_t b = lo; b < hi; b += step) {
+      xs[n++] = bits_to_float((uint32_t)b | (sign ? 0x80000000u : 0u));
+      if (n == CHUNK || b + step >= hi) {
+        call(fn, xs, ys, n);
+        for (size_t i = 0; i < n; i++) check_value(st, xs[i], ys[i]);
+        for (size_t i = 0; i < n; i++) xm[i] = i % 2 ? 2.0f : xs[i];
+        call(fn, xm, ym, n);
+        for (size_t i = 0; i < n; i += 2)
+          st->bad_mixed += memcmp(&ym[i], &ys[i], sizeof(float)) != 0;
+        n = 0;
+      }
+    }
+  }
+}
+
+static void edges(stats *st, vtanh_fn fn, const char *name) {
+  const float split = VTANH_SPLIT;
+  const float xs[] = {0.0f,
+                      FLT_MIN,
+                      nextafterf(FLT_MIN, 1.0f),
+                      0x1p-149f,
+                      0x1p-130f,
+                      1e-20f,
+                      nextafterf(split, 0.0f),
+                      split,
+                      nextafterf(split, 1.0f),
+                      43.0f,
+                      44.0f,
+                      88.0f,
+                      1e10f,
+                      FLT_MAX};
+  const size_t n = sizeof xs / sizeof xs[0];
+  float x2[2 * (sizeof xs / sizeof xs[0])], y2[2 * (sizeof xs / sizeof xs[0])];
+  for (size_t i = 0; i < n; i++) x2[i] = xs[i], x2[n + i] = -xs[i];
+  call(fn, x2, y2, 2 * n);
+  for (size_t i = 0; i < 2 * n; i++) check_value(st, x2[i], y2[i]);
+  float sp[5] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN}, yp[5];
+  call(fn, sp, yp, 5);
+  EXPECT(yp[0] == 0.0f && !signbit(yp[0]), "%s: tanh(+0) = %g", name, (double)yp[0]);
+  EXPECT(yp[1] == 0.0f && signbit(yp[1]), "%s: tanh(-0) = %g", name, (double)yp[1]);
+  EXPECT(yp[2] == 1.0f && yp[3] == -1.0f, "%s: tanh(±inf) = %g, %g", name, (double)yp[2],
+         (double)yp[3]);
+  EXPECT(isnan(yp[4]), "%s: tanh(NaN) = %g", name, (double)yp[4]);
+}
+
+// The masked tail: n = 1..40 values, nothing written past y[n − 1].
+static void tails(vtanh_fn fn, const char *name) {
+  float x[64], y[64];
+  for (int i = 0; i < 64; i++) x[i] = 0.1f * (float)(i - 20);
+  for (size_t n = 1; n <= 40; n++) {
+    for (int i = 0; i < 64; i++) y[i] = -7.0f;
+    call(fn, x, y, n);
+    bool ok = true;
+    for (size_t i = n; i < 64; i++) ok = ok && y[i] == -7.0f;
+    for (size_t i = 0; i < n; i++) ok = ok && fabs((double)y[i] - tanh((double)x[i])) < 1e-6;
+    EXPECT(ok, "%s: n = %zu: wrong values or a write past the tail", name, n);
+  }
+}
+
+int main(int argc, char **argv) {
+  const bool dense = argc > 1 && strcmp(argv[1], "--dense") == 0;  // 29x / 13x denser
+  const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;  // 8x sparser (qemu)
+  EXPECT(VTANH_MAX_ULP <= ATTN_CHECK_TANH_ULP,
+         "VTANH_MAX_ULP %.2f exceeds the checker's softcap budget ATTN_CHECK_TANH_ULP %d",
+         VTANH_MAX_ULP, ATTN_CHECK_TANH_ULP);
+  size_t tested = 0;
+  for (size_t i = 0; i < sizeof kImpls / sizeof kImpls[0]; i++) {
+    if (!(attn_cpu_features() & kImpls[i].isa)) {
+      printf("%-7s skipped (CPU lacks it)\n", kImpls[i].name);
+      continue;
+    }
+    tested++;
+    stats st = {0};
+    const uint32_t k = dense ? 13 : 1, x = quick ? 8 : 1;  // step divisor / multiplier
+    sweep_range(&st, kImpls[i].fn, 0x00000001u, 0x00800000u, 4093 / k * x);  // subnormals
+    sweep_range(&st, kImpls[i].fn, 0x00800000u, 0x3a800000u, 251 / k * x);   // [2^-126, 2^-10)
+    sweep_range(&st, kImpls[i].fn, 0x3a800000u, 0x42800000u, dense ? 1 : 29 * x);  // [2^-10, 64)
+    sweep_range(&st, kImpls[i].fn, 0x42800000u, 0x7f800000u, 4099 / k * x);        // [64, FLT_MAX]
+    edges(&st, kImpls[i].fn, kImpls[i].name);
+    tails(kImpls[i].fn, kImpls[i].name);
+    printf(
+        "%-7s %llu values: max error %.4f ulp vs exact tanh (at x = %.9g), subnormal abs "
+        "error %.3g; bound %.2f ulp\n",
+        kImpls[i].name, (unsigned long long)st.count, st.max_ulp, (double)st.worst_x,
+        st.max_abs_tiny, VTANH_MAX_ULP);
+    EXPECT(st.bad_mixed == 0, "%s: %llu results differ between mixed and one-sided vectors",
+           kImpls[i].name, (unsigned long long)st.bad_mixed);
+    EXPECT(st.bad == 0, "%s: %llu results outside the bound (worst %.4f ulp at %.9g)",
+           kImpls[i].name, (unsigned long long)st.bad, st.max_ulp, (double)st.worst_x);
+  }
+  if (!tested) {
+    printf("test_vtanh: no SIMD ISA available, skipped\n");
+    return TEST_SKIP;
+  }
+  return test_finish(dense ? "test_vtanh --dense" : "test_vtanh");
+}
