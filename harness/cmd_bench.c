@@ -32,6 +32,7 @@
 #include "gbench/gbench.h"
 #include "placement.h"
 #include "topology.h"
+#include "tunefile.h"
 #include "util.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────
@@ -92,7 +93,8 @@ typedef struct bench_args {
   cli_list kernels, gb_flags;
   cli_int_list threads;
   bool dry_run, no_probe, quiet;
-  const char *bind;  // --bind (placement.h)
+  const char *bind;       // --bind (placement.h)
+  const char *tune_file;  // --tune-file (tunefile.h)
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -147,6 +149,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .help = "skip the FMA-peak and bandwidth probes (no % peak counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
       ATTN_PLACEMENT_BIND_OPTION(&a->bind),
+      ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
   };
   const cli_spec spec = {
       .command = "bench",
@@ -167,6 +170,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("bench", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (attn_placement_bind_bad("bench", a->bind)) return ATTNBENCH_EXIT_USAGE;
+  const int tune_rc = attn_tune_setup("bench", a->tune_file);  // a bad tuning file: exit 1
+  if (tune_rc) return tune_rc;
   return -1;
 }
 

@@ -24,6 +24,7 @@
 #include "npy.h"
 #include "placement.h"  // hwloc tiles + thread binding
 #include "qkv_inputs.h"
+#include "tunefile.h"  // --tune-file
 #include "util.h"
 
 typedef struct run_args {
@@ -31,7 +32,8 @@ typedef struct run_args {
   bool causal, scale_given, quiet, verify, allow_nonfinite;
   double scale;
   attn_exec exec;
-  const char *bind;  // --bind (placement.h)
+  const char *bind;       // --bind (placement.h)
+  const char *tune_file;  // --tune-file (tunefile.h)
   // attention options (attn.h, "Attention variants")
   const char *window, *align, *slopes_path, *sinks_path, *mask_path, *lse_path;
   double softcap, alibi;
@@ -154,6 +156,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .help = "write O even if it holds NaN/Inf (default: refuse, exit 1)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print nothing on success"},
       ATTN_PLACEMENT_BIND_OPTION(&a->bind),
+      ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
       {.name = "window",
        .kind = CLI_STRING,
        .dest = &a->window,
@@ -216,6 +219,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("run", &a->exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (attn_placement_bind_bad("run", a->bind)) return ATTNBENCH_EXIT_USAGE;
+  const int tune_rc = attn_tune_setup("run", a->tune_file);  // a bad tuning file: exit 1
+  if (tune_rc) return tune_rc;
   if (a->scale_given && !isfinite((float)a->scale)) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;
@@ -360,7 +365,7 @@ static bool compute(const attn_kernel *kernel, const attn_problem *p, attn_exec 
   char err[512];
   // Placement: tiles from hwloc's cache sizes unless --tile-q/--tile-kv or ATTNBENCH_TILE_*
   // set them; OpenMP threads bound to physical cores (report printed by report()).
-  if (attn_placement_tiles(p, exec, err, sizeof err) != 0) {
+  if (attn_placement_tiles(kernel, p, exec, NULL, err, sizeof err) != 0) {
     fprintf(stderr, "attnbench run: %s\n", err);
     return false;
   }
