@@ -348,9 +348,16 @@ int cmd_tune(int argc, char **argv) {
   static attn_tune_file old;
   attn_tune_machine_here(&file.machine);
   char why[512];
-  if (attn_tune_parse(path, &old, why, sizeof why) && attn_tune_matches(&old, why, sizeof why)) {
-    file.count = old.count;
-    memcpy(file.entries, old.entries, sizeof old.entries);
+  FILE *exists = fopen(path, "r");
+  if (exists) {
+    fclose(exists);
+    if (attn_tune_parse(path, &old, why, sizeof why) && attn_tune_matches(&old, why, sizeof why)) {
+      file.count = old.count;
+      memcpy(file.entries, old.entries, sizeof old.entries);
+    } else {
+      fprintf(stderr, "attnbench tune: note: replacing %s, not keeping its entries: %s\n", path,
+              why);
+    }
   }
 
   char binding[512];

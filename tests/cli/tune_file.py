@@ -197,6 +197,24 @@ def main():
         check(re.search(r"budget share [\d.e-]+ s spent after 1 of \d+ candidates", err) is not None,
               f"a spent budget stops the search after the rule: {err!r}")
         check(not os.path.exists(path), "tune --tune-file leaves the default location alone")
+        # A second tune into a matching file keeps the other kernel's entries.
+        tiled = kernel.replace("flash__", "tiled__")
+        rc, out, err = run("tune", "--config", cfg, "--kernel", tiled, "--budget", "0.5",
+                           "--tune-file", other, env=env)
+        with open(other) as f:
+            both = sections(f.read())
+        check(rc == 0 and f"{kernel} prefill d64" in both and f"{tiled} prefill d64" in both,
+              f"tune keeps a matching file's other entries (got {rc}: {list(both)} {err})")
+        # A foreign file at the target is replaced, with a note, not merged.
+        with open(other, "w") as f:
+            f.write(re.sub(r"^model = .*$", "model = 1", text, count=1, flags=re.M))
+        rc, out, err = run("tune", "--config", cfg, "--kernel", tiled, "--budget", "0.5",
+                           "--tune-file", other, env=env)
+        with open(other) as f:
+            only = sections(f.read())
+        check(rc == 0 and "not keeping its entries: written for model 1" in err
+              and sorted(only) == sorted(["machine", f"{tiled} prefill d64", f"{tiled} decode d128"]),
+              f"a foreign target is replaced (got {rc}: {list(only)} {err})")
         rc, out, err = run("tune", "--kernel", "blocked", env=env)
         check(rc == 2 and "no tiles to tune" in err, f"tune --kernel blocked: exit 2 (got {rc}: {err})")
     return clitest.finish("tune_file")
