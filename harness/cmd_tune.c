@@ -368,7 +368,8 @@ int cmd_tune(int argc, char **argv) {
   for (size_t g = 0; g < ng; g++) {
     const tune_group *G = &groups[g];
     const attn_problem *p = &G->problem;
-    const double share = (a.budget - (attn_now_seconds() - start)) / (double)(ng - g);
+    double share = (a.budget - (attn_now_seconds() - start)) / (double)(ng - g);
+    if (share < 0) share = 0;  // spent: the rule's tiles only
     const double g_start = attn_now_seconds();
     char shape[128];
     shape_text(p, shape, sizeof shape);
