@@ -128,6 +128,16 @@ def main():
                   (int(dec["tile_q"]), int(dec["tile_kv"]), 1),
                   f"decode point ran with the file's tiles: {q}")
 
+        # run uses it too (the tiles line names them).
+        import numpy as np
+        rng = np.random.default_rng(0)
+        for n in "qkv":
+            np.save(os.path.join(d, n + ".npy"), rng.standard_normal((1, 2, 32, 64), dtype=np.float32))
+        rc, out, err = run("run", "--kernel", kernel, *(x for n in "qkv" for x in (f"--{n}", os.path.join(d, n + ".npy"))),
+                           "--out", os.path.join(d, "o.npy"), env=env)
+        check(rc == 0 and "tiles: tile_q 40, tile_kv 72" in out and f"using tuning file {path}" in err,
+              f"run uses the file's tiles (got {rc}: {out!r} {err!r})")
+
         # Precedence: ATTNBENCH_TILE_* beats the file; --tune-file none is the rule.
         rc, err, doc = bench(env2={"ATTNBENCH_TILE_Q": "24", "ATTNBENCH_TILE_KV": "48"})
         if check(rc == 0 and doc, f"bench with ATTNBENCH_TILE_* (got {rc}: {err})"):
