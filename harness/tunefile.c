@@ -241,6 +241,9 @@ static char *read_line(char *str, int num, void *stream) {
   char s[kMaxLine + 2];
   copy(s, sizeof s, str);
   trim(s);
+  // inih reads an indented line after a key as more of that key's value.
+  if ((str[0] == ' ' || str[0] == '\t') && s[0] && s[0] != ';' && s[0] != '#')
+    fail(c, c->line, "indented line (tuning files have no continuation lines)");
   if (s[0] == '[') {
     char *close = strchr(s, ']');
     if (close) {

@@ -175,6 +175,12 @@ def main():
         check(rc == 1 and f"{bad}:3: " in err and "unknown key 'colour'" in err,
               f"ATTNBENCH_TUNE_FILE malformed: FILE:LINE (got {rc}: {err!r})")
 
+        with open(bad, "w") as f:
+            f.write(text.replace("\ntile_kv", "\n  tile_kv", 1))
+        rc, out, err = run("bench", "--config", cfg, "--dry-run", "--tune-file", bad, env=env)
+        check(rc == 1 and f"{bad}:{n}: indented line" in err,
+              f"an indented (continuation) line is an error at its line (got {rc}: {err!r})")
+
         # 5. foreign (vendor or model edited; the default location too): ignored, a note.
         for key, val in (("vendor", "AuthenticAMD"), ("model", "1")):
             with open(path, "w") as f:
