@@ -14,9 +14,11 @@
 // same inputs and workspace (attn_kernel_call validated the inputs once, at the rule's
 // tiles). Budget: each group may spend (budget left) / (groups left) seconds; a group stops
 // after the candidate that crosses its share (the rule's tiles always run). The winner is
-// the candidate with the least median.
+// the candidate with the least median if that is at least kMinGain (2%) below the rule's
+// median, else the rule's tiles.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,8 @@ typedef struct tune_group {
 } tune_group;
 
 enum { kMaxGroups = 128, kMaxCand = 16 };
+// A candidate must beat the rule's median by this fraction to replace it.
+static const double kMinGain = 0.02;
 
 static bool has_tiles(const attn_kernel *k) {
   return !strncmp(k->name, "tiled__", 7) || !strncmp(k->name, "omp__", 5) ||
@@ -100,6 +104,18 @@ static int candidates(const attn_kernel *k, const attn_problem *p, int cq[], int
         dup |= mq == qq && mkv == kk;
       }
       if (!dup && n < kMaxCand) cq[n] = q, ckv[n] = kv, n++;
+    }
+  // Nearest to the rule first (|log2 q/r_q| + |log2 kv/r_kv|), so a short budget tries
+  // the neighbours of the rule's choice before the corners of the grid.
+  double dist[kMaxCand];
+  for (int i = 0; i < n; i++)
+    dist[i] = fabs(log2((double)cq[i] / rq)) + fabs(log2((double)ckv[i] / rkv));
+  for (int i = 2; i < n; i++)  // insertion sort of [1, n); [0] stays the rule
+    for (int j = i; j > 1 && dist[j] < dist[j - 1]; j--) {
+      const double td = dist[j];
+      const int tq = cq[j], tkv = ckv[j];
+      dist[j] = dist[j - 1], cq[j] = cq[j - 1], ckv[j] = ckv[j - 1];
+      dist[j - 1] = td, cq[j - 1] = tq, ckv[j - 1] = tkv;
     }
   return n;
 }
@@ -409,6 +425,14 @@ int cmd_tune(int argc, char **argv) {
               c == 0 ? " [built-in rule]" : "", cq[best], ckv[best], best_t * 1e3);
     }
     free(q), free(k), free(v), free(o);
+    // Within kMinGain of the rule is measurement noise: keep the rule's tiles then.
+    if (best != 0 && best_t > (1.0 - kMinGain) * rule_t) {
+      fprintf(stderr,
+              "attnbench tune: %s %s: best %d x %d is within %.0f%% of the built-in rule; keeping "
+              "the rule's %d x %d\n",
+              G->kernel->name, G->cls, cq[best], ckv[best], kMinGain * 100, cq[0], ckv[0]);
+      best = 0, best_t = rule_t;
+    }
     if (tried < nc)
       fprintf(stderr,
               "attnbench tune: %s %s: budget share %.3g s spent after %d of %d candidates\n",
