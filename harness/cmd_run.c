@@ -219,8 +219,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("run", &a->exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (attn_placement_bind_bad("run", a->bind)) return ATTNBENCH_EXIT_USAGE;
-  const int tune_rc = attn_tune_setup("run", a->tune_file);  // a bad tuning file: exit 1
-  if (tune_rc) return tune_rc;
   if (a->scale_given && !isfinite((float)a->scale)) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;
@@ -248,6 +246,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
     fprintf(stderr, "attnbench run: give --alibi or --alibi-slopes, not both\n");
     return ATTNBENCH_EXIT_USAGE;
   }
+  const int tune_rc = attn_tune_setup("run", a->tune_file);  // a bad tuning file: exit 1
+  if (tune_rc) return tune_rc;
   return -1;
 }
 

@@ -233,9 +233,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_gb_set_label(st, pt->kernel->name);
   shape_counters(st, pt);
   char err[160];
-  bool tuned;  // tiles from the tuning file (tunefile.h)
-  if (attn_placement_tiles(pt->kernel, p, &exec, &tuned, err, sizeof err) !=
-      0) {  // tiles from cache sizes
+  bool tuned;  // tiles: environment > tuning file (tunefile.h) > rule with the cache sizes
+  if (attn_placement_tiles(pt->kernel, p, &exec, &tuned, err, sizeof err) != 0) {
     attn_gb_skip_with_error(st, err);
     return;
   }
