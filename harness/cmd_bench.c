@@ -39,6 +39,7 @@
 #include "gbench/gbench.h"
 #include "placement.h"
 #include "topology.h"
+#include "tunefile.h"
 #include "util.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────
@@ -102,6 +103,7 @@ typedef struct bench_args {
   const char *bind;        // --bind (placement.h)
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
+  const char *tune_file;   // --tune-file (tunefile.h)
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -167,6 +169,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .metavar = "LIST",
        .help = "then run external baselines on the points' own inputs into the same file: "
                "torch_sdpa,ort_attention,ggml_flash_attn,… or FILE.py, or 'all' (installed ones)"},
+      ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
   };
   const cli_spec spec = {
       .command = "bench",
@@ -203,6 +206,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             "runs nothing\n");
     return ATTNBENCH_EXIT_USAGE;
   }
+  const int tune_rc = attn_tune_setup("bench", a->tune_file);  // a bad tuning file: exit 1
+  if (tune_rc) return tune_rc;
   return -1;
 }
 

@@ -37,6 +37,7 @@
 #include "option_args.h"
 #include "placement.h"
 #include "qkv_inputs.h"
+#include "tunefile.h"
 #include "util.h"
 
 typedef struct kernel_tally {
@@ -92,7 +93,8 @@ typedef struct check_options {
   const char *config_path;             // --config: the cases of a sweep config (config_cases)
   const char *junit_path, *json_path;  // reports (check_report.h)
   attn_exec exec;
-  const char *bind;  // --bind (placement.h)
+  const char *bind;       // --bind (placement.h)
+  const char *tune_file;  // --tune-file (tunefile.h)
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
   bool causal, scale_given;
@@ -109,6 +111,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .metavar = "NAME",
        .help = "check only this kernel (default: every available kernel)"},
       ATTN_PLACEMENT_BIND_OPTION(&o->bind),
+      ATTN_TUNE_FILE_OPTION(&o->tune_file, ATTN_TUNE_FILE_HELP),
       {.name = "quick",
        .kind = CLI_FLAG,
        .dest = &o->quick,
@@ -465,7 +468,13 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
       record_skip(&sel[i], tot, desc);
       continue;
     }
-    if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &o->exec), budget, refused + 9,
+    attn_exec ex = o->exec;
+    int tq, tkv;  // the tuning file's tiles (tunefile.h) where --tile-* and ATTNBENCH_TILE_* left 0
+    if (attn_tune_lookup(sel[i].k, &cc->problem, &tq, &tkv)) {
+      if (ex.tile_q <= 0) ex.tile_q = tq;
+      if (ex.tile_kv <= 0) ex.tile_kv = tkv;
+    }
+    if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &ex), budget, refused + 9,
                             sizeof refused - 9)) {
       progress_clear(pg);
       record_harness_failure(&sel[i], tot, desc, refused);
@@ -474,7 +483,7 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
     }
     attn_check_result r;
     const double t0 = attn_now_seconds();
-    attn_check_kernel(sel[i].k, pc, &o->exec, &r);
+    attn_check_kernel(sel[i].k, pc, &ex, &r);
     const double dt = attn_now_seconds() - t0;
     sel[i].seconds += dt;
     record(&sel[i], tot, desc, &r, dt, o->verbose, pg);
@@ -716,6 +725,11 @@ int cmd_check(int argc, char **argv) {
     fprintf(stderr, "attnbench check: %s\n", exec_err);
     free(cases);
     return ATTNBENCH_EXIT_FAILURE;
+  }
+  const int tune_rc = attn_tune_setup("check", o.tune_file);  // a bad tuning file: exit 1
+  if (tune_rc) {
+    free(cases);
+    return tune_rc;
   }
   // Placement by --bind (placement.h) for the team the kernels will use.
   char binding[512];

@@ -25,6 +25,7 @@
 #include "option_args.h"
 #include "placement.h"  // hwloc tiles + thread binding
 #include "qkv_inputs.h"
+#include "tunefile.h"  // --tune-file
 #include "util.h"
 
 typedef struct run_args {
@@ -32,8 +33,9 @@ typedef struct run_args {
   bool causal, scale_given, quiet, verify, allow_nonfinite;
   double scale;
   attn_exec exec;
-  const char *bind;  // --bind (placement.h)
-  option_args opt;   // attention options (attn.h, "Attention variants"; option_args.h)
+  const char *bind;       // --bind (placement.h)
+  option_args opt;        // attention options (attn.h, "Attention variants"; option_args.h)
+  const char *tune_file;  // --tune-file (tunefile.h)
 } run_args;
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
@@ -112,6 +114,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
       ATTN_PLACEMENT_BIND_OPTION(&a->bind),
       ATTN_OPTION_ARGS_CLI(&a->opt,
                            "also write the log-sum-exp of each row, float32 [batch][heads][seq_q]"),
+      ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
   };
   const cli_spec spec = {
       .command = "run",
@@ -136,7 +139,11 @@ static int parse_args(int argc, char **argv, run_args *a) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;
   }
-  return option_args_validate("run", &a->opt);
+  const int rc = option_args_validate("run", &a->opt);
+  if (rc != -1) return rc;
+  const int tune_rc = attn_tune_setup("run", a->tune_file);  // a bad tuning file: exit 1
+  if (tune_rc) return tune_rc;
+  return -1;
 }
 
 // The kernel by name, available on this CPU. Returns -1 to go on, else the exit code.
@@ -206,7 +213,7 @@ static bool compute(const attn_kernel *kernel, const attn_problem *p, attn_exec 
   char err[512];
   // Placement: tiles from hwloc's cache sizes unless --tile-q/--tile-kv or ATTNBENCH_TILE_*
   // set them; OpenMP threads bound to physical cores (report printed by report()).
-  if (attn_placement_tiles(p, exec, err, sizeof err) != 0) {
+  if (attn_placement_tiles(kernel, p, exec, NULL, err, sizeof err) != 0) {
     fprintf(stderr, "attnbench run: %s\n", err);
     return false;
   }

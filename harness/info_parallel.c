@@ -39,7 +39,7 @@ void attn_info_parallel(FILE *out, bool measure) {
     attn_problem p = attn_problem_make(1, 8, 8, 2048, 2048, dims[i], dims[i], false);
     attn_exec ex = {0};
     char err[160];
-    if (attn_placement_tiles(&p, &ex, err, sizeof err) != 0) {
+    if (attn_placement_tiles(NULL, &p, &ex, NULL, err, sizeof err) != 0) {
       fprintf(out, "  tiles:      %s\n", err);
       break;
     }

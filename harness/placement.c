@@ -12,6 +12,7 @@
 
 #include "core/tiles.h"
 #include "topology.h"
+#include "tunefile.h"
 
 static char g_report[512] = "unbound";
 
@@ -241,9 +242,18 @@ bool attn_placement_env_bad(const char *command, attn_exec *exec) {
   return true;
 }
 
-int attn_placement_tiles(const attn_problem *p, attn_exec *exec, char *err, size_t err_len) {
+int attn_placement_tiles(const attn_kernel *k, const attn_problem *p, attn_exec *exec, bool *tuned,
+                         char *err, size_t err_len) {
+  if (tuned) *tuned = false;
   if (attn_placement_env_tiles(exec, err, err_len) != 0) return -1;
   if (exec->tile_q > 0 && exec->tile_kv > 0) return 0;
+  int fq, fkv;  // the tuning file (tunefile.h), field by field below the environment
+  if (attn_tune_lookup(k, p, &fq, &fkv)) {
+    if (exec->tile_q <= 0) exec->tile_q = fq;
+    if (exec->tile_kv <= 0) exec->tile_kv = fkv;
+    if (tuned) *tuned = true;
+    return 0;
+  }
   const attn_placement_caches c = attn_placement_query();
   int rq, rkv;
   attn_tiles_for_caches(p, c.l1d, c.l2, &rq, &rkv);

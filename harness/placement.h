@@ -20,7 +20,8 @@
 //     in every mode the report says where each thread is allowed to run;
 //   • tile sizes for the tiled/flash kernels from the per-core L1d/L2 sizes hwloc
 //     reports (kernels/core/tiles.h has the rule), unless the user set them
-//     (--tile-q/--tile-kv, or the environment ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV).
+//     (--tile-q/--tile-kv, or the environment ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV) or a
+//     tuning file written by `attnbench tune` has them (tunefile.h).
 #pragma once
 
 #include <stdbool.h>
@@ -104,10 +105,13 @@ bool attn_placement_env_bad(const char *command, attn_exec *exec);
 int attn_placement_parse_tile(const char *name, const char *value, int *tile, char *err,
                               size_t err_len);
 
-// Fills exec->tile_q / tile_kv for problem p where they are 0: first from the
-// environment (attn_placement_env_tiles), then from the tile rule (core/tiles.h) with
-// hwloc's cache sizes. Returns 0, or −1 if an environment value is malformed.
-int attn_placement_tiles(const attn_problem *p, attn_exec *exec, char *err, size_t err_len);
+// Fills exec->tile_q / tile_kv for kernel k on problem p where they are 0: first from the
+// environment (attn_placement_env_tiles), then from the active tuning file's entry for
+// (k, p's shape class) (tunefile.h; k may be NULL: no file), then from the tile rule
+// (core/tiles.h) with hwloc's cache sizes. *tuned (may be NULL) is set when the tuning
+// file supplied a tile. Returns 0, or −1 if an environment value is malformed.
+int attn_placement_tiles(const attn_kernel *k, const attn_problem *p, attn_exec *exec, bool *tuned,
+                         char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

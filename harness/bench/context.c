@@ -16,6 +16,7 @@
 #include "peak/peak.h"
 #include "placement.h"
 #include "topology.h"
+#include "tunefile.h"
 
 #ifndef ATTNBENCH_COMPILER
 #define ATTNBENCH_COMPILER "unknown"
@@ -228,6 +229,10 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   }
   ctx("threads_zero_means", "%d", attn_bench_physical_cores());
   ctx("cpuset", "%s", attn_placement_describe_set(buf, sizeof buf));  // set and --bind mode
+  // The tuning every point ran with (tunefile.h): "built-in" or the file and its entries;
+  // each point's `tuned` counter says whether its tiles came from the file.
+  static char tuning[8192];
+  attn_gb_add_context("tuning", attn_tune_describe(tuning, sizeof tuning));
   // Every OpenMP / OpenBLAS variable in the environment, "NAME=value; ...".
   buf[0] = '\0';
   for (char **e = environ; *e; e++) {

@@ -383,12 +383,14 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   shape_counters(st, pt, p);
   option_counters(st, pt, p);
   char err[160];
-  if (attn_placement_tiles(p, &exec, err, sizeof err) != 0) {  // tiles from cache sizes
+  bool tuned;  // tiles: environment > tuning file (tunefile.h) > rule with the cache sizes
+  if (attn_placement_tiles(pt->kernel, p, &exec, &tuned, err, sizeof err) != 0) {
     attn_gb_skip_with_error(st, err);
     return;
   }
   attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "tuned", tuned ? 1 : 0, ATTN_GB_PLAIN);
   // The thread cap (attn.h) before any buffer is sized for or any parallel region run by
   // this point: the timed loop calls the kernel's entry point directly.
   if (attn_exec_check(&exec, err, sizeof err) != ATTN_OK) {

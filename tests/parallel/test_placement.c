@@ -174,15 +174,15 @@ static void test_tiles(void) {
   attn_tiles_for_caches(&p, c.l1d, c.l2, &rq, &rkv);
   char err[256];
   attn_exec e = {0};
-  EXPECT(attn_placement_tiles(&p, &e, err, sizeof err) == 0, "%s", err);
+  EXPECT(attn_placement_tiles(NULL, &p, &e, NULL, err, sizeof err) == 0, "%s", err);
   EXPECT(e.tile_q == 40 && e.tile_kv == 96, "env: got %d/%d", e.tile_q, e.tile_kv);
   attn_exec e3 = {.tile_q = 8, .tile_kv = 0};  // explicit beats env, per field
-  EXPECT(attn_placement_tiles(&p, &e3, err, sizeof err) == 0, "%s", err);
+  EXPECT(attn_placement_tiles(NULL, &p, &e3, NULL, err, sizeof err) == 0, "%s", err);
   EXPECT(e3.tile_q == 8 && e3.tile_kv == 96, "exec+env: got %d/%d", e3.tile_q, e3.tile_kv);
   // Read once: a later change of the environment is not seen.
   setenv("ATTNBENCH_TILE_Q", "24", 1), unsetenv("ATTNBENCH_TILE_KV");
   attn_exec e4 = {0};
-  EXPECT(attn_placement_tiles(&p, &e4, err, sizeof err) == 0, "%s", err);
+  EXPECT(attn_placement_tiles(NULL, &p, &e4, NULL, err, sizeof err) == 0, "%s", err);
   EXPECT(e4.tile_q == 40 && e4.tile_kv == 96, "re-read the environment: got %d/%d", e4.tile_q,
          e4.tile_kv);
   // Kernels see attn_exec and the rule, nothing else: no environment.

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+// `attnbench tune` — search tile_q × tile_kv for the tiled kernels on this machine and
+// write the winners to a tuning file (tunefile.h; docs/tuning.md "Tuning files").
+//
+// Groups: one per (kernel, shape class) among the shapes of --config (or the default set
+// below); the first shape of a class in the config stands for the class. Candidates: the
+// built-in rule's tiles (kernels/core/tiles.h with hwloc's caches) r_q × r_kv and the grid
+//     tile_q  ∈ {r_q/2, r_q, 3r_q/2, 2r_q},   tile_kv ∈ {r_kv/2, r_kv, 2r_kv}
+// with tile_q rounded to a multiple of the kernel's register-tile rows and tile_kv of its
+// Q·Kᵀ register-tile columns (at least one register tile), tile_q capped at seq_q and
+// tile_kv at seq_kv rounded up to those multiples (larger tiles are the same tiles: kernels
+// clamp to the problem), duplicates dropped; the rule's tiles are timed first. Each
+// candidate: one warm-up call, then the median of --reps calls of attn_kernel_run on the
+// same inputs and workspace (attn_kernel_call validated the inputs once, at the rule's
+// tiles). Budget: each group may spend (budget left) / (groups left) seconds; a group stops
+// after the candidate that crosses its share (the rule's tiles always run). The winner is
+// the candidate with the least median if that is at least kMinGain (2%) below the rule's
+// median, else the rule's tiles.
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attn.h"
+#include "bench/config.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "core/tiles.h"
+#include "fileio.h"
+#include "placement.h"
+#include "tunefile.h"
+#include "util.h"
+
+typedef struct tune_args {
+  const char *config;
+  cli_list kernels;
+  int threads;
+  double budget;
+  int reps;
+  const char *out;
+} tune_args;
+
+typedef struct tune_group {
+  const attn_kernel *kernel;
+  attn_problem problem;
+  char cls[32];
+} tune_group;
+
+enum { kMaxGroups = 128, kMaxCand = 16 };
+// A candidate must beat the rule's median by this fraction to replace it.
+static const double kMinGain = 0.02;
+
+static bool has_tiles(const attn_kernel *k) {
+  return !strncmp(k->name, "tiled__", 7) || !strncmp(k->name, "omp__", 5) ||
+         !strncmp(k->name, "flash__", 7);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void fill(float *x, size_t n, uint64_t seed) {
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (size_t i = 0; i < n; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    x[i] = (float)((double)(s >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+  }
+}
+
+static int round_to(int64_t v, int step, int64_t cap) {
+  int64_t r = (v + step / 2) / step * step;
+  if (r < step) r = step;
+  const int64_t c = (cap + step - 1) / step * step;  // the problem's size, rounded up
+  if (r > c) r = c;
+  if (r > ATTN_MAX_TILE) r = ATTN_MAX_TILE / step * step;
+  return (int)r;
+}
+
+// The candidate grid of the header comment; [0] is the rule's choice. Returns the count.
+static int candidates(const attn_kernel *k, const attn_problem *p, int cq[], int ckv[]) {
+  const attn_placement_caches c = attn_placement_query();
+  int rq, rkv;
+  attn_tiles_for_caches(p, c.l1d, c.l2, &rq, &rkv);
+  const int sq = k->qk_rows > k->pv_rows ? k->qk_rows : k->pv_rows;
+  const int step_q = sq > 0 ? sq : 8, step_kv = k->qk_cols > 0 ? k->qk_cols : 32;
+  int n = 0;
+  cq[n] = rq, ckv[n] = rkv, n++;  // exactly the rule's tiles, as run/bench would use them
+  static const int fq[] = {2, 4, 6, 8}, fkv[] = {2, 4, 8};  // quarters: 1/2, 1, 3/2, 2
+  for (size_t i = 0; i < sizeof fq / sizeof fq[0]; i++)
+    for (size_t j = 0; j < sizeof fkv / sizeof fkv[0]; j++) {
+      const int q = round_to((int64_t)rq * fq[i] / 4, step_q, p->seq_q);
+      const int kv = round_to((int64_t)rkv * fkv[j] / 4, step_kv, p->seq_kv);
+      bool dup = false;
+      for (int m = 0; m < n; m++) {
+        // the rule's own tiles may not be register-tile multiples: compare clamped sizes
+        const int mq = cq[m] < p->seq_q ? cq[m] : (int)p->seq_q;
+        const int mkv = ckv[m] < p->seq_kv ? ckv[m] : (int)p->seq_kv;
+        const int qq = q < p->seq_q ? q : (int)p->seq_q;
+        const int kk = kv < p->seq_kv ? kv : (int)p->seq_kv;
+        dup |= mq == qq && mkv == kk;
+      }
+      if (!dup && n < kMaxCand) cq[n] = q, ckv[n] = kv, n++;
+    }
+  // Nearest to the rule first (|log2 q/r_q| + |log2 kv/r_kv|), so a short budget tries
+  // the neighbours of the rule's choice before the corners of the grid.
+  double dist[kMaxCand];
+  for (int i = 0; i < n; i++)
+    dist[i] = fabs(log2((double)cq[i] / rq)) + fabs(log2((double)ckv[i] / rkv));
+  for (int i = 2; i < n; i++)  // insertion sort of [1, n); [0] stays the rule
+    for (int j = i; j > 1 && dist[j] < dist[j - 1]; j--) {
+      const double td = dist[j];
+      const int tq = cq[j], tkv = ckv[j];
+      dist[j] = dist[j - 1], cq[j] = cq[j - 1], ckv[j] = ckv[j - 1];
+      dist[j - 1] = td, cq[j - 1] = tq, ckv[j - 1] = tkv;
+    }
+  return n;
+}
+
+static void shape_text(const attn_problem *p, char *buf, size_t len) {
+  snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld%s", (long long)p->batch,
+           (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q, (long long)p->seq_kv,
+           (long long)p->head_dim_qk, p->causal ? " causal" : "");
+}
+
+// Times one candidate: warm-up + median of reps calls. Returns the median in seconds, or
+// a negative value after a message.
+static double time_candidate(const attn_kernel *k, const attn_problem *p, const attn_exec *ex,
+                             const float *q, const float *kk, const float *v, float *o, int reps) {
+  char err[256];
+  if (attn_exec_check(ex, err, sizeof err) != ATTN_OK) {
+    fprintf(stderr, "attnbench tune: %s\n", err);
+    return -1;
+  }
+  const size_t ws_bytes = attn_kernel_workspace(k, p, ex);
+  void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) / 64 * 64) : NULL;
+  if (ws_bytes && !ws) {
+    fprintf(stderr, "attnbench tune: out of memory (workspace of %zu bytes)\n", ws_bytes);
+    return -1;
+  }
+  double t[64];
+  double result = -1;
+  for (int r = -1; r < reps; r++) {  // r = -1: warm-up
+    const double t0 = attn_now_seconds();
+    const int rc = attn_kernel_run(k, p, ex, q, kk, v, o, ws, NULL);
+    const double dt = attn_now_seconds() - t0;
+    if (rc != ATTN_OK) {
+      fprintf(stderr, "attnbench tune: %s returned status %d at tile_q %d tile_kv %d\n", k->name,
+              rc, ex->tile_q, ex->tile_kv);
+      goto out;
+    }
+    if (r >= 0) t[r] = dt;
+  }
+  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+  result = t[reps / 2];
+out:
+  free(ws);
+  return result;
+}
+
+static int parse(tune_args *a, int argc, char **argv) {
+  const cli_option opts[] = {
+      {.name = "config",
+       .kind = CLI_STRING,
+       .dest = &a->config,
+       .metavar = "FILE",
+       .help = "tune for the shapes of this sweep config (its kernels are ignored; default: "
+               "prefill B1 H8 S2048 D64 and D128, decode H32 KV8 Skv16384 D128)"},
+      {.name = "kernel",
+       .kind = CLI_STRING_LIST,
+       .dest = &a->kernels,
+       .metavar = "NAME",
+       .help = "tune this kernel (repeatable; tiled__*, omp__*, flash__*; default: the flash__* "
+               "and tiled__* kernels this CPU runs)"},
+      {.name = "threads",
+       .kind = CLI_INT,
+       .dest = &a->threads,
+       .metavar = "N",
+       .min = 0,
+       .max = ATTN_MAX_THREADS,
+       .help = "kernel threads while timing (0 = one per physical core; default 0)"},
+      {.name = "budget",
+       .kind = CLI_DOUBLE,
+       .dest = &a->budget,
+       .metavar = "SECONDS",
+       .fmin = 0.001,
+       .fmax = 86400,
+       .help = "time to spend searching, shared out over the (kernel, shape class) groups "
+               "(default 60)"},
+      {.name = "reps",
+       .kind = CLI_INT,
+       .dest = &a->reps,
+       .metavar = "N",
+       .min = 1,
+       .max = 63,
+       .help = "timed calls per candidate after one warm-up call; the median counts (default 3)"},
+      ATTN_TUNE_FILE_OPTION(&a->out,
+                            "write here (default: $ATTNBENCH_TUNE_FILE, else the file "
+                            "for this CPU under $XDG_CONFIG_HOME/attnbench)"),
+  };
+  const cli_spec spec = {
+      .command = "tune",
+      .summary =
+          "Search tile_q x tile_kv per kernel and shape class on this machine and write\n"
+          "the fastest to a tuning file that run, check and bench then use.",
+      .epilog =
+          "examples:\n"
+          "  attnbench tune --budget 120\n"
+          "  attnbench tune --config configs/llm.ini --kernel flash__avx512 --threads 2\n"
+          "\nexit codes: 0 written, 1 a kernel failed or the file could not be written,\n"
+          "2 bad command line, unknown kernel or bad config\n"
+          "File format and precedence: docs/tuning.md",
+      .options = opts,
+      .n_options = sizeof opts / sizeof opts[0],
+  };
+  const cli_status st = cli_parse(&spec, argc, argv);
+  return st == CLI_OK ? -1 : cli_exit_code(st);
+}
+
+// The kernels to tune: --kernel, or the available flash__* and tiled__* kernels.
+static int pick_kernels(const tune_args *a, const attn_kernel **ks, size_t *nk) {
+  *nk = 0;
+  for (size_t i = 0; i < a->kernels.count; i++) {
+    const attn_kernel *k = attn_kernel_find(a->kernels.items[i]);
+    if (!k) {
+      attn_report_unknown_kernel("tune", a->kernels.items[i]);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    if (!has_tiles(k)) {
+      fprintf(stderr,
+              "attnbench tune: kernel '%s' has no tiles to tune (tiled__*, omp__*, flash__*)\n",
+              k->name);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    char why[96];
+    if (!attn_kernel_available(k, why, sizeof why)) {
+      fprintf(stderr, "attnbench tune: kernel '%s' is unavailable on this CPU (%s)\n", k->name,
+              why);
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    ks[(*nk)++] = k;
+  }
+  for (size_t i = 0; a->kernels.count == 0 && i < attn_kernel_count() && *nk < CLI_LIST_MAX; i++) {
+    const attn_kernel *k = attn_kernel_at(i);
+    if ((!strncmp(k->name, "flash__", 7) || !strncmp(k->name, "tiled__", 7)) &&
+        attn_kernel_available(k, NULL, 0))
+      ks[(*nk)++] = k;
+  }
+  if (*nk == 0) {
+    fprintf(stderr, "attnbench tune: no tiled kernel can run on this CPU\n");
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  return -1;
+}
+
+static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const attn_problem *p) {
+  char cls[32];
+  attn_tune_class(p, cls, sizeof cls);
+  for (size_t i = 0; i < *ng; i++)
+    if (g[i].kernel == k && !strcmp(g[i].cls, cls)) return;  // the first shape stands for it
+  if (*ng == kMaxGroups) return;
+  g[*ng].kernel = k, g[*ng].problem = *p;
+  snprintf(g[*ng].cls, sizeof g[*ng].cls, "%s", cls);
+  (*ng)++;
+}
+
+// Allocates and fills Q, K, V, O for p. False when out of memory.
+static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v, float **o) {
+  *q = malloc(attn_q_elems(p) * sizeof(float));
+  *k = malloc(attn_k_elems(p) * sizeof(float));
+  *v = malloc(attn_v_elems(p) * sizeof(float));
+  *o = malloc(attn_o_elems(p) * sizeof(float));
+  if (!*q || !*k || !*v || !*o) return false;
+  fill(*q, attn_q_elems(p), 1), fill(*k, attn_k_elems(p), 2), fill(*v, attn_v_elems(p), 3);
+  return true;
+}
+
+int cmd_tune(int argc, char **argv) {
+  tune_args a = {.threads = 0, .budget = 60, .reps = 3};
+  int rc = parse(&a, argc, argv);
+  if (rc >= 0) return rc;
+  const attn_kernel *ks[CLI_LIST_MAX];
+  size_t nk;
+  if ((rc = pick_kernels(&a, ks, &nk)) >= 0) return rc;
+  const int threads = a.threads > 0 ? a.threads : attn_placement_default_threads();
+
+  // Where to write: --tune-file, ATTNBENCH_TUNE_FILE, or the default (its directory made).
+  char path[ATTN_TUNE_PATH_MAX];
+  const char *named = a.out ? a.out : getenv("ATTNBENCH_TUNE_FILE");
+  if (named && *named && strcmp(named, "none")) {
+    snprintf(path, sizeof path, "%s", named);
+  } else if (named && !strcmp(named, "none")) {
+    fprintf(stderr, "attnbench tune: --tune-file none: nowhere to write the results\n");
+    return ATTNBENCH_EXIT_USAGE;
+  } else {
+    if (!attn_tune_default_path(path, sizeof path)) {
+      fprintf(stderr,
+              "attnbench tune: neither XDG_CONFIG_HOME nor HOME is set: give --tune-file\n");
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    char dir[ATTN_TUNE_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    char *parent = strrchr(dir, '/');
+    if (parent && parent != dir) {  // $XDG_CONFIG_HOME (or ~/.config), then attnbench/
+      *parent = '\0';
+      if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "attnbench tune: %s: %s\n", dir, strerror(errno));
+        return ATTNBENCH_EXIT_FAILURE;
+      }
+      *parent = '/';
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "attnbench tune: %s: %s\n", dir, strerror(errno));
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+  }
+  attn_output out;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  const attn_input_file inputs[] = {{"--config", a.config}};
+  if (!attn_output_prepare(&out, path, inputs, a.config ? 1 : 0, err, sizeof err)) {
+    fprintf(stderr, "attnbench tune: %s\n", err);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+
+  // The (kernel, shape class) groups.
+  static tune_group groups[kMaxGroups];
+  size_t ng = 0;
+  if (a.config) {
+    attn_bench_overrides ov = {.kernels = ks,
+                               .kernel_count = nk,
+                               .threads = &threads,
+                               .thread_count = 1,
+                               .physical_cores = threads};
+    attn_bench_plan plan;
+    if (!attn_bench_plan_load(a.config, &ov, stderr, &plan, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < plan.count; i++)
+      add_group(groups, &ng, plan.points[i].kernel, &plan.points[i].problem);
+    attn_bench_plan_free(&plan);
+  } else {
+    const attn_problem shapes[] = {
+        attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false),
+        attn_problem_make(1, 8, 8, 2048, 2048, 128, 128, false),
+        attn_problem_make(1, 32, 8, 1, 16384, 128, 128, false),
+    };
+    for (size_t i = 0; i < nk; i++)
+      for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
+        add_group(groups, &ng, ks[i], &shapes[j]);
+  }
+  if (ng == 0) {
+    fprintf(stderr, "attnbench tune: the config has no shape to tune\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+
+  // Entries already in a matching file at the target are kept (other kernels, classes).
+  static attn_tune_file file;
+  static attn_tune_file old;
+  attn_tune_machine_here(&file.machine);
+  char why[512];
+  FILE *exists = fopen(path, "r");
+  if (exists) {
+    fclose(exists);
+    if (attn_tune_parse(path, &old, why, sizeof why) && attn_tune_matches(&old, why, sizeof why)) {
+      file.count = old.count;
+      memcpy(file.entries, old.entries, sizeof old.entries);
+    } else {
+      fprintf(stderr, "attnbench tune: note: replacing %s, not keeping its entries: %s\n", path,
+              why);
+    }
+  }
+
+  char binding[512];
+  attn_placement_bind(threads, binding, sizeof binding);
+  fprintf(stderr, "attnbench tune: %zu group(s), budget %.3g s, %d thread(s), %d rep(s)\n", ng,
+          a.budget, threads, a.reps);
+  const double start = attn_now_seconds();
+  for (size_t g = 0; g < ng; g++) {
+    const tune_group *G = &groups[g];
+    const attn_problem *p = &G->problem;
+    double share = (a.budget - (attn_now_seconds() - start)) / (double)(ng - g);
+    if (share < 0) share = 0;  // spent: the rule's tiles only
+    const double g_start = attn_now_seconds();
+    char shape[128];
+    shape_text(p, shape, sizeof shape);
+    float *q = NULL, *k = NULL, *v = NULL, *o = NULL;
+    if (!alloc_inputs(p, &q, &k, &v, &o)) {
+      free(q), free(k), free(v), free(o);
+      fprintf(stderr, "attnbench tune: out of memory for %s %s\n", G->kernel->name, shape);
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    int cq[kMaxCand], ckv[kMaxCand];
+    const int nc = candidates(G->kernel, p, cq, ckv);
+    attn_exec ex = {.threads = threads, .tile_q = cq[0], .tile_kv = ckv[0]};
+    // Validate the problem, the exec and the inputs once (as run/check/bench do).
+    if (attn_kernel_call(G->kernel, p, &ex, q, k, v, o, err, sizeof err) != ATTN_OK) {
+      fprintf(stderr, "attnbench tune: %s on %s: %s\n", G->kernel->name, shape, err);
+      free(q), free(k), free(v), free(o);
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    int best = -1;
+    double best_t = 0, rule_t = 0;
+    int tried = 0;
+    for (int c = 0; c < nc; c++) {
+      if (c > 0 && attn_now_seconds() - g_start >= share) break;
+      ex.tile_q = cq[c], ex.tile_kv = ckv[c];
+      const double t = time_candidate(G->kernel, p, &ex, q, k, v, o, a.reps);
+      if (t < 0) {
+        free(q), free(k), free(v), free(o);
+        return ATTNBENCH_EXIT_FAILURE;
+      }
+      tried++;
+      if (c == 0) rule_t = t;
+      if (best < 0 || t < best_t) best = c, best_t = t;
+      fprintf(stderr,
+              "[%zu/%zu %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d: %.3f ms%s (best %d x %d, "
+              "%.3f ms)\n",
+              g + 1, ng, c + 1, nc, G->kernel->name, G->cls, shape, threads, cq[c], ckv[c], t * 1e3,
+              c == 0 ? " [built-in rule]" : "", cq[best], ckv[best], best_t * 1e3);
+    }
+    free(q), free(k), free(v), free(o);
+    // Within kMinGain of the rule is measurement noise: keep the rule's tiles then.
+    if (best != 0 && best_t > (1.0 - kMinGain) * rule_t) {
+      fprintf(stderr,
+              "attnbench tune: %s %s: best %d x %d is within %.0f%% of the built-in rule; keeping "
+              "the rule's %d x %d\n",
+              G->kernel->name, G->cls, cq[best], ckv[best], kMinGain * 100, cq[0], ckv[0]);
+      best = 0, best_t = rule_t;
+    }
+    if (tried < nc)
+      fprintf(stderr,
+              "attnbench tune: %s %s: budget share %.3g s spent after %d of %d candidates\n",
+              G->kernel->name, G->cls, share, tried, nc);
+    if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best])) {
+      fprintf(stderr, "attnbench tune: more than %d entries\n", ATTN_TUNE_MAX_ENTRIES);
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    printf("%-16s %-14s tile_q %4d tile_kv %4d  %.3f ms (built-in %d x %d: %.3f ms, %.2fx)\n",
+           G->kernel->name, G->cls, cq[best], ckv[best], best_t * 1e3, cq[0], ckv[0], rule_t * 1e3,
+           best_t > 0 ? rule_t / best_t : 1.0);
+  }
+  char *text = attn_tune_format(&file);
+  if (!text) {
+    fprintf(stderr, "attnbench tune: out of memory\n");
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  const attn_buf part = {text, strlen(text)};
+  const bool ok = attn_output_write(&out, &part, 1, err, sizeof err);
+  free(text);
+  if (!ok) {
+    fprintf(stderr, "attnbench tune: %s\n", err);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  printf("wrote %s (%zu entries) in %.1f s\n", path, file.count, attn_now_seconds() - start);
+  return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+}

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// tunefile.h — tuning files: the tile sizes `attnbench tune` measured best on one machine
+// with one build, per (kernel, shape class), read back by run, check and bench
+// (docs/tuning.md "Tuning files").
+//
+// Format (INI, parsed with inih; any error is "FILE:LINE: message"):
+//   [machine]
+//   vendor   = GenuineIntel          ; cpuid (cpu_ident.h)
+//   family   = 6
+//   model    = 143
+//   stepping = 8
+//   isa      = avx2 avx512f          ; attn_cpu_features() after ATTNBENCH_ISA_MASK
+//   build    = <commit> <compiler> <build type> cflags-<hash>   ; attn_tune_build_id()
+//   [flash__avx512 prefill d64]      ; "<kernel> <phase> <head-dim bucket>"
+//   tile_q   = 128                   ; 1 .. ATTN_MAX_TILE
+//   tile_kv  = 256
+// Every key of [machine] is required; each kernel section needs both tiles; unknown keys,
+// unknown phases or buckets, repeated sections or keys are errors.
+//
+// Shape class of a problem: phase "decode" when seq_q <= 16, else "prefill"; head-dim
+// bucket "d64" (head_dim_qk <= 64), "d128" (<= 128) or "dlarge". A problem whose class has
+// no entry for its kernel gets the built-in rule.
+//
+// Which file: --tune-file PATH, else $ATTNBENCH_TUNE_FILE, else the default location
+// $XDG_CONFIG_HOME/attnbench/tuning-<vendor>-<family>-<model>-<stepping>.ini ($HOME/.config
+// when XDG_CONFIG_HOME is unset). "none" selects no file. A named file must exist; the
+// default one may be absent (built-in rule, nothing said).
+// A file whose [machine] differs from this CPU, ISA mask or build is ignored with a note.
+//
+// Precedence of tiles (attn_placement_tiles): command line / config > ATTNBENCH_TILE_* >
+// tuning file > built-in rule (kernels/core/tiles.h).
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ATTN_TUNE_MAX_ENTRIES = 256, ATTN_TUNE_PATH_MAX = 4096 };
+
+typedef struct attn_tune_entry {
+  char kernel[64];
+  char cls[32];  // "prefill d64", ...
+  int tile_q, tile_kv;
+} attn_tune_entry;
+
+typedef struct attn_tune_machine {
+  char vendor[32];
+  int family, model, stepping;
+  char isa[128];
+  char build[192];
+} attn_tune_machine;
+
+typedef struct attn_tune_file {
+  attn_tune_machine machine;
+  attn_tune_entry entries[ATTN_TUNE_MAX_ENTRIES];
+  size_t count;
+} attn_tune_file;
+
+// This machine and build, as a tuning file records them.
+void attn_tune_machine_here(attn_tune_machine *m);
+// "<commit> <compiler> <build type> cflags-<16 hex digits of FNV-1a of the flags>".
+const char *attn_tune_build_id(void);
+
+// The shape class of p: "prefill d64", "decode d128", ... (see above).
+void attn_tune_class(const attn_problem *p, char *buf, size_t len);
+
+// The default location (see above); false if neither XDG_CONFIG_HOME nor HOME is set.
+bool attn_tune_default_path(char *buf, size_t len);
+
+// Parses path into f. False with "PATH:LINE: message" or "PATH: reason" in err.
+bool attn_tune_parse(const char *path, attn_tune_file *f, char *err, size_t err_len);
+// True if f was written on this CPU, ISA mask and build; otherwise false and why
+// ("written for model 143, this CPU has model 85").
+bool attn_tune_matches(const attn_tune_file *f, char *why, size_t why_len);
+// The file's text (malloc'ed, NUL-terminated; NULL when out of memory).
+char *attn_tune_format(const attn_tune_file *f);
+// Sets (kernel, cls)'s tiles, adding the entry if new. False when the table is full.
+bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int tile_q, int tile_kv);
+
+// The commands' up-front call (run, check, bench): chooses the file (flag may be NULL),
+// loads it, and prints one line on stderr saying which file is used or why one is
+// ignored. Returns 0 (go on; no file, or one in use) or ATTNBENCH_EXIT_FAILURE (1) after
+// "attnbench <command>: <error>" — a malformed file (FILE:LINE) or a missing named file.
+int attn_tune_setup(const char *command, const char *flag);
+
+// The active file's tiles for kernel k on problem p (false: no file or no entry).
+bool attn_tune_lookup(const attn_kernel *k, const attn_problem *p, int *tile_q, int *tile_kv);
+// For results contexts: "built-in" or "PATH: flash__avx512 prefill d64 tile_q 128 tile_kv
+// 256; ...". Returns buf.
+const char *attn_tune_describe(char *buf, size_t len);
+
+// The --tune-file option of run, check, bench and tune (for cli_option tables).
+// dest: const char ** (NULL = not given).
+#define ATTN_TUNE_FILE_OPTION(where, text) \
+  { .name = "tune-file", .kind = CLI_STRING, .dest = (where), .metavar = "FILE", .help = (text) }
+#define ATTN_TUNE_FILE_HELP                                                                 \
+  "tuning file with tiles per kernel and shape class (default: $ATTNBENCH_TUNE_FILE, else " \
+  "the file for this CPU under $XDG_CONFIG_HOME/attnbench; 'none': built-in rule)"
+
+#ifdef __cplusplus
+}
+#endif
