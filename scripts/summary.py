@@ -69,8 +69,12 @@ def main(argv=None):
     shapes = {}
     errors = [p for p in points.values() if p.error]
     external = {}
+    failed_timed = []  # baselines timed despite failing their check (--time-failed)
     for p in points.values():
         if not p.error and p.gflops:
+            if p.get("check_failed"):
+                failed_timed.append(p)
+                continue
             (external if p.get("baseline") else shapes).setdefault(p.shape, []).append(p)
     if not shapes:
         print("summary.py: no successful points in %s" % args.results, file=sys.stderr)
@@ -129,6 +133,11 @@ def main(argv=None):
     if ext_ratios:
         print("geometric-mean speed ratio of the best kernel over the best external baseline: "
               "%.2fx over %d shapes" % (attnresults.geomean(ext_ratios), len(ext_ratios)))
+    for p in sorted(failed_timed, key=lambda p: p.name):  # shown, never in a ratio
+        best = max(shapes.get(p.shape, []), key=lambda q: q.gflops, default=None)
+        print("failed its check, timed with --time-failed (not in the ratios): %s T%d %.2f "
+              "GFLOP/s%s" % (p.kernel, p.threads, p.gflops,
+                             " — best kernel %.2fx" % (best.gflops / p.gflops) if best else ""))
     print_option_costs(option_costs(points))
     if errors:
         print("%d points failed or were refused (see error_message in the file), e.g. %s: %s"

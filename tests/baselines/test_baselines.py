@@ -116,6 +116,27 @@ def pipeline(attnbench):
     return 0
 
 
+def time_failed(attnbench):
+    """--time-failed: a baseline failing its check is timed too, marked check_failed = 1,
+    the run still fails, and the summary keeps it out of the ratios."""
+    with tempfile.TemporaryDirectory() as d:
+        res = sweep(attnbench, d)
+        r = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "bench-baselines"), res,
+                 "--baselines", os.path.join(HERE, "topleft_causal.py"), "--python",
+                 "/usr/bin/python3", "--attnbench", attnbench, "--min-time", "0.001",
+                 "--time-failed"])
+        assert r.returncode == 1, "a failed check must still fail the run"
+        es = entries(res, "topleft_causal")
+        it = [e for e in es if e.get("run_type") == "iteration"]
+        assert it and all(e.get("check_failed") == 1 and "check failed" in e["check_verdict"]
+                          and not e.get("error_occurred") for e in it), es
+        s = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "summary.py"), res])
+        assert s.returncode == 0 and "failed its check, timed with --time-failed" in s.stdout
+        assert "over the best external baseline" not in s.stdout, "it must not enter a ratio"
+    print("--time-failed: the failing baseline is timed, marked and kept out of the ratios")
+    return 0
+
+
 def venv_python(name):
     """The baseline environment's Python if NAME is installed there, else None (printed)."""
     py = os.environ.get("ATTNBENCH_BASELINES_PYTHON",
@@ -489,7 +510,7 @@ def real_options(attnbench, name):
 if __name__ == "__main__":
     attnbench, what = sys.argv[1], sys.argv[2]
     tests = {"pipeline": pipeline, "inputs": inputs, "one-command": one_command,
-             "options": options}
+             "options": options, "time-failed": time_failed}
     if what in tests:
         sys.exit(tests[what](attnbench))
     if what.startswith("options:"):
