@@ -545,7 +545,7 @@ static int check_given_output(const check_options *o) {
   attn_check_prepared *pc = NULL;
   attn_problem p;
   char err[ATTN_OUT_PATH_MAX + 512], sb[400];
-  if (!qkv_load("check", &q) || !qkv_load("check", &k) || !qkv_load("check", &v) ||
+  if (!qkv_load("check", &q) || !qkv_load_kv("check", &k) || !qkv_load_kv("check", &v) ||
       !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
     goto done;
   if (o->scale_given) p.scale = (float)o->scale;
@@ -564,7 +564,8 @@ static int check_given_output(const check_options *o) {
     goto done;
   }
   const double t0 = attn_now_seconds();
-  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.data, v.a.data, err, sizeof err);
+  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.half ? (const void *)k.a.half : k.a.data,
+                                 v.a.half ? (const void *)v.a.half : v.a.data, err, sizeof err);
   if (!pc) {
     fprintf(stderr, "attnbench check: cannot compute the reference: %s\n", err);
     goto done;
