@@ -22,6 +22,8 @@ import math
 import statistics
 
 SHAPE_KEYS = ("B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal")
+# The K/V element type counter (attn_dtype code; absent in older files: f32) and its names.
+KV_DTYPE_NAMES = ("f32", "f16", "bf16", "q8_0")
 
 
 class Point:
@@ -38,7 +40,13 @@ class Point:
 
     @property
     def shape(self):
-        return tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS)
+        """The shape counters, then the K/V type: points of one shape stored as another
+        type are another shape (they read other bytes)."""
+        return tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) + (self.kv_dtype_code,)
+
+    @property
+    def kv_dtype_code(self):
+        return int(self.counters.get("kv_dtype", 0))
 
     @property
     def threads(self):
@@ -96,7 +104,11 @@ class Point:
         s = "B%d H%d KV%d Sq%d Skv%d D%d" % tuple(int(c.get(k, 0)) for k in SHAPE_KEYS[:6])
         if int(c.get("Dv", 0)) != int(c.get("Dqk", 0)):
             s += " Dv%d" % int(c.get("Dv", 0))
-        return s + (" causal" if c.get("causal") else "")
+        s += " causal" if c.get("causal") else ""
+        t = self.kv_dtype_code
+        if t:
+            s += " " + (KV_DTYPE_NAMES[t] if t < len(KV_DTYPE_NAMES) else "kv%d" % t)
+        return s
 
 
 _UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
