@@ -16,19 +16,13 @@ static float f32_from_bits(uint32_t x) {
 }
 
 float attn_f16_to_f32(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  int32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (mant << 13));  // inf, NaN
-  if (exp == 0) {
-    if (mant == 0) return f32_from_bits(sign);  // ±0
-    // subnormal: mant·2^-24; normalise so that bit 10 is the implicit one
-    exp = 1;
-    while (!(mant & 0x400u)) mant <<= 1, exp--;  // down to exp = −9 for mant = 1
-    mant &= 0x3ffu;
-  }
-  // rebias 15 → 127 (for subnormals exp ≥ −9, so 112 + exp ≥ 103 stays positive)
-  return f32_from_bits(sign | ((uint32_t)(exp + 112) << 23) | (mant << 13));
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu;
+  if (em >= 0x7c00u) return f32_from_bits(sign | 0x7f800000u | ((em & 0x3ffu) << 13));  // inf, NaN
+  if (em >= 0x0400u) return f32_from_bits(sign | ((em << 13) + 0x38000000u));  // rebias 15 → 127
+  // zero or subnormal: em·2^-24, exact (em < 2^10; both factors and the product are normal
+  // float32 or zero, so FTZ/DAZ cannot touch it)
+  const float f = (float)em * 0x1p-24f;
+  return sign ? -f : f;
 }
 
 uint16_t attn_f32_to_f16(float f) {

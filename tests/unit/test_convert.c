@@ -118,6 +118,15 @@ static void test_f16(void) {
     cwrong += attn_f32_to_f16(bits_f(x)) != hb;
   }
   EXPECT(cwrong == 0, "%zu floats differ from the compiler's _Float16", cwrong);
+  size_t dwrong = 0;  // and f16 → f32 of every pattern
+  for (uint32_t h = 0; h <= 0xffff; h++) {
+    _Float16 x;
+    const uint16_t hb = (uint16_t)h;
+    memcpy(&x, &hb, 2);
+    const float want = (float)x, got = attn_f16_to_f32(hb);
+    dwrong += isnan(want) ? !isnan(got) : f_bits(want) != f_bits(got);
+  }
+  EXPECT(dwrong == 0, "%zu f16 patterns convert differently from the compiler's", dwrong);
 #endif
 }
 
