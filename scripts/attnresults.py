@@ -55,6 +55,10 @@ def options_label(counters):
     return " ".join(parts)
 
 
+# The K/V element type counter (attn_dtype code; absent in older files: f32) and its names.
+KV_DTYPE_NAMES = ("f32", "f16", "bf16", "q8_0")
+
+
 class Point:
     """One benchmark point of one results file."""
 
@@ -69,8 +73,14 @@ class Point:
 
     @property
     def shape(self):
-        return (tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) +
+        """The shape counters, the K/V type (points of one shape stored as another type
+        read other bytes: another shape), then the options."""
+        return (tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) + (self.kv_dtype_code,) +
                 tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS))
+
+    @property
+    def kv_dtype_code(self):
+        return int(self.counters.get("kv_dtype", 0))
 
     @property
     def fallback(self):
@@ -134,6 +144,9 @@ class Point:
         if int(c.get("Dv", 0)) != int(c.get("Dqk", 0)):
             s += " Dv%d" % int(c.get("Dv", 0))
         s += " causal" if c.get("causal") else ""
+        t = self.kv_dtype_code
+        if t:
+            s += " " + (KV_DTYPE_NAMES[t] if t < len(KV_DTYPE_NAMES) else "kv%d" % t)
         opts = options_label(c)
         return s + (" " + opts if opts else "")
 

@@ -271,8 +271,9 @@ static size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
   return flash_workspace_bytes(&pl, flash_threads(exec));
 }
 
-static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                  const float *v, float *o, void *workspace) {
+static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
+                  const void *vv, float *o, void *workspace) {
+  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   flash_plan pl;
   fl_plan(p, exec, &pl);

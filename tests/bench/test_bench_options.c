@@ -63,8 +63,8 @@ static void set_option(attn_bench_opts *o, int which) {
 }
 
 // blocked (native for every option) on the problem with option g_ignore removed.
-static int ignoring_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                        const float *k, const float *v, float *o, void *ws) {
+static int ignoring_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                        const void *v, float *o, void *ws) {
   attn_options opts = p->opts ? *p->opts : (attn_options){0};
   switch (g_ignore) {
     case kAlign:
@@ -108,8 +108,8 @@ static const attn_kernel kIgnoring = {.name = "ignoring",
 
 // No native option: its entry point must never see a problem with options.
 static int g_plain_calls_with_opts, g_plain_calls;
-static int plain_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                     const float *v, float *o, void *ws) {
+static int plain_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                     const void *v, float *o, void *ws) {
   g_plain_calls++;
   if (p->opts && attn_problem_options_used(p)) g_plain_calls_with_opts++;
   attn_problem q2 = *p;

@@ -282,6 +282,46 @@ static void test_writer_atomic(void) {
   unlink(path);
 }
 
+// '<f2' (npy_read_f32_or_f16, the K/V reader): read as binary16 into half (data NULL); the
+// float32 reader still refuses it by name; '>f2', a truncated '<f2' array and other dtypes
+// are refused by the f16-accepting reader too; '<f4' still arrives as float32.
+static void test_f16(void) {
+  char path[128], err[512];
+  path_in_dir("ok.npy", path, sizeof path);
+  const uint16_t h[6] = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x3555};
+  write_bytes(
+      path, g_buf,
+      build(g_buf, 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", h, sizeof h));
+  npy_array a;
+  EXPECT(npy_read_f32_or_f16(path, &a, err, sizeof err), "'<f2' read: %s", err);
+  EXPECT(a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 && a.count == 6 && !a.data && a.half &&
+             memcmp(a.half, h, sizeof h) == 0,
+         "'<f2' array: its shape and the binary16 values");
+  npy_free(&a);
+  EXPECT(!npy_read_f32(path, &a, err, sizeof err) && strstr(err, "float16 ('<f2')"),
+         "the float32 reader refuses '<f2' by name: %s", err);
+  write_bytes(
+      path, g_buf,
+      build(g_buf, 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", h, 10));
+  EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) && strstr(err, "needs 12 bytes"),
+         "a truncated '<f2' array (2 bytes per element): %s", err);
+  write_bytes(path, g_buf,
+              build(g_buf, 1, "{'descr': '>f2', 'fortran_order': False, 'shape': (3,), }", h, 6));
+  EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) && strstr(err, "big-endian"),
+         "'>f2' refused: %s", err);
+  write_bytes(path, g_buf,
+              build(g_buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", h, 8));
+  EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) && strstr(err, "'<f4' or float16 '<f2'"),
+         "'<f8' refused naming both accepted dtypes: %s", err);
+  const float f[2] = {1.5f, -2.0f};
+  write_bytes(
+      path, g_buf,
+      build(g_buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", f, sizeof f));
+  EXPECT(npy_read_f32_or_f16(path, &a, err, sizeof err) && a.data && !a.half && a.data[1] == -2.0f,
+         "'<f4' through the f16-accepting reader: %s", err);
+  npy_free(&a);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "%s", "/tmp/attnbench-npy-XXXXXX");
   if (!mkdtemp(g_dir)) {
@@ -292,6 +332,7 @@ int main(void) {
   test_versions_and_spellings();
   test_rejects();
   test_writer_atomic();
+  test_f16();
   char path[128];
   unlink(path_in_dir("bad.npy", path, sizeof path));
   unlink(path_in_dir("ok.npy", path, sizeof path));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target: the .npy reader (npy_read_f32) on arbitrary bytes.
+// Fuzz target: the .npy reader (npy_read_f32, and the K/V reader npy_read_f32_or_f16) on
+// arbitrary bytes.
 // Invariants checked on every input, beyond "no crash, leak or sanitizer report":
 //   * success: 0 <= ndim <= NPY_MAX_DIMS, count = prod(shape) without overflow, and the
 //     data are exactly the last 4·count bytes of the input (little-endian host);
@@ -79,6 +80,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       fuzz_fail("second read of the same input passed");
     check_empty(&a);
     if (!memchr(small, '\0', sizeof small)) fuzz_fail("cut message not terminated");
+  }
+  // The K/V reader ('<f4' or '<f2') agrees with npy_read_f32 on what is '<f4', and a
+  // '<f2' array's binary16 values are the last 2·count bytes of the input.
+  npy_array h;
+  char herr[512];
+  if (npy_read_f32_or_f16(path, &h, herr, sizeof herr)) {
+    if (!h.data == !h.half) fuzz_fail("f16 reader: not exactly one of data and half");
+    if (ok != (h.data != NULL)) fuzz_fail("f16 reader disagrees with npy_read_f32 on '<f4'");
+    const size_t hb = (h.half ? 2 : 4) * h.count;
+    if (hb + 10 > size) fuzz_fail("%zu bytes of data from a %zu-byte input", hb, size);
+    const uint16_t one = 1;
+    uint8_t little;
+    memcpy(&little, &one, 1);
+    const void *got = h.half ? (const void *)h.half : (const void *)h.data;
+    if (little && hb && memcmp(got, data + size - hb, hb) != 0)
+      fuzz_fail("f16 reader: the data are not the last %zu bytes of the input", hb);
+    npy_free(&h);
+  } else {
+    if (ok) fuzz_fail("f16 reader refused what npy_read_f32 accepted");
+    if (h.data || h.half || h.count || h.ndim) fuzz_fail("failed f16 read left a non-empty array");
+    if (!memchr(herr, '\0', sizeof herr)) fuzz_fail("f16 reader: message not terminated");
   }
   const char *pipe_path = fuzz_input_pipe(data, size);
   if (!pipe_path) return 0;

@@ -44,6 +44,8 @@ NPY = {
     "truncated_data": npy(d("(4,)"), floats(1, 2, 3)),
     "trailing_bytes": npy(d("(1,)"), floats(1, 2)),
     "float64": npy(d("(1,)", "'<f8'"), b"\0" * 8),
+    "float16": npy(d("(2, 3)", "'<f2'"), struct.pack("<6H", 0x3C00, 0xC000, 0x7BFF, 1, 0x8000, 0x7C00)),
+    "float16_truncated": npy(d("(4,)", "'<f2'"), struct.pack("<3H", 1, 2, 3)),
     "big_endian": npy(d("(1,)", "'>f4'"), b"\0" * 4),
     "fortran": npy(d("(2, 2)", order="True"), floats(1, 2, 3, 4)),
     "structured": npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}", floats(1)),

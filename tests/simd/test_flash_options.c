@@ -20,6 +20,7 @@
 
 #include "attn.h"
 #include "check/check.h"
+#include "core/convert.h"
 #include "flash/flash_plan.h"
 #include "test_util.h"
 
@@ -44,6 +45,15 @@ static void run_case(const attn_kernel *k, const attn_check_case *c, int tile_kv
   float *out[2] = {malloc(no * sizeof(float)), malloc(no * sizeof(float))};
   float *lse[2] = {malloc(nl * sizeof(float)), malloc(nl * sizeof(float))};
   attn_check_fill(c, q, kk, v);
+  // A case with K/V stored as another type (kv=f16, …): the kernel reads the stored K/V,
+  // as the checker's reference does (float32 generated, then converted).
+  void *ks = kk, *vs = v;
+  if (p.kv_dtype != ATTN_DTYPE_F32) {
+    const size_t rows = (size_t)(p.batch * p.kv_heads * p.seq_kv);
+    ks = malloc(attn_k_bytes(&p)), vs = malloc(attn_v_bytes(&p));
+    attn_quantize_rows(p.kv_dtype, kk, rows, p.head_dim_qk, ks);
+    attn_quantize_rows(p.kv_dtype, v, rows, p.head_dim_v, vs);
+  }
   for (int t = 0; t < 2; t++) {
     const attn_exec exec = {.threads = t + 1, .tile_kv = tile_kv};
     o.lse = want_lse ? lse[t] : NULL;
@@ -54,7 +64,7 @@ static void run_case(const attn_kernel *k, const attn_check_case *c, int tile_kv
     memset(out[t], 0xff, no * sizeof(float));  // NaN: an unwritten element fails the check
     memset(lse[t], 0xff, nl * sizeof(float));
     bool fb = true;
-    const int rc = attn_kernel_run(k, &p, &exec, q, kk, v, out[t], ws, &fb);
+    const int rc = attn_kernel_run(k, &p, &exec, q, ks, vs, out[t], ws, &fb);
     free(ws);
     g_runs++;
     EXPECT(rc == ATTN_OK && !fb, "%s threads %d %s: rc %d, fallback %d", k->name, t + 1, desc, rc,
@@ -68,6 +78,7 @@ static void run_case(const attn_kernel *k, const attn_check_case *c, int tile_kv
   EXPECT(memcmp(out[0], out[1], no * sizeof(float)) == 0 &&
              (!want_lse || memcmp(lse[0], lse[1], nl * sizeof(float)) == 0),
          "%s %s: 1 and 2 threads differ", k->name, desc);
+  if (ks != kk) free(ks), free(vs);
   free(q), free(kk), free(v), free(out[0]), free(out[1]), free(lse[0]), free(lse[1]);
   attn_check_prepared_free(pc);
 }
