@@ -18,9 +18,9 @@ const attn_kernel attn_kernel_flash__avx2 = {
     .name = "flash__avx2",
     .summary =
         "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 6x16 PV tiles, GQA-shared "
-        "packed K/V, causal tile skipping, split-KV decode",
+        "packed K/V, causal tile skipping, split-KV decode, native f16/bf16/q8_0 K/V",
     .required_isa = ATTN_ISA_AVX2,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL,
     .workspace = FL_WORKSPACE,
     .run = FL_RUN,
     FL_RECORD_TILES,

@@ -42,9 +42,9 @@ const attn_kernel attn_kernel_flash__avx512 = {
     .name = "flash__avx512",
     .summary =
         "OpenMP FlashAttention-2 style, AVX-512F 8x32 QK^T / 6x64 PV tiles, GQA-shared "
-        "packed K/V, causal tile skipping, split-KV decode",
+        "packed K/V, causal tile skipping, split-KV decode, native f16/bf16/q8_0 K/V",
     .required_isa = ATTN_ISA_AVX512F,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL,
     .workspace = FL_WORKSPACE,
     .run = FL_RUN,
     FL_RECORD_TILES,

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "flash/flash_tiles.h"
+#include "simd/kv_widen.h"
 
 // ── Decode rows (fewer than FL_QK_MR): one fused pass over the keys ─────────────────
 // Decode tasks (MHA: one row; GQA: the group's heads) read each K and V element once with
@@ -96,6 +97,152 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
         vf_store(ar + e, o);
       }
     }
+  }
+}
+
+// The same for K/V of type t (not F32): each block of FL_ROW_KEYS keys is widened into
+// kc (K rows, dqk floats) and vc (V rows, dv floats) — L1-sized, exact — and run through
+// fl_row_fused as a one-block call, so the arithmetic is the float32 path's on the stored
+// values. K and V rows are kb, vb + key · krb, vrb bytes.
+static void fl_row_fused_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk,
+                               const char *kb, size_t krb, const char *vb, size_t vrb, int64_t dv,
+                               int64_t dvp, int64_t nkeys, const int32_t *vis, float *kc, float *vc,
+                               float *acc, float *m, float *l) {
+  int32_t bvis[FL_QK_MR];
+  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
+    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
+    kv_widen_rows(t, kb + (size_t)j0 * krb, krb, nk, dqk, kc, dqk, dqk);
+    kv_widen_rows(t, vb + (size_t)j0 * vrb, vrb, nk, dv, vc, dv, dv);
+    for (int64_t r = 0; r < nrows; r++) {
+      const int64_t n = vis[r] - j0;
+      bvis[r] = (int32_t)(n < 0 ? 0 : n > nk ? nk : n);
+    }
+    fl_row_fused(nrows, q, dqk, kc, vc, dv, dvp, nk, bvis, acc, m, l);
+  }
+}
+
+// One decode row (MHA decode) with K/V of type t, widened in registers: fl_row_fused's
+// arithmetic for nrows = 1 operation for operation — the same four accumulators along
+// each K row, the same horizontal sum, softmax and P·V order — on vectors widened
+// straight from the stored rows (kv_vec), so the float32 scratch round trip of
+// fl_row_fused_typed is skipped and the output bits are the same.
+FL_INLINE vf_t fl_kv_vec(const attn_dtype t, const char *row, int64_t e) {
+  switch (t) {
+    case ATTN_DTYPE_F16:
+      return kv_w_f16((const uint16_t *)row + e);
+    case ATTN_DTYPE_BF16:
+      return kv_w_bf16((const uint16_t *)row + e);
+    case ATTN_DTYPE_Q8_0: {  // e is a multiple of VF_W, so the vector lies in one block
+      const attn_block_q8_0 *b = (const attn_block_q8_0 *)row + e / ATTN_Q8_0_BLOCK;
+      return vf_mul(kv_w_scale(b->d), kv_w_i8(b->qs + e % ATTN_Q8_0_BLOCK));
+    }
+    default:
+      return vf_load((const float *)row + e);
+  }
+}
+// n < VF_W elements at e, zeros above (f16/bf16 tails; q8_0 rows are whole blocks).
+FL_INLINE vf_t fl_kv_vec_partial(const attn_dtype t, const char *row, int64_t e, int n) {
+  float buf[VF_W] __attribute__((aligned(64)));
+  for (int i = 0; i < VF_W; i++) buf[i] = 0.0f;
+  const uint16_t *h = (const uint16_t *)row + e;
+  for (int i = 0; i < n; i++)
+    buf[i] = t == ATTN_DTYPE_F16 ? attn_f16_to_f32(h[i]) : attn_bf16_to_f32(h[i]);
+  return vf_load(buf);
+}
+
+FL_INLINE void fl_row1_t(const attn_dtype t, const float *q, int64_t dqk, const char *k, size_t krb,
+                         const char *v, size_t vrb, int64_t dv, int64_t nkeys, int64_t vis,
+                         float *acc, float *m, float *l) {
+  float s[FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
+  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
+    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
+    const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
+    const char *kj = k + (size_t)j0 * krb, *vj = v + (size_t)j0 * vrb;
+    for (int64_t c = 0; c < nk; c++) {
+      const char *kc = kj + (size_t)c * krb;
+      vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
+      int64_t d = 0;
+      for (; d + 4 * VF_W <= dqk; d += 4 * VF_W) {
+        a0 = vf_fma(vf_load(q + d), fl_kv_vec(t, kc, d), a0);
+        a1 = vf_fma(vf_load(q + d + VF_W), fl_kv_vec(t, kc, d + VF_W), a1);
+        a2 = vf_fma(vf_load(q + d + 2 * VF_W), fl_kv_vec(t, kc, d + 2 * VF_W), a2);
+        a3 = vf_fma(vf_load(q + d + 3 * VF_W), fl_kv_vec(t, kc, d + 3 * VF_W), a3);
+      }
+      for (; d + VF_W <= dqk; d += VF_W) a0 = vf_fma(vf_load(q + d), fl_kv_vec(t, kc, d), a0);
+      if (d < dqk)
+        a1 = vf_fma(vf_load_partial(q + d, (int)(dqk - d)),
+                    fl_kv_vec_partial(t, kc, d, (int)(dqk - d)), a1);
+      s[c] = vf_hsum(vf_add(vf_add(a0, a1), vf_add(a2, a3)));
+    }
+    int64_t n = vis - j0;  // keys of this block the row sees
+    n = n < 0 ? 0 : n > nk ? nk : n;
+    const float alpha = vs_online_softmax_row(s, n, ncol, m, l);  // s: p from here
+    if (n == 0) continue;                                         // p = 0 and α = 1: acc unchanged
+    const vf_t va = vf_set1(alpha);
+    const int rescale = alpha != 1.0f;
+    int64_t e = 0;
+    for (; e + FL_ROW_NV * VF_W <= dv; e += FL_ROW_NV * VF_W) {
+      vf_t o[FL_ROW_NV];
+#pragma GCC unroll 8
+      for (int x = 0; x < FL_ROW_NV; x++) {
+        o[x] = vf_load(acc + e + x * VF_W);
+        if (rescale) o[x] = vf_mul(o[x], va);
+      }
+      for (int64_t c = 0; c < n; c++) {
+        const vf_t pb = vf_set1(s[c]);
+        const char *vr = vj + (size_t)c * vrb;
+#pragma GCC unroll 8
+        for (int x = 0; x < FL_ROW_NV; x++) o[x] = vf_fma(pb, fl_kv_vec(t, vr, e + x * VF_W), o[x]);
+      }
+#pragma GCC unroll 8
+      for (int x = 0; x < FL_ROW_NV; x++) vf_store(acc + e + x * VF_W, o[x]);
+    }
+    for (; e < dv; e += VF_W) {  // the rest one vector at a time; the last may be partial
+      const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
+      vf_t o = vf_load(acc + e);
+      if (rescale) o = vf_mul(o, va);
+      for (int64_t c = 0; c < n; c++) {
+        const char *vr = vj + (size_t)c * vrb;
+        o = vf_fma(vf_set1(s[c]), w == VF_W ? fl_kv_vec(t, vr, e) : fl_kv_vec_partial(t, vr, e, w),
+                   o);
+      }
+      vf_store(acc + e, o);
+    }
+  }
+}
+
+#define FL_ROW1_INSTANCE(name, T, ATTR)                                                           \
+  ATTR static void name(const float *q, int64_t dqk, const char *k, size_t krb, const char *v,    \
+                        size_t vrb, int64_t dv, int64_t nkeys, int64_t vis, float *acc, float *m, \
+                        float *l) {                                                               \
+    fl_row1_t(T, q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);                              \
+  }
+FL_ROW1_INSTANCE(fl_row1_f16, ATTN_DTYPE_F16, KV_F16C)
+FL_ROW1_INSTANCE(fl_row1_bf16, ATTN_DTYPE_BF16, )
+FL_ROW1_INSTANCE(fl_row1_q8_0, ATTN_DTYPE_Q8_0, )
+#undef FL_ROW1_INSTANCE
+
+// A decode row of type t in registers when it can be (f16 needs the widening
+// instruction: kv_have_f16c); returns 0 when the caller must take fl_row_fused_typed.
+static int fl_row1_typed(attn_dtype t, const float *q, int64_t dqk, const char *k, size_t krb,
+                         const char *v, size_t vrb, int64_t dv, int64_t nkeys, int64_t vis,
+                         float *acc, float *m, float *l) {
+#ifdef FL_KV_ROW1_BUFFERED  // A/B switch for docs/tuning.md: always the scratch round trip
+  return 0;
+#endif
+  switch (t) {
+    case ATTN_DTYPE_F16:
+      if (!kv_have_f16c()) return 0;
+      fl_row1_f16(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
+      return 1;
+    case ATTN_DTYPE_BF16:
+      fl_row1_bf16(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
+      return 1;
+    case ATTN_DTYPE_Q8_0:
+      fl_row1_q8_0(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -219,9 +366,12 @@ static void fl_lanes_softmax(float *st, int64_t n_flat, int64_t R, float *m, flo
 
 // Rows [0, nrows) of a task over its keys [0, nkeys); row r sees keys [0, vis[r]).
 // qt: dqk·R floats of scratch; vs: blk·dvp floats, used when dv is not whole vectors.
-static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k, const float *v,
-                     int64_t dv, int64_t dvp, int64_t nkeys, int64_t blk, const int32_t *vis,
-                     float *qt, float *vs, float *acc, float *m, float *l) {
+// K and V rows are kb, vb + key · krb, vrb bytes of type t; a type other than F32 is
+// widened per block (K into kc, blk·dqk floats; V into vs, padded), exactly.
+FL_INLINE void fl_lanes_t(const attn_dtype t, int64_t nrows, const float *qs, int64_t dqk,
+                          const char *kb, size_t krb, const char *vb, size_t vrb, int64_t dv,
+                          int64_t dvp, int64_t nkeys, int64_t blk, const int32_t *vis, float *qt,
+                          float *vs, float *kc, float *acc, float *m, float *l) {
   const int nrv = nrows > FL_RV_W ? 2 : 1;
   const int64_t R = nrv * FL_RV_W;
   float st[FL_DEC_BLOCK * FL_LANES_MAX_R + VF_W] __attribute__((aligned(64)));
@@ -236,13 +386,18 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
   const int step = FL_DEC_NK / nrv;
   for (int64_t j0 = 0; j0 < nkeys; j0 += blk) {
     const int64_t nk = nkeys - j0 < blk ? nkeys - j0 : blk;
-    const float *kj = k + j0 * dqk, *vj = v + j0 * dv;
+    const char *kjb = kb + (size_t)j0 * krb, *vjb = vb + (size_t)j0 * vrb;
+    const float *kj = (const float *)kjb;
+    if (t != ATTN_DTYPE_F32) {
+      kv_widen_rows(t, kjb, krb, nk, dqk, kc, dqk, dqk);
+      kj = kc;
+    }
     // The next block's K and V, requested into L2 a little at a time: two lines per four
     // d steps of the Q·Kᵀ loop, then two per key step of the P·V loops (spread over the
     // block's whole compute time, not in a burst that fills the miss queue).
     const int64_t pj = j0 + blk;                             // first key of the next block
     const int64_t nn = nkeys - pj < blk ? nkeys - pj : blk;  // ≤ 0: nothing left
-    vk_pf pf = vk_pf_keys(k + pj * dqk, v + pj * dv, nn, dqk, dv);
+    vk_pf pf = vk_pf_rows(kb + (size_t)pj * krb, vb + (size_t)pj * vrb, nn, krb, vrb);
     int64_t c = 0;
     if (nrv == 1)
       for (; c + step <= nk; c += step)
@@ -261,8 +416,29 @@ static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k
     const int64_t n_flat = (nk * R + VF_W - 1) / VF_W * VF_W;
     for (int64_t x = nk * R; x < n_flat; x++) st[x] = -INFINITY;
     fl_lanes_softmax(st, n_flat, R, lm, ll, alpha);
-    fl_pv_tile_inline(nrows, st, 1, R, vk_pad_v(vj, nk, dv, dvp, vs), dvp, acc, dvp, alpha, bl,
-                      &pf);
+    const float *vt;
+    if (t == ATTN_DTYPE_F32) {
+      vt = vk_pad_v((const float *)vjb, nk, dv, dvp, vs);
+    } else {
+      kv_widen_rows(t, vjb, vrb, nk, dv, vs, dvp, dvp);
+      vt = vs;
+    }
+    fl_pv_tile_inline(nrows, st, 1, R, vt, dvp, acc, dvp, alpha, bl, &pf);
   }
   for (int64_t r = 0; r < nrows; r++) m[r] = lm[r], l[r] = ll[r];
+}
+
+// The float32 instance (K and V rows of dqk and dv floats) and the typed one.
+static void fl_lanes(int64_t nrows, const float *qs, int64_t dqk, const float *k, const float *v,
+                     int64_t dv, int64_t dvp, int64_t nkeys, int64_t blk, const int32_t *vis,
+                     float *qt, float *vs, float *acc, float *m, float *l) {
+  fl_lanes_t(ATTN_DTYPE_F32, nrows, qs, dqk, (const char *)k, (size_t)dqk * sizeof(float),
+             (const char *)v, (size_t)dv * sizeof(float), dv, dvp, nkeys, blk, vis, qt, vs, NULL,
+             acc, m, l);
+}
+static void fl_lanes_typed(attn_dtype t, int64_t nrows, const float *qs, int64_t dqk,
+                           const char *kb, size_t krb, const char *vb, size_t vrb, int64_t dv,
+                           int64_t dvp, int64_t nkeys, int64_t blk, const int32_t *vis, float *qt,
+                           float *vs, float *kc, float *acc, float *m, float *l) {
+  fl_lanes_t(t, nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, blk, vis, qt, vs, kc, acc, m, l);
 }

@@ -14,6 +14,11 @@
 //   flash_speed --kernel flash__avx512 --threads 1,2 --seq 2048 --d 64 [--causal]
 //   flash_speed --kernel flash__avx512 --threads 2 --seq-q 1 --seq 32768 --d 128 --kv-heads 1
 //   flash_speed --kernel flash__avx512 --threads 2 --seq 16384 --d 64 --reps 1   (RSS)
+// --kv-dtype f32,f16,bf16,q8_0 (a list; default f32) stores K and V in each type (converted
+// from the same float32 data: round to nearest even, q8_0 per block) and, per kernel and
+// thread count, times the types alternately — rep r runs every type once, in list order —
+// so that a ratio between two types sees the same machine load. GB/s counts the bytes
+// stored (attn_kv_row_bytes), "vs first" is the first type's median over this one's.
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -22,6 +27,7 @@
 #include <sys/resource.h>
 
 #include "attn.h"
+#include "core/convert.h"
 #include "peak/bandwidth.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -70,6 +76,8 @@ int main(int argc, char **argv) {
   int64_t batch = 1, heads = 8, kv_heads = 0, seq = 2048, seq_q = 0, d = 64;
   attn_exec base = {0};
   bool causal = false;
+  attn_dtype dts[ATTN_DTYPE_COUNT] = {ATTN_DTYPE_F32};
+  int ndt = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -102,7 +110,23 @@ int main(int argc, char **argv) {
       d = number(a, v, 1, 1 << 16), i++;
     else if (!strcmp(a, "--tile-q"))
       base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
-    else if (!strcmp(a, "--tile-kv"))
+    else if (!strcmp(a, "--kv-dtype")) {
+      ndt = 0;
+      for (const char *x = v; x;) {
+        const char *c = strchr(x, ',');
+        char name[16];
+        const size_t len = c ? (size_t)(c - x) : strlen(x);
+        snprintf(name, sizeof name, "%.*s", (int)(len < 15 ? len : 15), x);
+        if (ndt == ATTN_DTYPE_COUNT || len > 15 || !attn_dtype_parse(name, &dts[ndt])) {
+          fprintf(stderr, "flash_speed: --kv-dtype: '%s' is not a list of f32, f16, bf16, q8_0\n",
+                  v);
+          return 2;
+        }
+        ndt++;
+        x = c ? c + 1 : NULL;
+      }
+      i++;
+    } else if (!strcmp(a, "--tile-kv"))
       base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
     else {
       fprintf(stderr, "flash_speed: unknown option %s\n", a);
@@ -123,37 +147,58 @@ int main(int argc, char **argv) {
 
   attn_problem p = attn_problem_make(batch, heads, kv_heads, seq_q, seq, d, d, causal);
   char err[256];
-  if (!attn_problem_validate(&p, err, sizeof err)) {
-    fprintf(stderr, "flash_speed: %s\n", err);
-    return 2;
+  for (int di = 0; di < ndt; di++) {
+    attn_problem pt = p;
+    pt.kv_dtype = dts[di];
+    if (!attn_problem_validate(&pt, err, sizeof err)) {
+      fprintf(stderr, "flash_speed: %s\n", err);
+      return 2;
+    }
   }
-  float *qs[64], *ks[64], *vs[64], *os[64];
+  const size_t krows = attn_k_elems(&p) / (size_t)d, vrows = attn_v_elems(&p) / (size_t)d;
+  float *qs[64], *os[64];
+  void *ks[ATTN_DTYPE_COUNT][64], *vs[ATTN_DTYPE_COUNT][64];
+  double kv_bytes[ATTN_DTYPE_COUNT];
+  for (int di = 0; di < ndt; di++)
+    kv_bytes[di] = (double)(krows + vrows) * (double)attn_kv_row_bytes(dts[di], d);
+  float *kf = malloc(attn_k_elems(&p) * sizeof(float)),
+        *vf = malloc(attn_v_elems(&p) * sizeof(float));
+  if (!kf || !vf) {
+    fprintf(stderr, "flash_speed: out of memory\n");
+    return 1;
+  }
   for (int c = 0; c < rotate; c++) {
     qs[c] = malloc(attn_q_elems(&p) * sizeof(float));
-    ks[c] = malloc(attn_k_elems(&p) * sizeof(float));
-    vs[c] = malloc(attn_v_elems(&p) * sizeof(float));
     os[c] = malloc(attn_o_elems(&p) * sizeof(float));
-    if (!qs[c] || !ks[c] || !vs[c] || !os[c]) {
+    if (!qs[c] || !os[c]) {
       fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
       return 1;
     }
-    fill(qs[c], attn_q_elems(&p), 1), fill(ks[c], attn_k_elems(&p), 2);
-    fill(vs[c], attn_v_elems(&p), 3);
+    fill(qs[c], attn_q_elems(&p), 1), fill(kf, attn_k_elems(&p), 2);
+    fill(vf, attn_v_elems(&p), 3);
+    for (int di = 0; di < ndt; di++) {
+      ks[di][c] = malloc(krows * attn_kv_row_bytes(dts[di], d));
+      vs[di][c] = malloc(vrows * attn_kv_row_bytes(dts[di], d));
+      if (!ks[di][c] || !vs[di][c]) {
+        fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
+        return 1;
+      }
+      attn_quantize_rows(dts[di], kf, krows, d, ks[di][c]);
+      attn_quantize_rows(dts[di], vf, vrows, d, vs[di][c]);
+    }
     memset(os[c], 0, attn_o_elems(&p) * sizeof(float));  // touched: no first-call faults
   }
+  free(kf), free(vf);
   const double flops = attn_flops(&p);
-  const double kv_bytes = (double)(attn_k_elems(&p) + attn_v_elems(&p)) * sizeof(float);
-  const double io_mib =
-      (double)(attn_q_elems(&p) + attn_k_elems(&p) + attn_v_elems(&p) + attn_o_elems(&p)) * 4.0 /
-      1048576.0;
+  double io_mib = (double)(attn_q_elems(&p) + attn_o_elems(&p)) * 4.0 / 1048576.0;
   printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)batch,
          (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
          causal ? "causal" : "non-causal", reps);
-  if (rotate > 1)
-    printf(", %d rotating input copies (%.0f MiB of K+V)", rotate, rotate * kv_bytes / 1048576.0);
+  if (rotate > 1) printf(", %d rotating input copies", rotate);
+  if (ndt > 1) printf(", K/V types timed alternately");
   printf("\n");
-  printf("%-16s %3s %10s %10s %9s %9s %10s %10s\n", "kernel", "T", "median ms", "min ms", "GFLOP/s",
-         "KV GB/s", "RSS MiB", "in+out MiB");
+  printf("%-16s %-5s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "T", "median ms",
+         "min ms", "GFLOP/s", "KV GB/s", "vs first", "RSS MiB", "in+out MiB");
   for (int ki = 0; ki < nk; ki++) {
     const attn_kernel *kr = attn_kernel_find(kernels[ki]);
     if (!kr || !attn_kernel_available(kr, NULL, 0)) {
@@ -163,40 +208,57 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < nthreads; ti++) {
       attn_exec ex = base;
       ex.threads = threads[ti];
-      double t[1000];
-      // The warm-up call goes through attn_kernel_call, which validates the problem and
-      // every copy's inputs (an O(inputs) scan of the input domain) once; the timed calls
-      // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
-      // times it.
-      for (int c = 0; c < rotate; c++) {
-        if (attn_kernel_call(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err) != ATTN_OK) {
-          fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
+      static double t[ATTN_DTYPE_COUNT][1000];
+      void *ws[ATTN_DTYPE_COUNT] = {NULL};
+      attn_problem pt[ATTN_DTYPE_COUNT];
+      for (int di = 0; di < ndt; di++) {
+        pt[di] = p;
+        pt[di].kv_dtype = dts[di];
+        // The warm-up call goes through attn_kernel_call, which validates the problem and
+        // every copy's inputs (an O(inputs) scan of the input domain) once; the timed calls
+        // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
+        // times it.
+        for (int c = 0; c < rotate; c++) {
+          if (attn_kernel_call(kr, &pt[di], &ex, qs[c], ks[di][c], vs[di][c], os[c], err,
+                               sizeof err) != ATTN_OK) {
+            fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
+            return 1;
+          }
+        }
+        const size_t ws_bytes = attn_kernel_workspace(kr, &pt[di], &ex);
+        ws[di] = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
+        if (ws_bytes && !ws[di]) {
+          fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
+                  ws_bytes);
           return 1;
         }
       }
-      const size_t ws_bytes = attn_kernel_workspace(kr, &p, &ex);
-      void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
-      if (ws_bytes && !ws) {
-        fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
-                ws_bytes);
-        return 1;
-      }
       for (int r = 0; r < reps; r++) {
-        const double t0 = omp_get_wtime();
         const int c = (r + 1) % rotate;  // the warm-up call used copy 0
-        attn_kernel_run(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], ws, NULL);
-        t[r] = omp_get_wtime() - t0;
+        for (int di = 0; di < ndt; di++) {
+          const double t0 = omp_get_wtime();
+          attn_kernel_run(kr, &pt[di], &ex, qs[c], ks[di][c], vs[di][c], os[c], ws[di], NULL);
+          t[di][r] = omp_get_wtime() - t0;
+        }
       }
-      free(ws);
-      qsort(t, (size_t)reps, sizeof(double), cmp_double);
-      const double med = t[reps / 2];
-      struct rusage ru;
-      getrusage(RUSAGE_SELF, &ru);
-      printf("%-16s %3d %10.3f %10.3f %9.1f %9.1f %10.1f %10.1f\n", kr->name,
-             threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[0] * 1e3,
-             flops / med / 1e9, kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
+      double med0 = 0.0;
+      for (int di = 0; di < ndt; di++) {
+        free(ws[di]);
+        qsort(t[di], (size_t)reps, sizeof(double), cmp_double);
+        const double med = t[di][reps / 2];
+        if (di == 0) med0 = med;
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf("%-16s %-5s %3d %10.3f %10.3f %9.1f %9.1f %8.2f %10.1f %10.1f\n", kr->name,
+               attn_dtype_name(dts[di]), threads[ti] ? threads[ti] : omp_get_max_threads(),
+               med * 1e3, t[di][0] * 1e3, flops / med / 1e9, kv_bytes[di] / med / 1e9, med0 / med,
+               (double)ru.ru_maxrss / 1024.0, io_mib + kv_bytes[di] / 1048576.0);
+      }
     }
   }
-  for (int c = 0; c < rotate; c++) free(qs[c]), free(ks[c]), free(vs[c]), free(os[c]);
+  for (int c = 0; c < rotate; c++) {
+    free(qs[c]), free(os[c]);
+    for (int di = 0; di < ndt; di++) free(ks[di][c]), free(vs[di][c]);
+  }
   return 0;
 }
