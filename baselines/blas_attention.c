@@ -129,8 +129,9 @@ static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64
               vg, (int)dv, 0.0f, og + r0 * dv, (int)dv);
 }
 
-static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                    const float *v, float *o, void *workspace) {
+static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
+                    const void *vv, float *o, void *workspace) {
+  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   openblas_set_num_threads(1);  // parallelism comes from the tasks below
   const int64_t rows = p->seq_q * (p->heads / p->kv_heads), R = rows_per_block(p);

@@ -18,9 +18,11 @@ static size_t example_workspace(const attn_problem *p, const attn_exec *exec) {
   return (size_t)p->head_dim_v * sizeof(float);
 }
 
-static int example_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                       const float *v, float *o, void *workspace) {
+static int example_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
+                       const void *vv, float *o, void *workspace) {
   (void)exec;
+  // float32 K/V only (caps has no ATTN_CAP_KV_* bit): attn_kernel_run converts the others
+  const float *k = (const float *)kv, *v = (const float *)vv;
   float *acc = workspace;
   const attn_fp_env env = attn_fp_env_enter();
   const size_t dqk = (size_t)p->head_dim_qk, dv = (size_t)p->head_dim_v;

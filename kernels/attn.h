@@ -11,11 +11,29 @@
 // `attn_registry.def`; dispatch, `attnbench check`, the tests and the benchmarks all
 // read that list.
 //
-// ── Memory layout (row-major, float32, contiguous, no padding) ──────────────────────
-//     Q[batch][heads   ][seq_q ][head_dim_qk]
-//     K[batch][kv_heads][seq_kv][head_dim_qk]
-//     V[batch][kv_heads][seq_kv][head_dim_v ]
-//     O[batch][heads   ][seq_q ][head_dim_v ]
+// ── Memory layout (row-major, contiguous, no padding) ───────────────────────────────
+//     Q[batch][heads   ][seq_q ][head_dim_qk]      float32
+//     K[batch][kv_heads][seq_kv][head_dim_qk]      element type attn_problem.kv_dtype
+//     V[batch][kv_heads][seq_kv][head_dim_v ]      element type attn_problem.kv_dtype
+//     O[batch][heads   ][seq_q ][head_dim_v ]      float32
+//
+// ── K/V element types (attn_problem.kv_dtype; 0 = ATTN_DTYPE_F32) ───────────────────
+//     F32   float32, as Q and O.
+//     F16   IEEE binary16 as uint16_t elements, value exact in float32.
+//     BF16  the top 16 bits of a binary32 as uint16_t elements: value = bits << 16.
+//     Q8_0  each K row (head_dim_qk) and each V row (head_dim_v) is head_dim/32
+//           consecutive attn_block_q8_0 blocks {uint16_t d (binary16); int8_t qs[32]}
+//           of 34 bytes, element 32·b + t of the row = f16(d_b) · qs_b[t]. Needs
+//           head_dim_qk % 32 == 0 and head_dim_v % 32 == 0 (attn_problem_validate).
+//     Rows stay in the same [batch][kv_heads][seq_kv] order; attn_kv_row_bytes gives a
+//     row's size. The problem is defined on the *stored* values: kernels compute with
+//     exactly those (converted to float32 without error) and accumulate in float32 (the
+//     scores, the softmax sums and the weighted sum of V). A kernel without native
+//     support for a type (ATTN_CAP_KV_*) runs, through attn_kernel_run, on a float32
+//     copy of K and V. Converting float32 to a type (kernels/core/convert.h): F16 and
+//     BF16 round to nearest, ties to even (overflow → ±inf, NaN stays NaN); Q8_0 per
+//     block d = f16(max|x|/127), q = x/d rounded to nearest even, clamped to ±127
+//     (an all-zero block has d = 0 and q = 0).
 //
 // ── Grouped K/V heads (GQA / MQA) ───────────────────────────────────────────────────
 //     heads % kv_heads == 0; query head h reads K/V head h / (heads / kv_heads).
@@ -126,6 +144,35 @@ typedef struct attn_options {
   float *lse;                 // output [batch][heads][seq_q]; NULL = not wanted
 } attn_options;
 
+// The element type of K and V (see "K/V element types"). Q and O are always float32.
+typedef enum attn_dtype {
+  ATTN_DTYPE_F32 = 0,   // float32 (the default: a zero-initialised problem)
+  ATTN_DTYPE_F16 = 1,   // IEEE binary16, uint16_t elements
+  ATTN_DTYPE_BF16 = 2,  // bfloat16 (top half of a binary32), uint16_t elements
+  ATTN_DTYPE_Q8_0 = 3,  // blocks of 32 int8 with one binary16 scale (attn_block_q8_0)
+} attn_dtype;
+#define ATTN_DTYPE_COUNT 4
+
+// One Q8_0 block: 32 consecutive elements of a row, element t = f16_to_f32(d) · qs[t].
+#define ATTN_Q8_0_BLOCK 32
+typedef struct attn_block_q8_0 {
+  uint16_t d;                  // the scale, IEEE binary16
+  int8_t qs[ATTN_Q8_0_BLOCK];  // the quantized values, -127..127
+} attn_block_q8_0;
+#ifdef __cplusplus
+static_assert(sizeof(attn_block_q8_0) == 34, "attn_block_q8_0 must be 34 bytes, unpadded");
+#else
+_Static_assert(sizeof(attn_block_q8_0) == 34, "attn_block_q8_0 must be 34 bytes, unpadded");
+#endif
+
+// "f32", "f16", "bf16", "q8_0"; "?" for a value outside the enum.
+const char *attn_dtype_name(attn_dtype t);
+// Parses one of the names above (exactly, lower case). Returns false for anything else.
+bool attn_dtype_parse(const char *s, attn_dtype *out);
+// Bytes of one K or V row of dim elements stored as t: 4·dim (F32), 2·dim (F16, BF16),
+// 34·ceil(dim/32) (Q8_0). Saturates at SIZE_MAX; 0 for dim < 1 or an unknown type.
+size_t attn_kv_row_bytes(attn_dtype t, int64_t dim);
+
 typedef struct attn_problem {
   int64_t batch;        // >= 1
   int64_t heads;        // query heads, >= 1
@@ -137,6 +184,7 @@ typedef struct attn_problem {
   bool causal;          // bottom-right aligned causal mask (see above)
   float scale;          // multiplies Q·Kᵀ; finite. attn_problem_make sets 1/sqrt(head_dim_qk)
   const attn_options *opts;  // attention variants; NULL = none (attn_problem_make's default)
+  attn_dtype kv_dtype;       // element type of K and V; 0 = ATTN_DTYPE_F32 (the default)
 } attn_problem;
 
 // Bits of the options a problem uses (ATTN_CAP_OPT_* values, 0 = a plain problem).
@@ -157,8 +205,9 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 
 // Checks every field. Returns true if the problem is valid; otherwise false and a
 // one-line, human-readable reason in err (if err != NULL). Rejects: sizes < 1,
-// heads % kv_heads != 0, non-finite scale, and any tensor whose element or byte count
-// overflows size_t; and among the options: an alignment other than the two, a window
+// heads % kv_heads != 0, non-finite scale, any tensor whose element or byte count
+// overflows size_t, a kv_dtype outside attn_dtype, Q8_0 with head_dim_qk or head_dim_v
+// not a multiple of 32; and among the options: an alignment other than the two, a window
 // side < 0 other than ATTN_WINDOW_UNBOUNDED, softcap < 0 or non-finite, alibi_max_bias
 // < 0 or non-finite, both alibi_max_bias and alibi_slopes, a mask or LSE tensor whose
 // size overflows. (Array contents are inputs: attn_inputs_check checks them.)
@@ -176,7 +225,8 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 // the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
 // tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
 // "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
-int attn_inputs_check(const attn_problem *p, const float *q, const float *k, const float *v,
+// K and V are p->kv_dtype tensors; the conditions apply to their stored values.
+int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len);
 
 // Element counts of the four tensors (valid problems only).
@@ -184,6 +234,10 @@ size_t attn_q_elems(const attn_problem *p);
 size_t attn_k_elems(const attn_problem *p);
 size_t attn_v_elems(const attn_problem *p);
 size_t attn_o_elems(const attn_problem *p);
+// Bytes of the K and V tensors as stored (kv_dtype; rows of attn_kv_row_bytes), saturating
+// at SIZE_MAX. For F32 this is 4·attn_k_elems / 4·attn_v_elems.
+size_t attn_k_bytes(const attn_problem *p);
+size_t attn_v_bytes(const attn_problem *p);
 
 // The keys row i may see by causal mask, window and alignment: [*lo, *hi) with
 // 0 <= *lo <= *hi <= seq_kv (empty: *lo == *hi). Additive-mask −inf entries inside the
@@ -229,9 +283,12 @@ int attn_exec_check(const attn_exec *exec, char *err, size_t err_len);
 
 // CPU features a kernel may require (bit set). attn_cpu_features() reports the running CPU's.
 enum {
-  ATTN_ISA_AVX2 = 1u << 0,     // AVX2 + FMA3 (and the OS saves YMM state)
-  ATTN_ISA_AVX512F = 1u << 1,  // AVX-512 F (and the OS saves ZMM state)
-  ATTN_ISA_NEON = 1u << 2,     // aarch64 Advanced SIMD
+  ATTN_ISA_AVX2 = 1u << 0,        // AVX2 + FMA3 (and the OS saves YMM state)
+  ATTN_ISA_AVX512F = 1u << 1,     // AVX-512 F (and the OS saves ZMM state)
+  ATTN_ISA_NEON = 1u << 2,        // aarch64 Advanced SIMD
+  ATTN_ISA_F16C = 1u << 3,        // F16C half-precision conversions (with AVX state saved)
+  ATTN_ISA_AVX512BF16 = 1u << 4,  // AVX512_BF16 (with AVX-512 F, BW, VL and ZMM state)
+  ATTN_ISA_AVX512FP16 = 1u << 5,  // AVX512_FP16 (with AVX-512 F, BW, VL and ZMM state)
 };
 
 // Capability flags. Every registered kernel must support the whole problem space (a
@@ -255,7 +312,16 @@ enum {
   ATTN_CAP_OPT_LSE = 1u << 14,      // LSE output
   ATTN_CAP_OPT_ALL = ATTN_CAP_OPT_ALIGN | ATTN_CAP_OPT_WINDOW | ATTN_CAP_OPT_SOFTCAP |
                      ATTN_CAP_OPT_ALIBI | ATTN_CAP_OPT_SINKS | ATTN_CAP_OPT_MASK | ATTN_CAP_OPT_LSE,
+  // K/V element types the kernel's entry point reads natively (float32 always). Any other
+  // type reaches it as a float32 copy of K and V (attn_kernel_run).
+  ATTN_CAP_KV_F16 = 1u << 16,
+  ATTN_CAP_KV_BF16 = 1u << 17,
+  ATTN_CAP_KV_Q8_0 = 1u << 18,
+  ATTN_CAP_KV_ALL = ATTN_CAP_KV_F16 | ATTN_CAP_KV_BF16 | ATTN_CAP_KV_Q8_0,
 };
+
+// The ATTN_CAP_KV_* bit of a type (0 for F32, which every kernel reads).
+uint32_t attn_dtype_cap(attn_dtype t);
 
 // Space-separated names of the ATTN_CAP_OPT_* bits in caps ("window softcap"), "none" for 0.
 const char *attn_option_names(uint32_t caps, char *buf, size_t buf_len);
@@ -270,10 +336,13 @@ enum {
 
 // The kernel entry point. Preconditions (guaranteed by callers, asserted by kernels):
 // attn_problem_validate(p) holds; q, k, v, o point to tensors of the sizes above and do
-// not overlap o; workspace points to at least workspace_size(p, exec) bytes aligned to
-// 64 (may be NULL when that size is 0). The kernel writes every element of o.
+// not overlap o; k and v hold p->kv_dtype elements, which is F32 or a type of the kernel's
+// ATTN_CAP_KV_* bits (attn_kernel_run converts any other); workspace points to at least
+// workspace_size(p, exec) bytes aligned to 64 (may be NULL when that size is 0). The
+// kernel writes every element of o. A float32-only kernel starts with
+//     const float *k = (const float *)kv, *v = (const float *)vv;
 typedef int (*attn_kernel_fn)(const attn_problem *p, const attn_exec *exec, const float *q,
-                              const float *k, const float *v, float *o, void *workspace);
+                              const void *kv, const void *vv, float *o, void *workspace);
 
 typedef size_t (*attn_workspace_fn)(const attn_problem *p, const attn_exec *exec);
 
@@ -308,12 +377,14 @@ bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len);
 // (attn_inputs_check), checks CPU support, allocates the workspace (64-byte aligned), runs
 // the kernel and frees the workspace. Returns ATTN_OK or an error code (ATTN_ERR_INVALID,
 // ATTN_ERR_RANGE, ATTN_ERR_NOMEM, or the kernel's own); err gets a message.
+// kk and v hold p->kv_dtype elements.
 int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
-                     const float *q, const float *kk, const float *v, float *o, char *err,
+                     const float *q, const void *kk, const void *v, float *o, char *err,
                      size_t err_len);
 
 // True if k's entry point handles every option p uses natively (attn_problem_options_used
-// ⊆ k->caps); false means attn_kernel_run takes the portable fallback.
+// ⊆ k->caps); false means attn_kernel_run takes the portable fallback. (The K/V type is
+// separate: attn_kernel_kv_native.)
 bool attn_kernel_native(const attn_kernel *k, const attn_problem *p);
 
 // Runs a valid, checked problem on k: k->run(p, exec, q, kk, v, o, workspace) when the
@@ -323,12 +394,23 @@ bool attn_kernel_native(const attn_kernel *k, const attn_problem *p);
 // exec NULL means all defaults. Callers that run entry points directly (the bench's
 // timed loop) call this instead of k->run; attn_kernel_call uses it too. *fallback (if
 // not NULL) is set to whether the fallback ran.
+//
+// K/V types: when p->kv_dtype is not F32 and k lacks its ATTN_CAP_KV_* bit
+// (attn_kernel_kv_native), K and V are first converted to float32 into the front of the
+// workspace (exactly: every stored value is a float32) and the kernel (or the options
+// fallback) runs on the same problem with kv_dtype F32 — so every kernel handles every
+// type; *fallback reports only the options fallback.
 int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
-                    const float *q, const float *kk, const float *v, float *o, void *workspace,
+                    const float *q, const void *kk, const void *v, float *o, void *workspace,
                     bool *fallback);
 
+// True if k reads p->kv_dtype natively: F32, or the type's ATTN_CAP_KV_* bit is in k->caps.
+bool attn_kernel_kv_native(const attn_kernel *k, const attn_problem *p);
+
 // Workspace size for (k, p, exec): 0 when the kernel has no workspace function; the
-// portable fallback's size when k is not native for p (attn_kernel_native).
+// portable fallback's size when k is not native for p (attn_kernel_native); plus, when
+// k does not read p->kv_dtype natively, the float32 copies of K and V (each rounded up to
+// 64 bytes). Saturates at SIZE_MAX.
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);
 
 // ── Plug-ins: kernels registered at run time (docs/plugins.md) ──────────────────────
@@ -344,8 +426,9 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 //
 // ABI: abi_version must equal ATTN_PLUGIN_ABI_VERSION and record_size sizeof(attn_kernel)
 // of the header the plug-in was compiled with; the version is bumped on any change to
-// attn_kernel, attn_problem, attn_exec or the entry point's signature.
-#define ATTN_PLUGIN_ABI_VERSION 1u
+// attn_kernel, attn_problem, attn_exec or the entry point's signature (2: kv_dtype and
+// the const void * K/V of the entry point).
+#define ATTN_PLUGIN_ABI_VERSION 2u
 #define ATTN_PLUGIN_ENTRY "attn_plugin_v1"
 
 typedef struct attn_plugin {

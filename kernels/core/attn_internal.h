@@ -36,6 +36,14 @@ static inline const float *attn_v_head(const attn_problem *p, const float *v, in
          ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)p->head_dim_v;
 }
 
+// Start of the (b, g) K/V head of a tensor of p->kv_dtype elements with rows of dim
+// (head_dim_qk for K, head_dim_v for V): [seq_kv] rows of attn_kv_row_bytes each.
+static inline const void *attn_kv_head(const attn_problem *p, const void *x, int64_t b, int64_t g,
+                                       int64_t dim) {
+  return (const char *)x + ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv *
+                               attn_kv_row_bytes(p->kv_dtype, dim);
+}
+
 // a·b and a + b in size_t, saturating at SIZE_MAX (which no allocation can satisfy, so
 // attn_kernel_call reports "cannot allocate" instead of handing out a wrapped, too small
 // workspace). For workspace-size functions.
@@ -106,5 +114,5 @@ static inline float attn_row_lse(float l, float m) {
 // The shared portable path (kernels/portable/blocked.c) that attn_kernel_run takes for a
 // problem using options the kernel does not handle natively.
 size_t attn_fallback_workspace(const attn_problem *p);
-int attn_fallback_run(const attn_problem *p, const float *q, const float *k, const float *v,
-                      float *o, void *workspace);
+int attn_fallback_run(const attn_problem *p, const float *q, const void *k, const void *v, float *o,
+                      void *workspace);

@@ -24,6 +24,7 @@ static uint32_t detect(void) {
   uint32_t isa = 0;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
   const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+  const unsigned c1 = c;  // leaf 1 ECX (F16C: bit 29)
   if (!osxsave || !avx) return 0;
   const uint64_t xcr0 = read_xcr0();
   const bool ymm_os = (xcr0 & 0x6) == 0x6;    // SSE + AVX state
@@ -31,8 +32,21 @@ static uint32_t detect(void) {
   if (__get_cpuid_max(0, NULL) < 7) return 0;
   __cpuid_count(7, 0, a, b, c, d);
   const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16);
+  const bool avx512bw = b & (1u << 30), avx512vl = b & (1u << 31);
+  const bool avx512fp16 = d & (1u << 23);
+  const bool f16c = ymm_os && (c1 & (1u << 29));
+  unsigned a1 = 0, b1 = 0, c1b = 0, d1 = 0;
+  if (a >= 1) __cpuid_count(7, 1, a1, b1, c1b, d1);  // a = max subleaf of leaf 7
+  (void)b1, (void)c1b, (void)d1;
+  const bool avx512bf16 = a1 & (1u << 5);
   if (ymm_os && avx2 && fma) isa |= ATTN_ISA_AVX2;
+  if (f16c) isa |= ATTN_ISA_F16C;
   if (zmm_os && avx512f && (isa & ATTN_ISA_AVX2)) isa |= ATTN_ISA_AVX512F;
+  // The AVX-512 extensions count with F, BW and VL (their 256/512-bit forms and the
+  // 16-bit element moves around them need those).
+  const bool avx512_fbwvl = (isa & ATTN_ISA_AVX512F) && avx512bw && avx512vl;
+  if (avx512_fbwvl && avx512bf16) isa |= ATTN_ISA_AVX512BF16;
+  if (avx512_fbwvl && avx512fp16) isa |= ATTN_ISA_AVX512FP16;
   return isa;
 }
 #elif defined(__aarch64__) && defined(__linux__)
@@ -101,7 +115,12 @@ const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len) {
   static const struct {
     uint32_t bit;
     const char *name;
-  } names[] = {{ATTN_ISA_AVX2, "avx2"}, {ATTN_ISA_AVX512F, "avx512f"}, {ATTN_ISA_NEON, "neon"}};
+  } names[] = {{ATTN_ISA_AVX2, "avx2"},
+               {ATTN_ISA_AVX512F, "avx512f"},
+               {ATTN_ISA_NEON, "neon"},
+               {ATTN_ISA_F16C, "f16c"},
+               {ATTN_ISA_AVX512BF16, "avx512bf16"},
+               {ATTN_ISA_AVX512FP16, "avx512fp16"}};
   if (!buf || !buf_len) return "";
   buf[0] = '\0';
   size_t used = 0;

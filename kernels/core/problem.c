@@ -3,8 +3,10 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "attn.h"
+#include "core/convert.h"
 
 attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
                                int64_t seq_kv, int64_t head_dim_qk, int64_t head_dim_v,
@@ -21,6 +23,66 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
       .scale = head_dim_qk > 0 ? (float)(1.0 / sqrt((double)head_dim_qk)) : 1.0f,
   };
   return p;
+}
+
+const char *attn_dtype_name(attn_dtype t) {
+  switch (t) {
+    case ATTN_DTYPE_F32:
+      return "f32";
+    case ATTN_DTYPE_F16:
+      return "f16";
+    case ATTN_DTYPE_BF16:
+      return "bf16";
+    case ATTN_DTYPE_Q8_0:
+      return "q8_0";
+  }
+  return "?";
+}
+
+bool attn_dtype_parse(const char *s, attn_dtype *out) {
+  if (!s) return false;
+  for (int t = 0; t < ATTN_DTYPE_COUNT; t++) {
+    if (strcmp(s, attn_dtype_name((attn_dtype)t)) == 0) {
+      if (out) *out = (attn_dtype)t;
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t attn_dtype_cap(attn_dtype t) {
+  switch (t) {
+    case ATTN_DTYPE_F32:
+      return 0;
+    case ATTN_DTYPE_F16:
+      return ATTN_CAP_KV_F16;
+    case ATTN_DTYPE_BF16:
+      return ATTN_CAP_KV_BF16;
+    case ATTN_DTYPE_Q8_0:
+      return ATTN_CAP_KV_Q8_0;
+  }
+  return 0;
+}
+
+size_t attn_kv_row_bytes(attn_dtype t, int64_t dim) {
+  if (dim < 1) return 0;
+  const uint64_t n = (uint64_t)dim;
+  uint64_t bytes;
+  switch (t) {
+    case ATTN_DTYPE_F32:
+      bytes = n > UINT64_MAX / 4 ? UINT64_MAX : 4 * n;
+      break;
+    case ATTN_DTYPE_F16:
+    case ATTN_DTYPE_BF16:
+      bytes = 2 * n;  // dim < 2^63
+      break;
+    case ATTN_DTYPE_Q8_0:
+      bytes = (n + ATTN_Q8_0_BLOCK - 1) / ATTN_Q8_0_BLOCK * sizeof(attn_block_q8_0);
+      break;
+    default:
+      return 0;
+  }
+  return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
 }
 
 static bool fail(char *err, size_t err_len, const char *fmt, ...) {
@@ -67,6 +129,15 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
     return fail(err, err_len, "Q tensor %lldx%lldx%lldx%lld overflows size_t bytes",
                 (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
                 (long long)p->head_dim_qk);
+  if ((unsigned)p->kv_dtype >= ATTN_DTYPE_COUNT)
+    return fail(err, err_len, "kv_dtype %d is not a K/V element type (f32 f16 bf16 q8_0)",
+                (int)p->kv_dtype);
+  if (p->kv_dtype == ATTN_DTYPE_Q8_0 &&
+      (p->head_dim_qk % ATTN_Q8_0_BLOCK != 0 || p->head_dim_v % ATTN_Q8_0_BLOCK != 0))
+    return fail(err, err_len,
+                "kv_dtype q8_0 needs head_dim_qk and head_dim_v to be multiples of %d (got "
+                "%lld and %lld)",
+                ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk, (long long)p->head_dim_v);
   if (!tensor_fits(p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk))
     return fail(err, err_len, "K tensor %lldx%lldx%lldx%lld overflows size_t bytes",
                 (long long)p->batch, (long long)p->kv_heads, (long long)p->seq_kv,
@@ -176,6 +247,19 @@ size_t attn_o_elems(const attn_problem *p) {
   return (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q * (size_t)p->head_dim_v;
 }
 
+// The stored bytes of a K/V tensor of rows × dim elements (saturating).
+static size_t kv_bytes(const attn_problem *p, int64_t dim) {
+  const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  const size_t row = attn_kv_row_bytes(p->kv_dtype, dim);
+  return (row != 0 && rows > SIZE_MAX / row) ? SIZE_MAX : rows * row;
+}
+size_t attn_k_bytes(const attn_problem *p) {
+  return kv_bytes(p, p->head_dim_qk);
+}
+size_t attn_v_bytes(const attn_problem *p) {
+  return kv_bytes(p, p->head_dim_v);
+}
+
 void attn_row_keys(const attn_problem *p, int64_t i, int64_t *lo, int64_t *hi) {
   if (!p->opts) {  // the plain problem: [0, seq_kv) or the bottom-right causal prefix
     *lo = 0;
@@ -230,20 +314,28 @@ static void coords(size_t idx, int64_t n1, int64_t n2, int64_t n3, char *buf, si
   snprintf(buf, len, "[%zu][%zu][%zu][%zu]", b, h, i, d);
 }
 
-// Index of the first non-finite element of x[0..n), or n.
-static size_t first_nonfinite(const float *x, size_t n) {
+// Element i of a tensor of type t with rows of width elements (the stored value).
+static inline float elem(attn_dtype t, const void *x, int64_t width, size_t i) {
+  return t == ATTN_DTYPE_F32 ? ((const float *)x)[i] : attn_kv_elem(t, x, width, i);
+}
+
+// Index of the first non-finite element of x[0..n) (type t, rows of width), or n.
+static size_t first_nonfinite(attn_dtype t, const void *x, int64_t width, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (!isfinite(x[i])) return i;
+    if (!isfinite(elem(t, x, width, i))) return i;
   return n;
 }
 
-// max over the rows of x[rows][width] of the Euclidean row norm (in double: a float32
-// element squared is at most 2^256, far inside double).
-static double max_row_norm(const float *x, int64_t rows, int64_t width) {
+// max over the rows of x[rows][width] (type t) of the Euclidean row norm (in double: a
+// float32 element squared is at most 2^256, far inside double).
+static double max_row_norm(attn_dtype t, const void *x, int64_t rows, int64_t width) {
   double best = 0.0;
   for (int64_t r = 0; r < rows; r++) {
     double ss = 0.0;
-    for (int64_t t = 0; t < width; t++) ss += (double)x[r * width + t] * (double)x[r * width + t];
+    for (int64_t c = 0; c < width; c++) {
+      const double e = (double)elem(t, x, width, (size_t)(r * width + c));
+      ss += e * e;
+    }
     if (ss > best) best = ss;
   }
   return sqrt(best);
@@ -259,7 +351,7 @@ static int range_fail(char *err, size_t err_len, const char *fmt, ...) {
   return ATTN_ERR_RANGE;
 }
 
-int attn_inputs_check(const attn_problem *p, const float *q, const float *k, const float *v,
+int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len) {
   if (!attn_problem_validate(p, err, err_len)) return ATTN_ERR_INVALID;
   if (!q || !k || !v) {
@@ -267,21 +359,23 @@ int attn_inputs_check(const attn_problem *p, const float *q, const float *k, con
     return ATTN_ERR_INVALID;
   }
   // 1. finite elements
+  const attn_dtype kt = p->kv_dtype;
   const struct {
     const char *name;
-    const float *x;
+    attn_dtype type;
+    const void *x;
     size_t n;
     int64_t n1, n2, n3;
-  } t[3] = {{"Q", q, attn_q_elems(p), p->heads, p->seq_q, p->head_dim_qk},
-            {"K", k, attn_k_elems(p), p->kv_heads, p->seq_kv, p->head_dim_qk},
-            {"V", v, attn_v_elems(p), p->kv_heads, p->seq_kv, p->head_dim_v}};
+  } t[3] = {{"Q", ATTN_DTYPE_F32, q, attn_q_elems(p), p->heads, p->seq_q, p->head_dim_qk},
+            {"K", kt, k, attn_k_elems(p), p->kv_heads, p->seq_kv, p->head_dim_qk},
+            {"V", kt, v, attn_v_elems(p), p->kv_heads, p->seq_kv, p->head_dim_v}};
   for (int i = 0; i < 3; i++) {
-    const size_t bad = first_nonfinite(t[i].x, t[i].n);
+    const size_t bad = first_nonfinite(t[i].type, t[i].x, t[i].n3, t[i].n);
     if (bad < t[i].n) {
       char at[96];
       coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
       return range_fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)",
-                        t[i].name, at, (double)t[i].x[bad]);
+                        t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
     }
   }
   // 2. scores: max(1,|scale|)·max‖q_i‖·max‖k_j‖ per (batch, K/V group)
@@ -289,12 +383,12 @@ int attn_inputs_check(const attn_problem *p, const float *q, const float *k, con
   const int64_t group = p->heads / p->kv_heads, dqk = p->head_dim_qk;
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t g = 0; g < p->kv_heads; g++) {
-      const float *kh =
-          k + ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv * (size_t)dqk;
+      const void *kh = (const char *)k + ((size_t)b * (size_t)p->kv_heads + (size_t)g) *
+                                             (size_t)p->seq_kv * attn_kv_row_bytes(kt, dqk);
       const float *qg =
           q + ((size_t)b * (size_t)p->heads + (size_t)(g * group)) * (size_t)p->seq_q * (size_t)dqk;
-      const double kn = max_row_norm(kh, p->seq_kv, dqk);
-      const double qn = max_row_norm(qg, group * p->seq_q, dqk);
+      const double kn = max_row_norm(kt, kh, p->seq_kv, dqk);
+      const double qn = max_row_norm(ATTN_DTYPE_F32, qg, group * p->seq_q, dqk);
       const double bound = s * qn * kn;
       if (bound > ATTN_SCORE_LIMIT)
         return range_fail(err, err_len,
@@ -308,7 +402,7 @@ int attn_inputs_check(const attn_problem *p, const float *q, const float *k, con
   double vmax = 0.0;
   size_t vat = 0;
   for (size_t i = 0; i < t[2].n; i++) {
-    const double a = fabs((double)v[i]);
+    const double a = fabs((double)elem(kt, v, p->head_dim_v, i));
     if (a > vmax) vmax = a, vat = i;
   }
   if ((double)p->seq_kv * vmax > ATTN_VALUE_LIMIT) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/convert.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ATTN_KERNEL_X86(sym) ATTN_KERNEL(sym)
@@ -92,11 +93,13 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
   }
   if (!k->summary) ATTN_FAIL("kernel %s: summary is NULL", k->name);
   if (!k->run) ATTN_FAIL("kernel %s: run (the entry point) is NULL", k->name);
-  const uint32_t isa_known = ATTN_ISA_AVX2 | ATTN_ISA_AVX512F | ATTN_ISA_NEON;
+  const uint32_t isa_known = ATTN_ISA_AVX2 | ATTN_ISA_AVX512F | ATTN_ISA_NEON | ATTN_ISA_F16C |
+                             ATTN_ISA_AVX512BF16 | ATTN_ISA_AVX512FP16;
   if (k->required_isa & ~isa_known)
     ATTN_FAIL("kernel %s: required_isa 0x%x has unknown bits 0x%x (see ATTN_ISA_*)", k->name,
               (unsigned)k->required_isa, (unsigned)(k->required_isa & ~isa_known));
-  const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL;
+  const uint32_t caps_known =
+      ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL;
   if (k->caps & ~caps_known)
     ATTN_FAIL("kernel %s: caps 0x%x has unknown bits 0x%x (see ATTN_CAP_*)", k->name,
               (unsigned)k->caps, (unsigned)(k->caps & ~caps_known));
@@ -185,17 +188,64 @@ bool attn_kernel_native(const attn_kernel *k, const attn_problem *p) {
   return (attn_problem_options_used(p) & ~k->caps) == 0;
 }
 
+bool attn_kernel_kv_native(const attn_kernel *k, const attn_problem *p) {
+  return p->kv_dtype == ATTN_DTYPE_F32 || (k->caps & attn_dtype_cap(p->kv_dtype)) != 0;
+}
+
+// Bytes of x rounded up to 64 (saturating), so that what follows stays 64-byte aligned.
+static size_t round64_sat(size_t x) {
+  return x > SIZE_MAX - 63 ? SIZE_MAX : (x + 63) & ~(size_t)63;
+}
+
+// The float32 K/V copies attn_kernel_run makes for a kernel that does not read p's type:
+// K at the front of the workspace, then V, each rounded up to 64 bytes. 0 when native.
+static size_t kv_copy_bytes(const attn_kernel *k, const attn_problem *p, size_t *k_bytes) {
+  *k_bytes = 0;
+  if (attn_kernel_kv_native(k, p)) return 0;
+  *k_bytes = round64_sat(attn_size_mul_sat(attn_k_elems(p), sizeof(float)));
+  return attn_size_add_sat(*k_bytes,
+                           round64_sat(attn_size_mul_sat(attn_v_elems(p), sizeof(float))));
+}
+
+// The problem the kernel itself sees: p, or p with kv_dtype F32 after the conversion.
+static attn_problem as_f32(const attn_problem *p) {
+  attn_problem f = *p;
+  f.kv_dtype = ATTN_DTYPE_F32;
+  return f;
+}
+
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec) {
   static const attn_exec kDefaultExec = {0};
-  if (!attn_kernel_native(k, p)) return attn_fallback_workspace(p);
-  return k->workspace ? k->workspace(p, exec ? exec : &kDefaultExec) : 0;
+  size_t kb;
+  const size_t copies = kv_copy_bytes(k, p, &kb);
+  const attn_problem f = as_f32(p);  // the kernel's own part is sized for float32 K/V
+  const attn_problem *pk = copies ? &f : p;
+  size_t own;
+  if (!attn_kernel_native(k, pk))
+    own = attn_fallback_workspace(pk);
+  else
+    own = k->workspace ? k->workspace(pk, exec ? exec : &kDefaultExec) : 0;
+  return attn_size_add_sat(copies ? round64_sat(copies) : 0, own);
 }
 
 int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
-                    const float *q, const float *kk, const float *v, float *o, void *workspace,
+                    const float *q, const void *kk, const void *v, float *o, void *workspace,
                     bool *fallback) {
   static const attn_exec kDefaultExec = {0};
   if (!exec) exec = &kDefaultExec;
+  size_t kb;
+  const size_t copies = kv_copy_bytes(k, p, &kb);
+  const attn_problem f = as_f32(p);
+  if (copies) {  // K, V → float32 (exact), then the kernel runs on an F32 problem
+    float *k32 = workspace, *v32 = (float *)((char *)workspace + kb);
+    attn_dequantize_rows(p->kv_dtype, kk,
+                         (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv, p->head_dim_qk,
+                         k32);
+    attn_dequantize_rows(p->kv_dtype, v, (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv,
+                         p->head_dim_v, v32);
+    kk = k32, v = v32, p = &f;
+    workspace = (char *)workspace + round64_sat(copies);
+  }
   const bool native = attn_kernel_native(k, p);
   if (fallback) *fallback = !native;
   if (native) return k->run(p, exec, q, kk, v, o, workspace);
@@ -233,7 +283,7 @@ int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
 }
 
 int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
-                     const float *q, const float *kk, const float *v, float *o, char *err,
+                     const float *q, const void *kk, const void *v, float *o, char *err,
                      size_t err_len) {
   static const attn_exec kDefaultExec = {0};
   if (!exec) exec = &kDefaultExec;

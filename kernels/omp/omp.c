@@ -57,8 +57,11 @@ static size_t omp_workspace(const attn_kernel *inner, const attn_problem *p,
   return attn_size_mul_sat((size_t)threads_of(exec), per_thread(inner, p, exec));
 }
 
+// K and V are addressed by the bytes of p->kv_dtype rows, so any type the inner kernel
+// reads passes through unchanged (the records declare no ATTN_CAP_KV_* bits today:
+// attn_kernel_run hands this kernel float32 K/V).
 static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_exec *exec,
-                   const float *q, const float *k, const float *v, float *o, void *workspace) {
+                   const float *q, const void *k, const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   const int nt = threads_of(exec);
   const int64_t tq = block_rows(p, exec);
@@ -84,7 +87,8 @@ static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_e
       }
       const attn_problem s = sub_problem(p, nq, keys);
       const int rc = inner->run(&s, exec, attn_q_head(p, q, b, h) + i0 * p->head_dim_qk,
-                                attn_k_head(p, k, b, g), attn_v_head(p, v, b, g), oh, ws);
+                                attn_kv_head(p, k, b, g, p->head_dim_qk),
+                                attn_kv_head(p, v, b, g, p->head_dim_v), oh, ws);
       if (rc != ATTN_OK) {
 #pragma omp atomic write
         status = rc;
@@ -102,7 +106,7 @@ static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_e
     return omp_workspace(&attn_kernel_tiled__##isa, p, exec);                              \
   }                                                                                        \
   static int omp_##isa##_run(const attn_problem *p, const attn_exec *exec, const float *q, \
-                             const float *k, const float *v, float *o, void *ws) {         \
+                             const void *k, const void *v, float *o, void *ws) {           \
     return omp_run(&attn_kernel_tiled__##isa, p, exec, q, k, v, o, ws);                    \
   }
 

@@ -41,8 +41,9 @@ static size_t blocked_workspace(const attn_problem *p, const attn_exec *exec) {
   return attn_size_mul_sat(floats, sizeof(float));
 }
 
-static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                       const float *v, float *o, void *workspace) {
+static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
+                       const void *vv, float *o, void *workspace) {
+  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   int64_t TQ, TKV;
   tiles(p, exec, &TQ, &TKV);
@@ -150,8 +151,8 @@ size_t attn_fallback_workspace(const attn_problem *p) {
   static const attn_exec kDefault = {0};
   return blocked_workspace(p, &kDefault);
 }
-int attn_fallback_run(const attn_problem *p, const float *q, const float *k, const float *v,
-                      float *o, void *workspace) {
+int attn_fallback_run(const attn_problem *p, const float *q, const void *k, const void *v, float *o,
+                      void *workspace) {
   static const attn_exec kDefault = {0};
   return blocked_run(p, &kDefault, q, k, v, o, workspace);
 }

@@ -15,9 +15,10 @@ static size_t naive_workspace(const attn_problem *p, const attn_exec *exec) {
   return (size_t)p->seq_kv * sizeof(float);  // ω / α for one row
 }
 
-static int naive_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                     const float *v, float *o, void *workspace) {
+static int naive_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
+                     const void *vv, float *o, void *workspace) {
   (void)exec;
+  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   attn_fp_env env = attn_fp_env_enter();
   float *alpha = workspace;

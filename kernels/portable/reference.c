@@ -25,8 +25,9 @@ static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) 
 }
 
 static int reference_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                         const float *k, const float *v, float *o, void *workspace) {
+                         const void *kv, const void *vv, float *o, void *workspace) {
   (void)exec;
+  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   double *s = workspace;
   double *acc = s + p->seq_kv;

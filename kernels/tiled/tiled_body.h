@@ -244,8 +244,9 @@ static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const f
   }
 }
 
-static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                     const float *v, float *o, void *workspace) {
+static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
+                     const void *vv, float *o, void *workspace) {
+  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   assert(workspace != NULL);
   const tiled_geom g = tiled_geometry(p, exec);

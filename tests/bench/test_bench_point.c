@@ -19,8 +19,8 @@
 static int g_broken_calls;
 
 // blocked, then one output element off by 1e-2 — well beyond the checker's tolerance.
-static int broken_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                      const float *v, float *o, void *ws) {
+static int broken_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                      const void *v, float *o, void *ws) {
   g_broken_calls++;
   const attn_kernel *b = attn_kernel_find("blocked");
   const int rc = b->run(p, exec, q, k, v, o, ws);
@@ -72,8 +72,8 @@ static bool save_to_file(void *user, const char *json, size_t len) {
 }
 
 static int g_counted_calls;
-static int counted_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                       const float *v, float *o, void *ws) {
+static int counted_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                       const void *v, float *o, void *ws) {
   g_counted_calls++;
   return attn_kernel_find("blocked")->run(p, exec, q, k, v, o, ws);
 }

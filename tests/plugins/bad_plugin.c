@@ -6,8 +6,8 @@
 
 #include "attn.h"
 
-static int dummy_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                     const float *v, float *o, void *workspace) {
+static int dummy_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                     const void *v, float *o, void *workspace) {
   (void)p, (void)exec, (void)q, (void)k, (void)v, (void)o, (void)workspace;
   return ATTN_OK;
 }

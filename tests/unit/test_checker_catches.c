@@ -52,9 +52,10 @@ static const char *const kBugNames[BUG_COUNT] = {"missing scale",
 static bug g_bug;
 
 // A float32 one-row-at-a-time kernel with the selected bug injected.
-static int buggy_run(const attn_problem *pp, const attn_exec *exec, const float *q, const float *k,
-                     const float *v, float *o, void *ws) {
+static int buggy_run(const attn_problem *pp, const attn_exec *exec, const float *q, const void *kv,
+                     const void *vv, float *o, void *ws) {
   (void)exec;
+  const float *k = (const float *)kv, *v = (const float *)vv;
   // The option-ignoring bugs compute the problem without that option.
   attn_problem pb = *pp;
   attn_options ob = pp->opts ? *pp->opts : (attn_options){0};

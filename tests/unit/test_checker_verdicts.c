@@ -61,8 +61,8 @@ static attn_check_verdict verdict_of(const attn_check_prepared *pc, const float 
 }
 
 // A test-only kernel that writes zeros (the failure of issue 9's tiled/omp/flash).
-static int zeros_run(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                     const float *v, float *o, void *ws) {
+static int zeros_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                     const void *v, float *o, void *ws) {
   (void)exec, (void)q, (void)k, (void)v, (void)ws;
   memset(o, 0, attn_o_elems(p) * sizeof *o);
   return ATTN_OK;

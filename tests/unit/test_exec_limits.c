@@ -50,8 +50,8 @@ static size_t greedy_ws(const attn_problem *p, const attn_exec *e) {
   (void)p, (void)e;
   return SIZE_MAX - 1;
 }
-static int greedy_run(const attn_problem *p, const attn_exec *e, const float *q, const float *k,
-                      const float *v, float *o, void *ws) {
+static int greedy_run(const attn_problem *p, const attn_exec *e, const float *q, const void *k,
+                      const void *v, float *o, void *ws) {
   (void)p, (void)e, (void)q, (void)k, (void)v, (void)o, (void)ws;
   g_greedy_ran = true;
   return ATTN_OK;

@@ -7,8 +7,8 @@
 #include "attn.h"
 #include "test_util.h"
 
-static int run_zero(const attn_problem *p, const attn_exec *exec, const float *q, const float *k,
-                    const float *v, float *o, void *ws) {
+static int run_zero(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                    const void *v, float *o, void *ws) {
   (void)exec, (void)q, (void)k, (void)v, (void)ws;
   for (size_t i = 0; i < attn_o_elems(p); i++) o[i] = 0.0f;
   return ATTN_OK;

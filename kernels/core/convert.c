@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// float32 ⇄ f16 / bf16 / q8_0 (rules in convert.h).
+#include "core/convert.h"
+
+#include <math.h>
+
+static uint32_t f32_bits(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  return x;
+}
+static float f32_from_bits(uint32_t x) {
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+float attn_f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  int32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return f32_from_bits(sign | 0x7f800000u | (mant << 13));  // inf, NaN
+  if (exp == 0) {
+    if (mant == 0) return f32_from_bits(sign);  // ±0
+    // subnormal: mant·2^-24; normalise so that bit 10 is the implicit one
+    exp = 1;
+    while (!(mant & 0x400u)) mant <<= 1, exp--;  // down to exp = −9 for mant = 1
+    mant &= 0x3ffu;
+  }
+  // rebias 15 → 127 (for subnormals exp ≥ −9, so 112 + exp ≥ 103 stays positive)
+  return f32_from_bits(sign | ((uint32_t)(exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t attn_f32_to_f16(float f) {
+  const uint32_t x = f32_bits(f);
+  const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u)  // NaN: quiet, the top 9 payload bits kept
+    return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+  // |f| ≥ 65520 (halfway from 65504, the largest f16, to 2^16; the tie goes to the even
+  // 2^16): inf. Also covers inf.
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+  if (ax >= 0x38800000u) {  // ≥ 2^-14: normal. Rebias 127 → 15, round 13 bits off (RNE);
+                            // a carry out of the mantissa correctly bumps the exponent.
+    const uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u);
+    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+  }
+  // Subnormal f16: m·2^-24 with m = RNE(|f|·2^24). |f| ≤ 2^-25 (the tie) rounds to 0.
+  if (ax <= 0x33000000u) return sign;
+  const uint32_t e = ax >> 23;                         // 102..112
+  const uint32_t mant = (ax & 0x7fffffu) | 0x800000u;  // |f| = mant·2^(e−150)
+  const uint32_t shift = 126u - e;                     // m = mant·2^(e−126): 14..24 bits off
+  uint32_t m = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (m & 1u))) m++;  // m = 0x400 is the smallest normal
+  return (uint16_t)(sign | m);
+}
+
+float attn_bf16_to_f32(uint16_t h) {
+  return f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t attn_f32_to_bf16(float f) {
+  const uint32_t x = f32_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  // quiet NaN
+  // RNE on the low 16 bits; a carry into the exponent is right, up to inf on overflow
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+void attn_quantize_q8_0_row(const float *x, int64_t dim, attn_block_q8_0 *out) {
+  const int64_t nb = dim / ATTN_Q8_0_BLOCK;
+  for (int64_t b = 0; b < nb; b++) {
+    const float *xb = x + b * ATTN_Q8_0_BLOCK;
+    attn_block_q8_0 *ob = out + b;
+    float amax = 0.0f;
+    bool finite = true;
+    for (int t = 0; t < ATTN_Q8_0_BLOCK; t++) {
+      if (!isfinite(xb[t])) finite = false;
+      const float a = fabsf(xb[t]);
+      if (a > amax) amax = a;
+    }
+    memset(ob->qs, 0, sizeof ob->qs);
+    if (!finite) {
+      ob->d = 0x7e00u;  // NaN: the block is not representable
+      continue;
+    }
+    ob->d = attn_f32_to_f16(amax / 127.0f);
+    const float d = attn_f16_to_f32(ob->d);
+    if (d == 0.0f || isinf(d)) continue;  // zeros, or (inf) NaN on dequantization
+    for (int t = 0; t < ATTN_Q8_0_BLOCK; t++) {
+      float q = rintf(xb[t] / d);  // the default rounding mode: to nearest, ties to even
+      q = q > 127.0f ? 127.0f : (q < -127.0f ? -127.0f : q);
+      ob->qs[t] = (int8_t)q;
+    }
+  }
+}
+
+void attn_dequantize_row(attn_dtype t, const void *row, int64_t dim, float *out) {
+  switch (t) {
+    case ATTN_DTYPE_F16: {
+      const uint16_t *h = row;
+      for (int64_t i = 0; i < dim; i++) out[i] = attn_f16_to_f32(h[i]);
+      return;
+    }
+    case ATTN_DTYPE_BF16: {
+      const uint16_t *h = row;
+      for (int64_t i = 0; i < dim; i++) out[i] = attn_bf16_to_f32(h[i]);
+      return;
+    }
+    case ATTN_DTYPE_Q8_0: {
+      const attn_block_q8_0 *b = row;
+      for (int64_t i = 0; i < dim / ATTN_Q8_0_BLOCK; i++) {
+        const float d = attn_f16_to_f32(b[i].d);
+        for (int t = 0; t < ATTN_Q8_0_BLOCK; t++)
+          out[i * ATTN_Q8_0_BLOCK + t] = d * (float)b[i].qs[t];
+      }
+      return;
+    }
+    case ATTN_DTYPE_F32:
+    default:
+      memcpy(out, row, (size_t)dim * sizeof(float));
+      return;
+  }
+}
+
+void attn_quantize_row(attn_dtype t, const float *x, int64_t dim, void *out) {
+  switch (t) {
+    case ATTN_DTYPE_F16: {
+      uint16_t *h = out;
+      for (int64_t i = 0; i < dim; i++) h[i] = attn_f32_to_f16(x[i]);
+      return;
+    }
+    case ATTN_DTYPE_BF16: {
+      uint16_t *h = out;
+      for (int64_t i = 0; i < dim; i++) h[i] = attn_f32_to_bf16(x[i]);
+      return;
+    }
+    case ATTN_DTYPE_Q8_0:
+      attn_quantize_q8_0_row(x, dim, out);
+      return;
+    case ATTN_DTYPE_F32:
+    default:
+      memcpy(out, x, (size_t)dim * sizeof(float));
+      return;
+  }
+}
+
+void attn_dequantize_rows(attn_dtype t, const void *x, size_t rows, int64_t dim, float *out) {
+  const size_t rb = attn_kv_row_bytes(t, dim);
+  for (size_t r = 0; r < rows; r++)
+    attn_dequantize_row(t, (const char *)x + r * rb, dim, out + r * (size_t)dim);
+}
+
+void attn_quantize_rows(attn_dtype t, const float *x, size_t rows, int64_t dim, void *out) {
+  const size_t rb = attn_kv_row_bytes(t, dim);
+  for (size_t r = 0; r < rows; r++)
+    attn_quantize_row(t, x + r * (size_t)dim, dim, (char *)out + r * rb);
+}
