@@ -41,10 +41,30 @@ typedef struct kernel_tally {
   bool unavailable;  // cannot run on this CPU: every pair is skipped
   char why[96];      // the reason, e.g. "needs avx512f"
   size_t passed, failed, inconclusive, skipped;
-  double worst_ratio;  // max over cases of max |o − ref| / tol
-  double max_rel_err;  // max over cases of max |o − ref| / max |ref|
-  double seconds;      // wall time inside attn_check_kernel (run + compare)
+  double worst_ratio;    // max over cases of max |o − ref| / tol
+  double max_rel_err;    // max over cases of max |o − ref| / max |ref|
+  double seconds;        // wall time inside attn_check_kernel (run + compare)
+  double storage_ratio;  // max over its non-f32 cases of the storage err/tol (check.h); -1 none
 } kernel_tally;
+
+// The storage error per K/V type over the cases prepared (check.h,
+// attn_check_storage_error): the table after the per-kernel one.
+typedef struct storage_tally {
+  size_t cases[ATTN_DTYPE_COUNT];
+  double max_abs[ATTN_DTYPE_COUNT], max_ratio[ATTN_DTYPE_COUNT];
+} storage_tally;
+static storage_tally g_storage;
+
+// Records a prepared case's storage error (no-op for f32 cases); returns its err/tol or -1.
+static double note_storage(const attn_check_case *cc, const attn_check_prepared *pc) {
+  double abs_err, ratio;
+  if (!attn_check_storage_error(pc, &abs_err, &ratio)) return -1.0;
+  const int t = (int)cc->problem.kv_dtype;
+  g_storage.cases[t]++;
+  if (!(abs_err <= g_storage.max_abs[t])) g_storage.max_abs[t] = abs_err;
+  if (!(ratio <= g_storage.max_ratio[t])) g_storage.max_ratio[t] = ratio;
+  return ratio;
+}
 
 // Selects kernels: all of the registry when names is empty, else the named ones (in
 // registry order, duplicates merged). Unavailable ones are kept, marked, and get a note:
@@ -65,7 +85,7 @@ static long select_kernels(const cli_list *names, bool allow_skips, kernel_tally
     for (size_t j = 0; j < names->count; j++) wanted |= strcmp(names->items[j], k->name) == 0;
     if (!wanted) continue;
     kernel_tally *t = &sel[n++];
-    *t = (kernel_tally){.k = k};
+    *t = (kernel_tally){.k = k, .storage_ratio = -1.0};
     if (attn_kernel_available(k, t->why, sizeof t->why)) continue;
     t->unavailable = true;
     if (names->count && !allow_skips) {
@@ -373,11 +393,13 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
     fflush(stdout);
     return;
   }
+  const double storage = note_storage(cc, pc);
   for (long i = 0; i < n_sel; i++) {
     if (sel[i].unavailable) {
       record_skip(&sel[i], tot, desc);
       continue;
     }
+    if (storage > sel[i].storage_ratio) sel[i].storage_ratio = storage;
     if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &o->exec), budget, refused + 9,
                             sizeof refused - 9)) {
       progress_clear(pg);
@@ -395,6 +417,20 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
   attn_check_prepared_free(pc);
 }
 
+// The storage error per K/V type (check.h): what f16, bf16 and q8_0 storage cost against
+// float32 K/V on the matrix's cases of that type, whatever the kernel.
+static void print_storage(void) {
+  bool any = false;
+  for (int t = 1; t < ATTN_DTYPE_COUNT; t++) any |= g_storage.cases[t] > 0;
+  if (!any) return;
+  printf("\n%-7s  %5s  %22s  %18s\n", "kv type", "cases", "storage max abs error",
+         "storage err/tol");
+  for (int t = 1; t < ATTN_DTYPE_COUNT; t++)
+    if (g_storage.cases[t])
+      printf("%-7s  %5zu  %22.3g  %18.3g\n", attn_dtype_name((attn_dtype)t), g_storage.cases[t],
+             g_storage.max_abs[t], g_storage.max_ratio[t]);
+}
+
 // Step 4: the per-kernel table (stdout) and the timing line (stderr).
 static void print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, size_t n_total,
                           const check_options *o, double seconds) {
@@ -404,12 +440,16 @@ static void print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, s
     const int len = (int)strlen(sel[i].k->name);
     if (len > w) w = len;
   }
-  printf("\n%-*s  %6s  %6s  %12s  %7s  %13s  %11s  %8s\n", w, "kernel", "passed", "failed",
-         "inconclusive", "skipped", "worst err/tol", "max rel err", "time s");
-  for (long i = 0; i < n_sel; i++)
-    printf("%-*s  %6zu  %6zu  %12zu  %7zu  %13.3g  %11.3g  %8.2f\n", w, sel[i].k->name,
+  printf("\n%-*s  %6s  %6s  %12s  %7s  %13s  %11s  %17s  %8s\n", w, "kernel", "passed", "failed",
+         "inconclusive", "skipped", "worst err/tol", "max rel err", "kv storage err/tol", "time s");
+  for (long i = 0; i < n_sel; i++) {
+    char st[32] = "-";  // no non-f32 case ran for the kernel
+    if (sel[i].storage_ratio >= 0) snprintf(st, sizeof st, "%.3g", sel[i].storage_ratio);
+    printf("%-*s  %6zu  %6zu  %12zu  %7zu  %13.3g  %11.3g  %17s  %8.2f\n", w, sel[i].k->name,
            sel[i].passed, sel[i].failed, sel[i].inconclusive, sel[i].skipped, sel[i].worst_ratio,
-           sel[i].max_rel_err, sel[i].seconds);
+           sel[i].max_rel_err, st, sel[i].seconds);
+  }
+  print_storage();
   fprintf(stderr, "%zu of %zu cases x %ld kernels in %.1f s (threads=%d)\n", n_cases, n_total,
           n_sel, seconds, o->exec.threads);
 }
@@ -505,7 +545,7 @@ static int check_given_output(const check_options *o) {
   attn_check_prepared *pc = NULL;
   attn_problem p;
   char err[ATTN_OUT_PATH_MAX + 512], sb[400];
-  if (!qkv_load("check", &q) || !qkv_load("check", &k) || !qkv_load("check", &v) ||
+  if (!qkv_load("check", &q) || !qkv_load_kv("check", &k) || !qkv_load_kv("check", &v) ||
       !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
     goto done;
   if (o->scale_given) p.scale = (float)o->scale;
@@ -524,7 +564,8 @@ static int check_given_output(const check_options *o) {
     goto done;
   }
   const double t0 = attn_now_seconds();
-  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.data, v.a.data, err, sizeof err);
+  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.half ? (const void *)k.a.half : k.a.data,
+                                 v.a.half ? (const void *)v.a.half : v.a.data, err, sizeof err);
   if (!pc) {
     fprintf(stderr, "attnbench check: cannot compute the reference: %s\n", err);
     goto done;

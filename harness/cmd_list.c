@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // `attnbench list` — every kernel in the registry, one line each:
-//     <name>  available|unavailable (needs avx512f)  <caps>  <opts>  <tiles>  <summary>
+//     <name>  available|unavailable (needs avx512f)  <caps>  <opts>  <kv>  <tiles>  <summary>
 // <opts> is "opts=" and the attention options (attn.h) the entry point handles natively,
 // comma-separated ("opts=align,window,softcap,alibi,sinks,mask,lse"), or "opts=fallback"
 // when it handles none: problems with options it lacks run on the portable path.
+// <kv> is "kv=" and the K/V element types (attn.h) the entry point reads natively besides
+// f32 ("kv=f16,bf16,q8_0"), or "kv=convert": it gets float32 copies (attn_kernel_run).
 // <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x32 pv6x64"
 // (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
 // "scalar" for portable C, "-" when the kernel does not declare them.
@@ -50,6 +52,18 @@ static const char *opts_string(unsigned caps, char *buf, size_t len) {
   for (char *c = names; *c; c++)
     if (*c == ' ') *c = ',';
   snprintf(buf, len, "opts=%s", names);
+  return buf;
+}
+
+// "kv=f16,bf16" or "kv=convert", as described at the top; names (JSON) gets the list too.
+static const char *kv_string(unsigned caps, char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "kv=");
+  for (int t = 1; t < ATTN_DTYPE_COUNT && used < len; t++) {
+    if (!(caps & attn_dtype_cap((attn_dtype)t))) continue;
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", used > 3 ? "," : "",
+                             attn_dtype_name((attn_dtype)t));
+  }
+  if (used == 3) snprintf(buf, len, "kv=convert");
   return buf;
 }
 
@@ -114,6 +128,14 @@ static void print_json(bool only_available) {
         json_string(stdout, tok);
       }
     }
+    printf("], \"native_kv_types\": [");
+    bool first_kv = true;
+    for (int t = 1; t < ATTN_DTYPE_COUNT; t++) {
+      if (!(k->caps & attn_dtype_cap((attn_dtype)t))) continue;
+      printf("%s", first_kv ? "" : ", ");
+      first_kv = false;
+      json_string(stdout, attn_dtype_name((attn_dtype)t));
+    }
     printf("], \"vec_width\": %d, \"qk_tile\": [%d, %d], \"pv_tile\": [%d, %d]", k->vec_width,
            k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols);
     printf(", \"summary\": ");
@@ -150,7 +172,8 @@ int cmd_list(int argc, char **argv) {
           "tile 6 rows x 64 columns) and a one-line summary; plug-in kernels end with\n"
           "[plug-in: PATH]. opts= lists the attention options (align, window, softcap,\n"
           "alibi, sinks, mask, lse) handled natively; opts=fallback: problems with options\n"
-          "run on the shared portable path.\n"
+          "run on the shared portable path. kv= lists the K/V types (f16, bf16, q8_0)\n"
+          "read natively; kv=convert: they reach the kernel as float32 copies.\n"
           "Every kernel accepts every valid problem; the flags say which cases it\n"
           "handles natively rather than by a general path.",
       .epilog = "example:\n  attnbench list\n  attnbench list --available --json",
@@ -165,11 +188,11 @@ int cmd_list(int argc, char **argv) {
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
   // Two passes: column widths first, so the columns line up for any registry.
-  int w[5] = {0, 0, 0, 0, 0};
+  int w[6] = {0, 0, 0, 0, 0, 0};
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < attn_kernel_count(); i++) {
       const attn_kernel *k = attn_kernel_at(i);
-      char why[96], avail[128], caps[96], tiles[64], nopts[160];
+      char why[96], avail[128], caps[96], tiles[64], nopts[160], kv[40];
       const bool ok = attn_kernel_available(k, why, sizeof why);
       if (only_available && !ok) continue;
       if (ok)
@@ -179,15 +202,16 @@ int cmd_list(int argc, char **argv) {
       caps_string(k->caps, caps, sizeof caps);
       tiles_string(k, tiles, sizeof tiles);
       opts_string(k->caps, nopts, sizeof nopts);
-      const char *col[5] = {k->name, avail, caps, nopts, tiles};
+      kv_string(k->caps, kv, sizeof kv);
+      const char *col[6] = {k->name, avail, caps, nopts, kv, tiles};
       if (pass == 0) {
-        for (int c = 0; c < 5; c++)
+        for (int c = 0; c < 6; c++)
           if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
       } else {
         const char *origin = attn_kernel_origin(k);
-        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2], col[2],
-               w[3], col[3], w[4], col[4], k->summary, origin ? " [plug-in: " : "",
-               origin ? origin : "", origin ? "]" : "");
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2],
+               col[2], w[3], col[3], w[4], col[4], w[5], col[5], k->summary,
+               origin ? " [plug-in: " : "", origin ? origin : "", origin ? "]" : "");
       }
     }
   }

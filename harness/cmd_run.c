@@ -2,8 +2,9 @@
 // `attnbench run` — one kernel on user-supplied tensors:
 //     Q.npy [batch][heads][seq_q][head_dim_qk]      float32, C order
 //     K.npy [batch][kv_heads][seq_kv][head_dim_qk]
-//     V.npy [batch][kv_heads][seq_kv][head_dim_v]
+//     V.npy [batch][kv_heads][seq_kv][head_dim_v]      (K and V float32, or both '<f2')
 //  →  O.npy [batch][heads][seq_q][head_dim_v]
+// --kv-dtype f32|f16|bf16|q8_0 stores K and V as that type first (kernels/core/convert.h).
 // The problem is derived from the shapes, which must agree (messages name the arrays and
 // dimensions). O is written atomically (fileio.h): on any error — including a non-finite
 // output from finite inputs, unless --allow-nonfinite — no output file is created.
@@ -20,6 +21,7 @@
 #include "check/check.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "core/convert.h"
 #include "fileio.h"
 #include "npy.h"
 #include "placement.h"  // hwloc tiles + thread binding
@@ -36,6 +38,8 @@ typedef struct run_args {
   const char *window, *align, *slopes_path, *sinks_path, *mask_path, *lse_path;
   double softcap, alibi;
   bool softcap_given, alibi_given;
+  const char *kv_dtype_name;  // --kv-dtype (NULL: as read)
+  attn_dtype kv_dtype;
 } run_args;
 
 // "L,R" with each side a whole number >= 0 or "inf" (unbounded).
@@ -144,6 +148,12 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .min = 0,
        .max = 1 << 20,
        .help = "key rows per tile for tiled kernels (0 = kernel default)"},
+      {.name = "kv-dtype",
+       .kind = CLI_STRING,
+       .dest = &a->kv_dtype_name,
+       .metavar = "f32|f16|bf16|q8_0",
+       .help = "store K and V as this type before the run (round to nearest even; q8_0: "
+               "blocks of 32, scale max|x|/127)"},
       {.name = "check",
        .kind = CLI_FLAG,
        .dest = &a->verify,
@@ -243,7 +253,96 @@ static int parse_args(int argc, char **argv, run_args *a) {
     fprintf(stderr, "attnbench run: give --alibi or --alibi-slopes, not both\n");
     return ATTNBENCH_EXIT_USAGE;
   }
+  if (a->kv_dtype_name && !attn_dtype_parse(a->kv_dtype_name, &a->kv_dtype)) {
+    fprintf(stderr, "attnbench run: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n",
+            a->kv_dtype_name);
+    return ATTNBENCH_EXIT_USAGE;
+  }
   return -1;
+}
+
+// K and V as the kernel gets them (stored as p->kv_dtype), and the float32 values they
+// were stored from when --kv-dtype converted them (for --check's storage error).
+typedef struct kv_tensors {
+  const void *k, *v;       // the stored K and V
+  const float *k32, *v32;  // the float32 source of a conversion; NULL otherwise
+  void *owned[4];          // buffers made here (freed by kv_free)
+} kv_tensors;
+
+static void kv_free(kv_tensors *t) {
+  for (int i = 0; i < 4; i++) free(t->owned[i]);
+  memset(t, 0, sizeof *t);
+}
+
+// The first stored value of a that is not finite although its source was (an overflow of
+// the type's range: |x| > 65504 for f16, a q8_0 block with max|x|/127 > 65504), or SIZE_MAX.
+static size_t first_overflow(attn_dtype t, const void *stored, int64_t dim, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(attn_kv_elem(t, stored, dim, i))) return i;
+  return SIZE_MAX;
+}
+
+// Applies --kv-dtype to K and V as read (float32, or float16 from '<f2'): sets p->kv_dtype
+// and fills *t. False (message printed) if the problem refuses the type (q8_0 head dims)
+// or a value overflows it.
+static bool store_kv(const run_args *a, attn_problem *p, const npy_array *k, const npy_array *v,
+                     kv_tensors *t) {
+  memset(t, 0, sizeof *t);
+  const attn_dtype from = p->kv_dtype;  // F32, or F16 from '<f2' files
+  t->k = k->half ? (const void *)k->half : (const void *)k->data;
+  t->v = v->half ? (const void *)v->half : (const void *)v->data;
+  if (!a->kv_dtype_name || a->kv_dtype == from) return true;
+  const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  if (from == ATTN_DTYPE_F32) {
+    t->k32 = k->data, t->v32 = v->data;
+  } else {  // float16 files: their values, exactly, as float32
+    float *k32 = malloc(k->count * sizeof(float)), *v32 = malloc(v->count * sizeof(float));
+    t->owned[0] = k32, t->owned[1] = v32;
+    if (!k32 || !v32) {
+      fprintf(stderr, "attnbench run: --kv-dtype: out of memory converting K and V\n");
+      return false;
+    }
+    attn_dequantize_rows(from, k->half, rows, p->head_dim_qk, k32);
+    attn_dequantize_rows(from, v->half, rows, p->head_dim_v, v32);
+    t->k32 = k32, t->v32 = v32;
+  }
+  p->kv_dtype = a->kv_dtype;
+  char err[256];
+  if (!attn_problem_validate(p, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: --kv-dtype %s: %s\n", a->kv_dtype_name, err);
+    return false;
+  }
+  if (p->kv_dtype == ATTN_DTYPE_F32) {
+    t->k = t->k32, t->v = t->v32;
+    return true;
+  }
+  void *ks = malloc(attn_k_bytes(p)), *vs = malloc(attn_v_bytes(p));
+  t->owned[2] = ks, t->owned[3] = vs;
+  if (!ks || !vs) {
+    fprintf(stderr, "attnbench run: --kv-dtype: out of memory storing K and V\n");
+    return false;
+  }
+  attn_quantize_rows(p->kv_dtype, t->k32, rows, p->head_dim_qk, ks);
+  attn_quantize_rows(p->kv_dtype, t->v32, rows, p->head_dim_v, vs);
+  t->k = ks, t->v = vs;
+  const struct {
+    const char *what;
+    const void *x;
+    const float *src;
+    int64_t dim;
+    size_t n;
+  } kv[2] = {{"K", ks, t->k32, p->head_dim_qk, attn_k_elems(p)},
+             {"V", vs, t->v32, p->head_dim_v, attn_v_elems(p)}};
+  for (int i = 0; i < 2; i++) {
+    const size_t bad = first_overflow(p->kv_dtype, kv[i].x, kv[i].dim, kv[i].n);
+    if (bad == SIZE_MAX) continue;
+    fprintf(stderr,
+            "attnbench run: --kv-dtype %s: %s value %g at flat index %zu overflows the type "
+            "(f16 holds |x| <= 65504; a q8_0 block needs max|x|/127 <= 65504)\n",
+            a->kv_dtype_name, kv[i].what, (double)kv[i].src[bad], bad);
+    return false;
+  }
+  return true;
 }
 
 // The options of the command line for problem p (arrays read into the given holders).
@@ -355,7 +454,7 @@ static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_
 
 // Tiles, binding, the kernel call. On success *seconds is the call's wall time.
 static bool compute(const attn_kernel *kernel, const attn_problem *p, attn_exec *exec,
-                    const float *q, const float *k, const float *v, float *o, double *seconds,
+                    const float *q, const void *k, const void *v, float *o, double *seconds,
                     char *binding, size_t binding_len) {
   char err[512];
   // Placement: tiles from hwloc's cache sizes unless --tile-q/--tile-kv or ATTNBENCH_TILE_*
@@ -392,15 +491,22 @@ static bool output_finite(const attn_kernel *kernel, const attn_problem *p, cons
 }
 
 // --check: the same per-element tolerance as `attnbench check`; a failure writes nothing.
+// With K/V converted by --kv-dtype the reference also runs on the float32 K/V: the storage
+// error (*storage, *storage_ratio; *has_storage) is what the type costs (check.h).
 static bool verify_output(const attn_kernel *kernel, const attn_problem *p, const float *q,
-                          const float *k, const float *v, const float *o, const float *lse,
-                          attn_check_result *cr) {
+                          const kv_tensors *kv, const float *o, const float *lse,
+                          attn_check_result *cr, double *storage, double *storage_ratio,
+                          bool *has_storage) {
   char err[512];
-  attn_check_prepared *pc = attn_check_prepare_inputs(p, q, k, v, err, sizeof err);
+  attn_check_prepared *pc =
+      kv->k32 && p->kv_dtype != ATTN_DTYPE_F32
+          ? attn_check_prepare_convert(p, q, kv->k32, kv->v32, err, sizeof err)
+          : attn_check_prepare_inputs(p, q, kv->k, kv->v, err, sizeof err);
   if (!pc) {
     fprintf(stderr, "attnbench run: --check: cannot compute the reference: %s\n", err);
     return false;
   }
+  *has_storage = attn_check_storage_error(pc, storage, storage_ratio);
   attn_check_output_lse(pc, o, lse, cr);
   attn_check_prepared_free(pc);
   if (cr->verdict == ATTN_CHECK_INCONCLUSIVE) {  // no verdict is not a pass: exit 1
@@ -416,17 +522,25 @@ static bool verify_output(const attn_kernel *kernel, const attn_problem *p, cons
   return false;
 }
 
+// The storage error line of --check with a --kv-dtype conversion (check.h).
+static void report_storage(const attn_problem *p, double storage, double ratio) {
+  printf("storage error (K/V as %s vs float32 K/V, float64 reference): max abs %.3g, %.3g x tol\n",
+         attn_dtype_name(p->kv_dtype), storage, ratio);
+}
+
 static void report(const attn_kernel *kernel, const attn_problem *p, const run_args *a,
                    double seconds, const char *binding, const attn_check_result *cr) {
   if (a->quiet) return;
   const int64_t o_shape[4] = {p->batch, p->heads, p->seq_q, p->head_dim_v};
-  char sb[128];
+  char sb[128], kv[16] = "";
+  if (p->kv_dtype != ATTN_DTYPE_F32)
+    snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
   printf(
-      "%s: B=%lld H=%lld KVH=%lld Sq=%lld Skv=%lld Dqk=%lld Dv=%lld%s scale=%g -> %s %s "
+      "%s: B=%lld H=%lld KVH=%lld Sq=%lld Skv=%lld Dqk=%lld Dv=%lld%s%s scale=%g -> %s %s "
       "(one call, %.3f ms wall; not a benchmark)\n",
       kernel->name, (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
       (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk,
-      (long long)p->head_dim_v, p->causal ? " causal" : "", (double)p->scale, a->out_path,
+      (long long)p->head_dim_v, kv, p->causal ? " causal" : "", (double)p->scale, a->out_path,
       npy_shape_string(4, o_shape, sb, sizeof sb), seconds * 1e3);
   if (kernel->caps & ATTN_CAP_THREADS)
     printf("threads: %s; tiles: tile_q %d, tile_kv %d\n", binding, a->exec.tile_q, a->exec.tile_kv);
@@ -457,6 +571,7 @@ int cmd_run(int argc, char **argv) {
   named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", a.v_path, {0}};
   float *o = NULL, *lse = NULL;
   npy_array slopes = {0}, sinks = {0}, mask = {0};
+  kv_tensors kv = {0};
   attn_options opts;
   attn_problem p;
   attn_output out, lse_out;
@@ -471,8 +586,8 @@ int cmd_run(int argc, char **argv) {
       goto done;
     }
   }
-  if (!qkv_load("run", &q) || !qkv_load("run", &k) || !qkv_load("run", &v) ||
-      !qkv_derive_problem("run", &q, &k, &v, a.causal, &p))
+  if (!qkv_load("run", &q) || !qkv_load_kv("run", &k) || !qkv_load_kv("run", &v) ||
+      !qkv_derive_problem("run", &q, &k, &v, a.causal, &p) || !store_kv(&a, &p, &k.a, &v.a, &kv))
     goto done;
   if (a.scale_given) p.scale = (float)a.scale;
   if (!load_options(&a, &p, &opts, &slopes, &sinks, &mask)) goto done;
@@ -497,10 +612,12 @@ int cmd_run(int argc, char **argv) {
   char binding[512];
   double seconds = 0;
   attn_check_result cr = {0};
-  if (!compute(kernel, &p, &a.exec, q.a.data, k.a.data, v.a.data, o, &seconds, binding,
-               sizeof binding) ||
+  double storage = 0, storage_ratio = 0;
+  bool has_storage = false;
+  if (!compute(kernel, &p, &a.exec, q.a.data, kv.k, kv.v, o, &seconds, binding, sizeof binding) ||
       !output_finite(kernel, &p, o, a.allow_nonfinite) ||
-      (a.verify && !verify_output(kernel, &p, q.a.data, k.a.data, v.a.data, o, lse, &cr)))
+      (a.verify && !verify_output(kernel, &p, q.a.data, &kv, o, lse, &cr, &storage, &storage_ratio,
+                                  &has_storage)))
     goto done;
   const int64_t o_shape[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
   if (!npy_write_f32(out.target, o, 4, o_shape, err, sizeof err)) {
@@ -513,6 +630,7 @@ int cmd_run(int argc, char **argv) {
     goto done;
   }
   report(kernel, &p, &a, seconds, binding, &cr);
+  if (has_storage && !a.quiet) report_storage(&p, storage, storage_ratio);
   rc = ATTNBENCH_EXIT_OK;
 done:
   attn_fileio_release_signals();
@@ -521,6 +639,7 @@ done:
   npy_free(&slopes);
   npy_free(&sinks);
   npy_free(&mask);
+  kv_free(&kv);
   npy_free(&q.a);
   npy_free(&k.a);
   npy_free(&v.a);

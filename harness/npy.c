@@ -51,6 +51,7 @@ const char *npy_shape_string(int ndim, const int64_t *shape, char *buf, size_t l
 void npy_free(npy_array *a) {
   if (!a) return;
   free(a->data);
+  free(a->half);
   memset(a, 0, sizeof *a);
 }
 
@@ -59,6 +60,10 @@ static bool host_is_little_endian(void) {
   unsigned char b;
   memcpy(&b, &one, 1);
   return b == 1;
+}
+
+static void byteswap16(uint16_t *x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = (uint16_t)((x[i] >> 8) | (x[i] << 8));
 }
 
 static void byteswap32(float *x, size_t n) {
@@ -86,6 +91,8 @@ typedef struct parser {
   int ndim;
   int64_t shape[NPY_MAX_DIMS];
   char msg[160];
+  bool allow_f2;  // '<f2' accepted (npy_read_f32_or_f16)
+  size_t elem;    // bytes per element of the accepted dtype: 4, or 2 for '<f2'
 } parser;
 
 static void skip_ws(parser *p) {
@@ -332,9 +339,22 @@ static char *read_header_text(const npy_source *src, char *err, size_t err_len) 
 static bool parse_and_check_header(const npy_source *src, const char *header, parser *p, char *err,
                                    size_t err_len) {
   const char *path = src->path;
-  *p = (parser){.s = header, .end = header + src->header_len};
+  const bool allow_f2 = p->allow_f2;
+  *p = (parser){.s = header, .end = header + src->header_len, .allow_f2 = allow_f2, .elem = 4};
   if (!parse_header(p)) return fail(err, err_len, path, "%s", p->msg);
-  if (strcmp(p->descr, "<f4") != 0) {
+  if (allow_f2 && strcmp(p->descr, "<f2") == 0) {
+    p->elem = 2;
+  } else if (allow_f2 && strcmp(p->descr, "<f4") != 0) {
+    if (strcmp(p->descr, ">f4") == 0 || strcmp(p->descr, ">f2") == 0)
+      return fail(err, err_len, path,
+                  "dtype is big-endian ('%s'); expected little-endian float32 '<f4' or float16 "
+                  "'<f2' (convert with a.astype('<f4'))",
+                  p->descr);
+    return fail(err, err_len, path,
+                "dtype is %s ('%s'); expected float32 '<f4' or float16 '<f2' (convert with "
+                "a.astype(np.float32))",
+                dtype_name(p->descr), p->descr);
+  } else if (strcmp(p->descr, "<f4") != 0) {
     if (strcmp(p->descr, ">f4") == 0)
       return fail(err, err_len, path,
                   "dtype is big-endian float32 ('>f4'); expected little-endian float32 '<f4' "
@@ -350,7 +370,8 @@ static bool parse_and_check_header(const npy_source *src, const char *header, pa
   return true;
 }
 
-// Step 5: count = prod(shape) and bytes = 4·count, refused when 4·count > SIZE_MAX; then,
+// Step 5: count = prod(shape) and bytes = elem·count (elem 4, or 2 for '<f2'), refused
+// when 4·count > SIZE_MAX; then,
 // for a regular file, the data must be exactly bytes long (checked before any big malloc).
 static bool data_size(const npy_source *src, const parser *p, size_t *count, size_t *bytes,
                       char *err, size_t err_len) {
@@ -364,7 +385,7 @@ static bool data_size(const npy_source *src, const parser *p, size_t *count, siz
     n *= (size_t)d;
   }
   *count = n;
-  *bytes = n * 4;  // <= SIZE_MAX by the loop's bound
+  *bytes = n * p->elem;  // <= SIZE_MAX by the loop's bound
   if (src->regular) {
     const uint64_t have = src->file_size > src->data_offset ? src->file_size - src->data_offset : 0;
     if (have < *bytes)
@@ -379,8 +400,8 @@ static bool data_size(const npy_source *src, const parser *p, size_t *count, siz
 // Step 6: the data. A regular file's size was checked, so its buffer is allocated at
 // once; from a pipe or device the buffer grows with what actually arrives (at most
 // doubling), so a lying header cannot make us allocate more than twice the input.
-static float *read_data(const npy_source *src, const parser *p, size_t bytes, char *err,
-                        size_t err_len) {
+static void *read_data(const npy_source *src, const parser *p, size_t bytes, char *err,
+                       size_t err_len) {
   const char *path = src->path;
   char sb[kShapeStrLen];
   size_t cap = src->regular || bytes < (1u << 20) ? bytes : (1u << 20), got = 0;
@@ -398,7 +419,7 @@ static float *read_data(const npy_source *src, const parser *p, size_t bytes, ch
     data = bigger;
     cap = next;
   }
-  if (got == bytes) return (float *)data;
+  if (got == bytes) return data;
   if (ferror(src->f))
     fail(err, err_len, path, "read error: %s", strerror(errno));
   else
@@ -429,14 +450,14 @@ static bool check_no_trailing(const npy_source *src, size_t bytes, char *err, si
   return true;
 }
 
-bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len) {
+static bool read_npy(const char *path, bool allow_f2, npy_array *out, char *err, size_t err_len) {
   if (!out) return fail(err, err_len, path ? path : "(null)", "no output array");
   memset(out, 0, sizeof *out);
   if (!path) return fail(err, err_len, "(null)", "no path");
   npy_source src = {0};
   char *header = NULL;
-  float *data = NULL;
-  parser p;
+  void *data = NULL;
+  parser p = {.allow_f2 = allow_f2};
   size_t count = 0, bytes = 0;
   const bool ok = open_source(&src, path, err, err_len) && read_preamble(&src, err, err_len) &&
                   (header = read_header_text(&src, err, err_len)) != NULL &&
@@ -450,12 +471,25 @@ bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len) {
     free(data);
     return false;
   }
-  if (!host_is_little_endian()) byteswap32(data, count);
   out->ndim = p.ndim;
   memcpy(out->shape, p.shape, sizeof p.shape);
   out->count = count;
-  out->data = data;
+  if (p.elem == 2) {
+    if (!host_is_little_endian()) byteswap16(data, count);
+    out->half = data;
+  } else {
+    if (!host_is_little_endian()) byteswap32(data, count);
+    out->data = data;
+  }
   return true;
+}
+
+bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len) {
+  return read_npy(path, false, out, err, err_len);
+}
+
+bool npy_read_f32_or_f16(const char *path, npy_array *out, char *err, size_t err_len) {
+  return read_npy(path, true, out, err, err_len);
 }
 
 // ── writer ──────────────────────────────────────────────────────────────────────────

@@ -29,15 +29,21 @@ enum { NPY_MAX_DIMS = 32 };
 typedef struct npy_array {
   int ndim;
   int64_t shape[NPY_MAX_DIMS];
-  size_t count;  // product of shape (1 for a 0-d array)
-  float *data;   // count floats, host byte order; free with npy_free
+  size_t count;    // product of shape (1 for a 0-d array)
+  float *data;     // count floats, host byte order; free with npy_free (NULL if half)
+  uint16_t *half;  // count IEEE binary16 values ('<f2', npy_read_f32_or_f16 only), else NULL
 } npy_array;
 
 // Reads path into *out (zeroed first). Returns true on success; otherwise false, *out
 // holds nothing to free, and err gets "<path>: <reason>".
 bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len);
 
-// Frees a->data and zeroes *a. Safe on a zeroed or already freed array.
+// The same, but also accepts '<f2' (little-endian IEEE float16, e.g. a K/V cache): then
+// out->half holds the count binary16 values (host byte order) and out->data is NULL.
+// Every other rule is npy_read_f32's.
+bool npy_read_f32_or_f16(const char *path, npy_array *out, char *err, size_t err_len);
+
+// Frees a->data (and a->half) and zeroes *a. Safe on a zeroed or already freed array.
 void npy_free(npy_array *a);
 
 // Writes data (count = product of shape) to path atomically (see above). ndim may be 0

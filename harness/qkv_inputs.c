@@ -5,11 +5,12 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "core/convert.h"
 #include "fileio.h"
 
-bool qkv_load(const char *cmd, named_array *t) {
+static bool load(const char *cmd, named_array *t, bool allow_f16) {
   char err[ATTN_OUT_PATH_MAX + 512], sb[400];
-  if (!npy_read_f32(t->path, &t->a, err, sizeof err)) {
+  if (!(allow_f16 ? npy_read_f32_or_f16 : npy_read_f32)(t->path, &t->a, err, sizeof err)) {
     fprintf(stderr, "attnbench %s: %s: %s\n", cmd, t->what, err);
     return false;
   }
@@ -27,13 +28,22 @@ bool qkv_load(const char *cmd, named_array *t) {
   }
   // NaN/Inf inputs would silently give NaN outputs; refuse them instead.
   for (size_t i = 0; i < t->a.count; i++) {
-    if (!isfinite(t->a.data[i])) {
+    const float x = t->a.half ? attn_f16_to_f32(t->a.half[i]) : t->a.data[i];
+    if (!isfinite(x)) {
       fprintf(stderr, "attnbench %s: %s (%s) contains a non-finite value (%g) at flat index %zu\n",
-              cmd, t->what, t->path, (double)t->a.data[i], i);
+              cmd, t->what, t->path, (double)x, i);
       return false;
     }
   }
   return true;
+}
+
+bool qkv_load(const char *cmd, named_array *t) {
+  return load(cmd, t, false);
+}
+
+bool qkv_load_kv(const char *cmd, named_array *t) {
+  return load(cmd, t, true);
 }
 
 // Derives the problem from the three shapes; false (message printed) if they disagree.
@@ -70,7 +80,16 @@ bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array
     MISMATCH("Q heads (dim 1) = %lld is not a multiple of K/V kv_heads (dim 1) = %lld",
              (long long)Q[1], (long long)K[1]);
 #undef MISMATCH
+  if (!k->a.half != !v->a.half) {
+    fprintf(stderr,
+            "attnbench %s: K (%s) is %s but V (%s) is %s: K and V must have the same dtype "
+            "(both '<f4' or both '<f2')\n",
+            cmd, k->path, k->a.half ? "float16 '<f2'" : "float32 '<f4'", v->path,
+            v->a.half ? "float16 '<f2'" : "float32 '<f4'");
+    return false;
+  }
   *p = attn_problem_make(Q[0], Q[1], K[1], Q[2], K[2], Q[3], V[3], causal);
+  if (k->a.half) p->kv_dtype = ATTN_DTYPE_F16;
   char err[256];
   if (!attn_problem_validate(p, err, sizeof err)) {
     fprintf(stderr, "attnbench %s: invalid problem: %s\n", cmd, err);

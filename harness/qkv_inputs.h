@@ -20,8 +20,11 @@ typedef struct named_array {
 // Reads t->path into t->a: 4-D, no empty dimension, every element finite. False (message
 // "attnbench <cmd>: …" on stderr) otherwise; t->a is then empty or must be npy_free'd.
 bool qkv_load(const char *cmd, named_array *t);
+// The same for K or V, which may also be '<f2' (float16: t->a.half, see npy.h).
+bool qkv_load_kv(const char *cmd, named_array *t);
 
 // The problem the three shapes describe (default scale); false (message printed) if they
-// disagree or the problem is invalid.
+// disagree or the problem is invalid. kv_dtype is F16 when K and V are both '<f2'
+// (float16), F32 when both are float32; one of each is refused.
 bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array *k,
                         const named_array *v, bool causal, attn_problem *p);

@@ -70,15 +70,25 @@ static uint64_t o_elems(const attn_problem *p) {
   return dims(p->batch, p->heads, p->seq_q, p->head_dim_v);
 }
 
+// Bytes of K and V as stored (kv_dtype: attn_kv_row_bytes per row), saturating.
+static uint64_t kv_stored_bytes(const attn_problem *p) {
+  const uint64_t rows = dims(p->batch, p->kv_heads, p->seq_kv, 1);
+  return attn_bytes_add(attn_bytes_mul(rows, attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk)),
+                        attn_bytes_mul(rows, attn_kv_row_bytes(p->kv_dtype, p->head_dim_v)));
+}
+
 uint64_t attn_tensor_bytes(const attn_problem *p) {
-  const uint64_t n = attn_bytes_add(attn_bytes_add(q_elems(p), k_elems(p)),
-                                    attn_bytes_add(v_elems(p), o_elems(p)));
-  return attn_bytes_mul(n, sizeof(float));
+  const uint64_t qo = attn_bytes_mul(attn_bytes_add(q_elems(p), o_elems(p)), sizeof(float));
+  return attn_bytes_add(qo, kv_stored_bytes(p));
 }
 
 uint64_t attn_check_bytes(const attn_problem *c, const attn_kernel *k, const attn_exec *exec) {
-  const uint64_t inputs = attn_bytes_mul(
+  uint64_t inputs = attn_bytes_mul(
       attn_bytes_add(attn_bytes_add(q_elems(c), k_elems(c)), v_elems(c)), sizeof(float));
+  // a non-F32 case also holds K/V as stored and their float32 source (check.h)
+  if (c->kv_dtype != ATTN_DTYPE_F32)
+    inputs = attn_bytes_add(attn_bytes_add(inputs, kv_stored_bytes(c)),
+                            attn_bytes_mul(attn_bytes_add(k_elems(c), v_elems(c)), sizeof(float)));
   uint64_t b = attn_bytes_add(inputs, attn_bytes_mul(o_elems(c), sizeof(float) + sizeof(double)));
   if (k)
     b = attn_bytes_add(attn_bytes_add(b, attn_bytes_mul(o_elems(c), sizeof(float))),

@@ -36,6 +36,8 @@ typedef struct sweep {
   int repetitions;
   double min_time;
   bool cold_inputs;
+  attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
+  int n_kv_dtypes;
 } sweep;
 
 typedef struct key_line {
@@ -267,6 +269,24 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
   return 1;
 }
 
+// One item of kv_dtype (f32, f16, bf16, q8_0), duplicates merged.
+static int kv_dtype_item(parse_ctx *c, int line, const char *key, const char *t, void *dst) {
+  sweep *s = dst;
+  attn_dtype d;
+  if (!attn_dtype_parse(t, &d))
+    return fail(c, line, "%s: '%s' is not a K/V type (f32, f16, bf16, q8_0)", key, t);
+  for (int i = 0; i < s->n_kv_dtypes; i++)
+    if (s->kv_dtypes[i] == d) return 1;
+  s->kv_dtypes[s->n_kv_dtypes++] = d;  // at most ATTN_DTYPE_COUNT distinct values
+  return 1;
+}
+
+// kv_dtype = f32, f16, bf16, q8_0: the K/V element types to sweep (a list; default f32).
+static int kv_dtype_key(parse_ctx *c, int line, const char *value, sweep *s) {
+  if (!parse_list(c, line, "kv_dtype", value, kv_dtype_item, s)) return 0;
+  return s->n_kv_dtypes > 0 || fail(c, line, "kv_dtype: empty list");
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_ctx *c = user;
   char key[32];
@@ -296,6 +316,7 @@ static int handler(void *user, const char *section, const char *name, const char
     }
     return 1;
   }
+  if (strcmp(key, "kv_dtype") == 0) return kv_dtype_key(c, line, value, s);
   if (strcmp(key, "cold_inputs") == 0) {  // one boolean (same spellings as causal), not a list
     int64_t on;
     if (!parse_bool(value, &on))
@@ -315,7 +336,7 @@ static int handler(void *user, const char *section, const char *name, const char
   }
   return fail(c, line,
               "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
-              "seq_len seq_kv causal threads repetitions min_time cold_inputs)",
+              "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype)",
               key);
 }
 
@@ -363,18 +384,20 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
   if (s->batch.n == 0) s->batch.v[s->batch.n++] = 1;
   if (s->causal.n == 0) s->causal.v[s->causal.n++] = 0;
   if (s->threads.n == 0) s->threads.v[s->threads.n++] = 1;
+  if (s->n_kv_dtypes == 0) s->kv_dtypes[s->n_kv_dtypes++] = ATTN_DTYPE_F32;
 #undef LINE
   return true;
 }
 
 void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
                            size_t len) {
-  char dv[24] = "";
+  char dv[24] = "", kv[16] = "";
   if (p->head_dim_v != p->head_dim_qk) snprintf(dv, sizeof dv, "/Dv%lld", (long long)p->head_dim_v);
-  snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s/T%d", k->name,
+  if (p->kv_dtype != ATTN_DTYPE_F32) snprintf(kv, sizeof kv, "/%s", attn_dtype_name(p->kv_dtype));
+  snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s%s/T%d", k->name,
            (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
            (long long)p->seq_kv, (long long)p->head_dim_qk, dv, p->causal ? "causal" : "noncausal",
-           threads);
+           kv, threads);
 }
 
 // The points so far plus an open-addressing hash set of their names (indices into pts,
@@ -439,6 +462,7 @@ static size_t sweep_points(const sweep *s, const attn_bench_overrides *ov, size_
       s->seq_kv.n ? (size_t)s->seq_kv.n : 1,
       (size_t)s->seq_len.n,
       (size_t)s->causal.n,
+      (size_t)s->n_kv_dtypes,
   };
   size_t n = 1;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
@@ -467,6 +491,7 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
   for (int isq = 0; isq < s->seq_len.n; isq++)
   for (int ic = 0; ic < s->causal.n; ic++)
+  for (int ikd = 0; ikd < s->n_kv_dtypes; ikd++)
   for (int it = 0; it < nt; it++)
   for (int ik = 0; ik < nk; ik++) {
     const int64_t heads = s->heads.v[ih];
@@ -482,6 +507,10 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     char why[160];
     if (!attn_problem_validate(&pt.problem, why, sizeof why))
       return fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
+    pt.problem.kv_dtype = s->kv_dtypes[ikd];  // e.g. q8_0 with a head dim not a multiple of 32
+    if (!attn_problem_validate(&pt.problem, why, sizeof why))
+      return fail(c, line_of(c, s->name, "kv_dtype") ? line_of(c, s->name, "kv_dtype") : sec,
+                  "[%s]: invalid point: %s", s->name, why), false;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
     if (t < 1 || t > ATTN_MAX_THREADS)  // overrides and physical_cores come from the caller

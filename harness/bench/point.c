@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check/check.h"
+#include "core/convert.h"
 #include "placement.h"
 #include "topology.h"
 #include "util.h"
@@ -17,12 +18,14 @@ enum { kSeed = 20240607 };
 // Inputs of the point being run. Google Benchmark calls a point's function several times
 // (iteration-count probing, repetitions); the buffers are made once per point. Copy 0 is
 // what the check reads; cold points have more copies (attn_bench_input_copies), with the
-// same contents, and call i uses copy i mod copies.
+// same contents, and call i uses copy i mod copies. K and V are stored as the point's
+// kv_dtype: generated in float32 (the same values as an F32 point of the shape), then
+// converted (kernels/core/convert.h).
 static struct {
   const attn_bench_point *owner;
   int copies;
-  float *q[ATTN_BENCH_COLD_MAX_COPIES], *k[ATTN_BENCH_COLD_MAX_COPIES];
-  float *v[ATTN_BENCH_COLD_MAX_COPIES], *o[ATTN_BENCH_COLD_MAX_COPIES];
+  float *q[ATTN_BENCH_COLD_MAX_COPIES], *o[ATTN_BENCH_COLD_MAX_COPIES];
+  void *k[ATTN_BENCH_COLD_MAX_COPIES], *v[ATTN_BENCH_COLD_MAX_COPIES];
   void *ws;
 } g_buf;
 
@@ -41,6 +44,28 @@ static void *alloc64(size_t bytes) {
   return aligned_alloc(64, ((bytes ? bytes : 1) + 63) & ~(size_t)63);
 }
 
+// The point's inputs: float32 Q, K, V of the check's generator, K and V then stored as
+// p->kv_dtype (a float32 scratch copy for the conversion). False if out of memory.
+static bool fill_inputs(const attn_problem *p, float *q, void *k, void *v) {
+  const attn_check_case cc = {.problem = *p, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
+  if (p->kv_dtype == ATTN_DTYPE_F32) {
+    attn_check_fill(&cc, q, k, v);
+    return true;
+  }
+  float *k32 = malloc(attn_k_elems(p) * sizeof(float)),
+        *v32 = malloc(attn_v_elems(p) * sizeof(float));
+  const bool ok = k32 && v32;
+  if (ok) {
+    const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+    attn_check_fill(&cc, q, k32, v32);
+    attn_quantize_rows(p->kv_dtype, k32, rows, p->head_dim_qk, k);
+    attn_quantize_rows(p->kv_dtype, v32, rows, p->head_dim_v, v);
+  }
+  free(k32);
+  free(v32);
+  return ok;
+}
+
 static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   if (g_buf.owner == pt) return true;
   attn_bench_release_buffers();
@@ -52,25 +77,27 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   g_buf.ws = alloc64(attn_kernel_workspace(pt->kernel, p, exec));
   if (!g_buf.ws) return false;
   const int copies = attn_bench_input_copies(pt);
-  const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p),
-               no = attn_o_elems(p);
+  const size_t nq = attn_q_elems(p), no = attn_o_elems(p);
+  const size_t kb = attn_k_bytes(p), vb = attn_v_bytes(p);  // as stored
   for (int c = 0; c < copies; c++) {
     g_buf.copies = c + 1;  // what release frees
     g_buf.q[c] = alloc64(nq * sizeof(float));
-    g_buf.k[c] = alloc64(nk * sizeof(float));
-    g_buf.v[c] = alloc64(nv * sizeof(float));
+    g_buf.k[c] = alloc64(kb);
+    g_buf.v[c] = alloc64(vb);
     g_buf.o[c] = alloc64(no * sizeof(float));
     if (!g_buf.q[c] || !g_buf.k[c] || !g_buf.v[c] || !g_buf.o[c]) {
       attn_bench_release_buffers();
       return false;
     }
     if (c == 0) {
-      const attn_check_case cc = {.problem = *p, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
-      attn_check_fill(&cc, g_buf.q[0], g_buf.k[0], g_buf.v[0]);
+      if (!fill_inputs(p, g_buf.q[0], g_buf.k[0], g_buf.v[0])) {
+        attn_bench_release_buffers();
+        return false;
+      }
     } else {
       memcpy(g_buf.q[c], g_buf.q[0], nq * sizeof(float));
-      memcpy(g_buf.k[c], g_buf.k[0], nk * sizeof(float));
-      memcpy(g_buf.v[c], g_buf.v[0], nv * sizeof(float));
+      memcpy(g_buf.k[c], g_buf.k[0], kb);
+      memcpy(g_buf.v[c], g_buf.v[0], vb);
     }
     memset(g_buf.o[c], 0, no * sizeof(float));  // touch every page before timing
   }
@@ -151,7 +178,8 @@ static struct {
 static bool same_shape(const attn_problem *a, const attn_problem *b) {
   return a->batch == b->batch && a->heads == b->heads && a->kv_heads == b->kv_heads &&
          a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim_qk == b->head_dim_qk &&
-         a->head_dim_v == b->head_dim_v && a->causal == b->causal && a->scale == b->scale;
+         a->head_dim_v == b->head_dim_v && a->causal == b->causal && a->scale == b->scale &&
+         a->kv_dtype == b->kv_dtype;
 }
 
 void attn_bench_release_reference(void) {
@@ -173,7 +201,9 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   char err[192] = "";
   if (!g_ref.pc || !same_shape(&g_ref.shape, &s->checked_shape)) {
     attn_bench_release_reference();
-    if (reduced) {
+    // A reduced shape, or K/V stored as another type (the same generated float32 values,
+    // converted: attn_check_prepare knows the storage error), is prepared from the case.
+    if (reduced || pt->problem.kv_dtype != ATTN_DTYPE_F32) {
       const attn_check_case c = {
           .problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
       g_ref.pc = attn_check_prepare(&c, err, sizeof err);
@@ -190,6 +220,7 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
     return;
   }
   attn_check_result r;
+  s->has_storage = attn_check_storage_error(pc, &s->storage_abs, &s->storage_ratio);
   s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
   if (s->check_pass) return;
   const int n = snprintf(s->check_message, sizeof s->check_message,
@@ -220,6 +251,8 @@ static void shape_counters(attn_gb_state *st, const attn_bench_point *pt) {
   attn_gb_set_counter(st, "Dqk", (double)p->head_dim_qk, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "Dv", (double)p->head_dim_v, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "causal", p->causal ? 1 : 0, ATTN_GB_PLAIN);
+  // the attn_dtype code of K/V: 0 f32, 1 f16, 2 bf16, 3 q8_0 (the name says it too)
+  attn_gb_set_counter(st, "kv_dtype", (double)p->kv_dtype, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "kernel_threads", pt->threads, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "flop", attn_flops(p), ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "bytes", (double)tensor_bytes(p), ATTN_GB_PLAIN);
@@ -265,6 +298,10 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     return;
   }
   attn_gb_set_counter(st, "input_copies", g_buf.copies, ATTN_GB_PLAIN);
+  if (s->has_storage) {  // what the K/V type costs against float32 K/V (not a kernel error)
+    attn_gb_set_counter(st, "kv_storage_err", s->storage_abs, ATTN_GB_PLAIN);
+    attn_gb_set_counter(st, "kv_storage_err/tol", s->storage_ratio, ATTN_GB_PLAIN);
+  }
   int c = 0;
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)
   while (attn_gb_keep_running(st)) {

@@ -27,6 +27,10 @@ typedef struct attn_bench_state {
   bool checked, check_pass;
   char check_message[512];
   attn_problem checked_shape;  // the shape the check ran on (== point's unless reduced)
+  // K/V types other than F32: the storage error on the checked shape (check.h,
+  // attn_check_storage_error), the counters kv_storage_err and kv_storage_err/tol
+  bool has_storage;
+  double storage_abs, storage_ratio;
 } attn_bench_state;
 
 // cold_inputs points: how many copies of Q, K, V and O the timed loop rotates over (one

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/convert.h"
 
 #define U32 (1.0 / 16777216.0)                  // float32 unit roundoff 2^-24
 #define FLT_MIN_D 0x1p-126                      // smallest normal float32 (FLT_MIN)
@@ -193,6 +194,34 @@ static void options_cases(bool quick, attn_check_case *out, size_t cap, size_t *
           ATTN_CHECK_GEN_SLOPES | ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
 }
 
+// 5. The low-precision K/V types (attn.h, "K/V element types"): MHA, GQA decode, MQA
+//    with dv != dqk, cross both ways, large scores, and the options, for each type (q8_0
+//    needs head dims that are multiples of 32; f16 and bf16 also get odd ones).
+static void kv_type_cases(bool quick, attn_check_case *out, size_t cap, size_t *n) {
+  static const attn_dtype kTypes[] = {ATTN_DTYPE_F16, ATTN_DTYPE_BF16, ATTN_DTYPE_Q8_0};
+  for (size_t t = 0; t < COUNT(kTypes); t++) {
+    const bool q8 = kTypes[t] == ATTN_DTYPE_Q8_0;
+    attn_problem ps[] = {
+        attn_problem_make(1, 4, 4, 33, 100, 64, 64, false),
+        attn_problem_make(2, 8, 2, 1, 257, 128, 128, false),
+        attn_problem_make(1, 4, 1, 64, 64, 32, 64, true),
+        attn_problem_make(1, 2, 2, 100, 7, q8 ? 96 : 33, q8 ? 32 : 16, true),
+        attn_problem_make(1, 2, 1, 7, 100, q8 ? 32 : 3, q8 ? 128 : 5, false),
+        attn_problem_make(1, 2, 1, 33, 64, 64, 64, true),
+    };
+    for (size_t i = 0; i < COUNT(ps); i++) {
+      if (quick && i % 2) continue;
+      ps[i].kv_dtype = kTypes[t];
+      add(out, cap, n, ps[i], i == 5 ? ATTN_DIST_LARGE : (attn_dist)((i + t) % 2));
+    }
+    attn_problem p = attn_problem_make(2, 4, 2, 70, 90, 32, 64, true);
+    p.kv_dtype = kTypes[t];
+    add_opt(out, cap, n, p, ATTN_DIST_NORMAL,
+            (attn_options){.window = true, .window_left = 32, .window_right = 0, .softcap = 20.0f},
+            ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  }
+}
+
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
   size_t n = 0;
   const int64_t quick_max_seq = 100;
@@ -238,6 +267,7 @@ size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
     add(out, cap, &n, p, ATTN_DIST_NORMAL);
   }
   options_cases(quick, out, cap, &n);
+  kv_type_cases(quick, out, cap, &n);
   return n;
 }
 
@@ -247,11 +277,14 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
   char scale[32] = "";
   if (fabs((double)p->scale - default_scale) > 1e-7 * default_scale)
     snprintf(scale, sizeof scale, " scale=%g", p->scale);
-  int w = snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s",
+  char kv[16] = "";
+  if (p->kv_dtype != ATTN_DTYPE_F32)
+    snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+  int w = snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s%s",
                    (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
                    (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk,
                    (long long)p->head_dim_v, p->causal ? "causal" : "full", attn_dist_name(c->dist),
-                   scale);
+                   scale, kv);
   const attn_options *o = p->opts ? p->opts : &c->opts;
   const uint32_t gen = p->opts ? 0 : c->gen;
   char opt[200] = "", *at = opt;
@@ -289,7 +322,13 @@ struct attn_check_prepared {
   float *slopes, *sinks, *mask;  // copies of the options' arrays (NULL when absent)
   float *lse_out;                // the reference kernel's LSE output (scratch)
   double *lse_ref, *lse_tol;     // [batch][heads][seq_q], NULL unless LSE is checked
-  float *q, *k, *v;
+  float *q, *k, *v;              // float32 inputs; K and V hold the *stored* values (kv_dtype)
+  void *ks, *vs;                 // K and V as stored (kv_dtype), what kernels get; NULL for F32
+  float *k32, *v32;              // the float32 K and V before storage (conversion cases only)
+  // The storage error (check.h): the reference on k32/v32 against the reference on the
+  // stored values. has_storage: k32/v32 were given (or generated) for a non-F32 type.
+  bool has_storage;
+  double storage_abs, storage_ratio;
   float *ref;   // reference output, O layout
   double *tol;  // per-element tolerance, O layout
   double ref_max_abs;
@@ -307,6 +346,10 @@ void attn_check_prepared_free(attn_check_prepared *pc) {
   free(pc->q);
   free(pc->k);
   free(pc->v);
+  free(pc->ks);
+  free(pc->vs);
+  free(pc->k32);
+  free(pc->v32);
   free(pc->ref);
   free(pc->tol);
   free(pc->slopes);
@@ -433,6 +476,11 @@ static attn_check_prepared *prepare_common(const attn_problem *p, char *err, siz
   pc->ref = malloc(attn_o_elems(p) * sizeof(float));
   pc->tol = malloc(attn_o_elems(p) * sizeof(double));
   if (!pc->q || !pc->k || !pc->v || !pc->ref || !pc->tol) goto nomem;
+  if (p->kv_dtype != ATTN_DTYPE_F32) {
+    pc->ks = malloc(attn_k_bytes(p));
+    pc->vs = malloc(attn_v_bytes(p));
+    if (!pc->ks || !pc->vs) goto nomem;
+  }
   if (p->opts) {
     // the options' arrays, copied: the prepared case owns everything it reads
     const attn_options *o = p->opts;
@@ -475,14 +523,30 @@ nomem:
 // attn_kernel_call: its double arithmetic is exact enough for inputs outside the float32
 // input domain too (any finite float32 inputs give finite double scores and sums), and
 // such a case is still prepared — its verdict is inconclusive, never pass.
+// The problem with float32 K/V: how the checker hands its float32 copies to the reference.
+static attn_problem f32_view(const attn_problem *p) {
+  attn_problem f = *p;
+  f.kv_dtype = ATTN_DTYPE_F32;
+  return f;
+}
+
+static bool run_reference_on(attn_check_prepared *pc, const float *k, const float *v, float *out,
+                             char *err, size_t err_len);
+
 static bool run_reference(attn_check_prepared *pc, char *err, size_t err_len) {
+  return run_reference_on(pc, pc->k, pc->v, pc->ref, err, err_len);
+}
+
+static bool run_reference_on(attn_check_prepared *pc, const float *k, const float *v, float *out,
+                             char *err, size_t err_len) {
   const attn_kernel *ref = attn_kernel_find("reference");
   if (!ref) {
     if (err && err_len) snprintf(err, err_len, "the reference kernel is not registered");
     return false;
   }
   static const attn_exec kExec = {0};
-  const size_t ws_bytes = attn_kernel_workspace(ref, &pc->p, &kExec);
+  attn_problem p = f32_view(&pc->p);  // K and V: float32 copies of the stored values
+  const size_t ws_bytes = attn_kernel_workspace(ref, &p, &kExec);
   void *ws = ws_bytes && ws_bytes <= SIZE_MAX - 63
                  ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63)
                  : NULL;
@@ -490,13 +554,12 @@ static bool run_reference(attn_check_prepared *pc, char *err, size_t err_len) {
     if (err && err_len) snprintf(err, err_len, "out of memory for the reference's workspace");
     return false;
   }
-  attn_problem p = pc->p;  // the reference writes its LSE to scratch (checked in double)
-  attn_options o = pc->opts;
+  attn_options o = pc->opts;  // the reference writes its LSE to scratch (checked in double)
   if (p.opts) {
     o.lse = pc->lse_out;
     p.opts = &o;
   }
-  const int rc = ref->run(&p, &kExec, pc->q, pc->k, pc->v, pc->ref, ws);
+  const int rc = ref->run(&p, &kExec, pc->q, k, v, out, ws);
   free(ws);
   if (rc != ATTN_OK) {
     if (err && err_len) snprintf(err, err_len, "the reference kernel failed with status %d", rc);
@@ -505,10 +568,71 @@ static bool run_reference(attn_check_prepared *pc, char *err, size_t err_len) {
   return true;
 }
 
+// The storage error of a conversion case: the reference on the float32 K/V before storage
+// against the reference on the stored values (max |Δ| and max |Δ| / tol).
+static bool storage_error(attn_check_prepared *pc, char *err, size_t err_len) {
+  pc->has_storage = false;
+  if (!pc->k32 || !pc->v32) return true;
+  const size_t n = attn_o_elems(&pc->p);
+  float *o32 = malloc(n * sizeof *o32);
+  if (!o32) {
+    if (err && err_len) snprintf(err, err_len, "out of memory for the storage-error reference");
+    return false;
+  }
+  float *lse_keep = pc->lse_out;  // no LSE from this run (lse_out NULL: not written)
+  pc->lse_out = NULL;
+  const bool ok = run_reference_on(pc, pc->k32, pc->v32, o32, err, err_len);
+  pc->lse_out = lse_keep;
+  if (ok) {
+    pc->has_storage = true;
+    pc->storage_abs = pc->storage_ratio = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      const double d = fabs((double)o32[i] - (double)pc->ref[i]);
+      if (!(d <= pc->storage_abs)) pc->storage_abs = d;  // NaN propagates
+      const double r = d == 0.0 ? 0.0 : (pc->tol[i] > 0.0 ? d / pc->tol[i] : INFINITY);
+      if (!(r <= pc->storage_ratio)) pc->storage_ratio = r;
+    }
+  }
+  free(o32);
+  return ok;
+}
+
+bool attn_check_storage_error(const attn_check_prepared *pc, double *max_abs, double *ratio) {
+  if (max_abs) *max_abs = pc->has_storage ? pc->storage_abs : 0.0;
+  if (ratio) *ratio = pc->has_storage ? pc->storage_ratio : 0.0;
+  return pc->has_storage;
+}
+
+// For a non-F32 problem: k32/v32 (float32, before storage) → ks/vs (stored) → k/v (the
+// stored values as float32, exact).
+static void store_kv(attn_check_prepared *pc, const float *k32, const float *v32) {
+  const attn_problem *p = &pc->p;
+  const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  attn_quantize_rows(p->kv_dtype, k32, rows, p->head_dim_qk, pc->ks);
+  attn_quantize_rows(p->kv_dtype, v32, rows, p->head_dim_v, pc->vs);
+  attn_dequantize_rows(p->kv_dtype, pc->ks, rows, p->head_dim_qk, pc->k);
+  attn_dequantize_rows(p->kv_dtype, pc->vs, rows, p->head_dim_v, pc->v);
+}
+
+// Keeps float32 K/V (pc->k, pc->v hold them) as k32/v32 and stores them as kv_dtype.
+static bool convert_kv(attn_check_prepared *pc, char *err, size_t err_len) {
+  if (pc->p.kv_dtype == ATTN_DTYPE_F32) return true;
+  pc->k32 = pc->k, pc->v32 = pc->v;
+  pc->k = malloc(attn_k_elems(&pc->p) * sizeof(float));
+  pc->v = malloc(attn_v_elems(&pc->p) * sizeof(float));
+  if (!pc->k || !pc->v) {
+    if (err && err_len) snprintf(err, err_len, "out of memory converting K/V");
+    return false;
+  }
+  store_kv(pc, pc->k32, pc->v32);
+  return true;
+}
+
 // Reference output, the tolerance, and what stops a case from being conclusive.
 static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
   const attn_problem *p = &pc->p;
-  if (attn_inputs_check(p, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
+  const attn_problem pf = f32_view(p);
+  if (attn_inputs_check(&pf, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
     pc->domain[0] = '\0';
   if (!run_reference(pc, err, err_len)) return false;
   const size_t n_kv = (size_t)p->seq_kv + 1, dv = (size_t)p->head_dim_v;  // + the sink
@@ -578,7 +702,7 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
     }
     if (fabs((double)pc->ref[i]) > pc->ref_max_abs) pc->ref_max_abs = fabs((double)pc->ref[i]);
   }
-  return true;
+  return storage_error(pc, err, err_len);
 }
 
 // The generated option arrays of a case (attn_check_case.gen), from its seed.
@@ -639,6 +763,28 @@ attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, siz
   free(mask);
   if (!pc) return NULL;
   attn_check_fill(c, pc->q, pc->k, pc->v);
+  if (!convert_kv(pc, err, err_len) || !finish_prepare(pc, err, err_len)) {
+    attn_check_prepared_free(pc);
+    return NULL;
+  }
+  return pc;
+}
+
+attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
+                                               const void *v, char *err, size_t err_len) {
+  attn_check_prepared *pc = prepare_common(p, err, err_len);
+  if (!pc) return NULL;
+  memcpy(pc->q, q, attn_q_elems(p) * sizeof(float));
+  if (p->kv_dtype == ATTN_DTYPE_F32) {
+    memcpy(pc->k, k, attn_k_elems(p) * sizeof(float));
+    memcpy(pc->v, v, attn_v_elems(p) * sizeof(float));
+  } else {  // the stored tensors, and their values as float32
+    const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+    memcpy(pc->ks, k, attn_k_bytes(p));
+    memcpy(pc->vs, v, attn_v_bytes(p));
+    attn_dequantize_rows(p->kv_dtype, pc->ks, rows, p->head_dim_qk, pc->k);
+    attn_dequantize_rows(p->kv_dtype, pc->vs, rows, p->head_dim_v, pc->v);
+  }
   if (!finish_prepare(pc, err, err_len)) {
     attn_check_prepared_free(pc);
     return NULL;
@@ -646,15 +792,15 @@ attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, siz
   return pc;
 }
 
-attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q,
-                                               const float *k, const float *v, char *err,
-                                               size_t err_len) {
+attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
+                                                const float *k32, const float *v32, char *err,
+                                                size_t err_len) {
   attn_check_prepared *pc = prepare_common(p, err, err_len);
   if (!pc) return NULL;
   memcpy(pc->q, q, attn_q_elems(p) * sizeof(float));
-  memcpy(pc->k, k, attn_k_elems(p) * sizeof(float));
-  memcpy(pc->v, v, attn_v_elems(p) * sizeof(float));
-  if (!finish_prepare(pc, err, err_len)) {
+  memcpy(pc->k, k32, attn_k_elems(p) * sizeof(float));
+  memcpy(pc->v, v32, attn_v_elems(p) * sizeof(float));
+  if (!convert_kv(pc, err, err_len) || !finish_prepare(pc, err, err_len)) {
     attn_check_prepared_free(pc);
     return NULL;
   }
@@ -803,7 +949,9 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
     p.opts = &opts;
   }
   char err[256];
-  const int rc = attn_kernel_call(k, &p, exec, pc->q, pc->k, pc->v, o, err, sizeof err);
+  const void *kk = pc->ks ? pc->ks : (const void *)pc->k,
+             *vv = pc->vs ? pc->vs : (const void *)pc->v;
+  const int rc = attn_kernel_call(k, &p, exec, pc->q, kk, vv, o, err, sizeof err);
   if (rc != ATTN_OK) {
     // Refusing inputs outside the domain is the contract, not a wrong answer.
     const bool refused = rc == ATTN_ERR_RANGE && pc->domain[0];

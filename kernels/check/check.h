@@ -148,7 +148,8 @@ size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap);
 // " window=15,0 align=top-left softcap=50 alibi=8 sinks mask lse"
 void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len);
 
-// Deterministic inputs for a case (a function of dist and seed only).
+// Deterministic inputs for a case (a function of dist and seed only), float32 whatever
+// problem.kv_dtype is (attn_check_prepare then stores K and V as that type).
 void attn_check_fill(const attn_check_case *c, float *q, float *k, float *v);
 
 // A case prepared once and checked against any number of kernels: inputs, the
@@ -159,10 +160,22 @@ typedef struct attn_check_prepared attn_check_prepared;
 // input domain are prepared (the reference runs in double); their verdict is inconclusive.
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len);
 // The same from caller-supplied inputs (copied, with the arrays of p->opts; LSE is
-// checked when p->opts->lse is set, the pointer itself is not used).
-attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q,
-                                               const float *k, const float *v, char *err,
-                                               size_t err_len);
+// checked when p->opts->lse is set, the pointer itself is not used). k and v are stored
+// as p->kv_dtype; the reference computes from those stored values.
+attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
+                                               const void *v, char *err, size_t err_len);
+// The same from float32 K and V that are first stored as p->kv_dtype (core/convert.h's
+// rounding); the storage error is then known (attn_check_storage_error). Also what
+// attn_check_prepare does for a case with a non-F32 kv_dtype (generated float32 K/V).
+attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
+                                                const float *k32, const float *v32, char *err,
+                                                size_t err_len);
+// The storage error of a prepared conversion case (non-F32 kv_dtype, float32 K/V known):
+// *max_abs = max |ref32 − ref| and *ratio = max |ref32 − ref| / tol over O, where ref32 is
+// the reference on the float32 K/V and ref (and tol) the reference on the stored values.
+// It is what the storage type costs, not a kernel error (no verdict uses it). Returns
+// false (and zeros) when it is not known: F32 K/V, or stored inputs given directly.
+bool attn_check_storage_error(const attn_check_prepared *pc, double *max_abs, double *ratio);
 void attn_check_prepared_free(attn_check_prepared *pc);
 const float *attn_check_reference_output(const attn_check_prepared *pc);
 

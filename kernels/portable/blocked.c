@@ -9,13 +9,16 @@
 // and o = acc / l after the last tile. Key tiles that no row of the query tile can see
 // (causal, window: outside the band of attn_row_keys) are skipped. Every option of attn.h
 // is native: scores pass through attn_score_finish, a sink is added to l at the end
-// (attn_denominator), LSE = m + log l. This is also the shared portable fallback path
-// (attn_kernel_run) for kernels without an option natively.
+// (attn_denominator), LSE = m + log l. K and V of any type are read natively: each key tile
+// of K and V is converted (exactly, core/convert.h) to float32 once per query tile. This
+// is also the shared portable fallback path (attn_kernel_run) for kernels without an
+// option natively.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/convert.h"
 #include "core/tiles.h"
 
 // Tiles from exec, or the one tile rule (core/tiles.h) where exec leaves them 0, clamped
@@ -33,18 +36,20 @@ static void tiles(const attn_problem *p, const attn_exec *exec, int64_t *tq, int
 static size_t blocked_workspace(const attn_problem *p, const attn_exec *exec) {
   int64_t tq, tkv;
   tiles(p, exec, &tq, &tkv);
-  // S[tq][tkv], m[tq], l[tq], acc[tq][dv]
-  const size_t floats =
-      attn_size_add_sat(attn_size_add_sat(attn_size_mul_sat((size_t)tq, (size_t)tkv),
-                                          attn_size_mul_sat(2, (size_t)tq)),
-                        attn_size_mul_sat((size_t)tq, (size_t)p->head_dim_v));
+  // S[tq][tkv], m[tq], l[tq], acc[tq][dv]; a converted K/V tile [tkv][dqk + dv] unless F32
+  size_t floats = attn_size_add_sat(attn_size_add_sat(attn_size_mul_sat((size_t)tq, (size_t)tkv),
+                                                      attn_size_mul_sat(2, (size_t)tq)),
+                                    attn_size_mul_sat((size_t)tq, (size_t)p->head_dim_v));
+  if (p->kv_dtype != ATTN_DTYPE_F32)
+    floats = attn_size_add_sat(
+        floats, attn_size_mul_sat((size_t)tkv, (size_t)(p->head_dim_qk + p->head_dim_v)));
   return attn_size_mul_sat(floats, sizeof(float));
 }
 
-static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
-                       const void *vv, float *o, void *workspace) {
-  const float *k = (const float *)kv, *v = (const float *)vv;
+static int blocked_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                       const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  const attn_dtype type = p->kv_dtype;
   int64_t TQ, TKV;
   tiles(p, exec, &TQ, &TKV);
   attn_fp_env env = attn_fp_env_enter();
@@ -53,14 +58,17 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
   float *l = m + TQ;
   float *acc = l + TQ;
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
+  float *ktile = NULL, *vtile = NULL;  // the converted K/V tiles (not F32)
+  if (type != ATTN_DTYPE_F32) ktile = acc + TQ * dv, vtile = ktile + TKV * dqk;
+  const size_t krow_bytes = attn_kv_row_bytes(type, dqk), vrow_bytes = attn_kv_row_bytes(type, dv);
   const float scale = p->scale;
 
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads; h++) {
       const int64_t g = attn_kv_head_of(p, h);
       const float *qh = attn_q_head(p, q, b, h);
-      const float *kh = attn_k_head(p, k, b, g);
-      const float *vh = attn_v_head(p, v, b, g);
+      const char *kh = attn_kv_head(p, k, b, g, dqk);
+      const char *vh = attn_kv_head(p, v, b, g, dv);
       float *oh = attn_o_head(p, o, b, h);
       const attn_head_opts ho = attn_head_opts_of(p, b, h);
       for (int64_t i0 = 0; i0 < p->seq_q; i0 += TQ) {
@@ -78,6 +86,15 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
         if (kv_end < kv_begin) kv_end = kv_begin;
         for (int64_t j0 = kv_begin; j0 < kv_end; j0 += TKV) {
           const int64_t nk = (kv_end - j0 < TKV) ? kv_end - j0 : TKV;
+          // K and V rows [j0, j0 + nk) as float32: in place, or converted into the tiles
+          const char *ks = kh + (size_t)j0 * krow_bytes, *vs = vh + (size_t)j0 * vrow_bytes;
+          const float *kt = ktile, *vt = vtile;
+          if (type == ATTN_DTYPE_F32) {
+            kt = (const float *)ks, vt = (const float *)vs;
+          } else {
+            attn_dequantize_rows(type, ks, (size_t)nk, dqk, ktile);
+            attn_dequantize_rows(type, vs, (size_t)nk, dv, vtile);
+          }
           // S = scale · Q_tile · K_tileᵀ, masked entries = −∞
           for (int64_t r = 0; r < nq; r++) {
             const float *qrow = qh + (i0 + r) * dqk;
@@ -90,7 +107,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
             for (int64_t c = c_lo; c < c_hi; c++) {
               const int64_t j = j0 + c;
               float dot = 0.0f;
-              const float *krow = kh + j * dqk;
+              const float *krow = kt + c * dqk;
               for (int64_t d = 0; d < dqk; d++) dot += qrow[d] * krow[d];
               S[r * TKV + c] =
                   ho.finish ? attn_score_finish(&ho, dot * scale, i0 + r, j) : dot * scale;
@@ -115,7 +132,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
             for (int64_t d = 0; d < dv; d++) arow[d] *= alpha;
             for (int64_t c = 0; c < nk; c++) {
               const float pc = srow[c];
-              const float *vrow = vh + (j0 + c) * dv;
+              const float *vrow = vt + c * dv;
               for (int64_t d = 0; d < dv; d++) arow[d] += pc * vrow[d];
             }
           }
@@ -139,7 +156,7 @@ const attn_kernel attn_kernel_blocked = {
     .summary =
         "float32 plain C, query x key cache tiles (tile_q/tile_kv: the tile rule), online softmax",
     .required_isa = 0,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL,
     .workspace = blocked_workspace,
     .run = blocked_run,
     .vec_width = 1,  // scalar C, no register tile

@@ -8,13 +8,15 @@
 //     s_j ← c·tanh(s_j/c), then + slope·(j − i − off), then + mask[i][j]
 //     m = max(max_j s_j, sink),  o = (Σ_j p_j v_j) / (l + e^(sink − m)),  LSE = log Σ_j e^(s_j)
 // over the keys of attn_row_keys. Rows with no visible key (causal with seq_q > seq_kv,
-// a window, −inf mask entries) output zeros and LSE −inf.
+// a window, −inf mask entries) output zeros and LSE −inf. K and V of any type are read
+// natively: each stored element, converted exactly (core/convert.h), enters in double.
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "core/convert.h"
 
 static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) {
   (void)exec;
@@ -24,11 +26,17 @@ static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) 
   return n > SIZE_MAX / sizeof(double) ? SIZE_MAX : n * sizeof(double);
 }
 
+// Element idx of a K/V head of type t with rows of dim (float32: a plain load).
+static inline double kv_at(attn_dtype t, const void *head, int64_t dim, size_t idx) {
+  return t == ATTN_DTYPE_F32 ? (double)((const float *)head)[idx]
+                             : (double)attn_kv_elem(t, head, dim, idx);
+}
+
 static int reference_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                         const void *kv, const void *vv, float *o, void *workspace) {
+                         const void *k, const void *v, float *o, void *workspace) {
   (void)exec;
-  const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  const attn_dtype t = p->kv_dtype;
   double *s = workspace;
   double *acc = s + p->seq_kv;
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
@@ -36,8 +44,8 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
     for (int64_t h = 0; h < p->heads; h++) {
       const int64_t g = attn_kv_head_of(p, h);
       const float *qh = attn_q_head(p, q, b, h);
-      const float *kh = attn_k_head(p, k, b, g);
-      const float *vh = attn_v_head(p, v, b, g);
+      const void *kh = attn_kv_head(p, k, b, g, dqk);
+      const void *vh = attn_kv_head(p, v, b, g, dv);
       float *oh = attn_o_head(p, o, b, h);
       const attn_head_opts ho = attn_head_opts_of(p, b, h);
       const float *mrow = ho.mask;
@@ -49,7 +57,7 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
         for (int64_t j = lo; j < hi; j++) {
           double dot = 0.0;
           for (int64_t d = 0; d < dqk; d++)
-            dot += (double)qh[i * dqk + d] * (double)kh[j * dqk + d];
+            dot += (double)qh[i * dqk + d] * kv_at(t, kh, dqk, (size_t)(j * dqk + d));
           double x = (double)p->scale * dot;
           if (ho.softcap > 0.0f) x = (double)ho.softcap * tanh(x / (double)ho.softcap);
           if (ho.slope != 0.0f) x += (double)ho.slope * (double)(j - i - ho.off);
@@ -67,7 +75,7 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
         for (int64_t j = lo; j < hi; j++) {
           const double pj = exp(s[j - lo] - m);
           l += pj;
-          for (int64_t d = 0; d < dv; d++) acc[d] += pj * (double)vh[j * dv + d];
+          for (int64_t d = 0; d < dv; d++) acc[d] += pj * kv_at(t, vh, dv, (size_t)(j * dv + d));
         }
         if (ho.lse) ho.lse[i] = (float)(m + log(l));
         const double denom = ho.has_sink ? l + exp((double)ho.sink - m) : l;
@@ -82,7 +90,7 @@ const attn_kernel attn_kernel_reference = {
     .name = "reference",
     .summary = "ground truth: double accumulation, max-subtracted softmax, one row at a time",
     .required_isa = 0,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL,
     .workspace = reference_workspace,
     .run = reference_run,
     .vec_width = 1,  // scalar C, no register tile

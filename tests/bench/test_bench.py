@@ -393,6 +393,46 @@ def cold(binary):
         check(copies["cold"] == 64, "a tiny cold point rotates over 64 copies (%s)" % copies["cold"])
 
 
+def kv_types(binary):
+    """kv_dtype = f32, f16, bf16, q8_0 (issue 15): one point per type, named .../<type>/T1
+    (f32 unchanged); counter kv_dtype holds the code; bytes (and so GB/s and the roofline)
+    count K/V as stored; each non-f32 point reports its storage error, the f32 one none;
+    every point passes its check."""
+    cfg = """[kv]
+kernels = blocked
+heads = 2
+kv_heads = 1
+head_dim = 64
+seq_len = 1
+seq_kv = 300
+kv_dtype = f32, f16, bf16, q8_0
+"""
+    with tempfile.TemporaryDirectory() as d:
+        path, out = os.path.join(d, "kv.ini"), os.path.join(d, "kv.json")
+        with open(path, "w") as f:
+            f.write(cfg)
+        r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--no-probe", "--quiet",
+                            "--benchmark_min_time=0.01"], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0, "kv_dtype sweep runs (%s)" % r.stderr.strip())
+        with open(out) as f:
+            runs = {b["name"]: b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"}
+        base = "blocked/B1/H2/KV1/Sq1/Skv300/D64/noncausal/"
+        want = {"f32": (0, 4 * 64), "f16": (1, 2 * 64), "bf16": (2, 2 * 64), "q8_0": (3, 68)}
+        for t, (code, row) in want.items():
+            name = base + ("" if t == "f32" else t + "/") + "T1"
+            b = runs.get(name)
+            if not check(b is not None, "point %s in the results (%s)" % (name, sorted(runs))):
+                continue
+            check(not b.get("error_occurred"), "%s checked and timed" % name)
+            check(b.get("kv_dtype") == code, "%s: kv_dtype counter %s" % (name, b.get("kv_dtype")))
+            nbytes = 4 * 2 * 64 * 2 + 2 * 300 * row  # Q and O float32, K and V as stored
+            check(b.get("bytes") == nbytes, "%s: bytes %s = %d" % (name, b.get("bytes"), nbytes))
+            has = "kv_storage_err" in b and "kv_storage_err/tol" in b
+            check(has == (t != "f32"), "%s: storage error counters %s" % (name, "present" if has else "absent"))
+            if has:
+                check(0 < b["kv_storage_err"] < 0.05, "%s: storage error %g" % (name, b["kv_storage_err"]))
+
+
 FILTER_CFG = """[s]
 kernels = all
 heads = 2
@@ -812,7 +852,7 @@ def matplotlib_colour(c):
 
 def main():
     mode = sys.argv[1]
-    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "results": results,
+    {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "kv-types": kv_types, "results": results,
      "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_, "cpu": cpu,
      "synthetic": synthetic}[mode](*sys.argv[2:])
     if FAILED:

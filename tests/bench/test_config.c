@@ -237,6 +237,39 @@ static void test_file_kinds(void) {
          "a 1 MiB config: '%s'", err);
 }
 
+// kv_dtype (issue 15): a list, swept; the names and problems carry the type; a bad value
+// or a type the shape cannot take (q8_0 with head_dim 16) is FILE:LINE at the key.
+static void test_kv_dtype(void) {
+  const char *text =
+      "[s]\nkernels = blocked\nheads = 4\nhead_dim = 32\nseq_len = 8\nkv_dtype = f32, f16, q8_0, "
+      "f16\n";
+  attn_bench_plan plan;
+  char err[512] = "";
+  const bool ok = load_len(text, strlen(text), NULL, &plan, err, sizeof err);
+  EXPECT(ok && plan.count == 3, "kv_dtype list: %s (%zu points)", err, ok ? plan.count : 0);
+  if (ok) {
+    static const attn_dtype want[3] = {ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_Q8_0};
+    static const char *const names[3] = {"blocked/B1/H4/KV4/Sq8/Skv8/D32/noncausal/T1",
+                                         "blocked/B1/H4/KV4/Sq8/Skv8/D32/noncausal/f16/T1",
+                                         "blocked/B1/H4/KV4/Sq8/Skv8/D32/noncausal/q8_0/T1"};
+    for (size_t i = 0; i < plan.count && i < 3; i++) {
+      EXPECT(plan.points[i].problem.kv_dtype == want[i], "point %zu: kv_dtype %d", i,
+             (int)plan.points[i].problem.kv_dtype);
+      EXPECT(strcmp(plan.points[i].name, names[i]) == 0, "point %zu: name %s", i,
+             plan.points[i].name);
+    }
+    attn_bench_plan_free(&plan);
+  }
+  const char *bad = "[s]\n" GOOD_KEYS "kv_dtype = f16, q8\n";
+  expect_error("kv_dtype q8", bad, strlen(bad), 6, "'q8' is not a K/V type");
+  const char *q8 = "[s]\n" GOOD_KEYS "kv_dtype = bf16, q8_0\n";
+  expect_error("q8_0 with head_dim 16", q8, strlen(q8), 6, "multiples of 32");
+  const char *empty = "[s]\n" GOOD_KEYS "kv_dtype =\n";
+  expect_error("kv_dtype empty", empty, strlen(empty), 6, "kv_dtype: empty list");
+  const char *dup = "[s]\n" GOOD_KEYS "kv_dtype = f16,\n";
+  expect_error("kv_dtype trailing comma", dup, strlen(dup), 6, "empty item");
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/attn_config_XXXXXX");
   if (!mkdtemp(g_dir)) {
@@ -249,6 +282,7 @@ int main(void) {
   test_point_cap();
   test_linear_duplicates();
   test_file_kinds();
+  test_kv_dtype();
   unlink(g_path);
   rmdir(g_dir);
   return test_finish("test_config");
