@@ -289,7 +289,7 @@ static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl
   pl->off_kc = pl->scratch_floats;
   pl->kc_keys = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32) {
-    int64_t kk = pl->tkv > FL_ROW_KEYS ? pl->tkv : FL_ROW_KEYS;
+    int64_t kk = pl->tkv > FL_KV_FUSED_KEYS ? pl->tkv : FL_KV_FUSED_KEYS;
     kk = kk > FL_DEC_BLOCK ? kk : FL_DEC_BLOCK;
     pl->kc_keys = kk;
     const size_t f = attn_size_mul_sat((size_t)kk, (size_t)(p->head_dim_qk + p->head_dim_v));

@@ -100,17 +100,22 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
   }
 }
 
-// The same for K/V of type t (not F32): each block of FL_ROW_KEYS keys is widened into
-// kc (K rows, dqk floats) and vc (V rows, dv floats) — L1-sized, exact — and run through
-// fl_row_fused as a one-block call, so the arithmetic is the float32 path's on the stored
-// values. K and V rows are kb, vb + key · krb, vrb bytes.
+// The same for K/V of type t (not F32): each block of FL_KV_FUSED_KEYS keys is widened
+// into kc (K rows, dqk floats) and vc (V rows, dv floats) — exact — and run through
+// fl_row_fused, whose FL_ROW_KEYS blocks then start at the same keys as over the whole
+// range, so the arithmetic is the float32 path's on the stored values. K and V rows are
+// kb, vb + key · krb, vrb bytes.
+#ifndef FL_KV_FUSED_KEYS
+#define FL_KV_FUSED_KEYS FL_ROW_KEYS  // keys widened at once (a multiple of FL_ROW_KEYS)
+#endif
+_Static_assert(FL_KV_FUSED_KEYS % FL_ROW_KEYS == 0, "FL_KV_FUSED_KEYS: whole FL_ROW_KEYS blocks");
 static void fl_row_fused_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk,
                                const char *kb, size_t krb, const char *vb, size_t vrb, int64_t dv,
                                int64_t dvp, int64_t nkeys, const int32_t *vis, float *kc, float *vc,
                                float *acc, float *m, float *l) {
   int32_t bvis[FL_QK_MR];
-  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
-    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
+  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_KV_FUSED_KEYS) {
+    const int64_t nk = nkeys - j0 < FL_KV_FUSED_KEYS ? nkeys - j0 : FL_KV_FUSED_KEYS;
     kv_widen_rows(t, kb + (size_t)j0 * krb, krb, nk, dqk, kc, dqk, dqk);
     kv_widen_rows(t, vb + (size_t)j0 * vrb, vrb, nk, dv, vc, dv, dv);
     for (int64_t r = 0; r < nrows; r++) {
@@ -219,7 +224,9 @@ FL_INLINE void fl_row1_t(const attn_dtype t, const float *q, int64_t dqk, const 
   }
 FL_ROW1_INSTANCE(fl_row1_f16, ATTN_DTYPE_F16, KV_F16C)
 FL_ROW1_INSTANCE(fl_row1_bf16, ATTN_DTYPE_BF16, )
+#ifdef FL_KV_ROW1_Q8_0
 FL_ROW1_INSTANCE(fl_row1_q8_0, ATTN_DTYPE_Q8_0, )
+#endif
 #undef FL_ROW1_INSTANCE
 
 // A decode row of type t in registers when it can be (f16 needs the widening
@@ -238,9 +245,13 @@ static int fl_row1_typed(attn_dtype t, const float *q, int64_t dqk, const char *
     case ATTN_DTYPE_BF16:
       fl_row1_bf16(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
       return 1;
-    case ATTN_DTYPE_Q8_0:
+    case ATTN_DTYPE_Q8_0:  // measured slower than widening per block (docs/tuning.md)
+#ifdef FL_KV_ROW1_Q8_0
       fl_row1_q8_0(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
       return 1;
+#else
+      return 0;
+#endif
     default:
       return 0;
   }
