@@ -252,10 +252,14 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       if (ty == ATTN_DTYPE_F32)
         fl_row_fused(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, lims,
                      acc, m, l);
-      // A typed single row is widened in registers (fl_row1_typed, no options: those are
-      // fl_row_fused's business); otherwise per block through fl_row_fused.
-      else if (w.nrows > 1 || attn_problem_options_used(p) != 0 ||
-               !fl_row1_typed(ty, qs, dqk, kb, krb, vb, vrb, dv, nkeys, lims[0], acc, m, l))
+      // Typed rows are widened in registers (fl_row1_typed: one row; fl_rows_typed: row
+      // groups; no options: those are fl_row_fused's business), else per block through
+      // fl_row_fused.
+      else if (attn_problem_options_used(p) != 0 ||
+               !(w.nrows == 1
+                     ? fl_row1_typed(ty, qs, dqk, kb, krb, vb, vrb, dv, nkeys, lims[0], acc, m, l)
+                     : fl_rows_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims,
+                                     acc, m, l)))
         fl_row_fused_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, kc,
                            kc + pl->kc_keys * dqk, acc, m, l);
     } else {

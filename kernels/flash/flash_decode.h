@@ -229,6 +229,186 @@ FL_ROW1_INSTANCE(fl_row1_q8_0, ATTN_DTYPE_Q8_0, )
 #endif
 #undef FL_ROW1_INSTANCE
 
+// A group of G (≤ FL_KV_RG) decode rows with K/V of type t widened in registers: each K
+// and V vector is widened once for the G rows. Rows never interact, and each row gets
+// fl_row_fused's operations in fl_row_fused's order (the same four accumulators along
+// each K row, horizontal sum, softmax per block, P·V in key order per output element;
+// only which rows share a loop differs), so the output bits are the same.
+#ifndef FL_KV_RG
+#define FL_KV_RG 4  // 4 × 4 score accumulators: for 32 vector registers (AVX2 sets 2)
+#endif
+#if FL_KV_RG < 1 || FL_KV_RG > 4
+#error "FL_KV_RG: 1 to 4 rows per group"
+#endif
+#define FL_KV_RG_NV 4  // V vectors per P·V pass (G × 4 accumulators)
+FL_INLINE void fl_rowg_t(const attn_dtype t, const int G, const float *q, int64_t dqk,
+                         const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
+                         int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
+                         float *l) {
+  float s[FL_KV_RG][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
+  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
+    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
+    const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
+    const char *kj = k + (size_t)j0 * krb, *vj = v + (size_t)j0 * vrb;
+    for (int64_t c = 0; c < nk; c++) {
+      const char *kc = kj + (size_t)c * krb;
+      vf_t a[FL_KV_RG][4];
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++) a[r][0] = a[r][1] = a[r][2] = a[r][3] = vf_zero();
+      int64_t d = 0;
+      for (; d + 4 * VF_W <= dqk; d += 4 * VF_W) {
+        vf_t kv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) kv[i] = fl_kv_vec(t, kc, d + i * VF_W);
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++)
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; i++)
+            a[r][i] = vf_fma(vf_load(q + r * dqk + d + i * VF_W), kv[i], a[r][i]);
+      }
+      for (; d + VF_W <= dqk; d += VF_W) {
+        const vf_t kv = fl_kv_vec(t, kc, d);
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++) a[r][0] = vf_fma(vf_load(q + r * dqk + d), kv, a[r][0]);
+      }
+      if (d < dqk) {
+        const vf_t kv = fl_kv_vec_partial(t, kc, d, (int)(dqk - d));
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++)
+          a[r][1] = vf_fma(vf_load_partial(q + r * dqk + d, (int)(dqk - d)), kv, a[r][1]);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++)
+        s[r][c] = vf_hsum(vf_add(vf_add(a[r][0], a[r][1]), vf_add(a[r][2], a[r][3])));
+    }
+    int64_t n[FL_KV_RG], nmax = 0;
+    vf_t va[FL_KV_RG];
+    int rescale[FL_KV_RG];
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++) {
+      int64_t x = vis[r] - j0;  // keys of this block row r sees
+      n[r] = x < 0 ? 0 : x > nk ? nk : x;
+      nmax = n[r] > nmax ? n[r] : nmax;
+      const float alpha = vs_online_softmax_row(s[r], n[r], ncol, &m[r], &l[r]);
+      va[r] = vf_set1(alpha);
+      rescale[r] = alpha != 1.0f;  // a row with n = 0 has α = 1: its acc stays as it is
+    }
+    if (nmax == 0) continue;
+    int64_t e = 0;
+    for (; e + FL_KV_RG_NV * VF_W <= dv; e += FL_KV_RG_NV * VF_W) {
+      vf_t o[FL_KV_RG][FL_KV_RG_NV];
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++)
+#pragma GCC unroll 4
+        for (int x = 0; x < FL_KV_RG_NV; x++) {
+          o[r][x] = vf_load(acc + r * dvp + e + x * VF_W);
+          if (rescale[r]) o[r][x] = vf_mul(o[r][x], va[r]);
+        }
+      for (int64_t c = 0; c < nmax; c++) {
+        const char *vr = vj + (size_t)c * vrb;
+        vf_t vv[FL_KV_RG_NV];
+#pragma GCC unroll 4
+        for (int x = 0; x < FL_KV_RG_NV; x++) vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++) {
+          if (c >= n[r]) continue;
+          const vf_t pb = vf_set1(s[r][c]);
+#pragma GCC unroll 4
+          for (int x = 0; x < FL_KV_RG_NV; x++) o[r][x] = vf_fma(pb, vv[x], o[r][x]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++)
+#pragma GCC unroll 4
+        for (int x = 0; x < FL_KV_RG_NV; x++) vf_store(acc + r * dvp + e + x * VF_W, o[r][x]);
+    }
+    for (; e < dv; e += VF_W) {  // the rest one vector at a time; the last may be partial
+      const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
+      vf_t o[FL_KV_RG];
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++) {
+        o[r] = vf_load(acc + r * dvp + e);
+        if (rescale[r]) o[r] = vf_mul(o[r], va[r]);
+      }
+      for (int64_t c = 0; c < nmax; c++) {
+        const char *vr = vj + (size_t)c * vrb;
+        const vf_t vv = w == VF_W ? fl_kv_vec(t, vr, e) : fl_kv_vec_partial(t, vr, e, w);
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++)
+          if (c < n[r]) o[r] = vf_fma(vf_set1(s[r][c]), vv, o[r]);
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++) vf_store(acc + r * dvp + e, o[r]);
+    }
+  }
+}
+
+// Rows [0, nrows) in groups of FL_KV_RG (the last one smaller), each group's row count a
+// constant of its own instance.
+FL_INLINE void fl_rows_t(const attn_dtype t, int64_t nrows, const float *q, int64_t dqk,
+                         const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
+                         int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
+                         float *l) {
+  for (int64_t r = 0; r < nrows; r += FL_KV_RG) {
+    const int64_t g = nrows - r < FL_KV_RG ? nrows - r : FL_KV_RG;
+    const float *qr = q + r * dqk;
+    float *ar = acc + r * dvp;
+#define FL_ROWG_CASE(G)                                                                  \
+  case G:                                                                                \
+    fl_rowg_t(t, G, qr, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis + r, ar, m + r, l + r); \
+    break;
+    switch (g) {
+      FL_ROWG_CASE(1)
+#if FL_KV_RG >= 2
+      FL_ROWG_CASE(2)
+#endif
+#if FL_KV_RG >= 3
+      FL_ROWG_CASE(3)
+#endif
+#if FL_KV_RG >= 4
+      FL_ROWG_CASE(4)
+#endif
+      default:
+        break;
+    }
+#undef FL_ROWG_CASE
+  }
+}
+#define FL_ROWS_INSTANCE(name, T, ATTR)                                                        \
+  ATTR static void name(int64_t nrows, const float *q, int64_t dqk, const char *k, size_t krb, \
+                        const char *v, size_t vrb, int64_t dv, int64_t dvp, int64_t nkeys,     \
+                        const int32_t *vis, float *acc, float *m, float *l) {                  \
+    fl_rows_t(T, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);               \
+  }
+FL_ROWS_INSTANCE(fl_rows_f16, ATTN_DTYPE_F16, KV_F16C)
+FL_ROWS_INSTANCE(fl_rows_bf16, ATTN_DTYPE_BF16, )
+FL_ROWS_INSTANCE(fl_rows_q8_0, ATTN_DTYPE_Q8_0, )
+#undef FL_ROWS_INSTANCE
+
+// 2..FL_QK_MR−1 decode rows of type t in registers when it can be (f16: kv_have_f16c);
+// returns 0 when the caller must take fl_row_fused_typed.
+static int fl_rows_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk, const char *k,
+                         size_t krb, const char *v, size_t vrb, int64_t dv, int64_t dvp,
+                         int64_t nkeys, const int32_t *vis, float *acc, float *m, float *l) {
+#ifdef FL_KV_ROWS_BUFFERED  // A/B switch for docs/tuning.md: always the scratch round trip
+  return 0;
+#endif
+  switch (t) {
+    case ATTN_DTYPE_F16:
+      if (!kv_have_f16c()) return 0;
+      fl_rows_f16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);
+      return 1;
+    case ATTN_DTYPE_BF16:
+      fl_rows_bf16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);
+      return 1;
+    case ATTN_DTYPE_Q8_0:
+      fl_rows_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 // A decode row of type t in registers when it can be (f16 needs the widening
 // instruction: kv_have_f16c); returns 0 when the caller must take fl_row_fused_typed.
 static int fl_row1_typed(attn_dtype t, const float *q, int64_t dqk, const char *k, size_t krb,
