@@ -6,6 +6,9 @@
 //   P·V:  6 query rows × 16 columns = 12 accumulators (+2 V vectors, 1 broadcast)
 #include "simd/vec_avx2.h"
 
+// Typed decode rows widened in registers two at a time (flash_decode.h, fl_rowg_t):
+// 2 × 4 score accumulators + 4 K vectors of the 16 ymm registers.
+#define FL_KV_RG 2
 #define FL_QK_MR 6
 #define FL_QK_NV 2
 #define FL_PV_MR 6
@@ -18,9 +21,10 @@ const attn_kernel attn_kernel_flash__avx2 = {
     .name = "flash__avx2",
     .summary =
         "OpenMP FlashAttention-2 style, AVX2 6x16 QK^T / 6x16 PV tiles, GQA-shared "
-        "packed K/V, causal/window tile skipping, split-KV decode, every option native",
+        "packed K/V, causal/window tile skipping, split-KV decode, every option and f16/bf16/q8_0 "
+        "K/V native",
     .required_isa = ATTN_ISA_AVX2,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL,
     .workspace = FL_WORKSPACE,
     .run = FL_RUN,
     FL_RECORD_TILES,

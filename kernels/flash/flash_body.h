@@ -38,6 +38,11 @@
 // the rows in vector lanes (fl_lanes); fewer than FL_QK_MR rows take one fused pass over the
 // keys (fl_row_fused).
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
+// K/V types (attn.h): f16, bf16 and q8_0 rows are read in their stored type and widened
+// to float32 exactly (simd/kv_widen.h) — once per K/V tile while packing, per block in
+// the decode paths, in registers for a single decode row — so every path then runs its
+// float32 arithmetic unchanged, accumulating in float32, and gives bitwise the output of
+// float32 copies of the stored values.
 #pragma once
 
 #include <math.h>
@@ -154,25 +159,40 @@ static void fl_row_limits(const attn_problem *p, const fl_rows *w, int64_t j0, i
 // The FA2 loop over the task's K/V tiles (≥ FL_QK_MR rows): pack K̂ᵀ, V̂ in place or
 // padded, then row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back,
 // so their scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
-static void fl_tiled_pass(const attn_problem *p, const flash_plan *pl, const fl_rows *w,
-                          const float *kh, const float *vh, const float *qs, float *kt, float *vs,
-                          float *S, float *acc, float *m, float *l, float *alpha, int32_t *lims,
-                          const fl_fin *fin, int32_t *los) {
+// K and V rows are kh, vh + key · krb, vrb bytes of type t: a type other than F32 is
+// widened once per tile (K into kc, then packed; V into vs, padded), so the loops below
+// run on float32 exactly as for F32 copies of the stored values.
+FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const flash_plan *pl,
+                               const fl_rows *w, const char *kh, size_t krb, const char *vh,
+                               size_t vrb, const float *qs, float *kt, float *vs, float *kc,
+                               float *S, float *acc, float *m, float *l, float *alpha,
+                               int32_t *lims, const fl_fin *fin, int32_t *los) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp, tkv = pl->tkv;
   const int64_t nrows = w->nrows, ke = w->ke;
   for (int64_t j0 = w->kb; j0 < ke; j0 += tkv) {
     const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
     fl_row_limits(p, w, j0, nk, lims, los);  // keys each row sees in this tile (< nk: diagonal)
-    const float *kj = kh + j0 * dqk, *vj = vh + j0 * dv;
+    const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
     // The next tile's K and V, requested a line at a time by the micro-kernels below.
     const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
-    vk_pf pf = vk_pf_keys(kj + tkv * dqk, vj + tkv * dv, nn, dqk, dv);
-    const float *vt = vk_pad_v(vj, nk, dv, dvp, vs);  // V̂: in place, or padded copy
+    vk_pf pf = vk_pf_rows(kj + (size_t)tkv * krb, vj + (size_t)tkv * vrb, nn, krb, vrb);
+    const float *vt;  // V̂: in place, or padded copy, or widened
+    if (t == ATTN_DTYPE_F32) {
+      vt = vk_pad_v((const float *)vj, nk, dv, dvp, vs);
+    } else {
+      kv_widen_rows(t, vj, vrb, nk, dv, vs, dvp, dvp);
+      vt = vs;
+    }
     {  // K̂ᵀ: tkv keys per d row; columns [nk, ncol) zero so their scores are finite.
       const int64_t ncq = (nk + FL_QK_NV * VF_W - 1) / (FL_QK_NV * VF_W) * (FL_QK_NV * VF_W);
       const int64_t ncp = ncq < tkv ? ncq : tkv;
-      vk_pack_kt(kj, nk, ncp, dqk, kt, tkv);
+      if (t == ATTN_DTYPE_F32) {
+        vk_pack_kt((const float *)kj, nk, ncp, dqk, kt, tkv);
+      } else {
+        kv_widen_rows(t, kj, krb, nk, dqk, kc, dqk, dqk);
+        vk_pack_kt(kc, nk, ncp, dqk, kt, tkv);
+      }
     }
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_ROW_BLOCK) {
       const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
@@ -189,6 +209,21 @@ static void fl_tiled_pass(const attn_problem *p, const flash_plan *pl, const fl_
     }
   }
 }
+
+// One instance per K/V type (t a constant in each, so the F32 one is the float32 loop).
+#define FL_TILED_INSTANCE(name, T)                                                                 \
+  static void name(const attn_problem *p, const flash_plan *pl, const fl_rows *w, const char *kh,  \
+                   size_t krb, const char *vh, size_t vrb, const float *qs, float *kt, float *vs,  \
+                   float *kc, float *S, float *acc, float *m, float *l, float *alpha,              \
+                   int32_t *lims, const fl_fin *fin, int32_t *los) {                               \
+    fl_tiled_pass_t(T, p, pl, w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims, fin, \
+                    los);                                                                          \
+  }
+FL_TILED_INSTANCE(fl_tiled_pass, ATTN_DTYPE_F32)
+FL_TILED_INSTANCE(fl_tiled_pass_f16, ATTN_DTYPE_F16)
+FL_TILED_INSTANCE(fl_tiled_pass_bf16, ATTN_DTYPE_BF16)
+FL_TILED_INSTANCE(fl_tiled_pass_q8_0, ATTN_DTYPE_Q8_0)
+#undef FL_TILED_INSTANCE
 
 // The task's result: its partial (acc, m, l) for flash_merge under split-KV, else
 // O = acc / (l + e^(sink − m)) (the sink term only with sinks; l = 0: the row saw no key,
@@ -224,21 +259,25 @@ static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows 
 // One task: its rows and keys, the online-softmax state reset, Q̂, then the pass its row
 // count calls for — rows in lanes (FL_RV_W..FL_LANES_MAX_ROWS), one fused pass (fewer
 // than FL_QK_MR), or the tiled FA2 loop — and the result. (The path depends on the plan's
-// rows only: on the shape, never on the thread count.)
+// rows only: on the shape, never on the thread count or the K/V type.) K and V are of
+// type p->kv_dtype: rows of attn_kv_row_bytes bytes.
 static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, const float *q,
-                    const float *k, const float *v, float *o, float *scratch, float *partials) {
+                    const void *k, const void *v, float *o, float *scratch, float *partials) {
   const flash_task tk = flash_task_at(p, pl, t);
   const fl_rows w = fl_task_rows(p, pl, &tk);
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp;
   float *qs = scratch + pl->off_q, *kt = scratch + pl->off_kt, *vs = scratch + pl->off_v;
   float *S = scratch + pl->off_s, *acc = scratch + pl->off_acc;
   float *m = scratch + pl->off_m, *l = scratch + pl->off_l, *alpha = scratch + pl->off_alpha;
+  float *kc = scratch + pl->off_kc;  // typed K/V only
   int32_t *lims = (int32_t *)(scratch + pl->off_lim);
   fl_fin fin_store;
   const fl_fin *fin = fl_fin_setup(p, &w, tk.b, scratch + pl->off_slope, &fin_store);
   int32_t *los = fin && fin->window_lo ? (int32_t *)(scratch + pl->off_lo) : NULL;
-  const float *kh = attn_k_head(p, k, tk.b, tk.g);
-  const float *vh = attn_v_head(p, v, tk.b, tk.g);
+  const attn_dtype ty = p->kv_dtype;
+  const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
+  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
+  const char *kh = (const char *)k + head * krb, *vh = (const char *)v + head * vrb;
 
   for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
@@ -247,22 +286,69 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
     const int lanes = w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
     const int fused = !lanes && w.nrows < FL_QK_MR;
     const int64_t nkeys = w.ke - w.kb;
+    const char *kb = kh + (size_t)w.kb * krb, *vb = vh + (size_t)w.kb * vrb;
     if (lanes || fused) fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);  // keys from kb on
-    if (lanes)
-      fl_lanes(w.nrows, qs, dqk, kh + w.kb * dqk, vh + w.kb * dv, dv, dvp, nkeys, pl->tkv, lims, kt,
-               vs, acc, m, l, fin, w.kb);
-    else if (fused)
-      fl_row_fused(w.nrows, qs, dqk, kh + w.kb * dqk, vh + w.kb * dv, dv, dvp, nkeys, lims, acc, m,
-                   l, fin, w.kb);
-    else
-      fl_tiled_pass(p, pl, &w, kh, vh, qs, kt, vs, S, acc, m, l, alpha, lims, fin, los);
+    if (lanes) {
+      if (ty == ATTN_DTYPE_F32)
+        fl_lanes(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, pl->tkv,
+                 lims, kt, vs, acc, m, l, fin, w.kb);
+      else
+        fl_lanes_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, pl->tkv, lims, kt,
+                       vs, kc, acc, m, l, fin, w.kb);
+    } else if (fused) {
+      if (ty == ATTN_DTYPE_F32)
+        fl_row_fused(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, lims,
+                     acc, m, l, fin, w.kb);
+      // Typed rows are widened in registers (fl_row1_typed: one row; fl_rows_typed: row
+      // groups; no options: those are fl_row_fused's business), else per block through
+      // fl_row_fused.
+      else if (attn_problem_options_used(p) != 0 ||
+               !(w.nrows == 1
+                     ? fl_row1_typed(ty, qs, dqk, kb, krb, vb, vrb, dv, nkeys, lims[0], acc, m, l)
+                     : fl_rows_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims,
+                                     acc, m, l)))
+        fl_row_fused_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, kc,
+                           kc + pl->kc_keys * dqk, acc, m, l, fin, w.kb);
+    } else {
+      switch (ty) {
+        case ATTN_DTYPE_F16:
+          fl_tiled_pass_f16(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims,
+                            fin, los);
+          break;
+        case ATTN_DTYPE_BF16:
+          fl_tiled_pass_bf16(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims,
+                             fin, los);
+          break;
+        case ATTN_DTYPE_Q8_0:
+          fl_tiled_pass_q8_0(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims,
+                             fin, los);
+          break;
+        default:
+          fl_tiled_pass(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims, fin,
+                        los);
+          break;
+      }
+    }
   }
   fl_store(p, pl, &w, tk.b, t, acc, m, l, o, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
+// The plan, plus for K/V types other than F32 the widened-rows region (kc): the keys of
+// the widest block any path widens at once (a tile, a fused block, a lanes block), as
+// head_dim_qk floats of K then head_dim_v floats of V per key.
 static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
   flash_plan_make(p, exec, VF_W, FL_QK_NV * VF_W, pl);
+  pl->off_kc = pl->scratch_floats;
+  pl->kc_keys = 0;
+  if (p->kv_dtype != ATTN_DTYPE_F32) {
+    int64_t kk = pl->tkv > FL_KV_FUSED_KEYS ? pl->tkv : FL_KV_FUSED_KEYS;
+    kk = kk > FL_DEC_BLOCK ? kk : FL_DEC_BLOCK;
+    pl->kc_keys = kk;
+    const size_t f = attn_size_mul_sat((size_t)kk, (size_t)(p->head_dim_qk + p->head_dim_v));
+    pl->scratch_floats =
+        attn_size_add_sat(pl->scratch_floats, attn_size_add_sat(f, 15) & ~(size_t)15);
+  }
 }
 
 static size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
@@ -271,9 +357,8 @@ static size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
   return flash_workspace_bytes(&pl, flash_threads(exec));
 }
 
-static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
-                  const void *vv, float *o, void *workspace) {
-  const float *k = (const float *)kv, *v = (const float *)vv;
+static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                  const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   flash_plan pl;
   fl_plan(p, exec, &pl);

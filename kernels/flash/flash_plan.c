@@ -85,6 +85,8 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   FL_REGION(off_slope, (size_t)plan->heads_per_task);
 #undef FL_REGION
   plan->scratch_floats = off;
+  plan->off_kc = off;  // no widened-rows region unless the ISA body adds one (K/V types)
+  plan->kc_keys = 0;
   plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
 }
 

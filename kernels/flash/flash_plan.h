@@ -43,6 +43,11 @@ typedef struct flash_plan {
   // Per-thread scratch (floats, each region 64-byte aligned).
   size_t off_q, off_kt, off_v, off_s, off_acc, off_m, off_l, off_alpha, off_lim, off_lo, off_slope,
       scratch_floats;
+  // K/V types other than F32 (set by the ISA body, flash_body.h): float32 rows widened
+  // from the stored type, kc_keys keys of head_dim_qk then kc_keys of head_dim_v floats
+  // at off_kc (kc_keys = 0 and no region for F32).
+  size_t off_kc;
+  int64_t kc_keys;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block

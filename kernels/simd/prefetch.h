@@ -46,3 +46,13 @@ static inline __attribute__((always_inline)) vk_pf vk_pf_keys(const float *k, co
   const char *kc = (const char *)k, *vc = (const char *)v;
   return (vk_pf){kc, kc + n * dqk * 4, vc, vc + n * dv * 4};
 }
+
+// The same over n rows of krow_bytes (K) and vrow_bytes (V) bytes: rows of any stored
+// element type (attn.h "K/V element types"), so the distance is in bytes actually read.
+static inline __attribute__((always_inline)) vk_pf vk_pf_rows(const void *k, const void *v,
+                                                              int64_t n, size_t krow_bytes,
+                                                              size_t vrow_bytes) {
+  if (n <= 0) return (vk_pf){0};
+  const char *kc = (const char *)k, *vc = (const char *)v;
+  return (vk_pf){kc, kc + (size_t)n * krow_bytes, vc, vc + (size_t)n * vrow_bytes};
+}

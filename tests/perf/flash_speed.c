@@ -14,11 +14,16 @@
 //   flash_speed --kernel flash__avx512 --threads 1,2 --seq 2048 --d 64 [--causal]
 //   flash_speed --kernel flash__avx512 --threads 2 --seq-q 1 --seq 32768 --d 128 --kv-heads 1
 //   flash_speed --kernel flash__avx512 --threads 2 --seq 16384 --d 64 --reps 1   (RSS)
+// --kv-dtype f32,f16,bf16,q8_0 (a list; default f32) stores K and V in each type (converted
+// from the same float32 data: round to nearest even, q8_0 per block) and, per kernel and
+// thread count, times the types alternately — rep r runs every type once, in list order —
+// so that a ratio between two types sees the same machine load. GB/s counts the bytes
+// stored (attn_kv_row_bytes), "vs first" is the first variant's median over this one's.
 // Options (attn.h, "Attention variants"): --window L (causal-style left window, right 0
 // unless --window-right R), --softcap C, --alibi MAX_BIAS, --sinks (0.5 per head), --lse.
-// With --ab the timed calls alternate the plain problem (A) and the one with the options
-// (B), one of each per rep, and the B/A ratio of the medians is printed: an A/B comparison
-// under the same (noisy) machine load.
+// With --ab every K/V type is timed twice, plain (A) and with the options (B), all
+// variants alternated per rep (the order rotates every rep), and "vs first" gives the
+// ratios: an A/B comparison under the same (noisy) machine load.
 //   flash_speed --threads 2 --seq 2048 --d 64 --softcap 50 --ab --reps 11
 #include <errno.h>
 #include <omp.h>
@@ -28,6 +33,7 @@
 #include <sys/resource.h>
 
 #include "attn.h"
+#include "core/convert.h"
 #include "peak/bandwidth.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -77,6 +83,8 @@ int main(int argc, char **argv) {
   attn_exec base = {0};
   bool causal = false, ab = false, want_sinks = false, want_lse = false;
   attn_options opt = {0};
+  attn_dtype dts[ATTN_DTYPE_COUNT] = {ATTN_DTYPE_F32};
+  int ndt = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -115,7 +123,23 @@ int main(int argc, char **argv) {
       d = number(a, v, 1, 1 << 16), i++;
     else if (!strcmp(a, "--tile-q"))
       base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
-    else if (!strcmp(a, "--tile-kv"))
+    else if (!strcmp(a, "--kv-dtype")) {
+      ndt = 0;
+      for (const char *x = v; x;) {
+        const char *c = strchr(x, ',');
+        char name[16];
+        const size_t len = c ? (size_t)(c - x) : strlen(x);
+        snprintf(name, sizeof name, "%.*s", (int)(len < 15 ? len : 15), x);
+        if (ndt == ATTN_DTYPE_COUNT || len > 15 || !attn_dtype_parse(name, &dts[ndt])) {
+          fprintf(stderr, "flash_speed: --kv-dtype: '%s' is not a list of f32, f16, bf16, q8_0\n",
+                  v);
+          return 2;
+        }
+        ndt++;
+        x = c ? c + 1 : NULL;
+      }
+      i++;
+    } else if (!strcmp(a, "--tile-kv"))
       base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
     else if (!strcmp(a, "--window"))
       opt.window = true, opt.window_left = number(a, v, 1, 1 << 30) - 1, i++;
@@ -145,47 +169,79 @@ int main(int argc, char **argv) {
   attn_problem p = attn_problem_make(batch, heads, kv_heads, seq_q, seq, d, d, causal);
   float *sinks = malloc((size_t)heads * sizeof(float));
   float *lse = malloc((size_t)(batch * heads * seq_q) * sizeof(float));
+  if (!sinks || !lse) {
+    fprintf(stderr, "flash_speed: out of memory\n");
+    return 1;
+  }
   for (int64_t h = 0; h < heads; h++) sinks[h] = 0.5f;
   if (want_sinks) opt.sinks = sinks;
   if (want_lse) opt.lse = lse;
-  attn_problem pb = p;  // B: with the options (the only problem without --ab)
-  pb.opts = &opt;
-  if (!ab) p = pb;
+  // The variants timed alternately: each K/V type, plain and (--ab) with the options; without
+  // --ab every variant has the options (if any were given).
+  enum { kMaxVariants = 2 * ATTN_DTYPE_COUNT };
+  attn_problem pv[kMaxVariants];
+  int vdt[kMaxVariants], nv = 0;
+  for (int di = 0; di < ndt; di++)
+    for (int b = 0; b < (ab ? 2 : 1); b++) {
+      pv[nv] = p;
+      pv[nv].kv_dtype = dts[di];
+      pv[nv].opts = !ab || b ? &opt : NULL;
+      vdt[nv++] = di;
+    }
   char err[256];
-  if (!attn_problem_validate(&pb, err, sizeof err)) {
-    fprintf(stderr, "flash_speed: %s\n", err);
-    return 2;
+  for (int x = 0; x < nv; x++) {
+    if (!attn_problem_validate(&pv[x], err, sizeof err)) {
+      fprintf(stderr, "flash_speed: %s\n", err);
+      return 2;
+    }
   }
-  float *qs[64], *ks[64], *vs[64], *os[64];
+  const size_t krows = attn_k_elems(&p) / (size_t)d, vrows = attn_v_elems(&p) / (size_t)d;
+  float *qs[64], *os[64];
+  void *ks[ATTN_DTYPE_COUNT][64], *vs[ATTN_DTYPE_COUNT][64];
+  double kv_bytes[ATTN_DTYPE_COUNT];
+  for (int di = 0; di < ndt; di++)
+    kv_bytes[di] = (double)(krows + vrows) * (double)attn_kv_row_bytes(dts[di], d);
+  float *kf = malloc(attn_k_elems(&p) * sizeof(float)),
+        *vf = malloc(attn_v_elems(&p) * sizeof(float));
+  if (!kf || !vf) {
+    fprintf(stderr, "flash_speed: out of memory\n");
+    return 1;
+  }
   for (int c = 0; c < rotate; c++) {
     qs[c] = malloc(attn_q_elems(&p) * sizeof(float));
-    ks[c] = malloc(attn_k_elems(&p) * sizeof(float));
-    vs[c] = malloc(attn_v_elems(&p) * sizeof(float));
     os[c] = malloc(attn_o_elems(&p) * sizeof(float));
-    if (!qs[c] || !ks[c] || !vs[c] || !os[c]) {
+    if (!qs[c] || !os[c]) {
       fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
       return 1;
     }
-    fill(qs[c], attn_q_elems(&p), 1), fill(ks[c], attn_k_elems(&p), 2);
-    fill(vs[c], attn_v_elems(&p), 3);
+    fill(qs[c], attn_q_elems(&p), 1), fill(kf, attn_k_elems(&p), 2);
+    fill(vf, attn_v_elems(&p), 3);
+    for (int di = 0; di < ndt; di++) {
+      ks[di][c] = malloc(krows * attn_kv_row_bytes(dts[di], d));
+      vs[di][c] = malloc(vrows * attn_kv_row_bytes(dts[di], d));
+      if (!ks[di][c] || !vs[di][c]) {
+        fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
+        return 1;
+      }
+      attn_quantize_rows(dts[di], kf, krows, d, ks[di][c]);
+      attn_quantize_rows(dts[di], vf, vrows, d, vs[di][c]);
+    }
     memset(os[c], 0, attn_o_elems(&p) * sizeof(float));  // touched: no first-call faults
   }
-  const double flops = attn_flops(&p), flops_b = attn_flops(&pb);
-  const double kv_bytes = (double)(attn_k_elems(&p) + attn_v_elems(&p)) * sizeof(float);
-  const double io_mib =
-      (double)(attn_q_elems(&p) + attn_k_elems(&p) + attn_v_elems(&p) + attn_o_elems(&p)) * 4.0 /
-      1048576.0;
+  free(kf), free(vf);
+  char names[128];
+  const char *opt_names =
+      attn_option_names(attn_problem_options_used(&pv[nv - 1]), names, sizeof names);
+  double io_mib = (double)(attn_q_elems(&p) + attn_o_elems(&p)) * 4.0 / 1048576.0;
   printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)batch,
          (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
          causal ? "causal" : "non-causal", reps);
-  char names[128];
-  printf(", options %s%s", attn_option_names(attn_problem_options_used(&pb), names, sizeof names),
-         ab ? " (B) vs none (A), alternated" : "");
-  if (rotate > 1)
-    printf(", %d rotating input copies (%.0f MiB of K+V)", rotate, rotate * kv_bytes / 1048576.0);
+  if (rotate > 1) printf(", %d rotating input copies", rotate);
+  printf(", options %s%s", opt_names, ab ? " (B) vs none (A)" : "");
+  if (nv > 1) printf(", variants timed alternately");
   printf("\n");
-  printf("%-16s %3s %10s %10s %9s %9s %10s %10s\n", "kernel", "T", "median ms", "min ms", "GFLOP/s",
-         "KV GB/s", "RSS MiB", "in+out MiB");
+  printf("%-16s %-5s %-4s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "opts", "T",
+         "median ms", "min ms", "GFLOP/s", "KV GB/s", "vs first", "RSS MiB", "in+out MiB");
   for (int ki = 0; ki < nk; ki++) {
     const attn_kernel *kr = attn_kernel_find(kernels[ki]);
     if (!kr || !attn_kernel_available(kr, NULL, 0)) {
@@ -195,58 +251,63 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < nthreads; ti++) {
       attn_exec ex = base;
       ex.threads = threads[ti];
-      double t[1000];
-      // The warm-up call goes through attn_kernel_call, which validates the problem and
-      // every copy's inputs (an O(inputs) scan of the input domain) once; the timed calls
-      // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
-      // times it.
-      for (int c = 0; c < rotate; c++) {
-        if (attn_kernel_call(kr, &p, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err) != ATTN_OK ||
-            (ab && attn_kernel_call(kr, &pb, &ex, qs[c], ks[c], vs[c], os[c], err, sizeof err) !=
-                       ATTN_OK)) {
-          fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
+      static double t[kMaxVariants][1000];
+      void *ws[kMaxVariants] = {NULL};
+      bool fb[kMaxVariants] = {false};
+      for (int x = 0; x < nv; x++) {
+        const int di = vdt[x];
+        // The warm-up call goes through attn_kernel_call, which validates the problem and
+        // every copy's inputs (an O(inputs) scan of the input domain) once; the timed calls
+        // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
+        // times it.
+        for (int c = 0; c < rotate; c++) {
+          if (attn_kernel_call(kr, &pv[x], &ex, qs[c], ks[di][c], vs[di][c], os[c], err,
+                               sizeof err) != ATTN_OK) {
+            fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
+            return 1;
+          }
+        }
+        const size_t ws_bytes = attn_kernel_workspace(kr, &pv[x], &ex);
+        ws[x] = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
+        if (ws_bytes && !ws[x]) {
+          fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
+                  ws_bytes);
           return 1;
         }
       }
-      size_t ws_bytes = attn_kernel_workspace(kr, &p, &ex);
-      if (ab && attn_kernel_workspace(kr, &pb, &ex) > ws_bytes)
-        ws_bytes = attn_kernel_workspace(kr, &pb, &ex);
-      void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
-      if (ws_bytes && !ws) {
-        fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
-                ws_bytes);
-        return 1;
-      }
-      double tb[1000];
-      bool fb = false, fbb = false;
       for (int r = 0; r < reps; r++) {
-        const int c = (r + 1) % rotate;           // the warm-up call used copy 0
-        for (int x = 0; x < (ab ? 2 : 1); x++) {  // A then B (order swapped every other rep)
-          const bool b = ab && ((x + r) % 2 == 1);
+        const int c = (r + 1) % rotate;  // the warm-up call used copy 0
+        for (int y = 0; y < nv; y++) {
+          const int x = (y + r) % nv;  // the order rotates: no variant always runs first
+          const int di = vdt[x];
           const double t0 = omp_get_wtime();
-          attn_kernel_run(kr, b ? &pb : &p, &ex, qs[c], ks[c], vs[c], os[c], ws, b ? &fbb : &fb);
-          (b ? tb : t)[r] = omp_get_wtime() - t0;
+          attn_kernel_run(kr, &pv[x], &ex, qs[c], ks[di][c], vs[di][c], os[c], ws[x], &fb[x]);
+          t[x][r] = omp_get_wtime() - t0;
         }
       }
-      free(ws);
-      qsort(t, (size_t)reps, sizeof(double), cmp_double);
-      const double med = t[reps / 2];
-      if (fb) printf("(A took the portable fallback)\n");
-      struct rusage ru;
-      getrusage(RUSAGE_SELF, &ru);
-      printf("%-16s %3d %10.3f %10.3f %9.1f %9.1f %10.1f %10.1f\n", kr->name,
-             threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[0] * 1e3,
-             flops / med / 1e9, kv_bytes / med / 1e9, (double)ru.ru_maxrss / 1024.0, io_mib);
-      if (ab) {
-        qsort(tb, (size_t)reps, sizeof(double), cmp_double);
-        printf("%-16s %3d %10.3f %10.3f %9.1f  B (options%s); B/A median %.3f, min %.3f\n",
-               kr->name, threads[ti] ? threads[ti] : omp_get_max_threads(), tb[reps / 2] * 1e3,
-               tb[0] * 1e3, flops_b / tb[reps / 2] / 1e9, fbb ? ", FALLBACK" : ", native",
-               tb[reps / 2] / med, tb[0] / t[0]);
+      double med0 = 0.0;
+      for (int x = 0; x < nv; x++) {
+        const int di = vdt[x];
+        free(ws[x]);
+        qsort(t[x], (size_t)reps, sizeof(double), cmp_double);
+        const double med = t[x][reps / 2];
+        if (x == 0) med0 = med;
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf("%-16s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n", kr->name,
+               attn_dtype_name(dts[di]),
+               pv[x].opts && attn_problem_options_used(&pv[x]) ? "B" : "-",
+               threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[x][0] * 1e3,
+               attn_flops(&pv[x]) / med / 1e9, kv_bytes[di] / med / 1e9, med0 / med,
+               (double)ru.ru_maxrss / 1024.0, io_mib + kv_bytes[di] / 1048576.0,
+               fb[x] ? "  (portable fallback)" : "");
       }
     }
   }
-  for (int c = 0; c < rotate; c++) free(qs[c]), free(ks[c]), free(vs[c]), free(os[c]);
+  for (int c = 0; c < rotate; c++) {
+    free(qs[c]), free(os[c]);
+    for (int di = 0; di < ndt; di++) free(ks[di][c]), free(vs[di][c]);
+  }
   free(sinks), free(lse);
   return 0;
 }
