@@ -124,8 +124,7 @@ static bool same_input(const attn_bench_point *a, const attn_bench_point *b) {
   return x->batch == y->batch && x->heads == y->heads && x->kv_heads == y->kv_heads &&
          x->seq_q == y->seq_q && x->seq_kv == y->seq_kv && x->head_dim_qk == y->head_dim_qk &&
          x->head_dim_v == y->head_dim_v && x->causal == y->causal && x->scale == y->scale &&
-         same_options(x->opts, y->opts) &&
-         same_bench_opts(&a->opts, &b->opts);
+         same_options(x->opts, y->opts) && same_bench_opts(&a->opts, &b->opts);
 }
 
 static bool write_npy(const char *dir, const char *file, const float *data, int ndim,
