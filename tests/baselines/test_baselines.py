@@ -158,7 +158,12 @@ def real(attnbench, name):
         return SKIP
     with tempfile.TemporaryDirectory() as d:
         # Q8_0 blocks are 32 values along the head dimension.
-        config = CONFIG.replace("head_dim = 16", "head_dim = 64") if name.endswith("q8_0") else CONFIG
+        # The f16 / q8_0 baselines run on the kernels' points of their K/V type.
+        config = CONFIG
+        if name.endswith("q8_0"):
+            config = CONFIG.replace("head_dim = 16", "head_dim = 64") + "kv_dtype = q8_0\n"
+        elif name.endswith("f16"):
+            config = CONFIG + "kv_dtype = f16\n"
         res = sweep(attnbench, d, config=config)
         r = bench_baselines(attnbench, res, name, py)
         if name in MAY_FAIL_CHECK:
