@@ -537,6 +537,9 @@ static int spawn_wait(char *const argv[]) {
   fflush(stderr);
   pid_t pid;
   extern char **environ;
+  // The sweep pinned this thread to one core (placement.h); the child would inherit that
+  // and run every framework's threads on it.
+  (void)attn_placement_unbind();
   const int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
   if (err != 0) {
     fprintf(stderr, "attnbench bench: cannot start %s: %s\n", argv[0], strerror(err));

@@ -124,6 +124,13 @@ int attn_placement_default_threads(void) {
   return c.cores > 0 ? c.cores : omp_get_max_threads();
 }
 
+int attn_placement_unbind(void) {
+  hwloc_topology_t t = topo();
+  hwloc_const_cpuset_t set = (hwloc_const_cpuset_t)attn_topology_cpuset();
+  if (!t || !set) return -1;
+  return hwloc_set_cpubind(t, set, HWLOC_CPUBIND_THREAD) == 0 ? 0 : -1;
+}
+
 int attn_placement_bind(int threads, char *report, size_t len) {
   hwloc_topology_t t = topo();
   if (threads <= 0) threads = attn_placement_default_threads();

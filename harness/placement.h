@@ -80,6 +80,11 @@ const char *attn_placement_bind_mode_name(attn_bind_mode m);
 // or −1 with the reason in report (e.g. binding not supported in this container).
 int attn_placement_bind(int threads, char *report, size_t len);
 
+// Gives the calling thread back the CPU set the process inherited (attn_bind pins it to one
+// core). A process started from this thread inherits its affinity: call this before
+// starting one (bench --baselines runs the frameworks on every core of the set). 0 or −1.
+int attn_placement_unbind(void);
+
 // One line for results contexts and `info`: "cpuset 1 (1 of 2 cores, 1 of 2 PUs); bind
 // cores". Returns buf.
 const char *attn_placement_describe_set(char *buf, size_t len);

@@ -51,6 +51,11 @@ def attention(np, p, q, k, v, top_left, ignore=()):
 
 
 def prepare(problem, inputs, threads):
+    import os
+
     import numpy as np
+    # cpus: the CPUs this process may run on (the one-command test checks that bench
+    # --baselines does not hand its own pinned core down to the frameworks).
     return (lambda c: attention(np, problem, *inputs[c], TOP_LEFT)), {
-        "version": "numpy " + np.__version__, "top_left": TOP_LEFT}
+        "version": "numpy " + np.__version__, "top_left": TOP_LEFT,
+        "cpus": len(os.sched_getaffinity(0))}

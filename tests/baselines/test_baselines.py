@@ -312,6 +312,10 @@ def one_command(attnbench):
         assert es and not any(e.get("error_occurred") for e in es), es
         assert {int(e["inputs_digest"]) for e in es} <= set(kd.values()), (es, kd)
         assert entries(res, "naive"), "the kernels' entries must be there"
+        # The baselines run on every CPU the test may use, not on the core the sweep pinned.
+        info = json.loads([e for e in entries(res, "numpy_attention")
+                           if "baseline_info" in e][0]["baseline_info"])
+        assert info["cpus"] == len(os.sched_getaffinity(0)), (info, os.sched_getaffinity(0))
         assert not os.listdir(tmp), "the temporary export must be removed: %s" % os.listdir(tmp)
         # The same through the script found next to the source tree (no environment hint).
         del env["ATTNBENCH_BENCH_BASELINES"]
