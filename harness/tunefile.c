@@ -12,18 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build_info.h"
 #include "cli_args.h"
 #include "cpu_ident.h"
 
-#ifndef ATTNBENCH_COMPILER
-#define ATTNBENCH_COMPILER "unknown"
-#endif
-#ifndef ATTNBENCH_CFLAGS
-#define ATTNBENCH_CFLAGS "unknown"
-#endif
-#ifndef ATTNBENCH_BUILD_TYPE
-#define ATTNBENCH_BUILD_TYPE "unknown"
-#endif
 #if defined(__has_include)
 #if __has_include("attnbench_git.h")
 #include "attnbench_git.h"  // generated at build time: ATTNBENCH_GIT_COMMIT

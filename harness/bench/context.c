@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/point.h"
+#include "build_info.h"
 #include "cpu_ident.h"
 #include "gbench/gbench.h"
 #include "peak/bandwidth.h"
@@ -18,15 +19,6 @@
 #include "topology.h"
 #include "tunefile.h"
 
-#ifndef ATTNBENCH_COMPILER
-#define ATTNBENCH_COMPILER "unknown"
-#endif
-#ifndef ATTNBENCH_CFLAGS
-#define ATTNBENCH_CFLAGS "unknown"
-#endif
-#ifndef ATTNBENCH_BUILD_TYPE
-#define ATTNBENCH_BUILD_TYPE "unknown"
-#endif
 #ifndef ATTNBENCH_VERSION
 #define ATTNBENCH_VERSION "unknown"
 #endif

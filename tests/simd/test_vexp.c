@@ -14,6 +14,7 @@
 
 #include "attn.h"
 #include "simd/vexp.h"
+#include "test_float.h"
 #include "test_util.h"
 
 typedef void (*vexp_fn)(const float *, float *, size_t);
@@ -30,19 +31,6 @@ static const struct {
     {"neon", ATTN_ISA_NEON, attn_vexp__neon},
 #endif
 };
-
-static float bits_to_float(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// Size of one ulp of a float whose exact value is y (> 0, normal range).
-static double ulp_of(double y) {
-  int e;
-  frexp(y, &e);  // y = f·2^e, f in [0.5, 1)
-  return ldexp(1.0, e - 24);
-}
 
 typedef struct stats {
   double max_ulp, max_ulp_expf;  // vs exact e^x, vs libm expf

@@ -22,6 +22,7 @@
 #include "attn.h"
 #include "check/check.h"
 #include "simd/vtanh.h"
+#include "test_float.h"
 #include "test_util.h"
 
 typedef void (*vtanh_fn)(const float *, float *, size_t);
@@ -38,19 +39,6 @@ static const struct {
     {"neon", ATTN_ISA_NEON, attn_vtanh__neon},
 #endif
 };
-
-static float bits_to_float(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// One ulp of the float nearest to y (|y| normal): 2^(e − 24) for |y| in [2^(e−1), 2^e).
-static double ulp_of(double y) {
-  int e;
-  frexp(fabs(y), &e);
-  return ldexp(1.0, e - 24);
-}
 
 typedef struct stats {
   double max_ulp, max_abs_tiny;
