@@ -26,6 +26,7 @@
 
 #include "attn.h"
 #include "bench/config.h"
+#include "bench/inputs.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "core/tiles.h"
@@ -53,22 +54,15 @@ enum { kMaxGroups = 128, kMaxCand = 16 };
 // A candidate must beat the rule's median by this fraction to replace it.
 static const double kMinGain = 0.02;
 
+// A kernel whose record declares a register tile is a tiled kernel: its tile_q / tile_kv
+// are what tune searches (tiled__*, omp__*, flash__* and plug-ins alike).
 static bool has_tiles(const attn_kernel *k) {
-  return !strncmp(k->name, "tiled__", 7) || !strncmp(k->name, "omp__", 5) ||
-         !strncmp(k->name, "flash__", 7);
+  return k->qk_rows > 0 && k->qk_cols > 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
-}
-
-static void fill(float *x, size_t n, uint64_t seed) {
-  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    x[i] = (float)((double)(s >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-  }
 }
 
 static int round_to(int64_t v, int step, int64_t cap) {
@@ -231,7 +225,8 @@ static int pick_kernels(const tune_args *a, const attn_kernel **ks, size_t *nk) 
     }
     if (!has_tiles(k)) {
       fprintf(stderr,
-              "attnbench tune: kernel '%s' has no tiles to tune (tiled__*, omp__*, flash__*)\n",
+              "attnbench tune: kernel '%s' has no tiles to tune (its record declares no register "
+              "tile: tiled__*, omp__*, flash__* do)\n",
               k->name);
       return ATTNBENCH_EXIT_USAGE;
     }
@@ -274,7 +269,7 @@ static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v,
   *v = malloc(attn_v_elems(p) * sizeof(float));
   *o = malloc(attn_o_elems(p) * sizeof(float));
   if (!*q || !*k || !*v || !*o) return false;
-  fill(*q, attn_q_elems(p), 1), fill(*k, attn_k_elems(p), 2), fill(*v, attn_v_elems(p), 3);
+  attn_bench_fill_inputs(p, *q, *k, *v);  // bench's inputs (bench/inputs.h)
   return true;
 }
 
