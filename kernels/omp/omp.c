@@ -57,9 +57,9 @@ static size_t omp_workspace(const attn_kernel *inner, const attn_problem *p,
   return attn_size_mul_sat((size_t)threads_of(exec), per_thread(inner, p, exec));
 }
 
-// K and V are addressed by the bytes of p->kv_dtype rows, so any type the inner kernel
-// reads passes through unchanged (the records declare no ATTN_CAP_KV_* bits today:
-// attn_kernel_run hands this kernel float32 K/V).
+// K and V are addressed by the bytes of p->kv_dtype rows, so every type the inner kernel
+// reads (tiled__<isa>: ATTN_CAP_KV_ALL, widened per task's K/V head) passes through
+// unchanged, in its stored type.
 static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_exec *exec,
                    const float *q, const void *k, const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
@@ -111,7 +111,8 @@ static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_e
   }
 
 // No ATTN_CAP_GQA: each query head packs its own K/V (nothing shared across a group).
-#define OMP_CAPS (ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_DV_NE_DQK | ATTN_CAP_THREADS)
+#define OMP_CAPS \
+  (ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_DV_NE_DQK | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL)
 
 // The records, for the ISAs the registry lists them on (ATTN_KERNEL_X86 / _ARM).
 #if defined(__x86_64__) || defined(__i386__)

@@ -16,7 +16,7 @@ const attn_kernel attn_kernel_tiled__avx512 = {
     .summary =
         "1 thread, AVX-512F register tiles 8x32 (QK^T) / 8x32 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_AVX512F,
-    .caps = ATTN_CAP_ALL_SHAPES,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_ALL,  // K/V types widened per head
     .workspace = tiled_workspace,
     .run = tiled_run,
     TILED_RECORD_TILES,

@@ -27,6 +27,12 @@
 // ~50 rows of Q·Kᵀ, so below TILED_DIRECT_ROWS rows the scores come from
 // tiled_qk_direct instead — dot products with vectors along head_dim_qk, 4 keys at a
 // time, read straight from K (masked tail loads).
+// K/V of a low-precision type (p->kv_dtype: f16, bf16, q8_0; simd/kv_widen.h) are widened
+// once per K/V head, exactly, where the float32 path reads them: K panel by panel into a
+// TILED_KP-row scratch that is then packed (or, on the direct path, the whole head into
+// a float32 copy of the head that tiled_qk_direct reads), V into the padded V rows. The
+// loops after that are the float32 ones, so the output is bitwise the float32 kernel's on
+// float32 copies of the stored values.
 // No load or store touches memory outside the tensors or the workspace: tails in keys
 // are padded inside the workspace, tails in head_dim_v use vf_store_partial, tails in
 // head_dim_qk (direct path) use vf_load_partial.
@@ -35,6 +41,7 @@
 
 #include "core/attn_internal.h"
 #include "core/tiles.h"
+#include "simd/kv_widen.h"
 #include "simd/microkernel.h"
 
 #define TILED_KP (TILED_NRV * VF_W)  // keys per packed K panel
@@ -45,11 +52,11 @@
   .pv_cols = TILED_NV * VF_W
 
 typedef struct tiled_geom {
-  int64_t tq, tkv;                // cache tiles: multiples of TILED_MR and TILED_KP
-  int64_t dv_pad;                 // head_dim_v rounded up to whole vectors
-  int64_t skv_pad;                // seq_kv rounded up to whole panels
-  bool direct;                    // scores by tiled_qk_direct; K is not packed
-  size_t kp, vp, qp, acc, s, ml;  // region sizes in floats, each a multiple of 16 (64 B)
+  int64_t tq, tkv;                    // cache tiles: multiples of TILED_MR and TILED_KP
+  int64_t dv_pad;                     // head_dim_v rounded up to whole vectors
+  int64_t skv_pad;                    // seq_kv rounded up to whole panels
+  bool direct;                        // scores by tiled_qk_direct; K is not packed
+  size_t kp, kw, vp, qp, acc, s, ml;  // region sizes in floats, each a multiple of 16 (64 B)
 } tiled_geom;
 
 static int64_t tiled_round_up(int64_t x, int64_t m) {
@@ -72,7 +79,10 @@ static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
   g.skv_pad = tiled_round_up(p->seq_kv, TILED_KP);
   g.direct = p->seq_q * (p->heads / p->kv_heads) < TILED_DIRECT_ROWS;
   g.kp = g.direct ? 0 : tiled_r16(g.skv_pad * p->head_dim_qk);
-  g.vp = (p->head_dim_v % VF_W) ? tiled_r16(p->seq_kv * g.dv_pad) : 0;
+  const bool typed = p->kv_dtype != ATTN_DTYPE_F32;
+  // Widened K: the whole head for the direct path, one panel's rows for the packer.
+  g.kw = !typed ? 0 : tiled_r16((g.direct ? p->seq_kv : TILED_KP) * p->head_dim_qk);
+  g.vp = (typed || p->head_dim_v % VF_W) ? tiled_r16(p->seq_kv * g.dv_pad) : 0;
   g.qp = g.direct ? 0 : tiled_r16(g.tq * p->head_dim_qk);  // the direct path reads Q in place
   g.acc = tiled_r16(g.tq * g.dv_pad);
   g.s = tiled_r16(TILED_MR * g.tkv);
@@ -83,7 +93,7 @@ static tiled_geom tiled_geometry(const attn_problem *p, const attn_exec *e) {
 static size_t tiled_workspace(const attn_problem *p, const attn_exec *exec) {
   const tiled_geom g = tiled_geometry(p, exec);
   size_t floats = 0;  // saturating: attn_kernel_call then reports "cannot allocate"
-  const size_t regions[] = {g.kp, g.vp, g.qp, g.acc, g.s, g.ml};
+  const size_t regions[] = {g.kp, g.kw, g.vp, g.qp, g.acc, g.s, g.ml};
   for (size_t i = 0; i < sizeof regions / sizeof regions[0]; i++)
     floats = attn_size_add_sat(floats, regions[i]);
   return attn_size_mul_sat(floats, sizeof(float));
@@ -105,11 +115,18 @@ static void tiled_pack_q(const float *qtile, int64_t nq, int64_t nq_pad, int64_t
 }
 
 // Kp[panel][d][KP] = K[panel·KP + c][d] (vk_pack_kt per panel); keys past seq_kv are
-// zero (their scores are masked before use).
-static void tiled_pack_k(const float *kh, int64_t skv, int64_t skv_pad, int64_t dqk, float *kp) {
+// zero (their scores are masked before use). K rows are kh + key · krb bytes of type t;
+// a type other than F32 is widened a panel at a time into kw (KP rows) first.
+static void tiled_pack_k(attn_dtype t, const char *kh, size_t krb, int64_t skv, int64_t skv_pad,
+                         int64_t dqk, float *kw, float *kp) {
   for (int64_t j0 = 0; j0 < skv_pad; j0 += TILED_KP) {
     const int64_t nk = skv - j0 < TILED_KP ? skv - j0 : TILED_KP;  // j0 < skv: ≥ 1 key
-    vk_pack_kt(kh + j0 * dqk, nk, TILED_KP, dqk, kp + j0 * dqk, TILED_KP);
+    const float *src = (const float *)(kh + (size_t)j0 * krb);
+    if (t != ATTN_DTYPE_F32) {
+      kv_widen_rows(t, kh + (size_t)j0 * krb, krb, nk, dqk, kw, dqk, dqk);
+      src = kw;
+    }
+    vk_pack_kt(src, nk, TILED_KP, dqk, kp + j0 * dqk, TILED_KP);
   }
 }
 
@@ -246,12 +263,12 @@ static void tiled_query_tile(const attn_problem *p, const tiled_geom *g, const f
 
 static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
                      const void *vv, float *o, void *workspace) {
-  const float *k = (const float *)kv, *v = (const float *)vv;
-  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  ATTN_ASSERT_PRECONDITIONS(p, q, kv, vv, o);
   assert(workspace != NULL);
   const tiled_geom g = tiled_geometry(p, exec);
   float *kp = workspace;
-  float *vp = kp + g.kp;
+  float *kw = kp + g.kp;
+  float *vp = kw + g.kw;
   float *qp = vp + g.vp;
   float *acc = qp + g.qp;
   float *s = acc + g.acc;
@@ -262,12 +279,27 @@ static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *
   const int64_t group = p->heads / p->kv_heads;
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t kvh = 0; kvh < p->kv_heads; kvh++) {
-      // Packed once per K/V head and reused by every query head of its group (GQA).
-      const float *kh = attn_k_head(p, k, b, kvh);
-      if (!g.direct) tiled_pack_k(kh, p->seq_kv, g.skv_pad, p->head_dim_qk, kp);
-      // V rows padded to whole vectors (or V in place when dv is whole vectors).
-      const float *vbase =
-          vk_pad_v(attn_v_head(p, v, b, kvh), p->seq_kv, p->head_dim_v, g.dv_pad, vp);
+      // Packed (and widened) once per K/V head and reused by every query head of its
+      // group (GQA).
+      const attn_dtype t = p->kv_dtype;
+      const size_t krb = attn_kv_row_bytes(t, p->head_dim_qk);
+      const size_t vrb = attn_kv_row_bytes(t, p->head_dim_v);
+      const char *kb = attn_kv_head(p, kv, b, kvh, p->head_dim_qk);
+      const char *vb = attn_kv_head(p, vv, b, kvh, p->head_dim_v);
+      const float *kh = (const float *)kb;  // the direct path's K rows (float32)
+      if (!g.direct) {
+        tiled_pack_k(t, kb, krb, p->seq_kv, g.skv_pad, p->head_dim_qk, kw, kp);
+      } else if (t != ATTN_DTYPE_F32) {
+        kv_widen_rows(t, kb, krb, p->seq_kv, p->head_dim_qk, kw, p->head_dim_qk, p->head_dim_qk);
+        kh = kw;
+      }
+      // V rows padded to whole vectors (or V in place when dv is whole vectors); a type
+      // other than F32 widened into the padded rows.
+      const float *vbase = vp;
+      if (t == ATTN_DTYPE_F32)
+        vbase = vk_pad_v((const float *)vb, p->seq_kv, p->head_dim_v, g.dv_pad, vp);
+      else
+        kv_widen_rows(t, vb, vrb, p->seq_kv, p->head_dim_v, vp, g.dv_pad, g.dv_pad);
       for (int64_t h = kvh * group; h < (kvh + 1) * group; h++) {
         const float *qh = attn_q_head(p, q, b, h);
         float *oh = attn_o_head(p, o, b, h);

@@ -15,7 +15,7 @@ const attn_kernel attn_kernel_tiled__neon = {
     .name = "tiled__neon",
     .summary = "1 thread, NEON register tiles 8x8 (QK^T) / 8x8 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_NEON,
-    .caps = ATTN_CAP_ALL_SHAPES,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_ALL,  // K/V types widened per head
     .workspace = tiled_workspace,
     .run = tiled_run,
     TILED_RECORD_TILES,

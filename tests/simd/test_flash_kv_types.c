@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The SIMD kernels that read low-precision K/V natively (ATTN_CAP_KV_* bits: flash__avx2,
-// flash__avx512, flash__neon) on every such type, on shapes derived from each record's
+// The SIMD kernels that read low-precision K/V natively (ATTN_CAP_KV_* bits: flash__*,
+// tiled__*, omp__*) on every such type, on shapes derived from each record's
 // register tiles (below, at and above: rows, keys, head dims) and on every path of the
 // kernel (decode rows fused or in lanes, the tiled FA2 pass, split-KV decode). For each
 // (kernel, type, shape) and 1 and 2 threads:
