@@ -636,63 +636,86 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
     pc->domain[0] = '\0';
   if (!run_reference(pc, err, err_len)) return false;
   const size_t n_kv = (size_t)p->seq_kv + 1, dv = (size_t)p->head_dim_v;  // + the sink
-  double *scratch = malloc((3 * n_kv + 2 * dv) * sizeof(double));
-  int64_t *key = malloc(n_kv * sizeof *key);
-  if (!scratch || !key) {
-    free(scratch);
-    free(key);
-    if (err && err_len) snprintf(err, err_len, "out of memory computing tolerances");
-    return false;
-  }
-  double *tol_score = scratch + 3 * n_kv, *spread = tol_score + dv;
-
-  pc->n_weak = 0;
-  for (int64_t b = 0; b < p->batch; b++) {
-    for (int64_t h = 0; h < p->heads; h++) {
+  const int64_t rows = p->batch * p->heads * p->seq_q;
+  // Rows are independent: in parallel, each thread with its own scratch. The weak-bound
+  // bookkeeping keeps the count and the lowest index (as a serial pass would report it).
+  size_t n_weak = 0, first_weak = SIZE_MAX;
+  double weak_tol = 0.0, weak_spread = 0.0;
+  bool oom = false;
+#pragma omp parallel reduction(+ : n_weak)
+  {
+    double *scratch = malloc((3 * n_kv + 2 * dv) * sizeof(double));
+    int64_t *key = malloc(n_kv * sizeof *key);
+    size_t my_first = SIZE_MAX;
+    double my_tol = 0.0, my_spread = 0.0;
+    if (!scratch || !key) {
+#pragma omp atomic write
+      oom = true;
+    }
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t r = 0; r < rows; r++) {
+      if (!scratch || !key) continue;
+      const int64_t bh = r / p->seq_q, b = bh / p->heads, h = bh % p->heads, i = r % p->seq_q;
+      double *tol_score = scratch + 3 * n_kv, *spread = tol_score + dv;
       const int64_t g = attn_kv_head_of(p, h);
       const float *qh = attn_q_head(p, pc->q, b, h);
       const float *kh = attn_k_head(p, pc->k, b, g);
       const float *vh = attn_v_head(p, pc->v, b, g);
       const size_t o_off = (size_t)(attn_o_head(p, pc->ref, b, h) - pc->ref);
       const attn_head_opts ho = attn_head_opts_of(p, b, h);
-      const size_t lse_off = ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q;
-      for (int64_t i = 0; i < p->seq_q; i++) {
-        const size_t row_off = o_off + (size_t)i * dv;
-        double *tol_row = pc->tol + row_off;
-        int64_t lo, hi, n = 0;  // the row's keys: in range and not masked by −inf
-        attn_row_keys(p, i, &lo, &hi);
-        for (int64_t j = lo; j < hi; j++)
-          if (!ho.mask || ho.mask[(size_t)i * (size_t)p->seq_kv + (size_t)j] != -INFINITY)
-            key[n++] = j;
-        if (n == 0) {  // no visible key: the output must be exactly zero, LSE −inf
-          for (size_t d = 0; d < dv; d++) tol_row[d] = 0.0;
-          if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = -INFINITY;
-          if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = 0.0;
-          continue;
-        }
-        double lse, lse_tol;
-        row_tolerance(p, &ho, i, qh + i * p->head_dim_qk, kh, vh, key, n, scratch, scratch + n_kv,
-                      scratch + 2 * n_kv, tol_row, tol_score, spread, &lse, &lse_tol);
-        if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = lse;
-        if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = lse_tol;
-        for (size_t d = 0; d < dv; d++) {
-          // Uninformative: the score part of the bound reaches the largest error any
-          // convex combination of the visible V rows could have, where the choice of
-          // weights matters beyond rounding (spread above the rest of the bound).
-          const double rest = tol_row[d] - fmin(tol_score[d], spread[d]);
-          if (!(tol_score[d] < spread[d]) && spread[d] > rest) {
-            if (!pc->n_weak++) {
-              pc->first_weak = row_off + d;
-              pc->weak_tol = tol_score[d];
-              pc->weak_spread = spread[d];
-            }
+      const size_t lse_off = (size_t)bh * (size_t)p->seq_q;
+      const size_t row_off = o_off + (size_t)i * dv;
+      double *tol_row = pc->tol + row_off;
+      int64_t lo, hi, n = 0;  // the row's keys: in range and not masked by −inf
+      attn_row_keys(p, i, &lo, &hi);
+      for (int64_t j = lo; j < hi; j++)
+        if (!ho.mask || ho.mask[(size_t)i * (size_t)p->seq_kv + (size_t)j] != -INFINITY)
+          key[n++] = j;
+      if (n == 0) {  // no visible key: the output must be exactly zero, LSE −inf
+        for (size_t d = 0; d < dv; d++) tol_row[d] = 0.0;
+        if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = -INFINITY;
+        if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = 0.0;
+        continue;
+      }
+      double lse, lse_tol;
+      row_tolerance(p, &ho, i, qh + i * p->head_dim_qk, kh, vh, key, n, scratch, scratch + n_kv,
+                    scratch + 2 * n_kv, tol_row, tol_score, spread, &lse, &lse_tol);
+      if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = lse;
+      if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = lse_tol;
+      for (size_t d = 0; d < dv; d++) {
+        // Uninformative: the score part of the bound reaches the largest error any
+        // convex combination of the visible V rows could have, where the choice of
+        // weights matters beyond rounding (spread above the rest of the bound).
+        const double rest = tol_row[d] - fmin(tol_score[d], spread[d]);
+        if (!(tol_score[d] < spread[d]) && spread[d] > rest) {
+          n_weak++;
+          if (row_off + d < my_first) {
+            my_first = row_off + d;
+            my_tol = tol_score[d];
+            my_spread = spread[d];
           }
         }
       }
     }
+#pragma omp critical(attn_check_weak)
+    if (my_first < first_weak) {
+      first_weak = my_first;
+      weak_tol = my_tol;
+      weak_spread = my_spread;
+    }
+    free(scratch);
+    free(key);
   }
-  free(scratch);
-  free(key);
+  if (oom) {
+    if (err && err_len) snprintf(err, err_len, "out of memory computing tolerances");
+    return false;
+  }
+  pc->n_weak = n_weak;
+  if (n_weak) {
+    pc->first_weak = first_weak;
+    pc->weak_tol = weak_tol;
+    pc->weak_spread = weak_spread;
+  }
   pc->ref_max_abs = 0.0;
   pc->n_nonfinite_ref = 0;
   for (size_t i = 0; i < attn_o_elems(p); i++) {

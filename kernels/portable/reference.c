@@ -10,7 +10,11 @@
 // over the keys of attn_row_keys. Rows with no visible key (causal with seq_q > seq_kv,
 // a window, −inf mask entries) output zeros and LSE −inf. K and V of any type are read
 // natively: each stored element, converted exactly (core/convert.h), enters in double.
+// Rows are independent: OpenMP hands them out to exec->threads threads (0: the OpenMP
+// default), each with its own row of workspace; a row's arithmetic does not depend on
+// which thread runs it, so the output is bitwise the same for any thread count.
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +22,20 @@
 #include "core/attn_internal.h"
 #include "core/convert.h"
 
+static int reference_threads(const attn_exec *exec) {
+  return exec && exec->threads > 0 ? exec->threads : omp_get_max_threads();
+}
+
+// Doubles of one thread's row: the scores of one row + its output accumulator.
+static size_t reference_row(const attn_problem *p) {
+  return (size_t)p->seq_kv + (size_t)p->head_dim_v;
+}
+
 static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) {
-  (void)exec;
-  // scores for one row + the output accumulator of one row, in double. Each count is at
-  // most SIZE_MAX / 4 (attn_problem_validate), so the sum cannot wrap; the product could.
-  const size_t n = (size_t)p->seq_kv + (size_t)p->head_dim_v;
-  return n > SIZE_MAX / sizeof(double) ? SIZE_MAX : n * sizeof(double);
+  // Each count is at most SIZE_MAX / 4 (attn_problem_validate), so the sum cannot wrap;
+  // the products could: saturate (attn_kernel_call then reports "cannot allocate").
+  const size_t n = attn_size_mul_sat(reference_row(p), (size_t)reference_threads(exec));
+  return attn_size_mul_sat(n, sizeof(double));
 }
 
 // Element idx of a K/V head of type t with rows of dim (float32: a plain load).
@@ -32,55 +44,63 @@ static inline double kv_at(attn_dtype t, const void *head, int64_t dim, size_t i
                              : (double)attn_kv_elem(t, head, dim, idx);
 }
 
+// Row i of query head h (batch b): the formulas at the top, into o.
+static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64_t i,
+                              const float *q, const void *k, const void *v, float *o, double *s) {
+  const attn_dtype t = p->kv_dtype;
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
+  double *acc = s + p->seq_kv;
+  const int64_t g = attn_kv_head_of(p, h);
+  const float *qh = attn_q_head(p, q, b, h);
+  const void *kh = attn_kv_head(p, k, b, g, dqk);
+  const void *vh = attn_kv_head(p, v, b, g, dv);
+  const attn_head_opts ho = attn_head_opts_of(p, b, h);
+  const float *mrow = ho.mask;
+  int64_t lo, hi;
+  attn_row_keys(p, i, &lo, &hi);
+  float *orow = attn_o_head(p, o, b, h) + i * dv;
+  double m = -INFINITY;
+  for (int64_t j = lo; j < hi; j++) {
+    double dot = 0.0;
+    for (int64_t d = 0; d < dqk; d++)
+      dot += (double)qh[i * dqk + d] * kv_at(t, kh, dqk, (size_t)(j * dqk + d));
+    double x = (double)p->scale * dot;
+    if (ho.softcap > 0.0f) x = (double)ho.softcap * tanh(x / (double)ho.softcap);
+    if (ho.slope != 0.0f) x += (double)ho.slope * (double)(j - i - ho.off);
+    if (mrow) x += (double)mrow[(size_t)i * (size_t)p->seq_kv + (size_t)j];
+    s[j - lo] = x;
+    if (x > m) m = x;
+  }
+  if (m == -INFINITY) {  // sees nothing (empty range or every key masked by −inf)
+    memset(orow, 0, (size_t)dv * sizeof *orow);
+    if (ho.lse) ho.lse[i] = -INFINITY;
+    return;
+  }
+  double l = 0.0;
+  for (int64_t d = 0; d < dv; d++) acc[d] = 0.0;
+  for (int64_t j = lo; j < hi; j++) {
+    const double pj = exp(s[j - lo] - m);
+    l += pj;
+    for (int64_t d = 0; d < dv; d++) acc[d] += pj * kv_at(t, vh, dv, (size_t)(j * dv + d));
+  }
+  if (ho.lse) ho.lse[i] = (float)(m + log(l));
+  const double denom = ho.has_sink ? l + exp((double)ho.sink - m) : l;
+  for (int64_t d = 0; d < dv; d++) orow[d] = (float)(acc[d] / denom);
+}
+
 static int reference_run(const attn_problem *p, const attn_exec *exec, const float *q,
                          const void *k, const void *v, float *o, void *workspace) {
-  (void)exec;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
-  const attn_dtype t = p->kv_dtype;
-  double *s = workspace;
-  double *acc = s + p->seq_kv;
-  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
-  for (int64_t b = 0; b < p->batch; b++) {
-    for (int64_t h = 0; h < p->heads; h++) {
-      const int64_t g = attn_kv_head_of(p, h);
-      const float *qh = attn_q_head(p, q, b, h);
-      const void *kh = attn_kv_head(p, k, b, g, dqk);
-      const void *vh = attn_kv_head(p, v, b, g, dv);
-      float *oh = attn_o_head(p, o, b, h);
-      const attn_head_opts ho = attn_head_opts_of(p, b, h);
-      const float *mrow = ho.mask;
-      for (int64_t i = 0; i < p->seq_q; i++) {
-        int64_t lo, hi;
-        attn_row_keys(p, i, &lo, &hi);
-        float *orow = oh + i * dv;
-        double m = -INFINITY;
-        for (int64_t j = lo; j < hi; j++) {
-          double dot = 0.0;
-          for (int64_t d = 0; d < dqk; d++)
-            dot += (double)qh[i * dqk + d] * kv_at(t, kh, dqk, (size_t)(j * dqk + d));
-          double x = (double)p->scale * dot;
-          if (ho.softcap > 0.0f) x = (double)ho.softcap * tanh(x / (double)ho.softcap);
-          if (ho.slope != 0.0f) x += (double)ho.slope * (double)(j - i - ho.off);
-          if (mrow) x += (double)mrow[(size_t)i * (size_t)p->seq_kv + (size_t)j];
-          s[j - lo] = x;
-          if (x > m) m = x;
-        }
-        if (m == -INFINITY) {  // sees nothing (empty range or every key masked by −inf)
-          memset(orow, 0, (size_t)dv * sizeof *orow);
-          if (ho.lse) ho.lse[i] = -INFINITY;
-          continue;
-        }
-        double l = 0.0;
-        for (int64_t d = 0; d < dv; d++) acc[d] = 0.0;
-        for (int64_t j = lo; j < hi; j++) {
-          const double pj = exp(s[j - lo] - m);
-          l += pj;
-          for (int64_t d = 0; d < dv; d++) acc[d] += pj * kv_at(t, vh, dv, (size_t)(j * dv + d));
-        }
-        if (ho.lse) ho.lse[i] = (float)(m + log(l));
-        const double denom = ho.has_sink ? l + exp((double)ho.sink - m) : l;
-        for (int64_t d = 0; d < dv; d++) orow[d] = (float)(acc[d] / denom);
-      }
+  const int64_t rows = p->batch * p->heads * p->seq_q;
+  const size_t per = reference_row(p);
+  const int nt = reference_threads(exec);
+#pragma omp parallel num_threads(nt)
+  {
+    double *s = (double *)workspace + (size_t)omp_get_thread_num() * per;
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t r = 0; r < rows; r++) {
+      const int64_t bh = r / p->seq_q;
+      reference_row_run(p, bh / p->heads, bh % p->heads, r % p->seq_q, q, k, v, o, s);
     }
   }
   return ATTN_OK;
@@ -88,9 +108,11 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
 
 const attn_kernel attn_kernel_reference = {
     .name = "reference",
-    .summary = "ground truth: double accumulation, max-subtracted softmax, one row at a time",
+    .summary =
+        "ground truth: double accumulation, max-subtracted softmax, one row at a time (rows in "
+        "parallel)",
     .required_isa = 0,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL,
     .workspace = reference_workspace,
     .run = reference_run,
     .vec_width = 1,  // scalar C, no register tile
