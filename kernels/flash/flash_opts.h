@@ -78,14 +78,22 @@ static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, in
   return n;
 }
 
+// x with the lanes of keys outside [c0, n) set to −∞ (the vector holds keys c .. c + VF_W).
+static inline vf_t fl_edges(vf_t x, int64_t c, int64_t c0, int64_t n, vf_t iota) {
+  if (c < c0) x = vf_select_lt(iota, (float)(c0 - c), vf_set1(-INFINITY), x);
+  if (c + VF_W > n) x = vf_select_lt(iota, (float)(n - c), x, vf_set1(-INFINITY));
+  return x;
+}
+
 // fl_fin_row fused with the online-softmax update of the tiled pass: the same result as
 // fl_fin_row(f, row, s, j0, n) then vs_online_softmax_row(s, n or 0, ncol, m, l)
 // (simd/softmax.h; the same per-key values, max and lane sums, so bitwise the same P, m, l
 // and α), in two passes over the row instead of three, and only over the vectors that hold
 // a key the row sees, [v0, v1) ⊇ [c0, n):
-//   pass 1  x = the finished score (as fl_fin_row; keys outside [c0, n) stay −∞), t = max x
-//           — x stored only with softcap or a mask; for ALiBi alone pass 2 recomputes
-//           the FMA (the same operands, so the same x) instead of a store and a reload;
+//   pass 1  x = the finished score (as fl_fin_row), −∞ outside [c0, n), t = max x — x is
+//           stored only with softcap or a mask (masked after the softcap, which maps −∞
+//           to −c); otherwise s is −∞ outside [c0, n) beforehand, which the ALiBi FMA
+//           keeps, and pass 2 recomputes x from the same operands instead of a reload;
 //   pass 2  m' = max(m, t), α = e^(m − m'), p = e^(x − m') stored, l' = α·l + Σ p.
 // The vectors outside [v0, v1) get p = 0 without being read (e^(−∞) = 0 there, and
 // adding 0 to the sum changes nothing). A row that sees nothing here (t = −∞) gets
@@ -94,9 +102,9 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
                                 int64_t ncol, float *m, float *l) {
   const int64_t hh = row / f->nq, i = f->i0 + row % f->nq;
   int64_t c0 = 0;
-  if (f->window_lo) {
-    int64_t lo, hi;
-    attn_row_keys(f->p, i, &lo, &hi);
+  if (f->window_lo) {  // the row's first key, lo = clamp(i + off − left, 0, seq_kv) (attn.h)
+    int64_t lo = i + f->off - f->p->opts->window_left;  // |·| < 2^62: window_lo bounds left
+    lo = lo < 0 ? 0 : lo > f->seq_kv ? f->seq_kv : lo;
     c0 = lo - j0 < 0 ? 0 : lo - j0;
     if (c0 >= n) c0 = n = 0;  // the window starts after this block: nothing seen
   }
@@ -113,28 +121,26 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
   const int64_t d0 = j0 + v0 - i - f->off, d1 = j0 + v1 - i - f->off;
   const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
   const vf_t dist0 = vf_add(vf_set1((float)d0), iota);
-  for (int64_t c = v0; c < c0; c++) s[c] = -INFINITY;
-  for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
+  if (!keep) {
+    if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
+    for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
+  }
   vf_t mx = vf_set1(-INFINITY), dist = dist0;
   for (int64_t c = v0; c < v1; c += VF_W) {
     vf_t x = vf_load(s + c);
     if (f->scores) {
       if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
       if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
-      if (slope != 0.0f) x = vf_fma(vsl, dist, x);  // −∞ stays −∞
+      if (slope != 0.0f) x = vf_fma(vsl, dist, x);
       if (mrow) {
         const int w = n - c < VF_W ? (int)(n - c) : VF_W;  // the mask row ends at seq_kv
         x = vf_add(x, w == VF_W ? vf_load(mrow + c) : vf_load_partial(mrow + c, w));
       }
-      if (keep) {  // softcap maps −∞ to −c: the keys outside [c0, n) are masked again
-        vf_store(s + c, x);
-        if (c < c0 || c + VF_W > n) {
-          for (int64_t k = c; k < c0; k++) s[k] = -INFINITY;
-          for (int64_t k = n > c ? n : c; k < c + VF_W; k++) s[k] = -INFINITY;
-          x = vf_load(s + c);
-        }
-      }
       dist = vf_add(dist, step);
+    }
+    if (keep) {
+      x = fl_edges(x, c, c0, n, iota);
+      vf_store(s + c, x);
     }
     mx = vf_max(mx, x);
   }
