@@ -126,9 +126,15 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
     for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
   }
   vf_t mx = vf_set1(-INFINITY), dist = dist0;
-  for (int64_t c = v0; c < v1; c += VF_W) {
-    vf_t x = vf_load(s + c);
-    if (f->scores) {
+  // The common cases (window alone; ALiBi alone, distances stepped) in loops of their own.
+  if (!f->scores) {
+    for (int64_t c = v0; c < v1; c += VF_W) mx = vf_max(mx, vf_load(s + c));
+  } else if (!keep && stepped) {
+    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step))
+      mx = vf_max(mx, vf_fma(vsl, dist, vf_load(s + c)));
+  } else {
+    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
+      vf_t x = vf_load(s + c);
       if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
       if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
       if (slope != 0.0f) x = vf_fma(vsl, dist, x);
@@ -136,13 +142,12 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
         const int w = n - c < VF_W ? (int)(n - c) : VF_W;  // the mask row ends at seq_kv
         x = vf_add(x, w == VF_W ? vf_load(mrow + c) : vf_load_partial(mrow + c, w));
       }
-      dist = vf_add(dist, step);
+      if (keep) {
+        x = fl_edges(x, c, c0, n, iota);
+        vf_store(s + c, x);
+      }
+      mx = vf_max(mx, x);
     }
-    if (keep) {
-      x = fl_edges(x, c, c0, n, iota);
-      vf_store(s + c, x);
-    }
-    mx = vf_max(mx, x);
   }
   const float t = v0 < v1 ? vf_hmax(mx) : -INFINITY;
   if (t == -INFINITY) {  // nothing visible here (or only −∞ scores)
@@ -152,20 +157,22 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
   const float m_new = t > *m ? t : *m;
   const float alpha = expf(*m - m_new);  // e^(−∞) = 0 on the row's first visible tile
   const vf_t vm = vf_set1(m_new);
-  const bool refma = !keep && slope != 0.0f;  // ALiBi alone: x recomputed, not reloaded
   vf_t sum = vf_zero();
   for (int64_t c = 0; c < v0; c += VF_W) vf_store(s + c, vf_zero());
-  dist = dist0;
-  for (int64_t c = v0; c < v1; c += VF_W) {
-    vf_t x = vf_load(s + c);
-    if (refma) {
-      if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
-      x = vf_fma(vsl, dist, x);
-      dist = vf_add(dist, step);
+  if (keep || slope == 0.0f) {  // the finished scores are in s
+    for (int64_t c = v0; c < v1; c += VF_W) {
+      const vf_t p = vf_exp(vf_sub(vf_load(s + c), vm));  // masked: e^(−∞) = 0 exactly
+      vf_store(s + c, p);
+      sum = vf_add(sum, p);
     }
-    const vf_t p = vf_exp(vf_sub(x, vm));  // masked: e^(−∞) = 0 exactly
-    vf_store(s + c, p);
-    sum = vf_add(sum, p);
+  } else {  // ALiBi alone: x recomputed from the same operands as in pass 1
+    dist = dist0;
+    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
+      if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
+      const vf_t p = vf_exp(vf_sub(vf_fma(vsl, dist, vf_load(s + c)), vm));
+      vf_store(s + c, p);
+      sum = vf_add(sum, p);
+    }
   }
   for (int64_t c = v1; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
   *l = alpha * *l + vf_hsum(sum);
