@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/attn_internal.h"
+#include "simd/softmax.h"
 
 // The options of one task's rows. Row r of the task is query head h0 + r / nq at
 // position i0 + r % nq.
@@ -97,7 +98,9 @@ static inline vf_t fl_edges(vf_t x, int64_t c, int64_t c0, int64_t n, vf_t iota)
 //   pass 2  m' = max(m, t), α = e^(m − m'), p = e^(x − m') stored, l' = α·l + Σ p.
 // The vectors outside [v0, v1) get p = 0 without being read (e^(−∞) = 0 there, and
 // adding 0 to the sum changes nothing). A row that sees nothing here (t = −∞) gets
-// P = 0, α = 1 and keeps (m, l). n ≥ 1; ncol ≥ n a multiple of VF_W. Returns α.
+// P = 0, α = 1 and keeps (m, l). A window alone (no score option) only masks the keys
+// before the row's start and runs vs_online_softmax_row itself: as fast or faster there
+// (docs/parallel.md). n ≥ 1; ncol ≥ n a multiple of VF_W. Returns α.
 static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t j0, int64_t n,
                                 int64_t ncol, float *m, float *l) {
   const int64_t hh = row / f->nq, i = f->i0 + row % f->nq;
@@ -107,6 +110,12 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
     lo = lo < 0 ? 0 : lo > f->seq_kv ? f->seq_kv : lo;
     c0 = lo - j0 < 0 ? 0 : lo - j0;
     if (c0 >= n) c0 = n = 0;  // the window starts after this block: nothing seen
+  }
+  if (!f->scores) {  // a window alone: its start masked, then the plain update
+    int64_t c = 0;
+    for (; c + VF_W <= c0; c += VF_W) vf_store(s + c, vf_set1(-INFINITY));
+    if (c < c0) vf_store_partial(s + c, vf_set1(-INFINITY), (int)(c0 - c));
+    return vs_online_softmax_row(s, n, ncol, m, l);
   }
   const int64_t v0 = c0 / VF_W * VF_W, v1 = (n + VF_W - 1) / VF_W * VF_W;
   const float slope = f->slopes ? f->slopes[hh] : 0.0f;
@@ -126,10 +135,8 @@ static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t 
     for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
   }
   vf_t mx = vf_set1(-INFINITY), dist = dist0;
-  // The common cases (window alone; ALiBi alone, distances stepped) in loops of their own.
-  if (!f->scores) {
-    for (int64_t c = v0; c < v1; c += VF_W) mx = vf_max(mx, vf_load(s + c));
-  } else if (!keep && stepped) {
+  // ALiBi alone with stepped distances, the common case, in a loop of its own.
+  if (!keep && stepped) {
     for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step))
       mx = vf_max(mx, vf_fma(vsl, dist, vf_load(s + c)));
   } else {
