@@ -101,8 +101,10 @@ static inline vf_t fl_edges(vf_t x, int64_t c, int64_t c0, int64_t n, vf_t iota)
 // P = 0, α = 1 and keeps (m, l). A window alone (no score option) only masks the keys
 // before the row's start and runs vs_online_softmax_row itself: as fast or faster there
 // (docs/parallel.md). n ≥ 1; ncol ≥ n a multiple of VF_W. Returns α.
-static float fl_fin_softmax_row(const fl_fin *f, int64_t row, float *s, int64_t j0, int64_t n,
-                                int64_t ncol, float *m, float *l) {
+static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_fin *f, int64_t row,
+                                                                      float *s, int64_t j0,
+                                                                      int64_t n, int64_t ncol,
+                                                                      float *m, float *l) {
   const int64_t hh = row / f->nq, i = f->i0 + row % f->nq;
   int64_t c0 = 0;
   if (f->window_lo) {  // the row's first key, lo = clamp(i + off − left, 0, seq_kv) (attn.h)
