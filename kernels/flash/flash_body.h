@@ -199,11 +199,11 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
       if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
       float *sb = S + r0 * tkv;
       fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, los ? los + r0 : NULL, &pf);
-      if (fin)  // the options' scores (flash_opts.h); a row's lim 0 stays 0
-        for (int64_t row = r0; row < r0 + nb; row++)
-          if (lims[row] > 0) fl_fin_row(fin, row, S + row * tkv, j0, lims[row]);
       for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
-        alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
+        alpha[row] =
+            fin && lims[row] > 0  // the options' scores too (flash_opts.h)
+                ? fl_fin_softmax_row(fin, row, S + row * tkv, j0, lims[row], ncol, &m[row], &l[row])
+                : vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
       fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
                  los ? los + r0 : NULL, &pf);
     }

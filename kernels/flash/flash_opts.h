@@ -4,8 +4,9 @@
 //
 // A task whose problem uses softcap, ALiBi, a mask or a window with a bounded left side
 // gets an fl_fin (else NULL, and the passes run exactly the code of a plain problem). The
-// passes call fl_fin_row once per row and key tile/block, after S = Q̂·K̂ᵀ and before the
-// online-softmax update; it finishes the row's scores in place, lane-parallel:
+// decode passes call fl_fin_row once per row and key block, after S = Q̂·K̂ᵀ and before the
+// online-softmax update; the tiled pass calls fl_fin_softmax_row, the same fused with that
+// update. Either finishes the row's scores, lane-parallel:
 //     s ← c·tanh(s·(1/c))                  softcap (vf_tanh, simd/vec_tanh.h)
 //     s ← s + slope_h·(j − i − off)         ALiBi (one FMA; the distance is exact in float
 //                                           below 2^24)
@@ -19,6 +20,7 @@
 #include <stdint.h>
 
 #include "core/attn_internal.h"
+#include "simd/softmax.h"
 
 // The options of one task's rows. Row r of the task is query head h0 + r / nq at
 // position i0 + r % nq.
@@ -75,6 +77,116 @@ static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, in
     dist = vf_add(dist, step);
   }
   return n;
+}
+
+// x with the lanes of keys outside [c0, n) set to −∞ (the vector holds keys c .. c + VF_W).
+static inline vf_t fl_edges(vf_t x, int64_t c, int64_t c0, int64_t n, vf_t iota) {
+  if (c < c0) x = vf_select_lt(iota, (float)(c0 - c), vf_set1(-INFINITY), x);
+  if (c + VF_W > n) x = vf_select_lt(iota, (float)(n - c), x, vf_set1(-INFINITY));
+  return x;
+}
+
+// fl_fin_row fused with the online-softmax update of the tiled pass: the same result as
+// fl_fin_row(f, row, s, j0, n) then vs_online_softmax_row(s, n or 0, ncol, m, l)
+// (simd/softmax.h; the same per-key values, max and lane sums, so bitwise the same P, m, l
+// and α), in two passes over the row instead of three, and only over the vectors that hold
+// a key the row sees, [v0, v1) ⊇ [c0, n):
+//   pass 1  x = the finished score (as fl_fin_row), −∞ outside [c0, n), t = max x — x is
+//           stored only with softcap or a mask (masked after the softcap, which maps −∞
+//           to −c); otherwise s is −∞ outside [c0, n) beforehand, which the ALiBi FMA
+//           keeps, and pass 2 recomputes x from the same operands instead of a reload;
+//   pass 2  m' = max(m, t), α = e^(m − m'), p = e^(x − m') stored, l' = α·l + Σ p.
+// The vectors outside [v0, v1) get p = 0 without being read (e^(−∞) = 0 there, and
+// adding 0 to the sum changes nothing). A row that sees nothing here (t = −∞) gets
+// P = 0, α = 1 and keeps (m, l). A window alone (no score option) only masks the keys
+// before the row's start and runs vs_online_softmax_row itself: as fast or faster there
+// (docs/parallel.md). n ≥ 1; ncol ≥ n a multiple of VF_W. Returns α.
+static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_fin *f, int64_t row,
+                                                                      float *s, int64_t j0,
+                                                                      int64_t n, int64_t ncol,
+                                                                      float *m, float *l) {
+  const int64_t hh = row / f->nq, i = f->i0 + row % f->nq;
+  int64_t c0 = 0;
+  if (f->window_lo) {  // the row's first key, lo = clamp(i + off − left, 0, seq_kv) (attn.h)
+    int64_t lo = i + f->off - f->p->opts->window_left;  // |·| < 2^62: window_lo bounds left
+    lo = lo < 0 ? 0 : lo > f->seq_kv ? f->seq_kv : lo;
+    c0 = lo - j0 < 0 ? 0 : lo - j0;
+    if (c0 >= n) c0 = n = 0;  // the window starts after this block: nothing seen
+  }
+  if (!f->scores) {  // a window alone: its start masked, then the plain update
+    int64_t c = 0;
+    for (; c + VF_W <= c0; c += VF_W) vf_store(s + c, vf_set1(-INFINITY));
+    if (c < c0) vf_store_partial(s + c, vf_set1(-INFINITY), (int)(c0 - c));
+    return vs_online_softmax_row(s, n, ncol, m, l);
+  }
+  const int64_t v0 = c0 / VF_W * VF_W, v1 = (n + VF_W - 1) / VF_W * VF_W;
+  const float slope = f->slopes ? f->slopes[hh] : 0.0f;
+  const bool keep = f->softcap > 0.0f || f->mask;  // pass 1 stores the finished scores
+  const float *mrow = f->mask ? f->mask + (size_t)hh * f->mask_head_stride +
+                                    (size_t)i * (size_t)f->seq_kv + (size_t)j0
+                              : NULL;
+  const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
+  // The distances j − i − off of a vector's keys, as in fl_fin_row: stepped by VF_W while
+  // every one is below 2^24 in magnitude (exact), else converted per vector.
+  const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
+  const int64_t d0 = j0 + v0 - i - f->off, d1 = j0 + v1 - i - f->off;
+  const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
+  const vf_t dist0 = vf_add(vf_set1((float)d0), iota);
+  if (!keep) {
+    if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
+    for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
+  }
+  vf_t mx = vf_set1(-INFINITY), dist = dist0;
+  // ALiBi alone with stepped distances, the common case, in a loop of its own.
+  if (!keep && stepped) {
+    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step))
+      mx = vf_max(mx, vf_fma(vsl, dist, vf_load(s + c)));
+  } else {
+    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
+      vf_t x = vf_load(s + c);
+      if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
+      if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
+      if (slope != 0.0f) x = vf_fma(vsl, dist, x);
+      if (mrow) {
+        const int w = n - c < VF_W ? (int)(n - c) : VF_W;  // the mask row ends at seq_kv
+        x = vf_add(x, w == VF_W ? vf_load(mrow + c) : vf_load_partial(mrow + c, w));
+      }
+      if (keep) {
+        x = fl_edges(x, c, c0, n, iota);
+        vf_store(s + c, x);
+      }
+      mx = vf_max(mx, x);
+    }
+  }
+  const float t = v0 < v1 ? vf_hmax(mx) : -INFINITY;
+  if (t == -INFINITY) {  // nothing visible here (or only −∞ scores)
+    for (int64_t c = 0; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
+    return 1.0f;
+  }
+  const float m_new = t > *m ? t : *m;
+  const float alpha = expf(*m - m_new);  // e^(−∞) = 0 on the row's first visible tile
+  const vf_t vm = vf_set1(m_new);
+  vf_t sum = vf_zero();
+  for (int64_t c = 0; c < v0; c += VF_W) vf_store(s + c, vf_zero());
+  if (keep || slope == 0.0f) {  // the finished scores are in s
+    for (int64_t c = v0; c < v1; c += VF_W) {
+      const vf_t p = vf_exp(vf_sub(vf_load(s + c), vm));  // masked: e^(−∞) = 0 exactly
+      vf_store(s + c, p);
+      sum = vf_add(sum, p);
+    }
+  } else {  // ALiBi alone: x recomputed from the same operands as in pass 1
+    dist = dist0;
+    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
+      if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
+      const vf_t p = vf_exp(vf_sub(vf_fma(vsl, dist, vf_load(s + c)), vm));
+      vf_store(s + c, p);
+      sum = vf_add(sum, p);
+    }
+  }
+  for (int64_t c = v1; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
+  *l = alpha * *l + vf_hsum(sum);
+  *m = m_new;
+  return alpha;
 }
 
 // The same for row r of a transposed block (decode lanes: key c's scores at st[c·R ..]),

@@ -7,7 +7,8 @@
 //      key tile forced to the register tile and at the default; both alignments with
 //      seq_q above, equal to and below seq_kv; decode rows in lanes and fused; split-KV
 //      decode with a window; softcap on huge scores; sinks on rows that see nothing; the
-//      LSE) passes the checker at 1 and 2 threads, with bitwise the same O and LSE;
+//      LSE; ALiBi alone and with a window on GQA rows of four heads per task, with sinks
+//      and the LSE) passes the checker at 1 and 2 threads, with bitwise the same O and LSE;
 //   3. window work is skipped: each task's keys (flash_task_keys, the loop bounds of the
 //      kernels) are exactly the union of its rows' attn_row_keys ranges, split-KV chunks
 //      tile that union, and at H8 D128 window 1024 the visited key tiles grow linearly with
@@ -118,6 +119,21 @@ static void tile_cases(const attn_kernel *k, bool quick) {
                                 ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
   run_case(k, &ca, (int)T);
   run_case(k, &ca, 0);
+  // ALiBi alone and with a window (the tiled pass recomputes the bias FMA rather than
+  // storing it), GQA: the rows of four heads, each with its own slope, in one task; with
+  // sinks and the LSE; both alignments, seq_q below seq_kv.
+  for (int align = 0; align <= 1; align++)
+    for (int w = 0; w <= 1; w++) {
+      attn_problem pg = attn_problem_make(1, 8, 2, 2 * T + 11, 3 * T + 5, 32, 32, true);
+      const attn_options ao = {.alibi_max_bias = 8.0f,
+                               .align = (attn_align)align,
+                               .window = w != 0,
+                               .window_left = w ? T + 3 : 0};
+      const attn_check_case cg =
+          mk(pg, ATTN_DIST_NORMAL, ao, (align ? ATTN_CHECK_GEN_SINKS : 0) | ATTN_CHECK_GEN_LSE);
+      run_case(k, &cg, (int)T);
+      run_case(k, &cg, 0);
+    }
 }
 
 // Decode shapes: rows in lanes (MQA, 8 heads per K/V head), fused rows (MHA, few rows),
