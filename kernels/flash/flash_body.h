@@ -299,14 +299,10 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       if (ty == ATTN_DTYPE_F32)
         fl_row_fused(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, lims,
                      acc, m, l, fin, w.kb);
-      // Typed rows are widened in registers (fl_row1_typed: one row; fl_rows_typed: row
-      // groups; no options: those are fl_row_fused's business), else per block through
-      // fl_row_fused.
-      else if (attn_problem_options_used(p) != 0 ||
-               !(w.nrows == 1
-                     ? fl_row1_typed(ty, qs, dqk, kb, krb, vb, vrb, dv, nkeys, lims[0], acc, m, l)
-                     : fl_rows_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims,
-                                     acc, m, l)))
+      // Typed rows: the same pass widening in registers (fl_dec_typed), else through
+      // float32 scratch per block.
+      else if (!fl_dec_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, acc,
+                             m, l, fin, w.kb))
         fl_row_fused_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, kc,
                            kc + pl->kc_keys * dqk, acc, m, l, fin, w.kb);
     } else {
