@@ -64,7 +64,7 @@
 #define FL_DEC_PF_BLOCKS 1
 #endif
 #ifndef FL_DEC_PF_LOCALITY
-#define FL_DEC_PF_LOCALITY 3
+#define FL_DEC_PF_LOCALITY VK_PF_LOCALITY
 #endif
 // Every 64-byte line of [p, p + bytes).
 FL_INLINE void fl_dec_pf(const char *p, size_t bytes) {
