@@ -57,14 +57,16 @@
 #endif
 #define FL_DEC_KEYS(G) ((G) == 1 ? FL_DEC_ACC : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
 #define FL_DEC_VECS(G) ((G) == 1 ? FL_ROW_NV : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
-// Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none), FL_DEC_PF_LOCALITY
-// (__builtin_prefetch locality), spread over the block's work: the K rows of each key
-// group with its scores, the V rows of each key with its first P·V pass.
+// Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
+// the __builtin_prefetch locality), spread over the block's work: the K rows of each key
+// group with its scores, the V rows of each key with its first P·V pass. Without it a
+// core's hardware prefetchers leave the typed (fewer bytes per key) streams short of the
+// bandwidth; measured in docs/tuning.md.
 #ifndef FL_DEC_PF_BLOCKS
 #define FL_DEC_PF_BLOCKS 1
 #endif
 #ifndef FL_DEC_PF_LOCALITY
-#define FL_DEC_PF_LOCALITY VK_PF_LOCALITY
+#define FL_DEC_PF_LOCALITY 2
 #endif
 // Every 64-byte line of [p, p + bytes).
 FL_INLINE void fl_dec_pf(const char *p, size_t bytes) {
