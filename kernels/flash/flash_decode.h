@@ -267,9 +267,19 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int G, float (*s)[FL_ROW_KEYS
     for (int64_t c = 0; c < nmax; c++) {
       const char *vr = v + (size_t)c * vrb;
       if (e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
-      vf_t vv[FL_ROW_NV];
+      vf_t vv[FL_ROW_NV], vsc = vf_zero();
 #pragma GCC unroll 8
-      for (int x = 0; x < NV; x++) vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
+      for (int x = 0; x < NV; x++) {
+        if (t == ATTN_DTYPE_Q8_0) {  // the block scale once per block (e: whole blocks or
+                                     // inside one, NV·VF_W a power of 2)
+          const attn_block_q8_0 *blk =
+              (const attn_block_q8_0 *)vr + (e + x * VF_W) / ATTN_Q8_0_BLOCK;
+          if (x == 0 || x * VF_W % ATTN_Q8_0_BLOCK == 0) vsc = kv_w_scale(blk->d);
+          vv[x] = vf_mul(vsc, kv_w_i8(blk->qs + (e + x * VF_W) % ATTN_Q8_0_BLOCK));
+        } else {
+          vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
+        }
+      }
 #pragma GCC unroll 4
       for (int r = 0; r < G; r++) {
         if (c >= n[r]) continue;
