@@ -157,8 +157,8 @@ FL_INLINE vf_t fl_kv_vec_partial(const attn_dtype t, const char *row, int64_t e,
 // k + c·krb bytes): sa[(r·FL_ROW_KEYS + c)·VF_W ..] = Σ over head_dim vectors of
 // Q̂_r ⊙ K_c, one FMA per vector in d order. q8_0: the block scale widened once per block
 // and key, each vector d·q (exact) before its FMA.
-FL_INLINE void fl_dec_qk(const attn_dtype t, const int G, const int NK, const float *q, int64_t dqk,
-                         const char *k, size_t krb, float *sa) {
+FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int NK, const float *q,
+                         int64_t dqk, const char *k, size_t krb, float *sa) {
   vf_t a[FL_KV_RG][FL_DEC_ACC];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
@@ -176,7 +176,7 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int G, const int NK, const fl
 #pragma GCC unroll 16
       for (int c = 0; c < NK; c++) {
         const attn_block_q8_0 *blk = (const attn_block_q8_0 *)(k + (size_t)c * krb) + b;
-        const vf_t sc = kv_w_scale(blk->d);
+        const vf_t sc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
 #pragma GCC unroll 8
         for (int x = 0; x < SV; x++) {
           const vf_t kv = vf_mul(sc, kv_w_i8(blk->qs + x * VF_W));
@@ -219,16 +219,17 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int G, const int NK, const fl
 
 // The block scores of G rows: s[r][c] for keys c < nk of the block (k: its first K row),
 // then s[r][nk .. ncol) = 0 (the softmax masks them). sa: FL_KV_RG·FL_ROW_KEYS vectors.
-FL_INLINE void fl_dec_scores(const attn_dtype t, const int G, const float *q, int64_t dqk,
-                             const char *k, size_t krb, int64_t nk, int64_t ncol, float *sa,
-                             float (*s)[FL_ROW_KEYS + VF_W], const char *kpf, int64_t npf) {
+FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const float *q,
+                             int64_t dqk, const char *k, size_t krb, int64_t nk, int64_t ncol,
+                             float *sa, float (*s)[FL_ROW_KEYS + VF_W], const char *kpf,
+                             int64_t npf) {
   const int NK = FL_DEC_KEYS(G);
   int64_t c = 0;
   for (; c + NK <= nk; c += NK) {
     if (c < npf) fl_dec_pf(kpf + (size_t)c * krb, (size_t)(npf - c < NK ? npf - c : NK) * krb);
-    fl_dec_qk(t, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
+    fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
   }
-  for (; c < nk; c++) fl_dec_qk(t, G, 1, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
+  for (; c < nk; c++) fl_dec_qk(t, H, G, 1, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++) {
     float *sr = sa + (size_t)r * FL_ROW_KEYS * VF_W;
@@ -240,9 +241,10 @@ FL_INLINE void fl_dec_scores(const attn_dtype t, const int G, const float *q, in
 // acc_r ← α_r·acc_r + Σ_{c < n[r]} p_r,c·V_c for the G rows (acc row stride dvp; p in s,
 // V row c at v + c·vrb bytes): NV vectors of head_dim_v per pass, each V vector widened
 // once for the group.
-FL_INLINE void fl_dec_pv(const attn_dtype t, const int G, float (*s)[FL_ROW_KEYS + VF_W],
-                         const int64_t *n, const float *alpha, const char *v, size_t vrb,
-                         int64_t dv, float *acc, int64_t dvp, const char *vpf, int64_t npf) {
+FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
+                         float (*s)[FL_ROW_KEYS + VF_W], const int64_t *n, const float *alpha,
+                         const char *v, size_t vrb, int64_t dv, float *acc, int64_t dvp,
+                         const char *vpf, int64_t npf) {
   const int NV = FL_DEC_VECS(G);
   int64_t nmax = 0;
   vf_t va[FL_KV_RG];
@@ -274,7 +276,8 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int G, float (*s)[FL_ROW_KEYS
                                      // inside one, NV·VF_W a power of 2)
           const attn_block_q8_0 *blk =
               (const attn_block_q8_0 *)vr + (e + x * VF_W) / ATTN_Q8_0_BLOCK;
-          if (x == 0 || x * VF_W % ATTN_Q8_0_BLOCK == 0) vsc = kv_w_scale(blk->d);
+          if (x == 0 || x * VF_W % ATTN_Q8_0_BLOCK == 0)
+            vsc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
           vv[x] = vf_mul(vsc, kv_w_i8(blk->qs + (e + x * VF_W) % ATTN_Q8_0_BLOCK));
         } else {
           vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
@@ -317,7 +320,7 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int G, float (*s)[FL_ROW_KEYS
 // (K and V rows at k, v + key · krb, vrb bytes); row r sees keys [0, vis[r]) (causal:
 // vis[r] < nkeys for rows before the last). fin (NULL: none) finishes each row's block
 // scores (flash_opts.h); key 0 here is key kabs of the head.
-FL_INLINE void fl_dec_t(const attn_dtype t, int64_t nrows, const float *q, int64_t dqk,
+FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const float *q, int64_t dqk,
                         const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
                         int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
                         float *l, const fl_fin *fin, int64_t kabs) {
@@ -336,9 +339,9 @@ FL_INLINE void fl_dec_t(const attn_dtype t, int64_t nrows, const float *q, int64
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
-#define FL_DEC_CASE(G)                                                              \
-  case G:                                                                           \
-    fl_dec_scores(t, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, r0 ? 0 : npf); \
+#define FL_DEC_CASE(G)                                                                 \
+  case G:                                                                              \
+    fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, r0 ? 0 : npf); \
     break;
       switch (g) {
         FL_DEC_CASE(1)
@@ -366,9 +369,9 @@ FL_INLINE void fl_dec_t(const attn_dtype t, int64_t nrows, const float *q, int64
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       float *ar = acc + r0 * dvp;
-#define FL_DEC_CASE(G)                                                                    \
-  case G:                                                                                 \
-    fl_dec_pv(t, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf); \
+#define FL_DEC_CASE(G)                                                                       \
+  case G:                                                                                    \
+    fl_dec_pv(t, H, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf); \
     break;
       switch (g) {
         FL_DEC_CASE(1)
@@ -389,17 +392,19 @@ FL_INLINE void fl_dec_t(const attn_dtype t, int64_t nrows, const float *q, int64
   }
 }
 
-#define FL_DEC_INSTANCE(name, T, ATTR)                                                         \
+#define FL_DEC_INSTANCE(name, T, H, ATTR)                                                      \
   ATTR static void name(int64_t nrows, const float *q, int64_t dqk, const char *k, size_t krb, \
                         const char *v, size_t vrb, int64_t dv, int64_t dvp, int64_t nkeys,     \
                         const int32_t *vis, float *acc, float *m, float *l, const fl_fin *fin, \
                         int64_t kabs) {                                                        \
-    fl_dec_t(T, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);     \
+    fl_dec_t(T, H, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);  \
   }
-FL_DEC_INSTANCE(fl_dec_f32, ATTN_DTYPE_F32, )
-FL_DEC_INSTANCE(fl_dec_f16, ATTN_DTYPE_F16, KV_F16C)
-FL_DEC_INSTANCE(fl_dec_bf16, ATTN_DTYPE_BF16, )
-FL_DEC_INSTANCE(fl_dec_q8_0, ATTN_DTYPE_Q8_0, )
+// H: q8_0 scales by kv_w_scale_f16c (the F16C instruction on AVX2, in a KV_F16C function).
+FL_DEC_INSTANCE(fl_dec_f32, ATTN_DTYPE_F32, 0, )
+FL_DEC_INSTANCE(fl_dec_f16, ATTN_DTYPE_F16, 0, KV_F16C)
+FL_DEC_INSTANCE(fl_dec_bf16, ATTN_DTYPE_BF16, 0, )
+FL_DEC_INSTANCE(fl_dec_q8_0, ATTN_DTYPE_Q8_0, 0, )
+FL_DEC_INSTANCE(fl_dec_q8_0_f16c, ATTN_DTYPE_Q8_0, 1, KV_F16C)
 #undef FL_DEC_INSTANCE
 
 // The float32 decode rows (K and V rows of dqk and dv floats).
@@ -429,7 +434,10 @@ static int fl_dec_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk
       fl_dec_bf16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
       return 1;
     case ATTN_DTYPE_Q8_0:
-      fl_dec_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      if (kv_have_f16c())
+        fl_dec_q8_0_f16c(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      else
+        fl_dec_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
       return 1;
     default:
       return 0;
