@@ -6,9 +6,6 @@
 //   P·V:  6 query rows × 16 columns = 12 accumulators (+2 V vectors, 1 broadcast)
 #include "simd/vec_avx2.h"
 
-// Decode rows in groups of two (flash_decode.h, fl_dec_t):
-// 2 rows × 4 keys = 8 score accumulators of the 16 ymm registers.
-#define FL_KV_RG 2
 #define FL_QK_MR 6
 #define FL_QK_NV 2
 #define FL_PV_MR 6
