@@ -301,8 +301,8 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
                      acc, m, l, fin, w.kb);
       // Typed rows: the same pass widening in registers (fl_dec_typed), else through
       // float32 scratch per block.
-      else if (!fl_dec_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, acc,
-                             m, l, fin, w.kb))
+      else if (!fl_dec_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, acc, m,
+                             l, fin, w.kb))
         fl_row_fused_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, kc,
                            kc + pl->kc_keys * dqk, acc, m, l, fin, w.kb);
     } else {
