@@ -40,7 +40,7 @@
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
 // K/V types (attn.h): f16, bf16 and q8_0 rows are read in their stored type and widened
 // to float32 exactly (simd/kv_widen.h) — once per K/V tile while packing, per block in
-// the decode paths, in registers for a single decode row — so every path then runs its
+// the decode lanes, in registers in the fused decode rows — so every path then runs its
 // float32 arithmetic unchanged, accumulating in float32, and gives bitwise the output of
 // float32 copies of the stored values.
 #pragma once

@@ -2,7 +2,8 @@
 // flash_decode.h — the flash kernels' two decode paths, for tasks with too few rows to
 // fill the packed register tiles (flash_body.h picks the path from the task's row count,
 // which depends on the shape only):
-//   fl_row_fused  fewer than FL_QK_MR rows (MHA decode): one fused sequential pass
+//   fl_row_fused  fewer than FL_QK_MR rows (MHA decode, GQA decode with few heads per
+//                 K/V head): one fused sequential pass (fl_dec_t, every K/V type)
 //   fl_lanes      FL_RV_W..FL_LANES_MAX_ROWS rows (MQA/GQA decode): rows in vector lanes
 // Both keep the online-softmax state (m, l, acc) of the FA2 loop and give the same
 // result contract as the tiled pass (acc, m, l per row; l = 0: no key seen).
