@@ -6,9 +6,6 @@
 //   P·V:  6 query rows × 16 columns = 12 accumulators (+2 V vectors, 1 broadcast)
 #include "simd/vec_avx2.h"
 
-// Typed decode rows widened in registers two at a time (flash_decode.h, fl_rowg_t):
-// 2 × 4 score accumulators + 4 K vectors of the 16 ymm registers.
-#define FL_KV_RG 2
 #define FL_QK_MR 6
 #define FL_QK_NV 2
 #define FL_PV_MR 6

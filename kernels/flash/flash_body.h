@@ -40,7 +40,7 @@
 // Split-KV tasks store (acc, m, l) instead, merged by flash_merge in chunk order.
 // K/V types (attn.h): f16, bf16 and q8_0 rows are read in their stored type and widened
 // to float32 exactly (simd/kv_widen.h) — once per K/V tile while packing, per block in
-// the decode paths, in registers for a single decode row — so every path then runs its
+// the decode lanes, in registers in the fused decode rows — so every path then runs its
 // float32 arithmetic unchanged, accumulating in float32, and gives bitwise the output of
 // float32 copies of the stored values.
 #pragma once
@@ -299,14 +299,10 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
       if (ty == ATTN_DTYPE_F32)
         fl_row_fused(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, lims,
                      acc, m, l, fin, w.kb);
-      // Typed rows are widened in registers (fl_row1_typed: one row; fl_rows_typed: row
-      // groups; no options: those are fl_row_fused's business), else per block through
-      // fl_row_fused.
-      else if (attn_problem_options_used(p) != 0 ||
-               !(w.nrows == 1
-                     ? fl_row1_typed(ty, qs, dqk, kb, krb, vb, vrb, dv, nkeys, lims[0], acc, m, l)
-                     : fl_rows_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims,
-                                     acc, m, l)))
+      // Typed rows: the same pass widening in registers (fl_dec_typed), else through
+      // float32 scratch per block.
+      else if (!fl_dec_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, acc, m,
+                             l, fin, w.kb))
         fl_row_fused_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, kc,
                            kc + pl->kc_keys * dqk, acc, m, l, fin, w.kb);
     } else {

@@ -2,7 +2,8 @@
 // flash_decode.h — the flash kernels' two decode paths, for tasks with too few rows to
 // fill the packed register tiles (flash_body.h picks the path from the task's row count,
 // which depends on the shape only):
-//   fl_row_fused  fewer than FL_QK_MR rows (MHA decode): one fused sequential pass
+//   fl_row_fused  fewer than FL_QK_MR rows (MHA decode, GQA decode with few heads per
+//                 K/V head): one fused sequential pass (fl_dec_t, every K/V type)
 //   fl_lanes      FL_RV_W..FL_LANES_MAX_ROWS rows (MQA/GQA decode): rows in vector lanes
 // Both keep the online-softmax state (m, l, acc) of the FA2 loop and give the same
 // result contract as the tiled pass (acc, m, l per row; l = 0: no key seen).
@@ -14,100 +15,440 @@
 #include "simd/kv_widen.h"
 
 // ── Decode rows (fewer than FL_QK_MR): one fused pass over the keys ─────────────────
-// Decode tasks (MHA: one row; GQA: the group's heads) read each K and V element once with
-// a few flop per byte, so their speed is what the hardware prefetcher sustains. It
-// streams best when every access is strictly sequential: each key's score is one dot
-// product along its own K row (4 accumulators over head_dim, one horizontal sum), and
-// blocks of FL_ROW_KEYS keys are scored, softmax-updated and folded into acc at once, so
-// K and V advance as two sequential streams. No software prefetch: here it only competes
-// with the hardware prefetcher (docs/tuning.md). Per block and row
-// (vs_online_softmax_row):
-//   s_c = Q̂·K_c, m' = max(m, max_c s_c), α = e^{m−m'}, p_c = e^{s_c−m'}, l' = α·l + Σ p_c,
-//   acc' = α·acc + Σ_c p_c·V_c  (key order; the α multiply is skipped when α = 1).
+// Decode tasks (MHA: one row; GQA: the heads of one K/V group) read each K and V element
+// once with a few flop per byte: their speed is what memory delivers, as long as the
+// arithmetic per key takes less time than the key's bytes. Per block of FL_ROW_KEYS keys
+// (K and V advance as two sequential streams; no software prefetch: here it only competes
+// with the hardware prefetcher, docs/tuning.md):
+//   scores   row r's score of key c is one accumulator vector a[r][c] along K row c (one
+//            FMA per vector of head_dim, in d order; a partial last vector zero-padded),
+//            and the accumulators of VF_W keys are reduced together by a fixed add tree
+//            (fl_sum_lanes) into one vector of VF_W scores — about 3 vector ops per key
+//            instead of a horizontal sum per key;
+//   options  fl_fin_row (flash_opts.h) finishes the row's block scores;
+//   softmax  vs_online_softmax_row: m' = max(m, max_c s_c), α = e^{m−m'},
+//            p_c = e^{s_c−m'}, l' = α·l + Σ p_c;
+//   P·V      acc' = α·acc + Σ_c p_c·V_c  (key order per element; no α multiply when α = 1).
+// Rows run in groups of FL_KV_RG (each group size its own constant): each K and V vector
+// is read and widened (simd/kv_widen.h, exact) once for the group's rows, and the group
+// holds the score accumulators of FL_DEC_KEYS(G) keys in registers. The first group reads
+// the block from memory, later groups reread it from L1.
+// Every K/V type runs this one code path: on the widened values its arithmetic is the
+// float32 instance's operation for operation (fl_kv_vec only changes how a vector is
+// loaded), so a typed run gives bitwise the float32 run on float32 copies of the stored
+// values (test_flash_kv_types), and the result depends on the shape only.
 #ifndef FL_ROW_KEYS
 #define FL_ROW_KEYS 32
 #endif
-#define FL_ROW_NV 8  // acc vectors held in registers per pass over a block's V rows
+#define FL_ROW_NV 8  // acc vectors per pass over a block's V rows, one row
+#ifndef FL_KV_RG
+#define FL_KV_RG 4  // rows per group (AVX2: 4 rows × 2 keys, measured faster than 2 × 4)
+#endif
+#if FL_KV_RG < 1 || FL_KV_RG > 4
+#error "FL_KV_RG: 1 to 4 rows per group"
+#endif
+// Accumulator registers a group fills (score accumulators; P·V accumulators for G ≥ 2):
+// half of the vector registers (AVX2: 16 ymm; AVX-512 and NEON: 32).
+#ifndef FL_DEC_ACC
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define FL_DEC_ACC 8
+#else
+#define FL_DEC_ACC 16
+#endif
+#endif
+#define FL_DEC_KEYS(G) ((G) == 1 ? FL_DEC_ACC : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
+#define FL_DEC_VECS(G) ((G) == 1 ? FL_ROW_NV : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
+// Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
+// the __builtin_prefetch locality), spread over the block's work: the K rows of each key
+// group with its scores, the V rows of each key with its first P·V pass. Without it a
+// core's hardware prefetchers leave the typed (fewer bytes per key) streams short of the
+// bandwidth; measured in docs/tuning.md.
+#ifndef FL_DEC_PF_BLOCKS
+#define FL_DEC_PF_BLOCKS 1
+#endif
+#ifndef FL_DEC_PF_LOCALITY
+#define FL_DEC_PF_LOCALITY 2
+#endif
+// Every 64-byte line of [p, p + bytes).
+FL_INLINE void fl_dec_pf(const char *p, size_t bytes) {
+  if (!FL_DEC_PF_BLOCKS || bytes == 0) return;
+  const uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, e = (uintptr_t)p + bytes;
+  for (uintptr_t x = a; x < e; x += 64) __builtin_prefetch((const void *)x, 0, FL_DEC_PF_LOCALITY);
+}
+_Static_assert(FL_ROW_KEYS % VF_W == 0 && FL_ROW_KEYS % FL_DEC_ACC == 0,
+               "FL_ROW_KEYS: whole score vectors and key groups");
 
-// Rows [0, nrows) (nrows < FL_QK_MR) of a task over its keys [0, nkeys); row r sees keys
-// [0, vis[r]) (causal: vis[r] < nkeys for rows before the last). Each key's K row is read
-// once from memory, start to end, by the first row's dot product; the other rows reread it
-// from L1, and each row's P·V pass rereads the block's V rows from L1 likewise. fin (NULL:
-// none) finishes each row's block scores (flash_opts.h); key 0 here is key kabs of the head.
-static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float *k, const float *v,
-                         int64_t dv, int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc,
-                         float *m, float *l, const fl_fin *fin, int64_t kabs) {
-  float sbuf[FL_QK_MR][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
+// s[j] = Σ_i a[j·VF_W + i], j < VF_W: the accumulators of VF_W keys (key j's vector at
+// a + j·VF_W) reduced together into one vector, lane j = key j's sum. A fixed tree: halves
+// of the register, then quarters, pairs and single lanes, added pairwise.
+#if defined(__AVX512F__)
+FL_INLINE vf_t fl_sum_lanes(const float *a) {
+  // The tree leaves input j's sum in lane π(j), π = 0 2 1 3 8 10 9 11 4 6 5 7 12 14 13 15
+  // (an involution): input j is key π(j).
+  static const int pi[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+  __m512 w[8], x[4], y[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {  // 256-bit halves: [u lo+hi | v lo+hi]
+    const __m512 u = _mm512_loadu_ps(a + pi[i] * 16), v = _mm512_loadu_ps(a + pi[i + 8] * 16);
+    w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x44), _mm512_shuffle_f32x4(u, v, 0xEE));
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++)  // 128-bit quarters
+    x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(w[i], w[i + 4], 0x88),
+                         _mm512_shuffle_f32x4(w[i], w[i + 4], 0xDD));
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++)  // lane pairs
+    y[i] = _mm512_add_ps(_mm512_shuffle_ps(x[i], x[i + 2], 0x44),
+                         _mm512_shuffle_ps(x[i], x[i + 2], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+}
+#elif defined(__AVX2__)
+FL_INLINE vf_t fl_sum_lanes(const float *a) {
+  // Input j's sum lands in lane π(j), π = 0 2 1 3 4 6 5 7: input j is key π(j).
+  static const int pi[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+  __m256 w[4], x[2];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {  // 128-bit halves
+    const __m256 u = _mm256_loadu_ps(a + pi[i] * 8), v = _mm256_loadu_ps(a + pi[i + 4] * 8);
+    w[i] = _mm256_add_ps(_mm256_permute2f128_ps(u, v, 0x20), _mm256_permute2f128_ps(u, v, 0x31));
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++)  // lane pairs
+    x[i] = _mm256_add_ps(_mm256_shuffle_ps(w[i], w[i + 2], 0x44),
+                         _mm256_shuffle_ps(w[i], w[i + 2], 0xEE));
+  return _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x88), _mm256_shuffle_ps(x[0], x[1], 0xDD));
+}
+#elif defined(__aarch64__)
+FL_INLINE vf_t fl_sum_lanes(const float *a) {  // pairwise adds keep the keys in order
+  return vpaddq_f32(vpaddq_f32(vld1q_f32(a), vld1q_f32(a + 4)),
+                    vpaddq_f32(vld1q_f32(a + 8), vld1q_f32(a + 12)));
+}
+#else
+#error "flash_decode.h: fl_sum_lanes for this ISA"
+#endif
+
+// One vector of K/V row `row` (type t) at element e, widened: e is a multiple of VF_W, so
+// a q8_0 vector lies in one block.
+FL_INLINE vf_t fl_kv_vec(const attn_dtype t, const char *row, int64_t e) {
+  switch (t) {
+    case ATTN_DTYPE_F16:
+      return kv_w_f16((const uint16_t *)row + e);
+    case ATTN_DTYPE_BF16:
+      return kv_w_bf16((const uint16_t *)row + e);
+    case ATTN_DTYPE_Q8_0: {
+      const attn_block_q8_0 *b = (const attn_block_q8_0 *)row + e / ATTN_Q8_0_BLOCK;
+      return vf_mul(kv_w_scale(b->d), kv_w_i8(b->qs + e % ATTN_Q8_0_BLOCK));
+    }
+    default:
+      return vf_load((const float *)row + e);
+  }
+}
+// n < VF_W elements at e, zeros above (f32, f16 and bf16 tails; q8_0 rows are whole blocks).
+FL_INLINE vf_t fl_kv_vec_partial(const attn_dtype t, const char *row, int64_t e, int n) {
+  if (t == ATTN_DTYPE_F32) return vf_load_partial((const float *)row + e, n);
+  float buf[VF_W] __attribute__((aligned(64)));
+  for (int i = 0; i < VF_W; i++) buf[i] = 0.0f;
+  const uint16_t *h = (const uint16_t *)row + e;
+  for (int i = 0; i < n; i++)
+    buf[i] = t == ATTN_DTYPE_F16 ? attn_f16_to_f32(h[i]) : attn_bf16_to_f32(h[i]);
+  return vf_load(buf);
+}
+
+// The score accumulators of G rows (row r of Q̂ at q + r·dqk) and NK keys (K row c at
+// k + c·krb bytes): sa[(r·FL_ROW_KEYS + c)·VF_W ..] = Σ over head_dim vectors of
+// Q̂_r ⊙ K_c, one FMA per vector in d order. q8_0: the block scale widened once per block
+// and key, each vector d·q (exact) before its FMA.
+FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int NK, const float *q,
+                         int64_t dqk, const char *k, size_t krb, float *sa) {
+  vf_t a[FL_KV_RG][FL_DEC_ACC];
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++)
+#pragma GCC unroll 16
+    for (int c = 0; c < NK; c++) a[r][c] = vf_zero();
+  if (t == ATTN_DTYPE_Q8_0) {
+    enum { SV = ATTN_Q8_0_BLOCK / VF_W };  // vectors per block
+    for (int64_t b = 0; b < dqk / ATTN_Q8_0_BLOCK; b++) {
+      vf_t qv[FL_KV_RG][SV];
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+        for (int x = 0; x < SV; x++)
+          qv[r][x] = vf_load(q + r * dqk + b * ATTN_Q8_0_BLOCK + x * VF_W);
+#pragma GCC unroll 16
+      for (int c = 0; c < NK; c++) {
+        const attn_block_q8_0 *blk = (const attn_block_q8_0 *)(k + (size_t)c * krb) + b;
+        const vf_t sc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
+#pragma GCC unroll 8
+        for (int x = 0; x < SV; x++) {
+          const vf_t kv = vf_mul(sc, kv_w_i8(blk->qs + x * VF_W));
+#pragma GCC unroll 4
+          for (int r = 0; r < G; r++) a[r][c] = vf_fma(qv[r][x], kv, a[r][c]);
+        }
+      }
+    }
+  } else {
+    int64_t d = 0;
+    for (; d + VF_W <= dqk; d += VF_W) {
+      vf_t qv[FL_KV_RG];
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++) qv[r] = vf_load(q + r * dqk + d);
+#pragma GCC unroll 16
+      for (int c = 0; c < NK; c++) {
+        const vf_t kv = fl_kv_vec(t, k + (size_t)c * krb, d);
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++) a[r][c] = vf_fma(qv[r], kv, a[r][c]);
+      }
+    }
+    if (d < dqk) {
+      const int w = (int)(dqk - d);
+      vf_t qv[FL_KV_RG];
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++) qv[r] = vf_load_partial(q + r * dqk + d, w);
+#pragma GCC unroll 16
+      for (int c = 0; c < NK; c++) {
+        const vf_t kv = fl_kv_vec_partial(t, k + (size_t)c * krb, d, w);
+#pragma GCC unroll 4
+        for (int r = 0; r < G; r++) a[r][c] = vf_fma(qv[r], kv, a[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++)
+#pragma GCC unroll 16
+    for (int c = 0; c < NK; c++) vf_store(sa + ((size_t)r * FL_ROW_KEYS + c) * VF_W, a[r][c]);
+}
+
+// The block scores of G rows: s[r][c] for keys c < nk of the block (k: its first K row),
+// then s[r][nk .. ncol) = 0 (the softmax masks them). sa: FL_KV_RG·FL_ROW_KEYS vectors.
+FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const float *q,
+                             int64_t dqk, const char *k, size_t krb, int64_t nk, int64_t ncol,
+                             float *sa, float (*s)[FL_ROW_KEYS + VF_W], const char *kpf,
+                             int64_t npf) {
+  const int NK = FL_DEC_KEYS(G);
+  int64_t c = 0;
+  for (; c + NK <= nk; c += NK) {
+    if (c < npf) fl_dec_pf(kpf + (size_t)c * krb, (size_t)(npf - c < NK ? npf - c : NK) * krb);
+    fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
+  }
+  for (; c < nk; c++) fl_dec_qk(t, H, G, 1, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) {
+    float *sr = sa + (size_t)r * FL_ROW_KEYS * VF_W;
+    for (int64_t x = nk; x < ncol; x++) vf_store(sr + x * VF_W, vf_zero());
+    for (int64_t j = 0; j < ncol; j += VF_W) vf_store(s[r] + j, fl_sum_lanes(sr + j * VF_W));
+  }
+}
+
+// acc_r ← α_r·acc_r + Σ_{c < n[r]} p_r,c·V_c for the G rows (acc row stride dvp; p in s,
+// V row c at v + c·vrb bytes): NV vectors of head_dim_v per pass, each V vector widened
+// once for the group.
+FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
+                         float (*s)[FL_ROW_KEYS + VF_W], const int64_t *n, const float *alpha,
+                         const char *v, size_t vrb, int64_t dv, float *acc, int64_t dvp,
+                         const char *vpf, int64_t npf) {
+  const int NV = FL_DEC_VECS(G);
+  int64_t nmax = 0;
+  vf_t va[FL_KV_RG];
+  int rescale[FL_KV_RG];
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) {
+    nmax = n[r] > nmax ? n[r] : nmax;
+    va[r] = vf_set1(alpha[r]);
+    rescale[r] = alpha[r] != 1.0f;  // a row with n = 0 has α = 1: its acc stays as it is
+  }
+  if (nmax == 0) return;
+  int64_t e = 0;
+  for (; e + NV * VF_W <= dv; e += NV * VF_W) {
+    vf_t o[FL_KV_RG][FL_ROW_NV];
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+      for (int x = 0; x < NV; x++) {
+        o[r][x] = vf_load(acc + r * dvp + e + x * VF_W);
+        if (rescale[r]) o[r][x] = vf_mul(o[r][x], va[r]);
+      }
+    for (int64_t c = 0; c < nmax; c++) {
+      const char *vr = v + (size_t)c * vrb;
+      if (e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
+      vf_t vv[FL_ROW_NV], vsc = vf_zero();
+#pragma GCC unroll 8
+      for (int x = 0; x < NV; x++) {
+        if (t == ATTN_DTYPE_Q8_0) {  // the block scale once per block (e: whole blocks or
+                                     // inside one, NV·VF_W a power of 2)
+          const attn_block_q8_0 *blk =
+              (const attn_block_q8_0 *)vr + (e + x * VF_W) / ATTN_Q8_0_BLOCK;
+          if (x == 0 || x * VF_W % ATTN_Q8_0_BLOCK == 0)
+            vsc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
+          vv[x] = vf_mul(vsc, kv_w_i8(blk->qs + (e + x * VF_W) % ATTN_Q8_0_BLOCK));
+        } else {
+          vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
+        }
+      }
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++) {
+        if (c >= n[r]) continue;
+        const vf_t pb = vf_set1(s[r][c]);
+#pragma GCC unroll 8
+        for (int x = 0; x < NV; x++) o[r][x] = vf_fma(pb, vv[x], o[r][x]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+      for (int x = 0; x < NV; x++) vf_store(acc + r * dvp + e + x * VF_W, o[r][x]);
+  }
+  for (; e < dv; e += VF_W) {  // the rest one vector at a time; the last may be partial
+    const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
+    vf_t o[FL_KV_RG];
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++) {
+      o[r] = vf_load(acc + r * dvp + e);
+      if (rescale[r]) o[r] = vf_mul(o[r], va[r]);
+    }
+    for (int64_t c = 0; c < nmax; c++) {
+      const char *vr = v + (size_t)c * vrb;
+      const vf_t vv = w == VF_W ? fl_kv_vec(t, vr, e) : fl_kv_vec_partial(t, vr, e, w);
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++)
+        if (c < n[r]) o[r] = vf_fma(vf_set1(s[r][c]), vv, o[r]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++) vf_store(acc + r * dvp + e, o[r]);
+  }
+}
+
+// Rows [0, nrows) (nrows < FL_QK_MR) of a task over its keys [0, nkeys), K/V of type t
+// (K and V rows at k, v + key · krb, vrb bytes); row r sees keys [0, vis[r]) (causal:
+// vis[r] < nkeys for rows before the last). fin (NULL: none) finishes each row's block
+// scores (flash_opts.h); key 0 here is key kabs of the head.
+FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const float *q, int64_t dqk,
+                        const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
+                        int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
+                        float *l, const fl_fin *fin, int64_t kabs) {
+  float s[FL_QK_MR][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
+  float sa[FL_KV_RG * FL_ROW_KEYS * VF_W] __attribute__((aligned(64)));
+  int64_t n[FL_QK_MR];
+  float alpha[FL_QK_MR];
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
-    const float *kj = k + j0 * dqk, *vj = v + j0 * dv;
-    for (int64_t c = 0; c < nk; c++) {
-      const float *kc = kj + c * dqk;
-      for (int64_t r = 0; r < nrows; r++) {
-        const float *qr = q + r * dqk;
-        vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
-        int64_t d = 0;
-        for (; d + 4 * VF_W <= dqk; d += 4 * VF_W) {
-          a0 = vf_fma(vf_load(qr + d), vf_load(kc + d), a0);
-          a1 = vf_fma(vf_load(qr + d + VF_W), vf_load(kc + d + VF_W), a1);
-          a2 = vf_fma(vf_load(qr + d + 2 * VF_W), vf_load(kc + d + 2 * VF_W), a2);
-          a3 = vf_fma(vf_load(qr + d + 3 * VF_W), vf_load(kc + d + 3 * VF_W), a3);
-        }
-        for (; d + VF_W <= dqk; d += VF_W) a0 = vf_fma(vf_load(qr + d), vf_load(kc + d), a0);
-        if (d < dqk)
-          a1 = vf_fma(vf_load_partial(qr + d, (int)(dqk - d)),
-                      vf_load_partial(kc + d, (int)(dqk - d)), a1);
-        sbuf[r][c] = vf_hsum(vf_add(vf_add(a0, a1), vf_add(a2, a3)));
+    const char *kj = k + (size_t)j0 * krb, *vj = v + (size_t)j0 * vrb;
+    // The block FL_DEC_PF_BLOCKS ahead: its npf keys, prefetched by the first row group.
+    const int64_t pj = j0 + (int64_t)FL_DEC_PF_BLOCKS * FL_ROW_KEYS;
+    const int64_t npf = nkeys - pj < 0 ? 0 : nkeys - pj < FL_ROW_KEYS ? nkeys - pj : FL_ROW_KEYS;
+    const char *kpf = npf ? k + (size_t)pj * krb : kj, *vpf = npf ? v + (size_t)pj * vrb : vj;
+    for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
+      const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
+      const float *qr = q + r0 * dqk;
+#define FL_DEC_CASE(G)                                                                 \
+  case G:                                                                              \
+    fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, r0 ? 0 : npf); \
+    break;
+      switch (g) {
+        FL_DEC_CASE(1)
+#if FL_KV_RG >= 2
+        FL_DEC_CASE(2)
+#endif
+#if FL_KV_RG >= 3
+        FL_DEC_CASE(3)
+#endif
+#if FL_KV_RG >= 4
+        FL_DEC_CASE(4)
+#endif
+        default:
+          break;
       }
+#undef FL_DEC_CASE
     }
     for (int64_t r = 0; r < nrows; r++) {
-      int64_t n = vis[r] - j0;  // keys of this block row r sees
-      n = n < 0 ? 0 : n > nk ? nk : n;
-      float *s = sbuf[r];
-      if (fin && n > 0) n = fl_fin_row(fin, r, s, kabs + j0, n);            // options; 0: none seen
-      const float alpha = vs_online_softmax_row(s, n, ncol, &m[r], &l[r]);  // s: p from here
-      if (n == 0) continue;  // p = 0 and α = 1: acc unchanged
-      float *ar = acc + r * dvp;
-      const vf_t va = vf_set1(alpha);
-      const int rescale = alpha != 1.0f;
-      int64_t e = 0;
-      for (; e + FL_ROW_NV * VF_W <= dv; e += FL_ROW_NV * VF_W) {  // 8 whole vectors per pass
-        vf_t o[FL_ROW_NV];
-#pragma GCC unroll 8
-        for (int x = 0; x < FL_ROW_NV; x++) {
-          o[x] = vf_load(ar + e + x * VF_W);
-          if (rescale) o[x] = vf_mul(o[x], va);
-        }
-        const float *ve = vj + e;
-        for (int64_t c = 0; c < n; c++) {
-          const vf_t pb = vf_set1(s[c]);
-#pragma GCC unroll 8
-          for (int x = 0; x < FL_ROW_NV; x++)
-            o[x] = vf_fma(pb, vf_load(ve + c * dv + x * VF_W), o[x]);
-        }
-#pragma GCC unroll 8
-        for (int x = 0; x < FL_ROW_NV; x++) vf_store(ar + e + x * VF_W, o[x]);
+      int64_t x = vis[r] - j0;  // keys of this block row r sees
+      x = x < 0 ? 0 : x > nk ? nk : x;
+      if (fin && x > 0) x = fl_fin_row(fin, r, s[r], kabs + j0, x);  // options; 0: none seen
+      n[r] = x;
+      alpha[r] = vs_online_softmax_row(s[r], x, ncol, &m[r], &l[r]);  // s: p from here
+    }
+    for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
+      const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
+      float *ar = acc + r0 * dvp;
+#define FL_DEC_CASE(G)                                                                       \
+  case G:                                                                                    \
+    fl_dec_pv(t, H, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf); \
+    break;
+      switch (g) {
+        FL_DEC_CASE(1)
+#if FL_KV_RG >= 2
+        FL_DEC_CASE(2)
+#endif
+#if FL_KV_RG >= 3
+        FL_DEC_CASE(3)
+#endif
+#if FL_KV_RG >= 4
+        FL_DEC_CASE(4)
+#endif
+        default:
+          break;
       }
-      for (; e < dvp; e += VF_W) {  // the rest one vector at a time; the last may be partial
-        const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
-        vf_t o = vf_load(ar + e);
-        if (rescale) o = vf_mul(o, va);
-        for (int64_t c = 0; c < n; c++) {
-          const float *vr = vj + c * dv + e;
-          o = vf_fma(vf_set1(s[c]), w == VF_W ? vf_load(vr) : vf_load_partial(vr, w), o);
-        }
-        vf_store(ar + e, o);
-      }
+#undef FL_DEC_CASE
     }
   }
 }
 
-// The same for K/V of type t (not F32): each block of FL_KV_FUSED_KEYS keys is widened
-// into kc (K rows, dqk floats) and vc (V rows, dv floats) — exact — and run through
-// fl_row_fused, whose FL_ROW_KEYS blocks then start at the same keys as over the whole
-// range, so the arithmetic is the float32 path's on the stored values. K and V rows are
-// kb, vb + key · krb, vrb bytes.
+#define FL_DEC_INSTANCE(name, T, H, ATTR)                                                      \
+  ATTR static void name(int64_t nrows, const float *q, int64_t dqk, const char *k, size_t krb, \
+                        const char *v, size_t vrb, int64_t dv, int64_t dvp, int64_t nkeys,     \
+                        const int32_t *vis, float *acc, float *m, float *l, const fl_fin *fin, \
+                        int64_t kabs) {                                                        \
+    fl_dec_t(T, H, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);  \
+  }
+// H: q8_0 scales by kv_w_scale_f16c (the F16C instruction on AVX2, in a KV_F16C function).
+FL_DEC_INSTANCE(fl_dec_f32, ATTN_DTYPE_F32, 0, )
+FL_DEC_INSTANCE(fl_dec_f16, ATTN_DTYPE_F16, 0, KV_F16C)
+FL_DEC_INSTANCE(fl_dec_bf16, ATTN_DTYPE_BF16, 0, )
+FL_DEC_INSTANCE(fl_dec_q8_0, ATTN_DTYPE_Q8_0, 0, )
+FL_DEC_INSTANCE(fl_dec_q8_0_f16c, ATTN_DTYPE_Q8_0, 1, KV_F16C)
+#undef FL_DEC_INSTANCE
+
+// The float32 decode rows (K and V rows of dqk and dv floats).
+static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float *k, const float *v,
+                         int64_t dv, int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc,
+                         float *m, float *l, const fl_fin *fin, int64_t kabs) {
+  fl_dec_f32(nrows, q, dqk, (const char *)k, (size_t)dqk * sizeof(float), (const char *)v,
+             (size_t)dv * sizeof(float), dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+}
+
+// Decode rows of type t (not F32) widened in registers when it can be (f16 needs the
+// widening instruction: kv_have_f16c); returns 0 when the caller must take
+// fl_row_fused_typed.
+static int fl_dec_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk, const char *k,
+                        size_t krb, const char *v, size_t vrb, int64_t dv, int64_t dvp,
+                        int64_t nkeys, const int32_t *vis, float *acc, float *m, float *l,
+                        const fl_fin *fin, int64_t kabs) {
+#ifdef FL_KV_DEC_BUFFERED  // A/B switch for docs/tuning.md: always the scratch round trip
+  return 0;
+#endif
+  switch (t) {
+    case ATTN_DTYPE_F16:
+      if (!kv_have_f16c()) return 0;
+      fl_dec_f16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      return 1;
+    case ATTN_DTYPE_BF16:
+      fl_dec_bf16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      return 1;
+    case ATTN_DTYPE_Q8_0:
+      if (kv_have_f16c())
+        fl_dec_q8_0_f16c(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      else
+        fl_dec_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// The same rows through float32 scratch (f16 without F16C; FL_KV_DEC_BUFFERED): each
+// block of FL_KV_FUSED_KEYS keys is widened into kc (K rows, dqk floats) and vc (V rows,
+// dv floats) — exact — and run through fl_row_fused, whose FL_ROW_KEYS blocks then start
+// at the same keys as over the whole range: the same arithmetic on the stored values.
 #ifndef FL_KV_FUSED_KEYS
 #define FL_KV_FUSED_KEYS FL_ROW_KEYS  // keys widened at once (a multiple of FL_ROW_KEYS)
 #endif
@@ -126,317 +467,6 @@ static void fl_row_fused_typed(attn_dtype t, int64_t nrows, const float *q, int6
       bvis[r] = (int32_t)(n < 0 ? 0 : n > nk ? nk : n);
     }
     fl_row_fused(nrows, q, dqk, kc, vc, dv, dvp, nk, bvis, acc, m, l, fin, kabs + j0);
-  }
-}
-
-// One decode row (MHA decode) with K/V of type t, widened in registers: fl_row_fused's
-// arithmetic for nrows = 1 operation for operation — the same four accumulators along
-// each K row, the same horizontal sum, softmax and P·V order — on vectors widened
-// straight from the stored rows (kv_vec), so the float32 scratch round trip of
-// fl_row_fused_typed is skipped and the output bits are the same.
-FL_INLINE vf_t fl_kv_vec(const attn_dtype t, const char *row, int64_t e) {
-  switch (t) {
-    case ATTN_DTYPE_F16:
-      return kv_w_f16((const uint16_t *)row + e);
-    case ATTN_DTYPE_BF16:
-      return kv_w_bf16((const uint16_t *)row + e);
-    case ATTN_DTYPE_Q8_0: {  // e is a multiple of VF_W, so the vector lies in one block
-      const attn_block_q8_0 *b = (const attn_block_q8_0 *)row + e / ATTN_Q8_0_BLOCK;
-      return vf_mul(kv_w_scale(b->d), kv_w_i8(b->qs + e % ATTN_Q8_0_BLOCK));
-    }
-    default:
-      return vf_load((const float *)row + e);
-  }
-}
-// n < VF_W elements at e, zeros above (f16/bf16 tails; q8_0 rows are whole blocks).
-FL_INLINE vf_t fl_kv_vec_partial(const attn_dtype t, const char *row, int64_t e, int n) {
-  float buf[VF_W] __attribute__((aligned(64)));
-  for (int i = 0; i < VF_W; i++) buf[i] = 0.0f;
-  const uint16_t *h = (const uint16_t *)row + e;
-  for (int i = 0; i < n; i++)
-    buf[i] = t == ATTN_DTYPE_F16 ? attn_f16_to_f32(h[i]) : attn_bf16_to_f32(h[i]);
-  return vf_load(buf);
-}
-
-FL_INLINE void fl_row1_t(const attn_dtype t, const float *q, int64_t dqk, const char *k, size_t krb,
-                         const char *v, size_t vrb, int64_t dv, int64_t nkeys, int64_t vis,
-                         float *acc, float *m, float *l) {
-  float s[FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
-  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
-    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
-    const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
-    const char *kj = k + (size_t)j0 * krb, *vj = v + (size_t)j0 * vrb;
-    for (int64_t c = 0; c < nk; c++) {
-      const char *kc = kj + (size_t)c * krb;
-      vf_t a0 = vf_zero(), a1 = vf_zero(), a2 = vf_zero(), a3 = vf_zero();
-      int64_t d = 0;
-      for (; d + 4 * VF_W <= dqk; d += 4 * VF_W) {
-        a0 = vf_fma(vf_load(q + d), fl_kv_vec(t, kc, d), a0);
-        a1 = vf_fma(vf_load(q + d + VF_W), fl_kv_vec(t, kc, d + VF_W), a1);
-        a2 = vf_fma(vf_load(q + d + 2 * VF_W), fl_kv_vec(t, kc, d + 2 * VF_W), a2);
-        a3 = vf_fma(vf_load(q + d + 3 * VF_W), fl_kv_vec(t, kc, d + 3 * VF_W), a3);
-      }
-      for (; d + VF_W <= dqk; d += VF_W) a0 = vf_fma(vf_load(q + d), fl_kv_vec(t, kc, d), a0);
-      if (d < dqk)
-        a1 = vf_fma(vf_load_partial(q + d, (int)(dqk - d)),
-                    fl_kv_vec_partial(t, kc, d, (int)(dqk - d)), a1);
-      s[c] = vf_hsum(vf_add(vf_add(a0, a1), vf_add(a2, a3)));
-    }
-    int64_t n = vis - j0;  // keys of this block the row sees
-    n = n < 0 ? 0 : n > nk ? nk : n;
-    const float alpha = vs_online_softmax_row(s, n, ncol, m, l);  // s: p from here
-    if (n == 0) continue;                                         // p = 0 and α = 1: acc unchanged
-    const vf_t va = vf_set1(alpha);
-    const int rescale = alpha != 1.0f;
-    int64_t e = 0;
-    for (; e + FL_ROW_NV * VF_W <= dv; e += FL_ROW_NV * VF_W) {
-      vf_t o[FL_ROW_NV];
-#pragma GCC unroll 8
-      for (int x = 0; x < FL_ROW_NV; x++) {
-        o[x] = vf_load(acc + e + x * VF_W);
-        if (rescale) o[x] = vf_mul(o[x], va);
-      }
-      for (int64_t c = 0; c < n; c++) {
-        const vf_t pb = vf_set1(s[c]);
-        const char *vr = vj + (size_t)c * vrb;
-#pragma GCC unroll 8
-        for (int x = 0; x < FL_ROW_NV; x++) o[x] = vf_fma(pb, fl_kv_vec(t, vr, e + x * VF_W), o[x]);
-      }
-#pragma GCC unroll 8
-      for (int x = 0; x < FL_ROW_NV; x++) vf_store(acc + e + x * VF_W, o[x]);
-    }
-    for (; e < dv; e += VF_W) {  // the rest one vector at a time; the last may be partial
-      const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
-      vf_t o = vf_load(acc + e);
-      if (rescale) o = vf_mul(o, va);
-      for (int64_t c = 0; c < n; c++) {
-        const char *vr = vj + (size_t)c * vrb;
-        o = vf_fma(vf_set1(s[c]), w == VF_W ? fl_kv_vec(t, vr, e) : fl_kv_vec_partial(t, vr, e, w),
-                   o);
-      }
-      vf_store(acc + e, o);
-    }
-  }
-}
-
-#define FL_ROW1_INSTANCE(name, T, ATTR)                                                           \
-  ATTR static void name(const float *q, int64_t dqk, const char *k, size_t krb, const char *v,    \
-                        size_t vrb, int64_t dv, int64_t nkeys, int64_t vis, float *acc, float *m, \
-                        float *l) {                                                               \
-    fl_row1_t(T, q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);                              \
-  }
-FL_ROW1_INSTANCE(fl_row1_f16, ATTN_DTYPE_F16, KV_F16C)
-FL_ROW1_INSTANCE(fl_row1_bf16, ATTN_DTYPE_BF16, )
-#ifdef FL_KV_ROW1_Q8_0
-FL_ROW1_INSTANCE(fl_row1_q8_0, ATTN_DTYPE_Q8_0, )
-#endif
-#undef FL_ROW1_INSTANCE
-
-// A group of G (≤ FL_KV_RG) decode rows with K/V of type t widened in registers: each K
-// and V vector is widened once for the G rows. Rows never interact, and each row gets
-// fl_row_fused's operations in fl_row_fused's order (the same four accumulators along
-// each K row, horizontal sum, softmax per block, P·V in key order per output element;
-// only which rows share a loop differs), so the output bits are the same.
-#ifndef FL_KV_RG
-#define FL_KV_RG 4  // 4 × 4 score accumulators: for 32 vector registers (AVX2 sets 2)
-#endif
-#if FL_KV_RG < 1 || FL_KV_RG > 4
-#error "FL_KV_RG: 1 to 4 rows per group"
-#endif
-#define FL_KV_RG_NV 4  // V vectors per P·V pass (G × 4 accumulators)
-FL_INLINE void fl_rowg_t(const attn_dtype t, const int G, const float *q, int64_t dqk,
-                         const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
-                         int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
-                         float *l) {
-  float s[FL_KV_RG][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
-  for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
-    const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
-    const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
-    const char *kj = k + (size_t)j0 * krb, *vj = v + (size_t)j0 * vrb;
-    for (int64_t c = 0; c < nk; c++) {
-      const char *kc = kj + (size_t)c * krb;
-      vf_t a[FL_KV_RG][4];
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++) a[r][0] = a[r][1] = a[r][2] = a[r][3] = vf_zero();
-      int64_t d = 0;
-      for (; d + 4 * VF_W <= dqk; d += 4 * VF_W) {
-        vf_t kv[4];
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) kv[i] = fl_kv_vec(t, kc, d + i * VF_W);
-#pragma GCC unroll 4
-        for (int r = 0; r < G; r++)
-#pragma GCC unroll 4
-          for (int i = 0; i < 4; i++)
-            a[r][i] = vf_fma(vf_load(q + r * dqk + d + i * VF_W), kv[i], a[r][i]);
-      }
-      for (; d + VF_W <= dqk; d += VF_W) {
-        const vf_t kv = fl_kv_vec(t, kc, d);
-#pragma GCC unroll 4
-        for (int r = 0; r < G; r++) a[r][0] = vf_fma(vf_load(q + r * dqk + d), kv, a[r][0]);
-      }
-      if (d < dqk) {
-        const vf_t kv = fl_kv_vec_partial(t, kc, d, (int)(dqk - d));
-#pragma GCC unroll 4
-        for (int r = 0; r < G; r++)
-          a[r][1] = vf_fma(vf_load_partial(q + r * dqk + d, (int)(dqk - d)), kv, a[r][1]);
-      }
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++)
-        s[r][c] = vf_hsum(vf_add(vf_add(a[r][0], a[r][1]), vf_add(a[r][2], a[r][3])));
-    }
-    int64_t n[FL_KV_RG], nmax = 0;
-    vf_t va[FL_KV_RG];
-    int rescale[FL_KV_RG];
-#pragma GCC unroll 4
-    for (int r = 0; r < G; r++) {
-      int64_t x = vis[r] - j0;  // keys of this block row r sees
-      n[r] = x < 0 ? 0 : x > nk ? nk : x;
-      nmax = n[r] > nmax ? n[r] : nmax;
-      const float alpha = vs_online_softmax_row(s[r], n[r], ncol, &m[r], &l[r]);
-      va[r] = vf_set1(alpha);
-      rescale[r] = alpha != 1.0f;  // a row with n = 0 has α = 1: its acc stays as it is
-    }
-    if (nmax == 0) continue;
-    int64_t e = 0;
-    for (; e + FL_KV_RG_NV * VF_W <= dv; e += FL_KV_RG_NV * VF_W) {
-      vf_t o[FL_KV_RG][FL_KV_RG_NV];
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++)
-#pragma GCC unroll 4
-        for (int x = 0; x < FL_KV_RG_NV; x++) {
-          o[r][x] = vf_load(acc + r * dvp + e + x * VF_W);
-          if (rescale[r]) o[r][x] = vf_mul(o[r][x], va[r]);
-        }
-      for (int64_t c = 0; c < nmax; c++) {
-        const char *vr = vj + (size_t)c * vrb;
-        vf_t vv[FL_KV_RG_NV];
-#pragma GCC unroll 4
-        for (int x = 0; x < FL_KV_RG_NV; x++) vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
-#pragma GCC unroll 4
-        for (int r = 0; r < G; r++) {
-          if (c >= n[r]) continue;
-          const vf_t pb = vf_set1(s[r][c]);
-#pragma GCC unroll 4
-          for (int x = 0; x < FL_KV_RG_NV; x++) o[r][x] = vf_fma(pb, vv[x], o[r][x]);
-        }
-      }
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++)
-#pragma GCC unroll 4
-        for (int x = 0; x < FL_KV_RG_NV; x++) vf_store(acc + r * dvp + e + x * VF_W, o[r][x]);
-    }
-    for (; e < dv; e += VF_W) {  // the rest one vector at a time; the last may be partial
-      const int w = (int)(dv - e < VF_W ? dv - e : VF_W);
-      vf_t o[FL_KV_RG];
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++) {
-        o[r] = vf_load(acc + r * dvp + e);
-        if (rescale[r]) o[r] = vf_mul(o[r], va[r]);
-      }
-      for (int64_t c = 0; c < nmax; c++) {
-        const char *vr = vj + (size_t)c * vrb;
-        const vf_t vv = w == VF_W ? fl_kv_vec(t, vr, e) : fl_kv_vec_partial(t, vr, e, w);
-#pragma GCC unroll 4
-        for (int r = 0; r < G; r++)
-          if (c < n[r]) o[r] = vf_fma(vf_set1(s[r][c]), vv, o[r]);
-      }
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++) vf_store(acc + r * dvp + e, o[r]);
-    }
-  }
-}
-
-// Rows [0, nrows) in groups of FL_KV_RG (the last one smaller), each group's row count a
-// constant of its own instance.
-FL_INLINE void fl_rows_t(const attn_dtype t, int64_t nrows, const float *q, int64_t dqk,
-                         const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
-                         int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
-                         float *l) {
-  for (int64_t r = 0; r < nrows; r += FL_KV_RG) {
-    const int64_t g = nrows - r < FL_KV_RG ? nrows - r : FL_KV_RG;
-    const float *qr = q + r * dqk;
-    float *ar = acc + r * dvp;
-#define FL_ROWG_CASE(G)                                                                  \
-  case G:                                                                                \
-    fl_rowg_t(t, G, qr, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis + r, ar, m + r, l + r); \
-    break;
-    switch (g) {
-      FL_ROWG_CASE(1)
-#if FL_KV_RG >= 2
-      FL_ROWG_CASE(2)
-#endif
-#if FL_KV_RG >= 3
-      FL_ROWG_CASE(3)
-#endif
-#if FL_KV_RG >= 4
-      FL_ROWG_CASE(4)
-#endif
-      default:
-        break;
-    }
-#undef FL_ROWG_CASE
-  }
-}
-#define FL_ROWS_INSTANCE(name, T, ATTR)                                                        \
-  ATTR static void name(int64_t nrows, const float *q, int64_t dqk, const char *k, size_t krb, \
-                        const char *v, size_t vrb, int64_t dv, int64_t dvp, int64_t nkeys,     \
-                        const int32_t *vis, float *acc, float *m, float *l) {                  \
-    fl_rows_t(T, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);               \
-  }
-FL_ROWS_INSTANCE(fl_rows_f16, ATTN_DTYPE_F16, KV_F16C)
-FL_ROWS_INSTANCE(fl_rows_bf16, ATTN_DTYPE_BF16, )
-FL_ROWS_INSTANCE(fl_rows_q8_0, ATTN_DTYPE_Q8_0, )
-#undef FL_ROWS_INSTANCE
-
-// 2..FL_QK_MR−1 decode rows of type t in registers when it can be (f16: kv_have_f16c);
-// returns 0 when the caller must take fl_row_fused_typed.
-static int fl_rows_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk, const char *k,
-                         size_t krb, const char *v, size_t vrb, int64_t dv, int64_t dvp,
-                         int64_t nkeys, const int32_t *vis, float *acc, float *m, float *l) {
-#ifdef FL_KV_ROWS_BUFFERED  // A/B switch for docs/tuning.md: always the scratch round trip
-  return 0;
-#endif
-  switch (t) {
-    case ATTN_DTYPE_F16:
-      if (!kv_have_f16c()) return 0;
-      fl_rows_f16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);
-      return 1;
-    case ATTN_DTYPE_BF16:
-      fl_rows_bf16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);
-      return 1;
-    case ATTN_DTYPE_Q8_0:
-      fl_rows_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l);
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-// A decode row of type t in registers when it can be (f16 needs the widening
-// instruction: kv_have_f16c); returns 0 when the caller must take fl_row_fused_typed.
-static int fl_row1_typed(attn_dtype t, const float *q, int64_t dqk, const char *k, size_t krb,
-                         const char *v, size_t vrb, int64_t dv, int64_t nkeys, int64_t vis,
-                         float *acc, float *m, float *l) {
-#ifdef FL_KV_ROW1_BUFFERED  // A/B switch for docs/tuning.md: always the scratch round trip
-  return 0;
-#endif
-  switch (t) {
-    case ATTN_DTYPE_F16:
-      if (!kv_have_f16c()) return 0;
-      fl_row1_f16(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
-      return 1;
-    case ATTN_DTYPE_BF16:
-      fl_row1_bf16(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
-      return 1;
-    case ATTN_DTYPE_Q8_0:  // measured slower than widening per block (docs/tuning.md)
-#ifdef FL_KV_ROW1_Q8_0
-      fl_row1_q8_0(q, dqk, k, krb, v, vrb, dv, nkeys, vis, acc, m, l);
-      return 1;
-#else
-      return 0;
-#endif
-    default:
-      return 0;
   }
 }
 

@@ -11,7 +11,8 @@
 //   kv_w_bf16     zero-extend 16 → 32 bits, shift left by 16 (the bf16 bits are the top
 //                 half of the float32)
 //   kv_w_i8       sign-extend int8 → int32, convert to float (exact, |q| ≤ 127)
-//   kv_w_scale    the Q8_0 block scale f16(d), broadcast
+//   kv_w_scale    the Q8_0 block scale f16(d), broadcast (AVX2: portable C;
+//                 kv_w_scale_f16c the F16C instruction, KV_F16C functions only)
 //   kv_w_f16      binary16 → float32: AVX-512F vcvtph2ps (zmm); AVX2 the F16C vcvtph2ps
 //                 (ymm), in functions marked KV_F16C (target "f16c"), taken only when the
 //                 CPU has F16C (ATTN_ISA_F16C, a run-time branch: kv_have_f16c); NEON fcvtl
@@ -67,6 +68,9 @@ static inline vf_t kv_w_i8(const int8_t *p) {
 static inline vf_t kv_w_scale(uint16_t d) {  // portable: no F16C needed for the scale
   return _mm256_set1_ps(attn_f16_to_f32(d));
 }
+KV_F16C static inline vf_t kv_w_scale_f16c(uint16_t d) {  // the same with F16C
+  return _mm256_cvtph_ps(_mm_set1_epi16((short)d));
+}
 #elif defined(__aarch64__)
 #define KV_F16C
 static inline int kv_have_f16c(void) {
@@ -89,6 +93,10 @@ static inline vf_t kv_w_scale(uint16_t d) {
 }
 #else
 #error "kv_widen.h: include after vec_avx512.h, vec_avx2.h or vec_neon.h"
+#endif
+
+#if !defined(__AVX2__) || defined(__AVX512F__)
+#define kv_w_scale_f16c kv_w_scale  // the widening needs nothing beyond the base ISA
 #endif
 
 _Static_assert(ATTN_Q8_0_BLOCK % VF_W == 0, "a vector never straddles two Q8_0 blocks");

@@ -2,7 +2,8 @@
 // The SIMD kernels that read low-precision K/V natively (ATTN_CAP_KV_* bits: flash__*,
 // tiled__*, omp__*) on every such type, on shapes derived from each record's
 // register tiles (below, at and above: rows, keys, head dims) and on every path of the
-// kernel (decode rows fused or in lanes, the tiled FA2 pass, split-KV decode). For each
+// kernel (decode rows fused or in lanes, the tiled FA2 pass, split-KV decode; decode with
+// softcap, ALiBi, a window, a mask and sinks). For each
 // (kernel, type, shape) and 1 and 2 threads:
 //   1. the kernel is native for the type: attn_kernel_kv_native, the workspace is the
 //      kernel's own (no float32 copies added by attn_kernel_run) and *fallback is false;
@@ -197,6 +198,28 @@ static void kernel_cases(const attn_kernel *k, attn_dtype t, bool quick) {
                    dists[(g + s) % 3],
                    1.0f,
                    {0}};
+      run_one(k, t, &c);
+    }
+  // decode with options (flash_opts.h inside the typed decode paths): softcap and ALiBi,
+  // a window with a bounded left side, a mask with −inf keys and sinks; MHA (one row),
+  // GQA (4 fused rows), MQA (rows in lanes); split-KV at 2 threads
+  static float mask[1500], sinks[8];
+  for (int j = 0; j < 1500; j++) mask[j] = j % 7 == 3 ? -INFINITY : 0.25f * (float)(j % 5);
+  for (int h = 0; h < 8; h++) sinks[h] = 0.5f - 0.1f * (float)h;
+  const attn_options os[3] = {
+      {.softcap = 20.0f, .alibi_max_bias = 8.0f},
+      {.window = true, .window_left = 499, .window_right = 0},
+      {.mask = mask, .sinks = sinks},
+  };
+  const int64_t og[3][2] = {{1, 1}, {4, 1}, {8, 1}};
+  for (size_t g = 0; g < 3; g++)
+    for (size_t o = 0; o < 3; o++) {
+      if (quick && (g + o) % 2) continue;
+      kv_case c = {attn_problem_make(1, og[g][0], og[g][1], 1, 1500, 64, 64, true),
+                   o == 0 ? ATTN_DIST_LARGE : ATTN_DIST_NORMAL,
+                   1.0f,
+                   {0}};
+      c.p.opts = &os[o];
       run_one(k, t, &c);
     }
   // tiny values: f16 subnormals (2e-5), q8_0 block scales that are f16 subnormals (1e-3)
