@@ -212,7 +212,11 @@ static void kernel_cases(const attn_kernel *k, attn_dtype t, bool quick) {
       {.mask = mask, .sinks = sinks},
   };
   const int64_t og[3][2] = {{1, 1}, {4, 1}, {8, 1}};
-  for (size_t g = 0; g < 3; g++)
+  // only for kernels that compute these options themselves (the others take the portable
+  // option fallback, on float32 copies: not the typed path under test)
+  const unsigned opt_caps = ATTN_CAP_OPT_SOFTCAP | ATTN_CAP_OPT_ALIBI | ATTN_CAP_OPT_WINDOW |
+                            ATTN_CAP_OPT_MASK | ATTN_CAP_OPT_SINKS;
+  for (size_t g = 0; g < ((k->caps & opt_caps) == opt_caps ? 3u : 0u); g++)
     for (size_t o = 0; o < 3; o++) {
       if (quick && (g + o) % 2) continue;
       kv_case c = {attn_problem_make(1, og[g][0], og[g][1], 1, 1500, 64, 64, true),
