@@ -38,7 +38,9 @@ static inline float vs_online_softmax_row(float *s, int64_t n, int64_t n_pad, fl
     return 1.0f;
   }
   const float m_new = t > *m ? t : *m;
-  const float alpha = expf(*m - m_new);  // e^(−∞) = 0 on the row's first visible tile
+  // e^(−∞) = 0 on the row's first visible tile; a max that held gives e^0 = 1 exactly,
+  // without the libm call (most tiles after the first few).
+  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
   for (int64_t j = 0; j < n_pad; j += VF_W) {
