@@ -215,8 +215,13 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
       if (fin)  // the options' scores (flash_opts.h); a row's lim 0 stays 0
         for (int64_t row = r0; row < r0 + nb; row++)
           if (lims[row] > 0) fl_fin_row(fin, row, S + row * tkv, j0, lims[row]);
-      for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
-        alpha[row] = vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
+      // The softmax in two passes over the block's rows: every row's tile max (kept in
+      // alpha for the moment), then every row's exponentials, sums and α (lim 0: P = 0,
+      // α = 1, (m, l) kept).
+      for (int64_t row = r0; row < r0 + nb; row++)
+        alpha[row] = vs_tile_max(S + row * tkv, lims[row], ncol);
+      for (int64_t row = r0; row < r0 + nb; row++)
+        alpha[row] = vs_online_softmax_exp(S + row * tkv, ncol, alpha[row], &m[row], &l[row]);
       fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
                  los ? los + r0 : NULL, &pf);
     }
