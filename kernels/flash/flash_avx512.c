@@ -32,6 +32,7 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_QK_NV 3
 #define FL_PV_MR 6
 #define FL_PV_NV 4
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 // The spread-out next-tile prefetch (simd/prefetch.h) asks for L2 (prefetcht1), not L1:
 // the next K and V tiles (2 × 64 KiB at D128) do not fit L1 anyway.
 #define VK_PF_LOCALITY 2

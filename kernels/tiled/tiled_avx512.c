@@ -9,6 +9,7 @@
 #define TILED_NRV 3
 #define TILED_NV 2
 #define TILED_DIRECT_ROWS 32
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
 
