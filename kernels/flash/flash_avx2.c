@@ -10,6 +10,7 @@
 #define FL_QK_NV 2
 #define FL_PV_MR 6
 #define FL_PV_NV 2
+#define VK_K_UNROLL 4  // micro-kernel k loop unrolled 4× (docs/tuning.md)
 #define FL_RUN flash_avx2_run
 #define FL_WORKSPACE flash_avx2_workspace
 #include "flash/flash_body.h"

@@ -2,7 +2,8 @@
 // flash__avx512 — OpenMP FlashAttention-2-style kernel, AVX-512F (16 lanes). The
 // algorithm is flash/flash_body.h and the task split flash/flash_plan.h; this file only
 // picks the register tiles for 32 zmm registers:
-//   Q·Kᵀ: 8 query rows × 32 keys = 16 accumulators (+2 K vectors, 1 broadcast)
+//   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (+3 K vectors, 1 broadcast): 11 loads
+//         per 24 FMAs, at the FMA bound on Intel models (8×32 is not: docs/mca.md)
 //   P·V:  6 query rows × 64 columns = 24 accumulators (+4 V vectors, 1 broadcast)
 #include "simd/vec_avx512.h"
 
@@ -24,13 +25,14 @@ static inline void fl_rv_store(float *p, fl_rv_t x) {
 static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
   return _mm256_fmadd_ps(_mm256_broadcast_ss(k), q, acc);
 }
-#define FL_LANES_MAX_ROWS 8  // 9–16 rows take the packed 8×32 tiles
+#define FL_LANES_MAX_ROWS 8  // 9–16 rows take the packed 8×48 tiles
 #define FL_DEC_BLOCK 32      // keys per decode block (and prefetch distance)
 
 #define FL_QK_MR 8
-#define FL_QK_NV 2
+#define FL_QK_NV 3
 #define FL_PV_MR 6
 #define FL_PV_NV 4
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 // The spread-out next-tile prefetch (simd/prefetch.h) asks for L2 (prefetcht1), not L1:
 // the next K and V tiles (2 × 64 KiB at D128) do not fit L1 anyway.
 #define VK_PF_LOCALITY 2
@@ -41,7 +43,7 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 const attn_kernel attn_kernel_flash__avx512 = {
     .name = "flash__avx512",
     .summary =
-        "OpenMP FlashAttention-2 style, AVX-512F 8x32 QK^T / 6x64 PV tiles, GQA-shared "
+        "OpenMP FlashAttention-2 style, AVX-512F 8x48 QK^T / 6x64 PV tiles, GQA-shared "
         "packed K/V, causal/window tile skipping, split-KV decode, every option and f16/bf16/q8_0 "
         "K/V native",
     .required_isa = ATTN_ISA_AVX512F,

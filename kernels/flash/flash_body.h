@@ -143,16 +143,29 @@ static void fl_load_q(const attn_problem *p, const fl_rows *w, int64_t b, const 
 // lims[row] = the end of the keys of [j0, j0 + n) that the row sees: hi(row) − j0 in
 // [0, n] (attn_row_keys), 0 when it sees none of them; los[row] (los != NULL) = their
 // start lo(row) − j0 in [0, lims[row]) (0 with no key).
+// The bounds depend on the position only (every head of the task has the same), and
+// lo(i), hi(i) are nondecreasing in i (diagonals: causal, window): when the task's first
+// and last positions both see all of [j0, j0 + n), every row does (lim n, start 0).
 static void fl_row_limits(const attn_problem *p, const fl_rows *w, int64_t j0, int64_t n,
                           int32_t *lims, int32_t *los) {
-  for (int64_t row = 0; row < w->nrows; row++) {
+  int64_t lo0, hi0, lo1, hi1;
+  attn_row_keys(p, w->i0, &lo0, &hi0);
+  attn_row_keys(p, w->i0 + w->nq - 1, &lo1, &hi1);
+  if (lo1 <= j0 && hi0 >= j0 + n) {
+    for (int64_t row = 0; row < w->nrows; row++) lims[row] = (int32_t)n;
+    if (los) memset(los, 0, (size_t)w->nrows * sizeof *los);
+    return;
+  }
+  for (int64_t r = 0; r < w->nq; r++) {
     int64_t lo, hi;
-    attn_row_keys(p, w->i0 + row % w->nq, &lo, &hi);
+    attn_row_keys(p, w->i0 + r, &lo, &hi);
     int64_t lim = hi - j0, start = lo - j0 < 0 ? 0 : lo - j0;
     lim = lim > n ? n : lim < 0 ? 0 : lim;
     if (start >= lim) lim = 0, start = 0;
-    lims[row] = (int32_t)lim;
-    if (los) los[row] = (int32_t)start;
+    for (int64_t hh = 0; hh < w->hs; hh++) {  // row hh·nq + r: position i0 + r
+      lims[hh * w->nq + r] = (int32_t)lim;
+      if (los) los[hh * w->nq + r] = (int32_t)start;
+    }
   }
 }
 
@@ -199,11 +212,21 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
       if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
       float *sb = S + r0 * tkv;
       fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, los ? los + r0 : NULL, &pf);
-      for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
-        alpha[row] =
-            fin && lims[row] > 0  // the options' scores too (flash_opts.h)
-                ? fl_fin_softmax_row(fin, row, S + row * tkv, j0, lims[row], ncol, &m[row], &l[row])
-                : vs_online_softmax_row(S + row * tkv, lims[row], ncol, &m[row], &l[row]);
+      if (fin) {  // the options' scores finished inside the softmax update (flash_opts.h)
+        for (int64_t row = r0; row < r0 + nb; row++)  // lim 0: P = 0, α = 1, (m, l) kept
+          alpha[row] = lims[row] > 0
+                           ? fl_fin_softmax_row(fin, row, S + row * tkv, j0, lims[row], ncol,
+                                                &m[row], &l[row])
+                           : vs_online_softmax_row(S + row * tkv, 0, ncol, &m[row], &l[row]);
+      } else {
+        // The softmax in two passes over the block's rows: every row's tile max (kept in
+        // alpha for the moment), then every row's exponentials, sums and α (lim 0: P = 0,
+        // α = 1, (m, l) kept).
+        for (int64_t row = r0; row < r0 + nb; row++)
+          alpha[row] = vs_tile_max(S + row * tkv, lims[row], ncol);
+        for (int64_t row = r0; row < r0 + nb; row++)
+          alpha[row] = vs_online_softmax_exp(S + row * tkv, ncol, alpha[row], &m[row], &l[row]);
+      }
       fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
                  los ? los + r0 : NULL, &pf);
     }

@@ -147,7 +147,7 @@ const attn_kernel attn_kernel_omp__avx512 = {
     // tiled__avx512's register tiles (test_simd_kernels checks that they agree).
     .vec_width = 16,
     .qk_rows = 8,
-    .qk_cols = 32,
+    .qk_cols = 48,
     .pv_rows = 8,
     .pv_cols = 32,
 };

@@ -39,6 +39,15 @@
 
 #define VK_INLINE static inline __attribute__((always_inline))
 
+// How many k steps one iteration of the micro-kernel's k loop does (an ISA file may set
+// it before including; the FMA order is unchanged): fewer loop branches per FMA, one
+// loop-exit per VK_K_UNROLL steps to predict. Measured per ISA: docs/tuning.md.
+#ifndef VK_K_UNROLL
+#define VK_K_UNROLL 1
+#endif
+#define VK_PRAGMA(x) _Pragma(#x)
+#define VK_UNROLL(n) VK_PRAGMA(GCC unroll n)
+
 typedef enum { VK_INIT_ZERO, VK_INIT_LOAD, VK_INIT_SCALED } vk_init;
 
 VK_INLINE void vk_tile(const int mr, const int nv, const vk_init init, const float *alpha,
@@ -55,6 +64,7 @@ VK_INLINE void vk_tile(const int mr, const int nv, const vk_init init, const flo
       if (init == VK_INIT_SCALED) acc[r][v] = vf_mul(acc[r][v], al);
     }
   }
+  VK_UNROLL(VK_K_UNROLL)
   for (int64_t k = 0; k < nk; k++) {
     vf_t bv[VK_NV_MAX];
 #pragma GCC unroll 16

@@ -22,23 +22,41 @@ static inline void vs_mask_tail(float *s, int64_t n, int64_t n_pad) {
   for (int64_t j = n; j < n_pad; j++) s[j] = -INFINITY;
 }
 
+// Four independent running maxima (max is exact, so the order does not change the
+// result): the chain of dependent max instructions is a quarter as long.
 static inline float vs_row_max(const float *s, int64_t n_pad) {
-  vf_t mx = vf_set1(-INFINITY);
-  for (int64_t j = 0; j < n_pad; j += VF_W) mx = vf_max(mx, vf_load(s + j));
-  return vf_hmax(mx);
+  vf_t m0 = vf_set1(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  int64_t j = 0;
+  for (; j + 4 * VF_W <= n_pad; j += 4 * VF_W) {
+    m0 = vf_max(m0, vf_load(s + j));
+    m1 = vf_max(m1, vf_load(s + j + VF_W));
+    m2 = vf_max(m2, vf_load(s + j + 2 * VF_W));
+    m3 = vf_max(m3, vf_load(s + j + 3 * VF_W));
+  }
+  for (; j < n_pad; j += VF_W) m0 = vf_max(m0, vf_load(s + j));
+  return vf_hmax(vf_max(vf_max(m0, m1), vf_max(m2, m3)));
 }
 
-// The update above, in place: s[0..n_pad) scores in, probabilities out. n ≤ n_pad,
-// n_pad a multiple of VF_W, s has room for n_pad floats. Returns α.
-static inline float vs_online_softmax_row(float *s, int64_t n, int64_t n_pad, float *m, float *l) {
+// The update above in two passes, so that a caller with many rows can run the first
+// over all of them before the second (the max → e^x dependency of one row is then
+// hidden behind the other rows' work; the results are the same).
+// Pass 1: masks s[n .. n_pad) and returns the tile maximum t (−∞: nothing visible).
+static inline float vs_tile_max(float *s, int64_t n, int64_t n_pad) {
   vs_mask_tail(s, n, n_pad);
-  const float t = n > 0 ? vs_row_max(s, n_pad) : -INFINITY;
+  return n > 0 ? vs_row_max(s, n_pad) : -INFINITY;
+}
+
+// Pass 2, in place: s[0..n_pad) scores in (masked by pass 1, whose result is t),
+// probabilities out. Returns α.
+static inline float vs_online_softmax_exp(float *s, int64_t n_pad, float t, float *m, float *l) {
   if (t == -INFINITY) {  // nothing visible in this tile (or only −∞ scores)
     for (int64_t j = 0; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
     return 1.0f;
   }
   const float m_new = t > *m ? t : *m;
-  const float alpha = expf(*m - m_new);  // e^(−∞) = 0 on the row's first visible tile
+  // e^(−∞) = 0 on the row's first visible tile; a max that held gives e^0 = 1 exactly,
+  // without the libm call (most tiles after the first few).
+  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
   for (int64_t j = 0; j < n_pad; j += VF_W) {
@@ -49,6 +67,12 @@ static inline float vs_online_softmax_row(float *s, int64_t n, int64_t n_pad, fl
   *l = alpha * *l + vf_hsum(sum);
   *m = m_new;
   return alpha;
+}
+
+// Both passes for one row: s[0..n_pad) scores in, probabilities out. n ≤ n_pad, n_pad a
+// multiple of VF_W, s has room for n_pad floats. Returns α.
+static inline float vs_online_softmax_row(float *s, int64_t n, int64_t n_pad, float *m, float *l) {
+  return vs_online_softmax_exp(s, n_pad, vs_tile_max(s, n, n_pad), m, l);
 }
 
 // o[0..n) = a[0..n) · scale, whole vectors then a masked tail (nothing past o[n−1]

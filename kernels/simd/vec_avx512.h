@@ -77,6 +77,14 @@ static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {
   const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c), _CMP_NLT_UQ);
   return _mm512_maskz_mov_ps(keep, v);
 }
+// x < c ? 0 : p·2^n in one masked vscalefps (n a whole float; NaN x keeps its lane, so
+// NaN flows through). Exact where p·2^n is a normal float, so bitwise
+// vf_zero_below(x, c, vf_mul(p, vf_pow2i(n))) for every x ≥ c, with no integer range on n.
+#define VF_HAVE_SCALEF_BELOW 1
+static inline vf_t vf_scalef_below(vf_t x, float c, vf_t p, vf_t n) {
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c), _CMP_NLT_UQ);
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
 
 // ── Primitives used by the shared tanh (vec_tanh.h) ──
 static inline vf_t vf_div(vf_t a, vf_t b) {

@@ -12,7 +12,12 @@
 //      c2..c6 are our own weighted least-squares/minimax fit of (e^r − 1 − r)/r² on
 //      |r| ≤ ln2/2, rounded to float: relative truncation error ≤ 0.07·2^-24, far below
 //      the rounding errors of the evaluation.
-//   5. e^x = e^r · 2^n, with 2^n built directly in the exponent field (exact).
+//   5. e^x = e^r · 2^n, with 2^n built directly in the exponent field (exact); where the
+//      mapping has a scale-by-2^n instruction (AVX-512 vscalefps, VF_HAVE_SCALEF_BELOW)
+//      that one instruction does 5 and 6 together, with the same bits; where it has
+//      cheap integer ops on the float bits (AVX2, VF_HAVE_ROUND_POW2), n and 2^n of steps
+//      2 and 5 come from the bits of x·log2(e) + 1.5·2^23 (no round or convert
+//      instruction), again with the same bits. Both drop the clamp at −87.5 of step 1.
 //   6. Underflow: for x < EXP_CUTOFF = −87.33654 (≈ ln FLT_MIN, e^x would be subnormal)
 //      the result is exactly +0 — never a denormal, so no slow path, and e^(−∞) = 0.
 //      From the cutoff up, results are normal floats (checked by the tests).
@@ -29,9 +34,20 @@
 static inline vf_t vf_exp(vf_t x) {
   // Operand order matters: x86 min/max return the SECOND operand when either is NaN, so
   // NaN inputs flow through to a NaN result (NEON min/max propagate NaN anyway).
+#if defined(VF_HAVE_SCALEF_BELOW) || defined(VF_HAVE_ROUND_POW2)
+  // Step 1 without the lower clamp: lanes below the cutoff (−∞ included) are zeroed at
+  // the end whatever their n and r, and every lane at or above it has n ≥ −126.
+  const vf_t xm = vf_min(vf_set1(88.0f), x);
+#else
   const vf_t xc = vf_max(vf_set1(-87.5f), x);
   const vf_t xm = vf_min(vf_set1(88.0f), xc);
+#endif
+#ifdef VF_HAVE_ROUND_POW2
+  vf_t pow2n;  // 2^n, from the same bits as n (AVX2: no vroundps, no cvt)
+  const vf_t n = vf_round_pow2(vf_mul(xm, vf_set1(1.44269504088896341f)), &pow2n);
+#else
   const vf_t n = vf_round(vf_mul(xm, vf_set1(1.44269504088896341f)));
+#endif
   vf_t r = vf_fma(n, vf_set1(-0.693147182464599609375f), xm);  // LN2_HI = float(ln 2)
   r = vf_fma(n, vf_set1(1.904654323148236e-09f), r);           // −LN2_LO (ln2 − LN2_HI < 0)
   vf_t q = vf_set1(0.001381461275741458f);
@@ -40,5 +56,11 @@ static inline vf_t vf_exp(vf_t x) {
   q = vf_fma(q, r, vf_set1(0.1666652113199234f));
   q = vf_fma(q, r, vf_set1(0.4999999403953552f));
   const vf_t p = vf_add(vf_set1(1.0f), vf_fma(q, vf_mul(r, r), r));
+#if defined(VF_HAVE_SCALEF_BELOW)
+  return vf_scalef_below(x, VEXP_CUTOFF, p, n);  // AVX-512: one vscalefps, bitwise the same
+#elif defined(VF_HAVE_ROUND_POW2)
+  return vf_zero_below(x, VEXP_CUTOFF, vf_mul(p, pow2n));
+#else
   return vf_zero_below(x, VEXP_CUTOFF, vf_mul(p, vf_pow2i(n)));
+#endif
 }

@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: MIT
 // tiled__avx512 — single-thread tiled attention, AVX-512F (16 lanes). The algorithm is
 // tiled/tiled_body.h; this file only picks the register tile for 32 zmm registers:
-//   Q·Kᵀ: 8 query rows × 32 keys = 16 accumulators;  P·V: 8 rows × 32 columns = 16.
+//   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (8×32 is 88% of the FMA bound in
+//         llvm-mca, 8×48 99%: docs/mca.md);  P·V: 8 rows × 32 columns = 16.
 #include "simd/vec_avx512.h"
 
 #define TILED_MR 8
-#define TILED_NRV 2
+#define TILED_NRV 3
 #define TILED_NV 2
 #define TILED_DIRECT_ROWS 32
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
 
 const attn_kernel attn_kernel_tiled__avx512 = {
     .name = "tiled__avx512",
     .summary =
-        "1 thread, AVX-512F register tiles 8x32 (QK^T) / 8x32 (PV), packed K, online softmax",
+        "1 thread, AVX-512F register tiles 8x48 (QK^T) / 8x32 (PV), packed K, online softmax",
     .required_isa = ATTN_ISA_AVX512F,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_ALL,  // K/V types widened per head
     .workspace = tiled_workspace,
