@@ -6,7 +6,7 @@
 // when it handles none: problems with options it lacks run on the portable path.
 // <kv> is "kv=" and the K/V element types (attn.h) the entry point reads natively besides
 // f32 ("kv=f16,bf16,q8_0"), or "kv=convert": it gets float32 copies (attn_kernel_run).
-// <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x32 pv6x64"
+// <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x48 pv6x64"
 // (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
 // "scalar" for portable C, "-" when the kernel does not declare them.
 // Unavailable kernels are listed, not hidden. Plug-in kernels (--plugin, docs/plugins.md)
@@ -168,7 +168,7 @@ int cmd_list(int argc, char **argv) {
       .summary =
           "List every kernel (built-in, then plug-in): name, availability on this CPU,\n"
           "natively handled cases (causal, cross, gqa, dv!=dqk, threads), vector width and\n"
-          "register tiles (w16 qk8x32 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V\n"
+          "register tiles (w16 qk8x48 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V\n"
           "tile 6 rows x 64 columns) and a one-line summary; plug-in kernels end with\n"
           "[plug-in: PATH]. opts= lists the attention options (align, window, softcap,\n"
           "alibi, sinks, mask, lse) handled natively; opts=fallback: problems with options\n"
