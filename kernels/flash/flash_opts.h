@@ -101,10 +101,12 @@ static inline vf_t fl_edges(vf_t x, int64_t c, int64_t c0, int64_t n, vf_t iota)
 // P = 0, α = 1 and keeps (m, l). A window alone (no score option) only masks the keys
 // before the row's start and runs vs_online_softmax_row itself: as fast or faster there
 // (docs/parallel.md). n ≥ 1; ncol ≥ n a multiple of VF_W. Returns α.
-static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_fin *f, int64_t row,
-                                                                      float *s, int64_t j0,
-                                                                      int64_t n, int64_t ncol,
-                                                                      float *m, float *l) {
+// phase 0 runs both passes; 1 only pass 1 and returns t (m, l untouched); 2 only pass 2,
+// given pass 1's t (t_in) — so a caller can run pass 1 over a block's rows before pass 2,
+// and one row's max → exp dependency hides behind the other rows' work.
+static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
+    const fl_fin *f, int64_t row, float *s, int64_t j0, int64_t n, int64_t ncol, float *m, float *l,
+    const int phase, const float t_in) {
   const int64_t hh = row / f->nq, i = f->i0 + row % f->nq;
   int64_t c0 = 0;
   if (f->window_lo) {  // the row's first key, lo = clamp(i + off − left, 0, seq_kv) (attn.h)
@@ -114,9 +116,11 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_f
     if (c0 >= n) c0 = n = 0;  // the window starts after this block: nothing seen
   }
   if (!f->scores) {  // a window alone: its start masked, then the plain update
+    if (phase == 2) return vs_online_softmax_exp(s, ncol, t_in, m, l);
     int64_t c = 0;
     for (; c + VF_W <= c0; c += VF_W) vf_store(s + c, vf_set1(-INFINITY));
     if (c < c0) vf_store_partial(s + c, vf_set1(-INFINITY), (int)(c0 - c));
+    if (phase == 1) return vs_tile_max(s, n, ncol);
     return vs_online_softmax_row(s, n, ncol, m, l);
   }
   const int64_t v0 = c0 / VF_W * VF_W, v1 = (n + VF_W - 1) / VF_W * VF_W;
@@ -132,14 +136,27 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_f
   const int64_t d0 = j0 + v0 - i - f->off, d1 = j0 + v1 - i - f->off;
   const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
   const vf_t dist0 = vf_add(vf_set1((float)d0), iota);
-  if (!keep) {
+  if (!keep && phase != 2) {
     if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
     for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
   }
-  vf_t mx = vf_set1(-INFINITY), dist = dist0;
+  // Four running maxima (max is exact: the same t in any order), so the max chain does
+  // not serialise the loop.
+  vf_t mx = vf_set1(-INFINITY), mx1 = mx, mx2 = mx, mx3 = mx, dist = dist0;
   // ALiBi alone with stepped distances, the common case, in a loop of its own.
-  if (!keep && stepped) {
-    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step))
+  if (phase == 2) {
+    // pass 1 ran before: its t is t_in
+  } else if (!keep && stepped) {
+    int64_t c = v0;
+    const vf_t step2 = vf_add(step, step), step3 = vf_add(step2, step),
+               step4 = vf_add(step2, step2);
+    for (; c + 4 * VF_W <= v1; c += 4 * VF_W, dist = vf_add(dist, step4)) {
+      mx = vf_max(mx, vf_fma(vsl, dist, vf_load(s + c)));
+      mx1 = vf_max(mx1, vf_fma(vsl, vf_add(dist, step), vf_load(s + c + VF_W)));
+      mx2 = vf_max(mx2, vf_fma(vsl, vf_add(dist, step2), vf_load(s + c + 2 * VF_W)));
+      mx3 = vf_max(mx3, vf_fma(vsl, vf_add(dist, step3), vf_load(s + c + 3 * VF_W)));
+    }
+    for (; c < v1; c += VF_W, dist = vf_add(dist, step))
       mx = vf_max(mx, vf_fma(vsl, dist, vf_load(s + c)));
   } else {
     for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
@@ -155,16 +172,23 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_f
         x = fl_edges(x, c, c0, n, iota);
         vf_store(s + c, x);
       }
-      mx = vf_max(mx, x);
+      if ((c - v0) & VF_W)  // alternate vectors into two maxima
+        mx1 = vf_max(mx1, x);
+      else
+        mx = vf_max(mx, x);
     }
   }
-  const float t = v0 < v1 ? vf_hmax(mx) : -INFINITY;
+  mx = vf_max(vf_max(mx, mx1), vf_max(mx2, mx3));
+  const float t = phase == 2 ? t_in : v0 < v1 ? vf_hmax(mx) : -INFINITY;
+  if (phase == 1) return t;
   if (t == -INFINITY) {  // nothing visible here (or only −∞ scores)
     for (int64_t c = 0; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
     return 1.0f;
   }
   const float m_new = t > *m ? t : *m;
-  const float alpha = expf(*m - m_new);  // e^(−∞) = 0 on the row's first visible tile
+  // e^(−∞) = 0 on the row's first visible tile; a max that held gives e^0 = 1 exactly
+  // (as vs_online_softmax_exp), without the libm call.
+  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
   for (int64_t c = 0; c < v0; c += VF_W) vf_store(s + c, vf_zero());
@@ -187,6 +211,13 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_f
   *l = alpha * *l + vf_hsum(sum);
   *m = m_new;
   return alpha;
+}
+
+static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_fin *f, int64_t row,
+                                                                      float *s, int64_t j0,
+                                                                      int64_t n, int64_t ncol,
+                                                                      float *m, float *l) {
+  return fl_fin_softmax_pass(f, row, s, j0, n, ncol, m, l, 0, 0.0f);
 }
 
 // The same for row r of a transposed block (decode lanes: key c's scores at st[c·R ..]),
