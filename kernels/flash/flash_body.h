@@ -212,26 +212,20 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
       if (fl_max_lim(lims, r0, nb) == 0) continue;  // causal: block sees nothing here
       float *sb = S + r0 * tkv;
       fl_qk_tile(nb, ncol, qs + r0 * dqk, dqk, kt, tkv, sb, lims + r0, los ? los + r0 : NULL, &pf);
-      if (fin) {  // the options' scores finished inside the softmax update (flash_opts.h),
-                  // in the same two passes over the block's rows (lim 0: P = 0, α = 1)
-        for (int64_t row = r0; row < r0 + nb; row++)
-          alpha[row] = lims[row] > 0 ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row],
-                                                           ncol, &m[row], &l[row], 1, 0.0f)
-                                     : vs_tile_max(S + row * tkv, 0, ncol);
-        for (int64_t row = r0; row < r0 + nb; row++)
-          alpha[row] = lims[row] > 0 ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row],
-                                                           ncol, &m[row], &l[row], 2, alpha[row])
-                                     : vs_online_softmax_exp(S + row * tkv, ncol, alpha[row],
-                                                             &m[row], &l[row]);
-      } else {
-        // The softmax in two passes over the block's rows: every row's tile max (kept in
-        // alpha for the moment), then every row's exponentials, sums and α (lim 0: P = 0,
-        // α = 1, (m, l) kept).
-        for (int64_t row = r0; row < r0 + nb; row++)
-          alpha[row] = vs_tile_max(S + row * tkv, lims[row], ncol);
-        for (int64_t row = r0; row < r0 + nb; row++)
-          alpha[row] = vs_online_softmax_exp(S + row * tkv, ncol, alpha[row], &m[row], &l[row]);
-      }
+      // The softmax in two passes over the block's rows: every row's tile max (kept in
+      // alpha for the moment), then every row's exponentials, sums and α, so one row's
+      // max → exp dependency hides behind the others (lim 0: P = 0, α = 1, (m, l) kept).
+      // With options the passes also finish the option scores (flash_opts.h).
+      for (int64_t row = r0; row < r0 + nb; row++)
+        alpha[row] = fin && lims[row] > 0
+                         ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row], ncol,
+                                               &m[row], &l[row], 1, 0.0f)
+                         : vs_tile_max(S + row * tkv, lims[row], ncol);
+      for (int64_t row = r0; row < r0 + nb; row++)
+        alpha[row] = fin && lims[row] > 0
+                         ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row], ncol,
+                                               &m[row], &l[row], 2, alpha[row])
+                         : vs_online_softmax_exp(S + row * tkv, ncol, alpha[row], &m[row], &l[row]);
       fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
                  los ? los + r0 : NULL, &pf);
     }

@@ -38,6 +38,29 @@ typedef struct fl_fin {
 static const float fl_iota[16]
     __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
+// What a row's score options need over keys j0 + [a, b) of head hh at position i: the
+// ALiBi slope, the mask row at j0, and the distances j − i − off of the first vector's
+// keys (dist0) — stepped by VF_W while every one is below 2^24 in magnitude (exact),
+// else converted per vector (≤ 2 roundings, check.h).
+typedef struct fl_fin_rowq {
+  float slope;
+  const float *mrow;
+  bool stepped;
+  vf_t dist0;
+} fl_fin_rowq;
+static inline fl_fin_rowq fl_fin_row_setup(const fl_fin *f, int64_t hh, int64_t i, int64_t j0,
+                                           int64_t a, int64_t b) {
+  fl_fin_rowq q;
+  q.slope = f->slopes ? f->slopes[hh] : 0.0f;
+  q.mrow = f->mask ? f->mask + (size_t)hh * f->mask_head_stride + (size_t)i * (size_t)f->seq_kv +
+                         (size_t)j0
+                   : NULL;
+  const int64_t d0 = j0 + a - i - f->off, d1 = j0 + b - i - f->off;
+  q.stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
+  q.dist0 = vf_add(vf_set1((float)d0), vf_load(fl_iota));
+  return q;
+}
+
 // Row `row`'s scores s[c] of keys j0 + c, c < n (n: the row's limit in this block; later
 // keys are the softmax's to mask). Returns the keys the row may see here: n, or 0 when its
 // window starts at or after j0 + n (then s is left as is and the caller masks it all).
@@ -52,17 +75,12 @@ static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, in
     for (int64_t c = 0; c < c0; c++) s[c] = -INFINITY;
   }
   if (!f->scores) return n;
-  const float slope = f->slopes ? f->slopes[hh] : 0.0f;
-  const float *mrow = f->mask ? f->mask + (size_t)hh * f->mask_head_stride +
-                                    (size_t)i * (size_t)f->seq_kv + (size_t)j0
-                              : NULL;
+  const fl_fin_rowq rq = fl_fin_row_setup(f, hh, i, j0, c0, n);
+  const float slope = rq.slope, *mrow = rq.mrow;
+  const bool stepped = rq.stepped;
   const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
-  // The distances j − i − off of the vector's keys: stepped by VF_W while every one is
-  // below 2^24 in magnitude (exact), else converted per vector (≤ 2 roundings, check.h).
   const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
-  const int64_t d0 = j0 + c0 - i - f->off, d1 = j0 + n - i - f->off;
-  const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
-  vf_t dist = vf_add(vf_set1((float)d0), iota);
+  vf_t dist = rq.dist0;
   for (int64_t c = c0; c < n; c += VF_W) {
     if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
     const int w = n - c < VF_W ? (int)(n - c) : VF_W;
@@ -124,18 +142,13 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
     return vs_online_softmax_row(s, n, ncol, m, l);
   }
   const int64_t v0 = c0 / VF_W * VF_W, v1 = (n + VF_W - 1) / VF_W * VF_W;
-  const float slope = f->slopes ? f->slopes[hh] : 0.0f;
   const bool keep = f->softcap > 0.0f || f->mask;  // pass 1 stores the finished scores
-  const float *mrow = f->mask ? f->mask + (size_t)hh * f->mask_head_stride +
-                                    (size_t)i * (size_t)f->seq_kv + (size_t)j0
-                              : NULL;
+  const fl_fin_rowq rq = fl_fin_row_setup(f, hh, i, j0, v0, v1);
+  const float slope = rq.slope, *mrow = rq.mrow;
+  const bool stepped = rq.stepped;
   const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
-  // The distances j − i − off of a vector's keys, as in fl_fin_row: stepped by VF_W while
-  // every one is below 2^24 in magnitude (exact), else converted per vector.
   const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
-  const int64_t d0 = j0 + v0 - i - f->off, d1 = j0 + v1 - i - f->off;
-  const bool stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
-  const vf_t dist0 = vf_add(vf_set1((float)d0), iota);
+  const vf_t dist0 = rq.dist0;
   if (!keep && phase != 2) {
     if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
     for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
