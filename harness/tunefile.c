@@ -16,15 +16,6 @@
 #include "cli_args.h"
 #include "cpu_ident.h"
 
-#if defined(__has_include)
-#if __has_include("attnbench_git.h")
-#include "attnbench_git.h"  // generated at build time: ATTNBENCH_GIT_COMMIT
-#endif
-#endif
-#ifndef ATTNBENCH_GIT_COMMIT
-#define ATTNBENCH_GIT_COMMIT "unknown"
-#endif
-
 // Longest line accepted (inih's own line buffer is INI_MAX_LINE = 200 bytes).
 enum { kMaxLine = 190 };
 

@@ -22,14 +22,6 @@
 #ifndef ATTNBENCH_VERSION
 #define ATTNBENCH_VERSION "unknown"
 #endif
-#if defined(__has_include)
-#if __has_include("attnbench_git.h")
-#include "attnbench_git.h"  // generated at build time: ATTNBENCH_GIT_COMMIT
-#endif
-#endif
-#ifndef ATTNBENCH_GIT_COMMIT
-#define ATTNBENCH_GIT_COMMIT "unknown"
-#endif
 
 extern char **environ;
 
