@@ -220,12 +220,13 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
         alpha[row] = fin && lims[row] > 0
                          ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row], ncol,
                                                &m[row], &l[row], 1, 0.0f)
-                         : vs_tile_max(S + row * tkv, lims[row], ncol);
+                         : vs_tile_max_span(S + row * tkv, 0, lims[row], fl_vec_ceil(lims[row]));
       for (int64_t row = r0; row < r0 + nb; row++)
         alpha[row] = fin && lims[row] > 0
                          ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row], ncol,
                                                &m[row], &l[row], 2, alpha[row])
-                         : vs_online_softmax_exp(S + row * tkv, ncol, alpha[row], &m[row], &l[row]);
+                         : vs_online_softmax_exp_span(S + row * tkv, 0, fl_vec_ceil(lims[row]),
+                                                      ncol, alpha[row], &m[row], &l[row]);
       fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
                  los ? los + r0 : NULL, &pf);
     }

@@ -7,7 +7,7 @@
 // decode passes call fl_fin_row once per row and key block, after S = Q̂·K̂ᵀ and before the
 // online-softmax update; the tiled pass calls fl_fin_softmax_row, the same fused with that
 // update. Either finishes the row's scores, lane-parallel:
-//     s ← c·tanh(s·(1/c))                  softcap (vf_tanh, simd/vec_tanh.h)
+//     s ← c·tanh(s·(1/c))                  softcap (vf_softcap, simd/vec_tanh.h)
 //     s ← s + slope_h·(j − i − off)         ALiBi (one FMA; the distance is exact in float
 //                                           below 2^24)
 //     s ← s + M[i][j]                       mask (−inf removes the key)
@@ -34,6 +34,11 @@ typedef struct fl_fin {
   const float *mask;           // the mask plane of the task's first head; NULL: none
   size_t mask_head_stride;     // floats between consecutive heads' planes (0: broadcast)
 } fl_fin;
+
+// n rounded up to whole vectors.
+static inline int64_t fl_vec_ceil(int64_t n) {
+  return (n + VF_W - 1) / VF_W * VF_W;
+}
 
 static const float fl_iota[16]
     __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -85,7 +90,7 @@ static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, in
     if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
     const int w = n - c < VF_W ? (int)(n - c) : VF_W;
     vf_t x = w == VF_W ? vf_load(s + c) : vf_load_partial(s + c, w);
-    if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
+    if (f->softcap > 0.0f) x = vf_softcap(x, cap, icap);
     if (slope != 0.0f) x = vf_fma(vsl, dist, x);
     if (mrow) x = vf_add(x, w == VF_W ? vf_load(mrow + c) : vf_load_partial(mrow + c, w));
     if (w == VF_W)
@@ -117,11 +122,11 @@ static inline vf_t fl_edges(vf_t x, int64_t c, int64_t c0, int64_t n, vf_t iota)
 // The vectors outside [v0, v1) get p = 0 without being read (e^(−∞) = 0 there, and
 // adding 0 to the sum changes nothing). A row that sees nothing here (t = −∞) gets
 // P = 0, α = 1 and keeps (m, l). A window alone (no score option) only masks the keys
-// before the row's start and runs vs_online_softmax_row itself: as fast or faster there
-// (docs/parallel.md). n ≥ 1; ncol ≥ n a multiple of VF_W. Returns α.
-// phase 0 runs both passes; 1 only pass 1 and returns t (m, l untouched); 2 only pass 2,
-// given pass 1's t (t_in) — so a caller can run pass 1 over a block's rows before pass 2,
-// and one row's max → exp dependency hides behind the other rows' work.
+// before the row's start and runs the plain update over [v0, v1) (vs_tile_max_span,
+// vs_online_softmax_exp_span): as fast or faster there (docs/parallel.md). n ≥ 1; ncol ≥ n a
+// multiple of VF_W. Returns α. phase 0 runs both passes; 1 only pass 1 and returns t (m, l
+// untouched); 2 only pass 2, given pass 1's t (t_in) — so a caller can run pass 1 over a block's
+// rows before pass 2, and one row's max → exp dependency hides behind the other rows' work.
 static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
     const fl_fin *f, int64_t row, float *s, int64_t j0, int64_t n, int64_t ncol, float *m, float *l,
     const int phase, const float t_in) {
@@ -133,15 +138,16 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
     c0 = lo - j0 < 0 ? 0 : lo - j0;
     if (c0 >= n) c0 = n = 0;  // the window starts after this block: nothing seen
   }
-  if (!f->scores) {  // a window alone: its start masked, then the plain update
-    if (phase == 2) return vs_online_softmax_exp(s, ncol, t_in, m, l);
-    int64_t c = 0;
-    for (; c + VF_W <= c0; c += VF_W) vf_store(s + c, vf_set1(-INFINITY));
-    if (c < c0) vf_store_partial(s + c, vf_set1(-INFINITY), (int)(c0 - c));
-    if (phase == 1) return vs_tile_max(s, n, ncol);
-    return vs_online_softmax_row(s, n, ncol, m, l);
+  const int64_t v0 = c0 / VF_W * VF_W, v1 = fl_vec_ceil(n);
+  if (!f->scores) {  // a window alone: its start masked, then the plain update over [v0, v1)
+    if (phase != 2) {
+      if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
+      const float t = vs_tile_max_span(s, v0, n, v1);
+      if (phase == 1) return t;
+      return vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
+    }
+    return vs_online_softmax_exp_span(s, v0, v1, ncol, t_in, m, l);
   }
-  const int64_t v0 = c0 / VF_W * VF_W, v1 = (n + VF_W - 1) / VF_W * VF_W;
   const bool keep = f->softcap > 0.0f || f->mask;  // pass 1 stores the finished scores
   const fl_fin_rowq rq = fl_fin_row_setup(f, hh, i, j0, v0, v1);
   const float slope = rq.slope, *mrow = rq.mrow;
@@ -159,6 +165,19 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
   // ALiBi alone with stepped distances, the common case, in a loop of its own.
   if (phase == 2) {
     // pass 1 ran before: its t is t_in
+  } else if (f->softcap > 0.0f && slope == 0.0f && !mrow) {
+    // Softcap alone, in a loop of its own: the capped scores stored, −∞ outside [c0, n).
+    for (int64_t c = v0; c < v1; c += 2 * VF_W) {
+      vf_t x = vf_softcap(vf_load(s + c), cap, icap);
+      if (c < c0 || c + VF_W > n) x = fl_edges(x, c, c0, n, iota);
+      vf_store(s + c, x);
+      mx = vf_max(mx, x);
+      if (c + VF_W >= v1) break;
+      vf_t y = vf_softcap(vf_load(s + c + VF_W), cap, icap);
+      if (c + 2 * VF_W > n) y = fl_edges(y, c + VF_W, c0, n, iota);
+      vf_store(s + c + VF_W, y);
+      mx1 = vf_max(mx1, y);
+    }
   } else if (!keep && stepped) {
     int64_t c = v0;
     const vf_t step2 = vf_add(step, step), step3 = vf_add(step2, step),
@@ -175,7 +194,7 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
     for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
       vf_t x = vf_load(s + c);
       if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
-      if (f->softcap > 0.0f) x = vf_mul(cap, vf_tanh(vf_mul(x, icap)));
+      if (f->softcap > 0.0f) x = vf_softcap(x, cap, icap);
       if (slope != 0.0f) x = vf_fma(vsl, dist, x);
       if (mrow) {
         const int w = n - c < VF_W ? (int)(n - c) : VF_W;  // the mask row ends at seq_kv

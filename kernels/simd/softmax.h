@@ -46,9 +46,22 @@ static inline float vs_tile_max(float *s, int64_t n, int64_t n_pad) {
   return n > 0 ? vs_row_max(s, n_pad) : -INFINITY;
 }
 
+// Pass 1 over the vectors [v0, v1) only (v0, v1 multiples of VF_W, v1 ≥ n rounded up to
+// whole vectors): masks s[n .. v1), returns the maximum of s[v0 .. v1). The caller has
+// masked the keys of [v0, n) it may not see; the vectors outside [v0, v1) hold no
+// visible key (a causal limit, a window start) and are not read.
+static inline float vs_tile_max_span(float *s, int64_t v0, int64_t n, int64_t v1) {
+  vs_mask_tail(s, n, v1);
+  return n > v0 ? vs_row_max(s + v0, v1 - v0) : -INFINITY;
+}
+
 // Pass 2, in place: s[0..n_pad) scores in (masked by pass 1, whose result is t),
 // probabilities out. Returns α.
-static inline float vs_online_softmax_exp(float *s, int64_t n_pad, float t, float *m, float *l) {
+// vs_online_softmax_exp over the vectors [v0, v1) of s[0..n_pad) (as vs_tile_max_span):
+// the ones outside get p = 0 without an exponential (the whole row's e^(−∞) = 0 there,
+// and the sum of +0s adds nothing), so the result is bitwise that of the whole row.
+static inline float vs_online_softmax_exp_span(float *s, int64_t v0, int64_t v1, int64_t n_pad,
+                                               float t, float *m, float *l) {
   if (t == -INFINITY) {  // nothing visible in this tile (or only −∞ scores)
     for (int64_t j = 0; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
     return 1.0f;
@@ -59,14 +72,20 @@ static inline float vs_online_softmax_exp(float *s, int64_t n_pad, float t, floa
   const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
-  for (int64_t j = 0; j < n_pad; j += VF_W) {
+  for (int64_t j = 0; j < v0; j += VF_W) vf_store(s + j, vf_zero());
+  for (int64_t j = v0; j < v1; j += VF_W) {
     const vf_t p = vf_exp(vf_sub(vf_load(s + j), vm));  // masked: e^(−∞) = 0 exactly
     vf_store(s + j, p);
     sum = vf_add(sum, p);
   }
+  for (int64_t j = v1; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
   *l = alpha * *l + vf_hsum(sum);
   *m = m_new;
   return alpha;
+}
+
+static inline float vs_online_softmax_exp(float *s, int64_t n_pad, float t, float *m, float *l) {
+  return vs_online_softmax_exp_span(s, 0, n_pad, n_pad, t, m, l);
 }
 
 // Both passes for one row: s[0..n_pad) scores in, probabilities out. n ≤ n_pad, n_pad a

@@ -46,3 +46,24 @@ static inline vf_t vf_tanh(vf_t x) {
   const vf_t big = vf_div(vf_sub(one, t), vf_add(one, t));
   return vf_copysign(vf_select_lt(a, VTANH_SPLIT, small, big), x);
 }
+
+// c·tanh(x/c) (logit soft-capping) for c > 0, given icap = 1/c rounded. With a = x·icap
+// and z = a², the polynomial branch scales back without a multiply: c·(a + a³·P(a²)) =
+// x + x·(z·P(z)), an odd function of x, so neither |x| nor the sign is needed there; the
+// other lanes (z ≥ VTANH_SPLIT²: some a ≥ VTANH_SPLIT up to the rounding of z) take
+// c·vf_tanh(a). Error (tests/simd/test_vtanh.c, docs/simd.md): within VSOFTCAP_MAX_ULP ulp
+// of c·tanh(x/c) plus 2 ulp of x for the rounded 1/c — inside the checker's softcap term
+// 2u·|x| + (2·ATTN_CHECK_TANH_ULP + 1)·u·|c·tanh(x/c)| (check.h).
+static inline vf_t vf_softcap(vf_t x, vf_t cap, vf_t icap) {
+  const vf_t a = vf_mul(x, icap), z = vf_mul(a, a);
+  vf_t q = vf_set1(VTANH_C6);
+  q = vf_fma(q, z, vf_set1(VTANH_C5));
+  q = vf_fma(q, z, vf_set1(VTANH_C4));
+  q = vf_fma(q, z, vf_set1(VTANH_C3));
+  q = vf_fma(q, z, vf_set1(VTANH_C2));
+  q = vf_fma(q, z, vf_set1(VTANH_C1));
+  q = vf_fma(q, z, vf_set1(VTANH_C0));
+  const vf_t small = vf_fma(vf_mul(z, q), x, x);
+  if (vf_all_lt(z, VTANH_SPLIT * VTANH_SPLIT)) return small;
+  return vf_select_lt(z, VTANH_SPLIT * VTANH_SPLIT, small, vf_mul(cap, vf_tanh(a)));
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // vtanh.h — array entry points to each ISA's vectorised tanh (simd/vec_tanh.h), for the
 // accuracy test and anyone who wants to measure it: y[i] = tanh(x[i]) for i < n (any n;
+// attn_vsoftcap__*: y[i] = c·tanh(x[i]/c), vf_softcap, for c > 0;
 // the tail uses masked loads/stores), computed under the caller's floating-point
 // environment (kernels run it under FTZ/DAZ). Call only when attn_cpu_features() has the
 // ISA; each is compiled only on its architecture.
@@ -13,6 +14,14 @@
 // operations, same result); asserted by tests/simd/test_vtanh.c (docs/simd.md). It must
 // stay within the checker's budget ATTN_CHECK_TANH_ULP (check/check.h).
 #define VTANH_MAX_ULP 2.0
+// The error bound of vf_softcap (c·tanh(x/c) with the rounded 1/c, vec_tanh.h), in ulp
+// of the exact c·tanh(x/c), over every normal float x and the c of the test (0.01 .. 1e4):
+// asserted by tests/simd/test_vtanh.c. The checker's softcap term, 2u·|x| +
+// (2·ATTN_CHECK_TANH_ULP + 1)·u·|c·tanh(x/c)| (u = 2^-24), is larger (the test asserts it
+// too).
+#define VSOFTCAP_MAX_ULP 4.0
+// … and within this many for |x/c| below VTANH_SPLIT (the polynomial, x + x·z·P(z)).
+#define VSOFTCAP_POLY_MAX_ULP 1.25
 // Below this |x| the polynomial, from it on the exp form (vec_tanh.h).
 #define VTANH_SPLIT 0.5625f
 // P(z) = C0 + C1·z + … + C6·z⁶ with tanh a ≈ a + a³·P(a²) on [0, VTANH_SPLIT].
@@ -31,9 +40,12 @@ extern "C" {
 #if defined(__x86_64__) || defined(__i386__)
 void attn_vtanh__avx2(const float *x, float *y, size_t n);
 void attn_vtanh__avx512(const float *x, float *y, size_t n);
+void attn_vsoftcap__avx2(const float *x, float *y, size_t n, float c);
+void attn_vsoftcap__avx512(const float *x, float *y, size_t n, float c);
 #endif
 #if defined(__aarch64__)
 void attn_vtanh__neon(const float *x, float *y, size_t n);
+void attn_vsoftcap__neon(const float *x, float *y, size_t n, float c);
 #endif
 
 #ifdef __cplusplus

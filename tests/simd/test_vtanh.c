@@ -12,7 +12,8 @@
 // nothing past n; and VTANH_MAX_ULP ≤ ATTN_CHECK_TANH_ULP, the budget the checker's
 // softcap bound assumes. Exit 77 (skip) if no ISA is available. --dense: every float of
 // [2^-10, 64) and 13x denser elsewhere (opt-in CTest test_vtanh_dense, label exhaustive);
-// --quick: 8x sparser (the aarch64 cross build runs it under qemu).
+// --quick: 8x sparser (the aarch64 cross build runs it under qemu). Then the same for the
+// soft-capping c·tanh(x/c) of the flash kernels (vf_softcap; softcap_cases below).
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -26,17 +27,19 @@
 #include "test_util.h"
 
 typedef void (*vtanh_fn)(const float *, float *, size_t);
+typedef void (*vsoftcap_fn)(const float *, float *, size_t, float);
 static const struct {
   const char *name;
   uint32_t isa;
   vtanh_fn fn;
+  vsoftcap_fn softcap;
 } kImpls[] = {
 #if defined(__x86_64__) || defined(__i386__)
-    {"avx2", ATTN_ISA_AVX2, attn_vtanh__avx2},
-    {"avx512", ATTN_ISA_AVX512F, attn_vtanh__avx512},
+    {"avx2", ATTN_ISA_AVX2, attn_vtanh__avx2, attn_vsoftcap__avx2},
+    {"avx512", ATTN_ISA_AVX512F, attn_vtanh__avx512, attn_vsoftcap__avx512},
 #endif
 #if defined(__aarch64__)
-    {"neon", ATTN_ISA_NEON, attn_vtanh__neon},
+    {"neon", ATTN_ISA_NEON, attn_vtanh__neon, attn_vsoftcap__neon},
 #endif
 };
 
@@ -135,6 +138,86 @@ static void tails(vtanh_fn fn, const char *name) {
   }
 }
 
+// Soft-capping c·tanh(x/c) (vf_softcap) against the exact value in double, for every c of
+// kCaps, over normal x of both signs from 2^-126 to FLT_MAX (every `step`th bit pattern, so
+// x/c crosses the split for each c) plus x = ±c·VTANH_SPLIT and its neighbours: each error
+// within VSOFTCAP_MAX_ULP ulp of the exact value (VSOFTCAP_POLY_MAX_ULP for |x/c| below the
+// split, the polynomial's range) and within the checker's softcap term
+// 2u·|x| + (2·ATTN_CHECK_TANH_ULP + 1)·u·|c·tanh(x/c)|; the same bits in vectors mixing
+// both forms (every other x replaced by 2c) as in one-sided ones; ±0 → 0 (of either sign:
+// x + x·z·P(z) gives +0 for −0, and e^(±0 − m) is the same weight), ±inf → ±c,
+// NaN → NaN; subnormal x (read as 0) give an absolute error below FLT_MIN.
+static const float kCaps[] = {0.01f, 0.3f, 1.0f, 3.7f, 30.0f, 50.0f, 1e4f};
+static void softcap_cases(vsoftcap_fn fn, const char *name, uint32_t step) {
+  static float xs[CHUNK], ys[CHUNK], xm[CHUNK], ym[CHUNK];
+  const double u = 1.0 / 16777216.0;
+  for (size_t ci = 0; ci < sizeof kCaps / sizeof kCaps[0]; ci++) {
+    const float c = kCaps[ci];
+    double worst = 0.0, worst_poly = 0.0;  // all x; x in the polynomial's range
+    float worst_x = 0.0f;
+    uint64_t bad = 0, bad_budget = 0, bad_mixed = 0, count = 0;
+    size_t n = 0;
+    const float sp = c * VTANH_SPLIT;
+    const float extra[] = {nextafterf(sp, 0.0f), sp, nextafterf(sp, INFINITY), 0x1p-140f};
+    const size_t nextra = sizeof extra / sizeof extra[0];
+    for (uint64_t b = 0x00800000u;; b += step) {
+      const bool last = b + step >= 0x7f800000u;
+      for (int sign = 0; sign <= 1; sign++) {
+        const float x = bits_to_float((uint32_t)(b < 0x7f800000u ? b : 0x7f7fffffu) |
+                                      (sign ? 0x80000000u : 0u));
+        xs[n++] = x;
+      }
+      if (last)
+        for (size_t e = 0; e < nextra; e++) xs[n++] = extra[e], xs[n++] = -extra[e];
+      if (n + 2 * nextra + 2 > CHUNK || last) {
+        const attn_fp_env env = attn_fp_env_enter();
+        fn(xs, ys, n, c);
+        for (size_t i = 0; i < n; i++) xm[i] = i % 2 ? 2.0f * c : xs[i];
+        fn(xm, ym, n, c);
+        attn_fp_env_leave(env);
+        for (size_t i = 0; i < n; i++) {
+          count++;
+          const double x = xs[i], want = (double)c * tanh(x / (double)c);
+          const double err = fabs((double)ys[i] - want);
+          if (fabs(x) < FLT_MIN) {  // subnormal x reads as 0
+            bad += !(err < FLT_MIN);
+            continue;
+          }
+          const double e = err / ulp_of(want);
+          if (e > worst || isnan(e)) worst = isnan(e) ? INFINITY : e, worst_x = xs[i];
+          const bool poly = fabs(x) < (double)c * (double)VTANH_SPLIT * (1.0 - 4.0 * u);
+          if (poly && !(e <= worst_poly)) worst_poly = isnan(e) ? INFINITY : e;
+          bad += !(e <= (poly ? VSOFTCAP_POLY_MAX_ULP : VSOFTCAP_MAX_ULP));
+          bad_budget +=
+              !(err <= 2.0 * u * fabs(x) + (2.0 * ATTN_CHECK_TANH_ULP + 1.0) * u * fabs(want));
+        }
+        for (size_t i = 0; i < n; i += 2) bad_mixed += memcmp(&ym[i], &ys[i], sizeof(float)) != 0;
+        n = 0;
+      }
+      if (last) break;
+    }
+    printf(
+        "%-7s softcap c = %g: %llu values, max error %.4f ulp (at x = %.9g), %.4f for |x/c| < "
+        "the split; bounds %.2f, %.2f ulp\n",
+        name, (double)c, (unsigned long long)count, worst, (double)worst_x, worst_poly,
+        VSOFTCAP_MAX_ULP, VSOFTCAP_POLY_MAX_ULP);
+    EXPECT(bad == 0, "%s: softcap %g: %llu results outside the bound (worst %.4f ulp at %.9g)",
+           name, (double)c, (unsigned long long)bad, worst, (double)worst_x);
+    EXPECT(bad_budget == 0, "%s: softcap %g: %llu results outside the checker's softcap term", name,
+           (double)c, (unsigned long long)bad_budget);
+    EXPECT(bad_mixed == 0, "%s: softcap %g: %llu results differ in mixed vectors", name, (double)c,
+           (unsigned long long)bad_mixed);
+    float sx[5] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN}, sy[5];
+    const attn_fp_env env = attn_fp_env_enter();
+    fn(sx, sy, 5, c);
+    attn_fp_env_leave(env);
+    EXPECT(sy[0] == 0.0f && sy[1] == 0.0f, "%s: softcap %g of ±0 = %g, %g", name, (double)c,
+           (double)sy[0], (double)sy[1]);
+    EXPECT(sy[2] == c && sy[3] == -c && isnan(sy[4]), "%s: softcap %g of ±inf, NaN = %g, %g, %g",
+           name, (double)c, (double)sy[2], (double)sy[3], (double)sy[4]);
+  }
+}
+
 int main(int argc, char **argv) {
   const bool dense = argc > 1 && strcmp(argv[1], "--dense") == 0;  // 29x / 13x denser
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;  // 8x sparser (qemu)
@@ -156,6 +239,7 @@ int main(int argc, char **argv) {
     sweep_range(&st, kImpls[i].fn, 0x42800000u, 0x7f800000u, 4099 / k * x);        // [64, FLT_MAX]
     edges(&st, kImpls[i].fn, kImpls[i].name);
     tails(kImpls[i].fn, kImpls[i].name);
+    softcap_cases(kImpls[i].softcap, kImpls[i].name, (dense ? 61 : 1021) * x);
     printf(
         "%-7s %llu values: max error %.4f ulp vs exact tanh (at x = %.9g), subnormal abs "
         "error %.3g; bound %.2f ulp\n",
