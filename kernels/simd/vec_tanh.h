@@ -25,17 +25,22 @@
 
 #include "simd/vtanh.h"  // VTANH_MAX_ULP, VTANH_SPLIT
 
-static inline vf_t vf_tanh(vf_t x) {
-  const vf_t a = vf_abs(x);
-  // a < VTANH_SPLIT: the odd polynomial
-  const vf_t z = vf_mul(a, a);
+// P(z) by Horner (FMAs): tanh a ≈ a + a³·P(a²) on [0, VTANH_SPLIT].
+static inline vf_t vtanh_poly(vf_t z) {
   vf_t q = vf_set1(VTANH_C6);
   q = vf_fma(q, z, vf_set1(VTANH_C5));
   q = vf_fma(q, z, vf_set1(VTANH_C4));
   q = vf_fma(q, z, vf_set1(VTANH_C3));
   q = vf_fma(q, z, vf_set1(VTANH_C2));
   q = vf_fma(q, z, vf_set1(VTANH_C1));
-  q = vf_fma(q, z, vf_set1(VTANH_C0));
+  return vf_fma(q, z, vf_set1(VTANH_C0));
+}
+
+static inline vf_t vf_tanh(vf_t x) {
+  const vf_t a = vf_abs(x);
+  // a < VTANH_SPLIT: the odd polynomial
+  const vf_t z = vf_mul(a, a);
+  const vf_t q = vtanh_poly(z);
   const vf_t small = vf_fma(vf_mul(q, z), a, a);
   // Softcapped scores are mostly far below the cap: then every lane takes the polynomial
   // and the exp form (an exp and a divide) is not evaluated. Same result either way.
@@ -56,13 +61,7 @@ static inline vf_t vf_tanh(vf_t x) {
 // 2u·|x| + (2·ATTN_CHECK_TANH_ULP + 1)·u·|c·tanh(x/c)| (check.h).
 static inline vf_t vf_softcap(vf_t x, vf_t cap, vf_t icap) {
   const vf_t a = vf_mul(x, icap), z = vf_mul(a, a);
-  vf_t q = vf_set1(VTANH_C6);
-  q = vf_fma(q, z, vf_set1(VTANH_C5));
-  q = vf_fma(q, z, vf_set1(VTANH_C4));
-  q = vf_fma(q, z, vf_set1(VTANH_C3));
-  q = vf_fma(q, z, vf_set1(VTANH_C2));
-  q = vf_fma(q, z, vf_set1(VTANH_C1));
-  q = vf_fma(q, z, vf_set1(VTANH_C0));
+  const vf_t q = vtanh_poly(z);
   const vf_t small = vf_fma(vf_mul(z, q), x, x);
   if (vf_all_lt(z, VTANH_SPLIT * VTANH_SPLIT)) return small;
   return vf_select_lt(z, VTANH_SPLIT * VTANH_SPLIT, small, vf_mul(cap, vf_tanh(a)));

@@ -1,22 +1,14 @@
 // SPDX-License-Identifier: MIT
 // attn_vtanh__avx2, attn_vsoftcap__avx2: the avx2 vectorised tanh and soft-capping over an
 // array (see simd/vtanh.h).
-#include <stddef.h>
-
 #include "simd/vec_avx2.h"
 #include "simd/vtanh.h"
+#include "simd/vtanh_body.h"
 
 void attn_vtanh__avx2(const float *x, float *y, size_t n) {
-  size_t i = 0;
-  for (; i + VF_W <= n; i += VF_W) vf_store(y + i, vf_tanh(vf_load(x + i)));
-  if (i < n) vf_store_partial(y + i, vf_tanh(vf_load_partial(x + i, (int)(n - i))), (int)(n - i));
+  vtanh_array(x, y, n);
 }
 
 void attn_vsoftcap__avx2(const float *x, float *y, size_t n, float c) {
-  const vf_t cap = vf_set1(c), icap = vf_set1(1.0f / c);
-  size_t i = 0;
-  for (; i + VF_W <= n; i += VF_W) vf_store(y + i, vf_softcap(vf_load(x + i), cap, icap));
-  if (i < n)
-    vf_store_partial(y + i, vf_softcap(vf_load_partial(x + i, (int)(n - i)), cap, icap),
-                     (int)(n - i));
+  vsoftcap_array(x, y, n, c);
 }
