@@ -18,8 +18,8 @@
 // Decode tasks (MHA: one row; GQA: the heads of one K/V group) read each K and V element
 // once with a few flop per byte: their speed is what memory delivers, as long as the
 // arithmetic per key takes less time than the key's bytes. Per block of FL_ROW_KEYS keys
-// (K and V advance as two sequential streams; no software prefetch: here it only competes
-// with the hardware prefetcher, docs/tuning.md):
+// (K and V advance as two sequential streams; the block ahead is prefetched during the
+// scores, FL_DEC_PF_* below):
 //   scores   row r's score of key c is one accumulator vector a[r][c] along K row c (one
 //            FMA per vector of head_dim, in d order; a partial last vector zero-padded),
 //            and the accumulators of VF_W keys are reduced together by a fixed add tree
@@ -60,14 +60,15 @@
 #define FL_DEC_VECS(G) ((G) == 1 ? FL_ROW_NV : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
 // Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
 // the __builtin_prefetch locality), spread over the block's scores: the K and the V rows
-// of each key group of that block with the group's Q·Kᵀ (FL_DEC_PF_V_WITH_PV 1: the V rows
-// with the first P·V pass instead). Without it a core's hardware prefetchers leave the
-// typed (fewer bytes per key) streams short of the bandwidth; measured in docs/tuning.md.
+// of each key group of that block with the group's Q·Kᵀ, so the requests are spread evenly
+// over the scores (FL_DEC_PF_V_PV N: groups of at most N rows prefetch the V rows with
+// their first P·V pass instead). Without it a core's hardware prefetchers leave the typed
+// (fewer bytes per key) streams short of the bandwidth; measured in docs/tuning.md.
 #ifndef FL_DEC_PF_BLOCKS
 #define FL_DEC_PF_BLOCKS 1
 #endif
-#ifndef FL_DEC_PF_V_WITH_PV
-#define FL_DEC_PF_V_WITH_PV 0
+#ifndef FL_DEC_PF_V_PV
+#define FL_DEC_PF_V_PV 0
 #endif
 #ifndef FL_DEC_PF_LOCALITY
 #define FL_DEC_PF_LOCALITY 2
@@ -233,7 +234,7 @@ FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const
     if (c < npf) {  // keys c .. c + NK of the block ahead (V rows: vrb bytes apart)
       const int64_t np = npf - c < NK ? npf - c : NK;
       fl_dec_pf(kpf + (size_t)c * krb, (size_t)np * krb);
-      if (!FL_DEC_PF_V_WITH_PV) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
+      if (G > FL_DEC_PF_V_PV) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
     }
     fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
   }
@@ -276,7 +277,7 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
       }
     for (int64_t c = 0; c < nmax; c++) {
       const char *vr = v + (size_t)c * vrb;
-      if (FL_DEC_PF_V_WITH_PV && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
+      if (G <= FL_DEC_PF_V_PV && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
       vf_t vv[FL_ROW_NV], vsc = vf_zero();
 #pragma GCC unroll 8
       for (int x = 0; x < NV; x++) {
