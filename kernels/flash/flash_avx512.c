@@ -27,6 +27,9 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 }
 #define FL_LANES_MAX_ROWS 8  // 9–16 rows take the packed 8×48 tiles
 #define FL_DEC_BLOCK 32      // keys per decode block (and prefetch distance)
+// Fused decode rows (flash_decode.h): single rows (MHA) prefetch the next block's V rows
+// with their P·V pass, groups of 2–4 rows (GQA) with the scores (docs/tuning.md).
+#define FL_DEC_PF_V_PV 1
 
 #define FL_QK_MR 8
 #define FL_QK_NV 3

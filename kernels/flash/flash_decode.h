@@ -18,8 +18,8 @@
 // Decode tasks (MHA: one row; GQA: the heads of one K/V group) read each K and V element
 // once with a few flop per byte: their speed is what memory delivers, as long as the
 // arithmetic per key takes less time than the key's bytes. Per block of FL_ROW_KEYS keys
-// (K and V advance as two sequential streams; no software prefetch: here it only competes
-// with the hardware prefetcher, docs/tuning.md):
+// (K and V advance as two sequential streams; the block ahead is prefetched during the
+// scores, FL_DEC_PF_* below):
 //   scores   row r's score of key c is one accumulator vector a[r][c] along K row c (one
 //            FMA per vector of head_dim, in d order; a partial last vector zero-padded),
 //            and the accumulators of VF_W keys are reduced together by a fixed add tree
@@ -59,12 +59,16 @@
 #define FL_DEC_KEYS(G) ((G) == 1 ? FL_DEC_ACC : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
 #define FL_DEC_VECS(G) ((G) == 1 ? FL_ROW_NV : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
 // Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
-// the __builtin_prefetch locality), spread over the block's work: the K rows of each key
-// group with its scores, the V rows of each key with its first P·V pass. Without it a
-// core's hardware prefetchers leave the typed (fewer bytes per key) streams short of the
-// bandwidth; measured in docs/tuning.md.
+// the __builtin_prefetch locality), spread over the block's scores: the K and the V rows
+// of each key group of that block with the group's Q·Kᵀ, so the requests are spread evenly
+// over the scores (FL_DEC_PF_V_PV N: groups of at most N rows prefetch the V rows with
+// their first P·V pass instead). Without it a core's hardware prefetchers leave the typed
+// (fewer bytes per key) streams short of the bandwidth; measured in docs/tuning.md.
 #ifndef FL_DEC_PF_BLOCKS
 #define FL_DEC_PF_BLOCKS 1
+#endif
+#ifndef FL_DEC_PF_V_PV
+#define FL_DEC_PF_V_PV 0
 #endif
 #ifndef FL_DEC_PF_LOCALITY
 #define FL_DEC_PF_LOCALITY 2
@@ -223,11 +227,15 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int
 FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const float *q,
                              int64_t dqk, const char *k, size_t krb, int64_t nk, int64_t ncol,
                              float *sa, float (*s)[FL_ROW_KEYS + VF_W], const char *kpf,
-                             int64_t npf) {
+                             const char *vpf, size_t vrb, int64_t npf) {
   const int NK = FL_DEC_KEYS(G);
   int64_t c = 0;
   for (; c + NK <= nk; c += NK) {
-    if (c < npf) fl_dec_pf(kpf + (size_t)c * krb, (size_t)(npf - c < NK ? npf - c : NK) * krb);
+    if (c < npf) {  // keys c .. c + NK of the block ahead (V rows: vrb bytes apart)
+      const int64_t np = npf - c < NK ? npf - c : NK;
+      fl_dec_pf(kpf + (size_t)c * krb, (size_t)np * krb);
+      if (G > FL_DEC_PF_V_PV) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
+    }
     fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
   }
   for (; c < nk; c++) fl_dec_qk(t, H, G, 1, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
@@ -269,7 +277,7 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
       }
     for (int64_t c = 0; c < nmax; c++) {
       const char *vr = v + (size_t)c * vrb;
-      if (e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
+      if (G <= FL_DEC_PF_V_PV && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
       vf_t vv[FL_ROW_NV], vsc = vf_zero();
 #pragma GCC unroll 8
       for (int x = 0; x < NV; x++) {
@@ -340,9 +348,9 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
-#define FL_DEC_CASE(G)                                                                 \
-  case G:                                                                              \
-    fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, r0 ? 0 : npf); \
+#define FL_DEC_CASE(G)                                                                           \
+  case G:                                                                                        \
+    fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf); \
     break;
       switch (g) {
         FL_DEC_CASE(1)
