@@ -55,11 +55,10 @@ static inline float vs_tile_max_span(float *s, int64_t v0, int64_t n, int64_t v1
   return n > v0 ? vs_row_max(s + v0, v1 - v0) : -INFINITY;
 }
 
-// Pass 2, in place: s[0..n_pad) scores in (masked by pass 1, whose result is t),
-// probabilities out. Returns α.
-// vs_online_softmax_exp over the vectors [v0, v1) of s[0..n_pad) (as vs_tile_max_span):
-// the ones outside get p = 0 without an exponential (the whole row's e^(−∞) = 0 there,
-// and the sum of +0s adds nothing), so the result is bitwise that of the whole row.
+// Pass 2 (vs_online_softmax_exp below) over the vectors [v0, v1) of s[0..n_pad), as
+// vs_tile_max_span: the ones outside get p = 0 without an exponential (the whole row's
+// e^(−∞) = 0 there, and the sum of +0s adds nothing), so the result is bitwise that of
+// the whole row.
 static inline float vs_online_softmax_exp_span(float *s, int64_t v0, int64_t v1, int64_t n_pad,
                                                float t, float *m, float *l) {
   if (t == -INFINITY) {  // nothing visible in this tile (or only −∞ scores)
@@ -84,6 +83,8 @@ static inline float vs_online_softmax_exp_span(float *s, int64_t v0, int64_t v1,
   return alpha;
 }
 
+// Pass 2, in place: s[0..n_pad) scores in (masked by pass 1, whose result is t),
+// probabilities out. Returns α.
 static inline float vs_online_softmax_exp(float *s, int64_t n_pad, float t, float *m, float *l) {
   return vs_online_softmax_exp_span(s, 0, n_pad, n_pad, t, m, l);
 }
