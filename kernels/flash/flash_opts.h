@@ -213,31 +213,25 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
   mx = vf_max(vf_max(mx, mx1), vf_max(mx2, mx3));
   const float t = phase == 2 ? t_in : v0 < v1 ? vf_hmax(mx) : -INFINITY;
   if (phase == 1) return t;
+  // The finished scores are in s: the plain pass 2 over [v0, v1).
+  if (keep || slope == 0.0f) return vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
+  // ALiBi alone: pass 2 as vs_online_softmax_exp_span, x recomputed from the same operands
+  // as in pass 1 instead of a reload.
   if (t == -INFINITY) {  // nothing visible here (or only −∞ scores)
     for (int64_t c = 0; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
     return 1.0f;
   }
   const float m_new = t > *m ? t : *m;
-  // e^(−∞) = 0 on the row's first visible tile; a max that held gives e^0 = 1 exactly
-  // (as vs_online_softmax_exp), without the libm call.
   const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
   for (int64_t c = 0; c < v0; c += VF_W) vf_store(s + c, vf_zero());
-  if (keep || slope == 0.0f) {  // the finished scores are in s
-    for (int64_t c = v0; c < v1; c += VF_W) {
-      const vf_t p = vf_exp(vf_sub(vf_load(s + c), vm));  // masked: e^(−∞) = 0 exactly
-      vf_store(s + c, p);
-      sum = vf_add(sum, p);
-    }
-  } else {  // ALiBi alone: x recomputed from the same operands as in pass 1
-    dist = dist0;
-    for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
-      if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
-      const vf_t p = vf_exp(vf_sub(vf_fma(vsl, dist, vf_load(s + c)), vm));
-      vf_store(s + c, p);
-      sum = vf_add(sum, p);
-    }
+  dist = dist0;
+  for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
+    if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
+    const vf_t p = vf_exp(vf_sub(vf_fma(vsl, dist, vf_load(s + c)), vm));
+    vf_store(s + c, p);
+    sum = vf_add(sum, p);
   }
   for (int64_t c = v1; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
   *l = alpha * *l + vf_hsum(sum);
