@@ -182,6 +182,7 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
                                int32_t *lims, const fl_fin *fin, int32_t *los) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp, tkv = pl->tkv;
   const int64_t nrows = w->nrows, ke = w->ke;
+  const bool scored = fin && fin->scores;  // else fin is a window alone (or NULL)
   for (int64_t j0 = w->kb; j0 < ke; j0 += tkv) {
     const int64_t nk = ke - j0 < tkv ? ke - j0 : tkv;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
@@ -215,18 +216,20 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
       // The softmax in two passes over the block's rows: every row's tile max (kept in
       // alpha for the moment), then every row's exponentials, sums and α, so one row's
       // max → exp dependency hides behind the others (lim 0: P = 0, α = 1, (m, l) kept).
-      // With options the passes also finish the option scores (flash_opts.h).
+      // With score options the passes also finish the option scores (flash_opts.h); a
+      // window alone only starts each row at its first key, los[row] (fl_row_limits).
       for (int64_t row = r0; row < r0 + nb; row++)
-        alpha[row] = fin && lims[row] > 0
+        alpha[row] = scored && lims[row] > 0
                          ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row], ncol,
                                                &m[row], &l[row], 1, 0.0f)
-                         : vs_tile_max_span(S + row * tkv, 0, lims[row], fl_vec_ceil(lims[row]));
+                         : fl_span_softmax_pass(S + row * tkv, los ? los[row] : 0, lims[row], ncol,
+                                                &m[row], &l[row], 1, 0.0f);
       for (int64_t row = r0; row < r0 + nb; row++)
-        alpha[row] = fin && lims[row] > 0
+        alpha[row] = scored && lims[row] > 0
                          ? fl_fin_softmax_pass(fin, row, S + row * tkv, j0, lims[row], ncol,
                                                &m[row], &l[row], 2, alpha[row])
-                         : vs_online_softmax_exp_span(S + row * tkv, 0, fl_vec_ceil(lims[row]),
-                                                      ncol, alpha[row], &m[row], &l[row]);
+                         : fl_span_softmax_pass(S + row * tkv, los ? los[row] : 0, lims[row], ncol,
+                                                &m[row], &l[row], 2, alpha[row]);
       fl_pv_tile(nb, sb, tkv, 1, vt, dvp, acc + r0 * dvp, dvp, alpha + r0, lims + r0,
                  los ? los + r0 : NULL, &pf);
     }

@@ -40,6 +40,19 @@ static inline int64_t fl_vec_ceil(int64_t n) {
   return (n + VF_W - 1) / VF_W * VF_W;
 }
 
+// The plain online-softmax update of one row of a tile whose keys it sees are [c0, n)
+// (c0 = 0 without a window's start; n = 0: none), over the vectors [v0, v1) that hold
+// them: the keys of [v0, c0) masked, then vs_tile_max_span / vs_online_softmax_exp_span
+// (simd/softmax.h). phase 1 returns the tile max t; phase 2 the row's α, given t_in.
+static inline float fl_span_softmax_pass(float *s, int64_t c0, int64_t n, int64_t ncol, float *m,
+                                         float *l, const int phase, const float t_in) {
+  const int64_t v0 = c0 / VF_W * VF_W, v1 = fl_vec_ceil(n);
+  if (phase == 2) return vs_online_softmax_exp_span(s, v0, v1, ncol, t_in, m, l);
+  if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
+  const float t = vs_tile_max_span(s, v0, n, v1);
+  return phase == 1 ? t : vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
+}
+
 static const float fl_iota[16]
     __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
@@ -138,16 +151,9 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
     c0 = lo - j0 < 0 ? 0 : lo - j0;
     if (c0 >= n) c0 = n = 0;  // the window starts after this block: nothing seen
   }
+  // A window alone: its start masked, then the plain update over [v0, v1).
+  if (!f->scores) return fl_span_softmax_pass(s, c0, n, ncol, m, l, phase, t_in);
   const int64_t v0 = c0 / VF_W * VF_W, v1 = fl_vec_ceil(n);
-  if (!f->scores) {  // a window alone: its start masked, then the plain update over [v0, v1)
-    if (phase != 2) {
-      if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
-      const float t = vs_tile_max_span(s, v0, n, v1);
-      if (phase == 1) return t;
-      return vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
-    }
-    return vs_online_softmax_exp_span(s, v0, v1, ncol, t_in, m, l);
-  }
   const bool keep = f->softcap > 0.0f || f->mask;  // pass 1 stores the finished scores
   const fl_fin_rowq rq = fl_fin_row_setup(f, hh, i, j0, v0, v1);
   const float slope = rq.slope, *mrow = rq.mrow;
