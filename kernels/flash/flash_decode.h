@@ -325,6 +325,30 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
   }
 }
 
+// The cases G = 1 .. FL_KV_RG of `switch (g)`, each calling STEP(G) with G a compile-time
+// constant: each group size runs its own fully unrolled instance of the group loops.
+// clang-format off
+#define FL_DEC_CASE(G, STEP) case G: STEP(G); break;
+#if FL_KV_RG >= 2
+#define FL_DEC_CASE_2(STEP) FL_DEC_CASE(2, STEP)
+#else
+#define FL_DEC_CASE_2(STEP)
+#endif
+#if FL_KV_RG >= 3
+#define FL_DEC_CASE_3(STEP) FL_DEC_CASE(3, STEP)
+#else
+#define FL_DEC_CASE_3(STEP)
+#endif
+#if FL_KV_RG >= 4
+#define FL_DEC_CASE_4(STEP) FL_DEC_CASE(4, STEP)
+#else
+#define FL_DEC_CASE_4(STEP)
+#endif
+#define FL_DEC_GROUP_SWITCH(g, STEP) \
+  switch (g) { FL_DEC_CASE(1, STEP) FL_DEC_CASE_2(STEP) FL_DEC_CASE_3(STEP) FL_DEC_CASE_4(STEP) \
+               default: break; }
+// clang-format on
+
 // Rows [0, nrows) (nrows < FL_QK_MR) of a task over its keys [0, nkeys), K/V of type t
 // (K and V rows at k, v + key · krb, vrb bytes); row r sees keys [0, vis[r]) (causal:
 // vis[r] < nkeys for rows before the last). fin (NULL: none) finishes each row's block
@@ -348,25 +372,10 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
-#define FL_DEC_CASE(G)                                                                           \
-  case G:                                                                                        \
-    fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf); \
-    break;
-      switch (g) {
-        FL_DEC_CASE(1)
-#if FL_KV_RG >= 2
-        FL_DEC_CASE(2)
-#endif
-#if FL_KV_RG >= 3
-        FL_DEC_CASE(3)
-#endif
-#if FL_KV_RG >= 4
-        FL_DEC_CASE(4)
-#endif
-        default:
-          break;
-      }
-#undef FL_DEC_CASE
+#define FL_DEC_STEP(G) \
+  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf)
+      FL_DEC_GROUP_SWITCH(g, FL_DEC_STEP);
+#undef FL_DEC_STEP
     }
     for (int64_t r = 0; r < nrows; r++) {
       int64_t x = vis[r] - j0;  // keys of this block row r sees
@@ -378,25 +387,10 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       float *ar = acc + r0 * dvp;
-#define FL_DEC_CASE(G)                                                                       \
-  case G:                                                                                    \
-    fl_dec_pv(t, H, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf); \
-    break;
-      switch (g) {
-        FL_DEC_CASE(1)
-#if FL_KV_RG >= 2
-        FL_DEC_CASE(2)
-#endif
-#if FL_KV_RG >= 3
-        FL_DEC_CASE(3)
-#endif
-#if FL_KV_RG >= 4
-        FL_DEC_CASE(4)
-#endif
-        default:
-          break;
-      }
-#undef FL_DEC_CASE
+#define FL_DEC_STEP(G) \
+  fl_dec_pv(t, H, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf)
+      FL_DEC_GROUP_SWITCH(g, FL_DEC_STEP);
+#undef FL_DEC_STEP
     }
   }
 }
