@@ -223,15 +223,10 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
   if (keep || slope == 0.0f) return vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
   // ALiBi alone: pass 2 as vs_online_softmax_exp_span, x recomputed from the same operands
   // as in pass 1 instead of a reload.
-  if (t == -INFINITY) {  // nothing visible here (or only −∞ scores)
-    for (int64_t c = 0; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
-    return 1.0f;
-  }
-  const float m_new = t > *m ? t : *m;
-  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
+  float m_new, alpha;
+  if (!vs_exp_span_begin(s, v0, ncol, t, m, &m_new, &alpha)) return alpha;
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
-  for (int64_t c = 0; c < v0; c += VF_W) vf_store(s + c, vf_zero());
   dist = dist0;
   for (int64_t c = v0; c < v1; c += VF_W, dist = vf_add(dist, step)) {
     if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
@@ -239,10 +234,7 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
     vf_store(s + c, p);
     sum = vf_add(sum, p);
   }
-  for (int64_t c = v1; c < ncol; c += VF_W) vf_store(s + c, vf_zero());
-  *l = alpha * *l + vf_hsum(sum);
-  *m = m_new;
-  return alpha;
+  return vs_exp_span_end(s, v1, ncol, sum, m_new, alpha, m, l);
 }
 
 static inline __attribute__((always_inline)) float fl_fin_softmax_row(const fl_fin *f, int64_t row,

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 // Masks s[n .. n_pad) with −∞ (keys beyond the row's causal limit or the tile end), so
@@ -55,32 +56,49 @@ static inline float vs_tile_max_span(float *s, int64_t v0, int64_t n, int64_t v1
   return n > v0 ? vs_row_max(s + v0, v1 - v0) : -INFINITY;
 }
 
+// Pass 2's bookkeeping around its exponentials, for loops that compute the scores of
+// [v0, v1) their own way (flash_opts.h): vs_exp_span_begin returns false (s zeroed, α = 1
+// in *alpha, (m, l) kept) when t = −∞ — nothing visible; else m' = max(m, t) in *m_new,
+// α = e^(m − m') in *alpha and s[0 .. v0) = 0. vs_exp_span_end zeroes s[v1 .. n_pad) and
+// sets l' = α·l + Σ sum, m = m'; returns α.
+static inline bool vs_exp_span_begin(float *s, int64_t v0, int64_t n_pad, float t, const float *m,
+                                     float *m_new, float *alpha) {
+  if (t == -INFINITY) {  // nothing visible in this tile (or only −∞ scores)
+    for (int64_t j = 0; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
+    *alpha = 1.0f;
+    return false;
+  }
+  *m_new = t > *m ? t : *m;
+  // e^(−∞) = 0 on the row's first visible tile; a max that held gives e^0 = 1 exactly,
+  // without the libm call (most tiles after the first few).
+  *alpha = *m_new == *m ? 1.0f : expf(*m - *m_new);
+  for (int64_t j = 0; j < v0; j += VF_W) vf_store(s + j, vf_zero());
+  return true;
+}
+static inline float vs_exp_span_end(float *s, int64_t v1, int64_t n_pad, vf_t sum, float m_new,
+                                    float alpha, float *m, float *l) {
+  for (int64_t j = v1; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
+  *l = alpha * *l + vf_hsum(sum);
+  *m = m_new;
+  return alpha;
+}
+
 // Pass 2 (vs_online_softmax_exp below) over the vectors [v0, v1) of s[0..n_pad), as
 // vs_tile_max_span: the ones outside get p = 0 without an exponential (the whole row's
 // e^(−∞) = 0 there, and the sum of +0s adds nothing), so the result is bitwise that of
 // the whole row.
 static inline float vs_online_softmax_exp_span(float *s, int64_t v0, int64_t v1, int64_t n_pad,
                                                float t, float *m, float *l) {
-  if (t == -INFINITY) {  // nothing visible in this tile (or only −∞ scores)
-    for (int64_t j = 0; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
-    return 1.0f;
-  }
-  const float m_new = t > *m ? t : *m;
-  // e^(−∞) = 0 on the row's first visible tile; a max that held gives e^0 = 1 exactly,
-  // without the libm call (most tiles after the first few).
-  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);
+  float m_new, alpha;
+  if (!vs_exp_span_begin(s, v0, n_pad, t, m, &m_new, &alpha)) return alpha;
   const vf_t vm = vf_set1(m_new);
   vf_t sum = vf_zero();
-  for (int64_t j = 0; j < v0; j += VF_W) vf_store(s + j, vf_zero());
   for (int64_t j = v0; j < v1; j += VF_W) {
     const vf_t p = vf_exp(vf_sub(vf_load(s + j), vm));  // masked: e^(−∞) = 0 exactly
     vf_store(s + j, p);
     sum = vf_add(sum, p);
   }
-  for (int64_t j = v1; j < n_pad; j += VF_W) vf_store(s + j, vf_zero());
-  *l = alpha * *l + vf_hsum(sum);
-  *m = m_new;
-  return alpha;
+  return vs_exp_span_end(s, v1, n_pad, sum, m_new, alpha, m, l);
 }
 
 // Pass 2, in place: s[0..n_pad) scores in (masked by pass 1, whose result is t),
