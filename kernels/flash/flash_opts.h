@@ -48,7 +48,7 @@ static inline float fl_span_softmax_pass(float *s, int64_t c0, int64_t n, int64_
                                          float *l, const int phase, const float t_in) {
   const int64_t v0 = c0 / VF_W * VF_W, v1 = fl_vec_ceil(n);
   if (phase == 2) return vs_online_softmax_exp_span(s, v0, v1, ncol, t_in, m, l);
-  if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
+  vs_mask_head(s, v0, c0);
   const float t = vs_tile_max_span(s, v0, n, v1);
   return phase == 1 ? t : vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
 }
@@ -162,8 +162,8 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
   const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
   const vf_t dist0 = rq.dist0;
   if (!keep && phase != 2) {
-    if (v0 < c0) vf_store_partial(s + v0, vf_set1(-INFINITY), (int)(c0 - v0));
-    for (int64_t c = n; c < v1; c++) s[c] = -INFINITY;
+    vs_mask_head(s, v0, c0);
+    vs_mask_tail(s, n, v1);
   }
   // Four running maxima (max is exact: the same t in any order), so the max chain does
   // not serialise the loop.

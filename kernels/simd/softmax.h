@@ -17,10 +17,31 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+// Lane numbers 0, 1, 2, … (VF_W ≤ 16), for the masks below.
+static const float vs_iota[16]
+    __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 // Masks s[n .. n_pad) with −∞ (keys beyond the row's causal limit or the tile end), so
-// every later pass can run over whole vectors. n_pad is a multiple of VF_W.
+// every later pass can run over whole vectors. n_pad is a multiple of VF_W, n ≥ 0. Only
+// whole-vector stores: the vector holding key n is masked in a register and stored back,
+// so the loads that follow read it through store forwarding (a partial or scalar store
+// before a vector load of the same bytes would stall them until it commits).
 static inline void vs_mask_tail(float *s, int64_t n, int64_t n_pad) {
-  for (int64_t j = n; j < n_pad; j++) s[j] = -INFINITY;
+  int64_t j = n / VF_W * VF_W;
+  if (j < n && j < n_pad) {
+    vf_store(s + j,
+             vf_select_lt(vf_load(vs_iota), (float)(n - j), vf_load(s + j), vf_set1(-INFINITY)));
+    j += VF_W;
+  }
+  for (; j < n_pad; j += VF_W) vf_store(s + j, vf_set1(-INFINITY));
+}
+
+// Masks s[v0 .. c0) with −∞ (keys before a window's start), v0 = c0 rounded down to a
+// multiple of VF_W: the vector at v0 masked in a register and stored whole (as above).
+static inline void vs_mask_head(float *s, int64_t v0, int64_t c0) {
+  if (v0 < c0)
+    vf_store(s + v0,
+             vf_select_lt(vf_load(vs_iota), (float)(c0 - v0), vf_set1(-INFINITY), vf_load(s + v0)));
 }
 
 // Four independent running maxima (max is exact, so the order does not change the
