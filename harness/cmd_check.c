@@ -802,7 +802,8 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return n_sel == -1 ? ATTNBENCH_EXIT_USAGE : ATTNBENCH_EXIT_FAILURE;
   }
-  for (long i = 0; o.regtile && i < n_sel; i++) {  // every kernel checked must have it
+  // --regtile (or ATTNBENCH_REGTILE): every kernel checked must have it
+  for (long i = 0; (o.regtile || getenv("ATTNBENCH_REGTILE")) && i < n_sel; i++) {
     attn_exec probe = {0};
     const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
     char why[512];

@@ -420,7 +420,7 @@ int cmd_run(int argc, char **argv) {
   if (rc >= 0) return rc;
   const attn_kernel *kernel = NULL;
   if ((rc = find_kernel(a.kernel_name, &kernel)) >= 0) return rc;
-  if (a.regtile) {  // a --regtile this kernel does not have is a bad command line
+  {  // a --regtile (or ATTNBENCH_REGTILE) this kernel does not have is a bad command line
     attn_exec probe = {0};
     const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
     char why[512];

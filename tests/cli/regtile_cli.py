@@ -72,8 +72,8 @@ def main():
                 rc, out, err, _ = run_o(name, *extra)
                 check(rc == 2 and want in err and len(err.strip().splitlines()) == 1,
                       f"{name} {' '.join(extra)}: exit 2, one line (got {rc}: {err!r})")
-            for var, val in (("ATTNBENCH_REGTILE", "a;b"), ("ATTNBENCH_KV_SPLIT", "-1"),
-                             ("ATTNBENCH_KV_SPLIT", "x")):
+            for var, val in (("ATTNBENCH_REGTILE", "a;b"), ("ATTNBENCH_REGTILE", "9x9/9x9"),
+                             ("ATTNBENCH_KV_SPLIT", "-1"), ("ATTNBENCH_KV_SPLIT", "x")):
                 for cmd in (("run", "--kernel", name, *qkv, "--out", os.path.join(d, "x.npy")),
                             ("check", "--quick", "--kernel", name)):
                     rc, out, err = run(*cmd, env={**env, var: val})
