@@ -104,6 +104,9 @@ typedef struct bench_args {
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
   const char *tune_file;   // --tune-file (tunefile.h)
+  const char *regtile;     // --regtile (NULL: the config's, else environment / file / 0)
+  int kv_split;            // --kv-split, with kv_split_given
+  bool kv_split_given;
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -170,6 +173,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .help = "then run external baselines on the points' own inputs into the same file: "
                "torch_sdpa,ort_attention,ggml_flash_attn,… or FILE.py, or 'all' (installed ones)"},
       ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
+      ATTN_PLACEMENT_VARIANT_OPTIONS(&a->regtile, &a->kv_split, &a->kv_split_given),
   };
   const cli_spec spec = {
       .command = "bench",
@@ -270,7 +274,10 @@ static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, 
                                .kernel_count = a->kernels.count,
                                .threads = threads,
                                .thread_count = a->threads.count,
-                               .physical_cores = attn_bench_physical_cores()};
+                               .physical_cores = attn_bench_physical_cores(),
+                               .regtile = a->regtile,
+                               .kv_split = a->kv_split_given ? a->kv_split : -1,
+                               .kv_split_set = a->kv_split_given};
   return true;
 }
 

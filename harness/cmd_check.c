@@ -115,6 +115,9 @@ typedef struct check_options {
   attn_exec exec;
   const char *bind;       // --bind (placement.h)
   const char *tune_file;  // --tune-file (tunefile.h)
+  const char *regtile;    // --regtile (NULL: not given)
+  int kv_split;           // --kv-split (−1: not given)
+  bool kv_split_given;
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
   bool causal, scale_given;
@@ -157,6 +160,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .min = 0,
        .max = 1 << 20,
        .help = "key rows per tile for tiled kernels (0 = kernel default)"},
+      ATTN_PLACEMENT_VARIANT_OPTIONS(&o->regtile, &o->kv_split, &o->kv_split_given),
       {.name = "filter",
        .kind = CLI_STRING,
        .dest = &o->filter,
@@ -264,6 +268,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;
+  if (!o->kv_split_given) o->kv_split = -1;
   if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
   if (attn_placement_bind_bad("check", o->bind)) return CLI_ERROR;
   if (o->progress && o->no_progress) {
@@ -495,6 +500,15 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
     if (attn_tune_lookup(sel[i].k, &cc->problem, &tq, &tkv)) {
       if (ex.tile_q <= 0) ex.tile_q = tq;
       if (ex.tile_kv <= 0) ex.tile_kv = tkv;
+    }
+    // --regtile / --kv-split > ATTNBENCH_REGTILE / _KV_SPLIT > the tuning file (checked up
+    // front, so this cannot fail but for the variant of a file entry)
+    if (attn_placement_variant(sel[i].k, &cc->problem, o->regtile, "--regtile", o->kv_split, &ex,
+                               NULL, refused + 9, sizeof refused - 9) != 0) {
+      progress_clear(pg);
+      record_harness_failure(&sel[i], tot, desc, refused);
+      fflush(stdout);
+      continue;
     }
     if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &ex), budget, refused + 9,
                             sizeof refused - 9)) {
@@ -787,6 +801,19 @@ int cmd_check(int argc, char **argv) {
     free(sel);
     free(cases);
     return n_sel == -1 ? ATTNBENCH_EXIT_USAGE : ATTNBENCH_EXIT_FAILURE;
+  }
+  // --regtile (or ATTNBENCH_REGTILE): every kernel checked must have it
+  for (long i = 0; (o.regtile || getenv("ATTNBENCH_REGTILE")) && i < n_sel; i++) {
+    attn_exec probe = {0};
+    const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
+    char why[512];
+    if (attn_placement_variant(sel[i].k, &p1, o.regtile, "--regtile", 0, &probe, NULL, why,
+                               sizeof why) != 0) {
+      fprintf(stderr, "attnbench check: %s (choose the kernels with --kernel)\n", why);
+      free(sel);
+      free(cases);
+      return ATTNBENCH_EXIT_USAGE;
+    }
   }
   long n_run = 0;
   for (long i = 0; i < n_sel; i++) n_run += !sel[i].unavailable;

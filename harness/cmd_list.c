@@ -8,7 +8,10 @@
 // f32 ("kv=f16,bf16,q8_0"), or "kv=convert": it gets float32 copies (attn_kernel_run).
 // <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x48 pv6x64"
 // (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
-// "scalar" for portable C, "-" when the kernel does not declare them.
+// "scalar" for portable C, "-" when the kernel does not declare them; a kernel with
+// register-tile variants (attn_exec.regtile) adds "rt=" and their names in index order
+// ("rt=8x48/6x64,12x32/8x32,6x64/8x48"; JSON "regtiles": every variant, the implicit
+// "default" one included, with its name and tiles).
 // Unavailable kernels are listed, not hidden. Plug-in kernels (--plugin, docs/plugins.md)
 // end their line with "[plug-in: PATH]"; in JSON "plugin" is that path, null for built-ins.
 // `--json` prints the same as a JSON array.
@@ -24,7 +27,7 @@ static const struct {
   const char *name;
 } kCaps[] = {
     {ATTN_CAP_CAUSAL, "causal"},     {ATTN_CAP_CROSS, "cross"},     {ATTN_CAP_GQA, "gqa"},
-    {ATTN_CAP_DV_NE_DQK, "dv!=dqk"}, {ATTN_CAP_THREADS, "threads"},
+    {ATTN_CAP_DV_NE_DQK, "dv!=dqk"}, {ATTN_CAP_THREADS, "threads"}, {ATTN_CAP_KV_SPLIT, "kv_split"},
 };
 
 // Comma-separated capability names, "-" for none.
@@ -76,6 +79,11 @@ static const char *tiles_string(const attn_kernel *k, char *buf, size_t len) {
   else
     snprintf(buf, len, "w%d qk%dx%d pv%dx%d", k->vec_width, k->qk_rows, k->qk_cols, k->pv_rows,
              k->pv_cols);
+  const int n = attn_kernel_regtile_count(k);
+  for (int i = 0; n > 1 && i < n; i++) {
+    const size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s%s", i ? "," : " rt=", attn_kernel_regtile(k, i).name);
+  }
   return buf;
 }
 
@@ -138,6 +146,15 @@ static void print_json(bool only_available) {
     }
     printf("], \"vec_width\": %d, \"qk_tile\": [%d, %d], \"pv_tile\": [%d, %d]", k->vec_width,
            k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols);
+    printf(", \"regtiles\": [");
+    for (int r = 0; r < attn_kernel_regtile_count(k); r++) {
+      const attn_regtile t = attn_kernel_regtile(k, r);
+      printf("%s{\"name\": ", r ? ", " : "");
+      json_string(stdout, t.name);
+      printf(", \"qk_tile\": [%d, %d], \"pv_tile\": [%d, %d]}", t.qk_rows, t.qk_cols, t.pv_rows,
+             t.pv_cols);
+    }
+    printf("]");
     printf(", \"summary\": ");
     json_string(stdout, k->summary);
     const char *origin = attn_kernel_origin(k);
@@ -167,9 +184,10 @@ int cmd_list(int argc, char **argv) {
       .command = "list",
       .summary =
           "List every kernel (built-in, then plug-in): name, availability on this CPU,\n"
-          "natively handled cases (causal, cross, gqa, dv!=dqk, threads), vector width and\n"
-          "register tiles (w16 qk8x48 pv6x64: 16 lanes, Q.K^T tile 8 rows x 32 keys, P.V\n"
-          "tile 6 rows x 64 columns) and a one-line summary; plug-in kernels end with\n"
+          "natively handled cases (causal, cross, gqa, dv!=dqk, threads, kv_split), vector\n"
+          "width and register tiles (w16 qk8x48 pv6x64: 16 lanes, Q.K^T tile 8 rows x 48\n"
+          "keys, P.V tile 6 rows x 64 columns; rt= the register-tile variants that\n"
+          "--regtile picks, default first) and a one-line summary; plug-in kernels end with\n"
           "[plug-in: PATH]. opts= lists the attention options (align, window, softcap,\n"
           "alibi, sinks, mask, lse) handled natively; opts=fallback: problems with options\n"
           "run on the shared portable path. kv= lists the K/V types (f16, bf16, q8_0)\n"
@@ -192,7 +210,7 @@ int cmd_list(int argc, char **argv) {
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < attn_kernel_count(); i++) {
       const attn_kernel *k = attn_kernel_at(i);
-      char why[96], avail[128], caps[96], tiles[64], nopts[160], kv[40];
+      char why[96], avail[128], caps[96], tiles[400], nopts[160], kv[40];
       const bool ok = attn_kernel_available(k, why, sizeof why);
       if (only_available && !ok) continue;
       if (ok)

@@ -40,6 +40,9 @@ typedef struct run_args {
   const char *tune_file;      // --tune-file (tunefile.h)
   const char *kv_dtype_name;  // --kv-dtype (NULL: as read)
   attn_dtype kv_dtype;
+  const char *regtile;  // --regtile (NULL: not given)
+  int kv_split;         // --kv-split (−1: not given)
+  bool kv_split_given;
 } run_args;
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
@@ -106,6 +109,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .min = 0,
        .max = 1 << 20,
        .help = "key rows per tile for tiled kernels (0 = kernel default)"},
+      ATTN_PLACEMENT_VARIANT_OPTIONS(&a->regtile, &a->kv_split, &a->kv_split_given),
       {.name = "kv-dtype",
        .kind = CLI_STRING,
        .dest = &a->kv_dtype_name,
@@ -143,6 +147,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (!a->kv_split_given) a->kv_split = -1;
   if (attn_placement_env_bad("run", &a->exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (attn_placement_bind_bad("run", a->bind)) return ATTNBENCH_EXIT_USAGE;
   if (a->scale_given && !isfinite((float)a->scale)) {
@@ -306,13 +311,16 @@ static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_
 }
 
 // Tiles, binding, the kernel call. On success *seconds is the call's wall time.
-static bool compute(const attn_kernel *kernel, const attn_problem *p, attn_exec *exec,
-                    const float *q, const void *k, const void *v, float *o, double *seconds,
-                    char *binding, size_t binding_len) {
+static bool compute(const attn_kernel *kernel, const attn_problem *p, const run_args *a,
+                    attn_exec *exec, const float *q, const void *k, const void *v, float *o,
+                    double *seconds, char *binding, size_t binding_len) {
   char err[512];
   // Placement: tiles from hwloc's cache sizes unless --tile-q/--tile-kv or ATTNBENCH_TILE_*
-  // set them; OpenMP threads bound to physical cores (report printed by report()).
-  if (attn_placement_tiles(kernel, p, exec, NULL, err, sizeof err) != 0) {
+  // set them (the variant and kv_split likewise); OpenMP threads bound to physical cores
+  // (report printed by report()).
+  if (attn_placement_tiles(kernel, p, exec, NULL, err, sizeof err) != 0 ||
+      attn_placement_variant(kernel, p, a->regtile, "--regtile", a->kv_split, exec, NULL, err,
+                             sizeof err) != 0) {
     fprintf(stderr, "attnbench run: %s\n", err);
     return false;
   }
@@ -396,7 +404,9 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
       (long long)p->head_dim_v, kv, p->causal ? " causal" : "", (double)p->scale, a->out_path,
       npy_shape_string(4, o_shape, sb, sizeof sb), seconds * 1e3);
   if (kernel->caps & ATTN_CAP_THREADS)
-    printf("threads: %s; tiles: tile_q %d, tile_kv %d\n", binding, a->exec.tile_q, a->exec.tile_kv);
+    printf("threads: %s; tiles: tile_q %d, tile_kv %d; regtile %d (%s); kv_split %d\n", binding,
+           a->exec.tile_q, a->exec.tile_kv, a->exec.regtile,
+           attn_kernel_regtile(kernel, a->exec.regtile).name, a->exec.kv_split);
   if (a->verify)
     printf(
         "check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 "
@@ -410,6 +420,16 @@ int cmd_run(int argc, char **argv) {
   if (rc >= 0) return rc;
   const attn_kernel *kernel = NULL;
   if ((rc = find_kernel(a.kernel_name, &kernel)) >= 0) return rc;
+  {  // a --regtile (or ATTNBENCH_REGTILE) this kernel does not have is a bad command line
+    attn_exec probe = {0};
+    const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
+    char why[512];
+    if (attn_placement_variant(kernel, &p1, a.regtile, "--regtile", 0, &probe, NULL, why,
+                               sizeof why) != 0) {
+      fprintf(stderr, "attnbench run: %s\n", why);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+  }
   uint64_t budget = 0;
   char err[ATTN_OUT_PATH_MAX + 512];
   if (!attn_memory_budget(&budget, err, sizeof err)) {
@@ -467,7 +487,8 @@ int cmd_run(int argc, char **argv) {
   attn_check_result cr = {0};
   double storage = 0, storage_ratio = 0;
   bool has_storage = false;
-  if (!compute(kernel, &p, &a.exec, q.a.data, kv.k, kv.v, o, &seconds, binding, sizeof binding) ||
+  if (!compute(kernel, &p, &a, &a.exec, q.a.data, kv.k, kv.v, o, &seconds, binding,
+               sizeof binding) ||
       !output_finite(kernel, &p, o, a.allow_nonfinite) ||
       (a.verify && !verify_output(kernel, &p, q.a.data, &kv, o, lse, &cr, &storage, &storage_ratio,
                                   &has_storage)))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `attnbench tune` — search tile_q × tile_kv for the tiled kernels on this machine and
-// write the winners to a tuning file (tunefile.h; docs/tuning.md "Tuning files").
+// `attnbench tune` — search tile_q × tile_kv (then register-tile variants and kv_split)
+// for the tiled kernels on this machine and write the winners to a tuning file
+// (tunefile.h; docs/tuning.md "Tuning files").
 //
 // Groups: one per (kernel, shape class) among the shapes of --config (or the default set
 // below); the first shape of a class in the config stands for the class. Candidates: the
@@ -16,6 +17,15 @@
 // after the candidate that crosses its share (the rule's tiles always run). The winner is
 // the candidate with the least median if that is at least kMinGain (2%) below the rule's
 // median, else the rule's tiles.
+// Then, at the winning tiles, the kernel's other register-tile variants (attn_exec.regtile;
+// kernels with several) and, for decode classes of kernels with ATTN_CAP_KV_SPLIT, a few
+// kv_split values around the default plan's chunk count d (flash_plan.h: 1, d/4, d/2,
+// 2d, 4d within 1..ATTN_MAX_KV_SPLIT, d itself dropped): each phase compares its candidates
+// with the best so far by the same rule (least median, kept only if kMinGain below), in
+// the same group budget share — the tile grid may use the share up to the fraction of the
+// group's candidates it holds, the later phases whatever is left (their first candidate
+// always runs). Written: the tiles, regtile (the winning variant's name, the default's
+// included) for kernels with variants, kv_split when a value won.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -31,6 +41,7 @@
 #include "commands.h"
 #include "core/tiles.h"
 #include "fileio.h"
+#include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
 #include "placement.h"
 #include "tunefile.h"
 #include "util.h"
@@ -114,6 +125,28 @@ static int candidates(const attn_kernel *k, const attn_problem *p, int cq[], int
   return n;
 }
 
+// kv_split candidates for k on p (see the top): out[0 .. return).
+static int kv_split_candidates(const attn_kernel *k, const attn_problem *p, const attn_exec *ex,
+                               int out[8]) {
+  int d = 8;  // a kernel whose split rule is not flash_plan.h's
+  if (!strncmp(k->name, "flash__", 7) && k->vec_width > 0 && k->qk_cols > 0) {
+    flash_plan pl;
+    const attn_exec e0 = {.tile_q = ex->tile_q, .tile_kv = ex->tile_kv};
+    flash_plan_make(p, &e0, k->vec_width, k->qk_cols, &pl);
+    d = (int)(pl.nsplit < ATTN_MAX_KV_SPLIT ? pl.nsplit : ATTN_MAX_KV_SPLIT);
+  }
+  const int64_t want[] = {1, d / 4, d / 2, 2 * (int64_t)d, 4 * (int64_t)d};
+  int n = 0;
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const int64_t v = want[i];
+    if (v < 1 || v > ATTN_MAX_KV_SPLIT || v == d) continue;
+    bool dup = false;
+    for (int j = 0; j < n; j++) dup |= out[j] == v;
+    if (!dup) out[n++] = (int)v;
+  }
+  return n;
+}
+
 static void shape_text(const attn_problem *p, char *buf, size_t len) {
   snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld%s", (long long)p->batch,
            (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q, (long long)p->seq_kv,
@@ -124,8 +157,8 @@ static void shape_text(const attn_problem *p, char *buf, size_t len) {
 // a negative value after a message.
 static double time_candidate(const attn_kernel *k, const attn_problem *p, const attn_exec *ex,
                              const float *q, const float *kk, const float *v, float *o, int reps) {
-  char err[256];
-  if (attn_exec_check(ex, err, sizeof err) != ATTN_OK) {
+  char err[512];
+  if (attn_kernel_exec_check(k, ex, err, sizeof err) != ATTN_OK) {
     fprintf(stderr, "attnbench tune: %s\n", err);
     return -1;
   }
@@ -198,8 +231,9 @@ static int parse(tune_args *a, int argc, char **argv) {
   const cli_spec spec = {
       .command = "tune",
       .summary =
-          "Search tile_q x tile_kv per kernel and shape class on this machine and write\n"
-          "the fastest to a tuning file that run, check and bench then use.",
+          "Search tile_q x tile_kv per kernel and shape class on this machine, then the\n"
+          "kernel's register-tile variants and (decode classes) kv_split values at the best\n"
+          "tiles, and write the fastest to a tuning file that run, check and bench then use.",
       .epilog =
           "examples:\n"
           "  attnbench tune --budget 120\n"
@@ -399,11 +433,18 @@ int cmd_tune(int argc, char **argv) {
       free(q), free(k), free(v), free(o);
       return ATTNBENCH_EXIT_FAILURE;
     }
+    const int nrt = attn_kernel_regtile_count(G->kernel);
+    const bool decode = !strncmp(G->cls, "decode", 6);
+    int kvc[8], nkv = 0;
+    if (decode && (G->kernel->caps & ATTN_CAP_KV_SPLIT))
+      nkv = kv_split_candidates(G->kernel, p, &ex, kvc);
+    // The tile grid's part of the share (the later phases get what is left).
+    const double tile_share = share * nc / (double)(nc + (nrt - 1) + nkv);
     int best = -1;
     double best_t = 0, rule_t = 0;
     int tried = 0;
     for (int c = 0; c < nc; c++) {
-      if (c > 0 && attn_now_seconds() - g_start >= share) break;
+      if (c > 0 && attn_now_seconds() - g_start >= tile_share) break;
       ex.tile_q = cq[c], ex.tile_kv = ckv[c];
       const double t = time_candidate(G->kernel, p, &ex, q, k, v, o, a.reps);
       if (t < 0) {
@@ -419,7 +460,6 @@ int cmd_tune(int argc, char **argv) {
               g + 1, ng, c + 1, nc, G->kernel->name, G->cls, shape, threads, cq[c], ckv[c], t * 1e3,
               c == 0 ? " [built-in rule]" : "", cq[best], ckv[best], best_t * 1e3);
     }
-    free(q), free(k), free(v), free(o);
     // Within kMinGain of the rule is measurement noise: keep the rule's tiles then.
     if (best != 0 && best_t > (1.0 - kMinGain) * rule_t) {
       fprintf(stderr,
@@ -431,14 +471,87 @@ int cmd_tune(int argc, char **argv) {
     if (tried < nc)
       fprintf(stderr,
               "attnbench tune: %s %s: budget share %.3g s spent after %d of %d candidates\n",
-              G->kernel->name, G->cls, share, tried, nc);
-    if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best])) {
+              G->kernel->name, G->cls, tile_share, tried, nc);
+    // Register-tile variants at the winning tiles, then kv_split (decode classes).
+    ex.tile_q = cq[best], ex.tile_kv = ckv[best], ex.regtile = 0, ex.kv_split = 0;
+    const double tiles_t = best_t;
+    int best_rt = 0, best_kv = 0;
+    for (int phase = 0; phase < 2; phase++) {
+      const int n = phase == 0 ? nrt - 1 : nkv;
+      const double ref_t = best_t;  // the best so far: what a candidate must beat
+      int win = -1, done = 0;
+      double win_t = 0;
+      for (int c = 0; c < n; c++) {
+        if (c > 0 && attn_now_seconds() - g_start >= share) break;
+        attn_exec e = ex;
+        if (phase == 0)
+          e.regtile = c + 1;
+        else
+          e.regtile = best_rt, e.kv_split = kvc[c];
+        const double t = time_candidate(G->kernel, p, &e, q, k, v, o, a.reps);
+        if (t < 0) {
+          free(q), free(k), free(v), free(o);
+          return ATTNBENCH_EXIT_FAILURE;
+        }
+        done++;
+        if (win < 0 || t < win_t) win = c, win_t = t;
+        const char *cur = attn_kernel_regtile(G->kernel, e.regtile).name;
+        if (phase == 0)
+          fprintf(stderr,
+                  "[%zu/%zu regtile %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s: %.3f "
+                  "ms (%s: %.3f ms)\n",
+                  g + 1, ng, c + 1, n, G->kernel->name, G->cls, shape, threads, e.tile_q, e.tile_kv,
+                  cur, t * 1e3, attn_kernel_regtile(G->kernel, 0).name, ref_t * 1e3);
+        else
+          fprintf(stderr,
+                  "[%zu/%zu kv_split %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s "
+                  "kv_split %d: %.3f ms (default split: %.3f ms)\n",
+                  g + 1, ng, c + 1, n, G->kernel->name, G->cls, shape, threads, e.tile_q, e.tile_kv,
+                  cur, e.kv_split, t * 1e3, ref_t * 1e3);
+      }
+      if (done < n)
+        fprintf(stderr,
+                "attnbench tune: %s %s: budget share %.3g s spent after %d of %d %s candidates\n",
+                G->kernel->name, G->cls, share, done, n, phase == 0 ? "regtile" : "kv_split");
+      if (win < 0) continue;
+      char label[64];  // the winner and what it had to beat
+      if (phase == 0)
+        snprintf(label, sizeof label, "regtile %s", attn_kernel_regtile(G->kernel, win + 1).name);
+      else
+        snprintf(label, sizeof label, "kv_split %d", kvc[win]);
+      if (win_t > (1.0 - kMinGain) * ref_t) {  // noise: keep what the earlier phase chose
+        fprintf(stderr,
+                "attnbench tune: %s %s: best %s (%.3f ms) is not %.0f%% below %s (%.3f ms); "
+                "keeping that\n",
+                G->kernel->name, G->cls, label, win_t * 1e3, kMinGain * 100,
+                phase == 0 ? attn_kernel_regtile(G->kernel, 0).name : "the default split",
+                ref_t * 1e3);
+        continue;
+      }
+      best_t = win_t;
+      if (phase == 0)
+        best_rt = win + 1;
+      else
+        best_kv = kvc[win];
+    }
+    free(q), free(k), free(v), free(o);
+    if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best]) ||
+        !attn_tune_set_variant(&file, G->kernel->name, G->cls,
+                               nrt > 1 ? attn_kernel_regtile(G->kernel, best_rt).name : NULL,
+                               best_kv)) {
       fprintf(stderr, "attnbench tune: more than %d entries\n", ATTN_TUNE_MAX_ENTRIES);
       return ATTNBENCH_EXIT_FAILURE;
     }
-    printf("%-16s %-14s tile_q %4d tile_kv %4d  %.3f ms (built-in %d x %d: %.3f ms, %.2fx)\n",
-           G->kernel->name, G->cls, cq[best], ckv[best], best_t * 1e3, cq[0], ckv[0], rule_t * 1e3,
-           best_t > 0 ? rule_t / best_t : 1.0);
+    char extra[96] = "";
+    if (nrt > 1)
+      snprintf(extra, sizeof extra, " regtile %s", attn_kernel_regtile(G->kernel, best_rt).name);
+    if (best_kv > 0)
+      snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " kv_split %d", best_kv);
+    printf(
+        "%-16s %-14s tile_q %4d tile_kv %4d%s  %.3f ms (built-in %d x %d: %.3f ms, %.2fx; "
+        "tiles alone %.3f ms)\n",
+        G->kernel->name, G->cls, cq[best], ckv[best], extra, best_t * 1e3, cq[0], ckv[0],
+        rule_t * 1e3, best_t > 0 ? rule_t / best_t : 1.0, tiles_t * 1e3);
   }
   char *text = attn_tune_format(&file);
   if (!text) {

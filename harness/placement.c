@@ -215,10 +215,13 @@ int attn_placement_parse_tile(const char *name, const char *value, int *tile, ch
   return 0;
 }
 
-// ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV, read and checked once per process.
+// ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV, ATTNBENCH_REGTILE / ATTNBENCH_KV_SPLIT, read and
+// checked once per process.
 static struct {
   int state;  // 0 = not read yet, 1 = read, −1 = a value is malformed (err says which)
   int tile[2];
+  char regtile[32];  // "" = unset
+  int kv_split;      // −1 = unset
   char err[192];
 } g_env;
 
@@ -230,6 +233,23 @@ int attn_placement_env_tiles(attn_exec *exec, char *err, size_t err_len) {
       if (attn_placement_parse_tile(names[i], getenv(names[i]), &g_env.tile[i], g_env.err,
                                     sizeof g_env.err) != 0)
         g_env.state = -1;
+    const char *rt = getenv("ATTNBENCH_REGTILE");
+    g_env.regtile[0] = '\0';
+    if (g_env.state == 1 && rt && *rt) {
+      if (attn_placement_regtile_syntax(rt)) {
+        snprintf(g_env.regtile, sizeof g_env.regtile, "%s", rt);
+      } else {
+        snprintf(g_env.err, sizeof g_env.err,
+                 "ATTNBENCH_REGTILE=%.40s: expected a register-tile variant name or index "
+                 "(attnbench list: rt=)",
+                 rt);
+        g_env.state = -1;
+      }
+    }
+    if (g_env.state == 1 &&
+        attn_placement_parse_kv_split("ATTNBENCH_KV_SPLIT", getenv("ATTNBENCH_KV_SPLIT"),
+                                      &g_env.kv_split, g_env.err, sizeof g_env.err) != 0)
+      g_env.state = -1;
   }
   if (g_env.state < 0) {
     if (err && err_len) snprintf(err, err_len, "%s", g_env.err);
@@ -266,5 +286,35 @@ int attn_placement_tiles(const attn_kernel *k, const attn_problem *p, attn_exec 
   attn_tiles_for_caches(p, c.l1d, c.l2, &rq, &rkv);
   if (exec->tile_q <= 0) exec->tile_q = rq;
   if (exec->tile_kv <= 0) exec->tile_kv = rkv;
+  return 0;
+}
+
+int attn_placement_variant(const attn_kernel *k, const attn_problem *p, const char *regtile,
+                           const char *what, int kv_split, attn_exec *exec, bool *tuned, char *err,
+                           size_t err_len) {
+  if (tuned) *tuned = false;
+  if (attn_placement_env_tiles(NULL, err, err_len) != 0) return -1;
+  char file_rt[32] = "";
+  int file_kv = -1;
+  const bool in_file = attn_tune_lookup_variant(k, p, file_rt, sizeof file_rt, &file_kv);
+  const char *rt = regtile, *rt_what = what ? what : "--regtile";
+  if (!rt && g_env.regtile[0]) rt = g_env.regtile, rt_what = "ATTNBENCH_REGTILE";
+  if (!rt && in_file && file_rt[0]) {
+    rt = file_rt, rt_what = "the tuning file's regtile";
+    if (tuned) *tuned = true;
+  }
+  exec->regtile = 0;
+  if (rt && k) {
+    const int i = attn_placement_regtile_index(k, rt, rt_what, err, err_len);
+    if (i < 0) return -1;
+    exec->regtile = i;
+  }
+  int kv = kv_split;
+  if (kv < 0) kv = g_env.kv_split;
+  if (kv < 0 && in_file && file_kv > 0) {
+    kv = file_kv;
+    if (tuned) *tuned = true;
+  }
+  exec->kv_split = kv > 0 ? kv : 0;
   return 0;
 }

@@ -21,13 +21,15 @@
 //   • tile sizes for the tiled/flash kernels from the per-core L1d/L2 sizes hwloc
 //     reports (kernels/core/tiles.h has the rule), unless the user set them
 //     (--tile-q/--tile-kv, or the environment ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV) or a
-//     tuning file written by `attnbench tune` has them (tunefile.h).
+//     tuning file written by `attnbench tune` has them (tunefile.h); the register-tile
+//     variant and split-KV chunk count the same way (attn_placement_variant).
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "attn.h"
+#include "regtile_args.h"  // variant names, kv_split values
 
 #ifdef __cplusplus
 extern "C" {
@@ -92,7 +94,8 @@ const char *attn_placement_describe_set(char *buf, size_t len);
 // The last binding report ("unbound" before any bind). Returns buf.
 const char *attn_placement_describe(char *buf, size_t len);
 
-// The harness is the only reader of ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV (kernels see
+// The harness is the only reader of ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV (and of
+// ATTNBENCH_REGTILE / ATTNBENCH_KV_SPLIT, checked here too; kernels see
 // attn_exec and the tile rule, nothing else). They are read and checked once per process;
 // every command that runs kernels (run, bench, check, info) calls this up front, so a
 // malformed value fails once, with exit 2, before any work. Fills exec->tile_q / tile_kv
@@ -117,6 +120,38 @@ int attn_placement_parse_tile(const char *name, const char *value, int *tile, ch
 // file supplied a tile. Returns 0, or −1 if an environment value is malformed.
 int attn_placement_tiles(const attn_kernel *k, const attn_problem *p, attn_exec *exec, bool *tuned,
                          char *err, size_t err_len);
+
+// Fills exec->regtile and exec->kv_split for kernel k on problem p (k may be NULL: regtile
+// 0), each from the first that gives it: the command line / config (regtile: a variant
+// name or index, NULL = not given, named `what` in messages, e.g. "--regtile"; kv_split:
+// −1 = not given, 0 = the kernel's rule), the environment (ATTNBENCH_REGTILE,
+// ATTNBENCH_KV_SPLIT), the active tuning file's entry for (k, p's shape class), else 0
+// (the kernel's defaults). *tuned (may be NULL) is set when the tuning file supplied one.
+// Returns 0, or −1 with a one-line message in err: a malformed environment value, or a
+// variant k does not have ("--regtile '9x9': kernel flash__avx2 has no such register-tile
+// variant (0..2: 6x16/6x16 4x24/4x24 3x32/6x16)").
+int attn_placement_variant(const attn_kernel *k, const attn_problem *p, const char *regtile,
+                           const char *what, int kv_split, attn_exec *exec, bool *tuned, char *err,
+                           size_t err_len);
+
+// The --regtile and --kv-split options of run, check and bench (for their cli_option
+// tables; needs cli_args.h). regtile: const char ** (NULL = not given); kv_split: int *,
+// with kv_split_given: bool * (the command sets −1 when not given).
+#define ATTN_PLACEMENT_VARIANT_OPTIONS(regtile, kv_split, kv_split_given)               \
+  {.name = "regtile",                                                                   \
+   .kind = CLI_STRING,                                                                  \
+   .dest = (regtile),                                                                   \
+   .metavar = "N|NAME",                                                                 \
+   .help =                                                                              \
+       "register-tile variant of the kernel, by index or name (attnbench list: rt=; "   \
+       "default: ATTNBENCH_REGTILE, the tuning file, else 0)"},                         \
+  {                                                                                     \
+    .name = "kv-split", .kind = CLI_INT, .dest = (kv_split), .given = (kv_split_given), \
+    .metavar = "N", .min = 0, .max = ATTN_MAX_KV_SPLIT,                                 \
+    .help =                                                                             \
+        "split-KV kernels: cut each task's keys into N chunks (1 = no split; 0 = the "  \
+        "kernel's rule; default: ATTNBENCH_KV_SPLIT, the tuning file, else 0)"          \
+  }
 
 #ifdef __cplusplus
 }

@@ -97,7 +97,7 @@ typedef struct parse_ctx {
   bool in_machine;                 // the current section is [machine]
   int machine_line, seen_machine;  // bit per [machine] key seen
   int entry_line;                  // line of the current kernel section's header
-  int entry_seen;                  // bit 0 tile_q, bit 1 tile_kv
+  int entry_seen;                  // bit 0 tile_q, 1 tile_kv, 2 regtile, 3 kv_split
   bool machine_section_seen;
 } parse_ctx;
 
@@ -139,7 +139,7 @@ static void end_section(parse_ctx *c) {
         fail(c, c->machine_line, "[machine] needs '%s'", kMachineKeys[i]);
         break;
       }
-  } else if (c->entry_line && c->entry_seen != 3) {
+  } else if (c->entry_line && (c->entry_seen & 3) != 3) {
     const attn_tune_entry *e = &c->out->entries[c->out->count - 1];
     fail(c, c->entry_line, "[%s %s] needs both tile_q and tile_kv (missing %s)", e->kernel, e->cls,
          (c->entry_seen & 1) ? "tile_kv" : "tile_q");
@@ -285,13 +285,45 @@ static int handler(void *user, const char *section, const char *name, const char
     return 1;
   }
   attn_tune_entry *e = &c->out->entries[c->out->count - 1];
-  const int bit = !strcmp(name, "tile_q") ? 1 : !strcmp(name, "tile_kv") ? 2 : 0;
+  const int bit = !strcmp(name, "tile_q")     ? 1
+                  : !strcmp(name, "tile_kv")  ? 2
+                  : !strcmp(name, "regtile")  ? 4
+                  : !strcmp(name, "kv_split") ? 8
+                                              : 0;
   if (!bit)
-    return fail(c, c->line, "[%s %s]: unknown key '%s' (expected tile_q, tile_kv)", e->kernel,
-                e->cls, name);
+    return fail(c, c->line,
+                "[%s %s]: unknown key '%s' (expected tile_q, tile_kv, regtile, kv_split)",
+                e->kernel, e->cls, name);
   if (c->entry_seen & bit)
     return fail(c, c->line, "[%s %s]: '%s' given twice", e->kernel, e->cls, name);
   c->entry_seen |= bit;
+  if (bit == 4) {
+    const attn_kernel *k = attn_kernel_find(e->kernel);
+    bool ok = value[0] && strlen(value) < sizeof e->regtile;
+    for (const char *s = value; ok && *s; s++)
+      ok = *s == '_' || *s == '-' || *s == '.' || *s == '/' || (*s >= '0' && *s <= '9') ||
+           (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z');
+    if (!ok)
+      return fail(c, c->line, "[%s %s]: regtile = '%s': expected a register-tile variant name",
+                  e->kernel, e->cls, value);
+    if (k && attn_kernel_regtile_find(k, value) < 0) {
+      char names[256] = "";
+      for (int i = 0, w = 0; i < attn_kernel_regtile_count(k) && w >= 0 && (size_t)w < sizeof names;
+           i++)
+        w += snprintf(names + w, sizeof names - (size_t)w, "%s%s", i ? ", " : "",
+                      attn_kernel_regtile(k, i).name);
+      return fail(c, c->line, "[%s %s]: regtile = '%s': %s has no such variant (expected %s)",
+                  e->kernel, e->cls, value, e->kernel, names);
+    }
+    copy(e->regtile, sizeof e->regtile, value);
+    return 1;
+  }
+  if (bit == 8) {
+    if (!parse_int(value, 1, ATTN_MAX_KV_SPLIT, &e->kv_split))
+      return fail(c, c->line, "[%s %s]: kv_split = '%s': expected a whole number in 1..%d",
+                  e->kernel, e->cls, value, ATTN_MAX_KV_SPLIT);
+    return 1;
+  }
   if (!parse_int(value, 1, ATTN_MAX_TILE, bit == 1 ? &e->tile_q : &e->tile_kv))
     return fail(c, c->line, "[%s %s]: %s = '%s': expected a whole number in 1..%d", e->kernel,
                 e->cls, name, value, ATTN_MAX_TILE);
@@ -354,7 +386,7 @@ bool attn_tune_matches(const attn_tune_file *f, char *why, size_t why_len) {
 }
 
 char *attn_tune_format(const attn_tune_file *f) {
-  const size_t cap = 1024 + f->count * 160;
+  const size_t cap = 1024 + f->count * 240;
   char *s = malloc(cap);
   if (!s) return NULL;
   const attn_tune_machine *m = &f->machine;
@@ -368,6 +400,10 @@ char *attn_tune_format(const attn_tune_file *f) {
     const attn_tune_entry *e = &f->entries[i];
     n += (size_t)snprintf(s + n, cap - n, "\n[%s %s]\ntile_q = %d\ntile_kv = %d\n", e->kernel,
                           e->cls, e->tile_q, e->tile_kv);
+    if (e->regtile[0] && n < cap)
+      n += (size_t)snprintf(s + n, cap - n, "regtile = %s\n", e->regtile);
+    if (e->kv_split > 0 && n < cap)
+      n += (size_t)snprintf(s + n, cap - n, "kv_split = %d\n", e->kv_split);
   }
   return s;
 }
@@ -385,6 +421,18 @@ bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int t
   }
   f->entries[i].tile_q = tile_q, f->entries[i].tile_kv = tile_kv;
   return true;
+}
+
+bool attn_tune_set_variant(attn_tune_file *f, const char *kernel, const char *cls,
+                           const char *regtile, int kv_split) {
+  for (size_t i = 0; i < f->count; i++) {
+    attn_tune_entry *e = &f->entries[i];
+    if (strcmp(e->kernel, kernel) || strcmp(e->cls, cls)) continue;
+    copy(e->regtile, sizeof e->regtile, regtile ? regtile : "");
+    e->kv_split = kv_split > 0 ? kv_split : 0;
+    return true;
+  }
+  return false;
 }
 
 // ── the active file ─────────────────────────────────────────────────────────────────
@@ -455,6 +503,22 @@ bool attn_tune_lookup(const attn_kernel *k, const attn_problem *p, int *tile_q, 
   return false;
 }
 
+bool attn_tune_lookup_variant(const attn_kernel *k, const attn_problem *p, char *regtile,
+                              size_t regtile_len, int *kv_split) {
+  if (!g_tune.active || !k) return false;
+  char cls[32];
+  attn_tune_class(p, cls, sizeof cls);
+  for (size_t i = 0; i < g_tune.file.count; i++) {
+    const attn_tune_entry *e = &g_tune.file.entries[i];
+    if (!strcmp(e->kernel, k->name) && !strcmp(e->cls, cls)) {
+      copy(regtile, regtile_len, e->regtile);
+      *kv_split = e->kv_split;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char *attn_tune_describe(char *buf, size_t len) {
   if (!g_tune.active) {
     snprintf(buf, len, "built-in");
@@ -465,6 +529,10 @@ const char *attn_tune_describe(char *buf, size_t len) {
     const attn_tune_entry *e = &g_tune.file.entries[i];
     n += (size_t)snprintf(buf + n, len - n, "%s %s %s tile_q %d tile_kv %d", i ? ";" : "",
                           e->kernel, e->cls, e->tile_q, e->tile_kv);
+    if (e->regtile[0] && n < len)
+      n += (size_t)snprintf(buf + n, len - n, " regtile %s", e->regtile);
+    if (e->kv_split > 0 && n < len)
+      n += (size_t)snprintf(buf + n, len - n, " kv_split %d", e->kv_split);
   }
   return buf;
 }

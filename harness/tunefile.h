@@ -14,8 +14,12 @@
 //   [flash__avx512 prefill d64]      ; "<kernel> <phase> <head-dim bucket>"
 //   tile_q   = 128                   ; 1 .. ATTN_MAX_TILE
 //   tile_kv  = 256
+//   regtile  = 12x32/8x32            ; optional: a register-tile variant name (attn.h)
+//   kv_split = 4                     ; optional: 1 .. ATTN_MAX_KV_SPLIT key chunks per task
 // Every key of [machine] is required; each kernel section needs both tiles; unknown keys,
-// unknown phases or buckets, repeated sections or keys are errors.
+// unknown phases or buckets, repeated sections or keys are errors, and so is a regtile
+// that is not one of the kernel's variants (for a kernel this build has; another
+// kernel's name is only checked for its characters).
 //
 // Shape class of a problem: phase "decode" when seq_q <= 16, else "prefill"; head-dim
 // bucket "d64" (head_dim_qk <= 64), "d128" (<= 128) or "dlarge". A problem whose class has
@@ -28,7 +32,9 @@
 // A file whose [machine] differs from this CPU, ISA mask or build is ignored with a note.
 //
 // Precedence of tiles (attn_placement_tiles): command line / config > ATTNBENCH_TILE_* >
-// tuning file > built-in rule (kernels/core/tiles.h).
+// tuning file > built-in rule (kernels/core/tiles.h); of regtile and kv_split
+// (attn_placement_variant): command line / config > ATTNBENCH_REGTILE / _KV_SPLIT >
+// tuning file > 0 (the kernel's default variant and split rule).
 #pragma once
 
 #include <stdbool.h>
@@ -46,6 +52,8 @@ typedef struct attn_tune_entry {
   char kernel[64];
   char cls[32];  // "prefill d64", ...
   int tile_q, tile_kv;
+  char regtile[32];  // "" = not given (the kernel's default variant)
+  int kv_split;      // 0 = not given (the kernel's split rule)
 } attn_tune_entry;
 
 typedef struct attn_tune_machine {
@@ -82,6 +90,11 @@ char *attn_tune_format(const attn_tune_file *f);
 // Sets (kernel, cls)'s tiles, adding the entry if new. False when the table is full.
 bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int tile_q, int tile_kv);
 
+// Sets (kernel, cls)'s register-tile variant name (NULL or "": none) and kv_split (0: none);
+// the entry must exist (attn_tune_set). False when it does not.
+bool attn_tune_set_variant(attn_tune_file *f, const char *kernel, const char *cls,
+                           const char *regtile, int kv_split);
+
 // The commands' up-front call (run, check, bench): chooses the file (flag may be NULL),
 // loads it, and prints one line on stderr saying which file is used or why one is
 // ignored. Returns 0 (go on; no file, or one in use) or ATTNBENCH_EXIT_FAILURE (1) after
@@ -90,16 +103,21 @@ int attn_tune_setup(const char *command, const char *flag);
 
 // The active file's tiles for kernel k on problem p (false: no file or no entry).
 bool attn_tune_lookup(const attn_kernel *k, const attn_problem *p, int *tile_q, int *tile_kv);
+// The active file's regtile (copied to regtile, "" when the entry has none) and kv_split
+// (0: none) for kernel k on problem p; false: no file or no entry.
+bool attn_tune_lookup_variant(const attn_kernel *k, const attn_problem *p, char *regtile,
+                              size_t regtile_len, int *kv_split);
 // For results contexts: "built-in" or "PATH: flash__avx512 prefill d64 tile_q 128 tile_kv
-// 256; ...". Returns buf.
+// 256 [regtile 12x32/8x32] [kv_split 4]; ...". Returns buf.
 const char *attn_tune_describe(char *buf, size_t len);
 
 // The --tune-file option of run, check, bench and tune (for cli_option tables).
 // dest: const char ** (NULL = not given).
 #define ATTN_TUNE_FILE_OPTION(where, text) \
   { .name = "tune-file", .kind = CLI_STRING, .dest = (where), .metavar = "FILE", .help = (text) }
-#define ATTN_TUNE_FILE_HELP                                                                 \
-  "tuning file with tiles per kernel and shape class (default: $ATTNBENCH_TUNE_FILE, else " \
+#define ATTN_TUNE_FILE_HELP                                                                  \
+  "tuning file with tiles (and register-tile variant, kv_split) per kernel and shape class " \
+  "(default: $ATTNBENCH_TUNE_FILE, else "                                                    \
   "the file for this CPU under $XDG_CONFIG_HOME/attnbench; 'none': built-in rule)"
 
 #ifdef __cplusplus

@@ -266,17 +266,31 @@ double attn_flops(const attn_problem *p);
 // clamp tiles to the problem (seq_q rows, seq_kv keys).
 #define ATTN_MAX_TILE (1 << 20)
 
+// The most register-tile variants a kernel record may declare (attn_kernel.regtiles).
+#define ATTN_MAX_REGTILES 8
+// The largest kv_split (key chunks per task).
+#define ATTN_MAX_KV_SPLIT 4096
+
 typedef struct attn_exec {
-  int threads;  // threads a parallel kernel may use; 0 = OpenMP default. Ignored by
-                // single-thread kernels. The answer must not depend on it.
-  int tile_q;   // query rows per tile for tiled kernels; 0 = kernel default
-  int tile_kv;  // key rows per tile for tiled kernels; 0 = kernel default
+  int threads;   // threads a parallel kernel may use; 0 = OpenMP default. Ignored by
+                 // single-thread kernels. The answer must not depend on it.
+  int tile_q;    // query rows per tile for tiled kernels; 0 = kernel default
+  int tile_kv;   // key rows per tile for tiled kernels; 0 = kernel default
+  int regtile;   // register-tile variant: an index into the kernel's variants
+                 // (attn_kernel_regtile); 0 = the kernel's default. Kernels without
+                 // variants have only 0.
+  int kv_split;  // split-KV (kernels with ATTN_CAP_KV_SPLIT): cut each task's key range
+                 // into this many chunks, whatever the task count (1 = no split);
+                 // 0 = the kernel's default rule. Ignored by other kernels. The answer
+                 // does not depend on the thread count for any value.
 } attn_exec;
 
 // Checks exec (NULL means all defaults): 0 <= threads <= ATTN_MAX_THREADS,
-// 0 <= tile_q, tile_kv <= ATTN_MAX_TILE, and
+// 0 <= tile_q, tile_kv <= ATTN_MAX_TILE, 0 <= regtile < ATTN_MAX_REGTILES,
+// 0 <= kv_split <= ATTN_MAX_KV_SPLIT, and
 // for threads == 0 that the OpenMP default (omp_get_max_threads(), i.e. OMP_NUM_THREADS)
 // is within the cap too. Returns ATTN_OK or ATTN_ERR_INVALID with a one-line message.
+// (Whether regtile names one of a given kernel's variants: attn_kernel_exec_check.)
 int attn_exec_check(const attn_exec *exec, char *err, size_t err_len);
 
 // ── The kernel descriptor ───────────────────────────────────────────────────────────
@@ -300,6 +314,7 @@ enum {
   ATTN_CAP_GQA = 1u << 2,        // kv_heads < heads shares K/V loads across the group
   ATTN_CAP_DV_NE_DQK = 1u << 3,  // head_dim_v != head_dim_qk
   ATTN_CAP_THREADS = 1u << 4,    // uses attn_exec.threads (OpenMP)
+  ATTN_CAP_KV_SPLIT = 1u << 5,   // uses attn_exec.kv_split (split-KV key chunks)
   ATTN_CAP_ALL_SHAPES = ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_GQA | ATTN_CAP_DV_NE_DQK,
   // Options (attn_options) the kernel's entry point computes itself. A problem using an
   // option the kernel lacks runs on the shared portable path instead (attn_kernel_run).
@@ -346,6 +361,14 @@ typedef int (*attn_kernel_fn)(const attn_problem *p, const attn_exec *exec, cons
 
 typedef size_t (*attn_workspace_fn)(const attn_problem *p, const attn_exec *exec);
 
+// One register-tile variant of a kernel: the micro-kernel shapes of one compiled-in
+// instance of its entry point, chosen at run time by attn_exec.regtile.
+typedef struct attn_regtile {
+  const char *name;      // "<qk_rows>x<qk_cols>/<pv_rows>x<pv_cols>", e.g. "8x48/6x64"
+  int qk_rows, qk_cols;  // Q·Kᵀ register tile (query rows × keys)
+  int pv_rows, pv_cols;  // P·V register tile (query rows × head_dim_v columns)
+} attn_regtile;
+
 typedef struct attn_kernel {
   const char *name;             // "<what>__<isa>", e.g. "flash__avx512"; unique
   const char *summary;          // one line for `attnbench list`
@@ -359,7 +382,25 @@ typedef struct attn_kernel {
   int vec_width;         // float lanes per vector: 1 = scalar C, 0 = not declared
   int qk_rows, qk_cols;  // Q·Kᵀ register tile (query rows × keys)
   int pv_rows, pv_cols;  // P·V register tile (query rows × head_dim_v columns)
+  // Register-tile variants (attn_exec.regtile indexes them; run and workspace dispatch
+  // on it). 0 = one implicit variant, the tiles above, named "default". Otherwise
+  // regtiles[0 .. regtile_count) with regtile_count <= ATTN_MAX_REGTILES, distinct
+  // names, and regtiles[0] (the default) equal to the tiles above.
+  int regtile_count;
+  const attn_regtile *regtiles;
 } attn_kernel;
+
+// Number of register-tile variants of k (1 when the record declares none).
+int attn_kernel_regtile_count(const attn_kernel *k);
+// Variant i (0 <= i < attn_kernel_regtile_count) of k; the implicit one is named "default".
+attn_regtile attn_kernel_regtile(const attn_kernel *k, int i);
+// The index of k's variant called name (exactly), or −1.
+int attn_kernel_regtile_find(const attn_kernel *k, const char *name);
+// attn_exec_check, then that exec->regtile names one of k's variants ("kernel flash__avx2
+// has 3 register-tile variants (0..2: 6x16/6x16, ...); regtile 5 is none of them").
+// Returns ATTN_OK or ATTN_ERR_INVALID. attn_kernel_call calls it; so must any caller that
+// runs attn_kernel_run directly.
+int attn_kernel_exec_check(const attn_kernel *k, const attn_exec *exec, char *err, size_t err_len);
 
 // ── The registry ────────────────────────────────────────────────────────────────────
 
@@ -373,7 +414,7 @@ const attn_kernel *attn_kernel_find(const char *name);
 // if why != NULL, a reason like "needs avx512f".
 bool attn_kernel_available(const attn_kernel *k, char *why, size_t why_len);
 
-// Validates the problem (attn_problem_validate), exec (attn_exec_check) and the inputs
+// Validates the problem (attn_problem_validate), exec (attn_kernel_exec_check) and the inputs
 // (attn_inputs_check), checks CPU support, allocates the workspace (64-byte aligned), runs
 // the kernel and frees the workspace. Returns ATTN_OK or an error code (ATTN_ERR_INVALID,
 // ATTN_ERR_RANGE, ATTN_ERR_NOMEM, or the kernel's own); err gets a message.
@@ -427,8 +468,9 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 // ABI: abi_version must equal ATTN_PLUGIN_ABI_VERSION and record_size sizeof(attn_kernel)
 // of the header the plug-in was compiled with; the version is bumped on any change to
 // attn_kernel, attn_problem, attn_exec or the entry point's signature (2: kv_dtype and
-// the const void * K/V of the entry point).
-#define ATTN_PLUGIN_ABI_VERSION 2u
+// the const void * K/V of the entry point; 3: register-tile variants in attn_kernel,
+// regtile and kv_split in attn_exec).
+#define ATTN_PLUGIN_ABI_VERSION 3u
 #define ATTN_PLUGIN_ENTRY "attn_plugin_v1"
 
 typedef struct attn_plugin {
@@ -445,7 +487,8 @@ typedef const attn_plugin *(*attn_plugin_entry_fn)(void);
 
 // Checks one record on its own: name of 1..ATTN_KERNEL_NAME_MAX characters from
 // [A-Za-z0-9_.-], summary not NULL, run not NULL, required_isa and caps only known
-// ATTN_ISA_* / ATTN_CAP_* bits, vec_width and tile sizes >= 0. Returns true if valid;
+// ATTN_ISA_* / ATTN_CAP_* bits, vec_width and tile sizes >= 0, register-tile variants as
+// attn_kernel says (names of 1..31 characters from [A-Za-z0-9x/_.-]). Returns true if valid;
 // otherwise false and a one-line reason naming the field in err.
 bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len);
 

@@ -17,6 +17,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "regtile_args.h"  // register-tile variant names and kv_split values
+
 enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
 // inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.
 // A config is read whole (at most kMaxFileBytes) and parsed from memory, so the file is
@@ -49,6 +51,9 @@ typedef struct sweep {
   int repetitions;
   double min_time;
   bool cold_inputs;
+  char regtile[32];  // "" = not given
+  int kv_split;      // with kv_split_given
+  bool kv_split_given;
   olist opts[kOptKeys];                    // indexed by kOpt*
   attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
   int n_kv_dtypes;
@@ -528,6 +533,21 @@ static int handler(void *user, const char *section, const char *name, const char
     return 1;
   }
   if (strcmp(key, "kv_dtype") == 0) return kv_dtype_key(c, line, value, s);
+  if (strcmp(key, "regtile") == 0) {  // one name or index, checked per kernel in expand
+    if (!attn_placement_regtile_syntax(value))
+      return fail(c, line, "regtile: '%s' is not a register-tile variant name or index", value);
+    copy_str(s->regtile, sizeof s->regtile, value);
+    return 1;
+  }
+  if (strcmp(key, "kv_split") == 0) {  // one whole number, not a list
+    char why[160];
+    int v;
+    if (!*value || attn_placement_parse_kv_split("kv_split", value, &v, why, sizeof why) != 0)
+      return fail(c, line, "kv_split: '%s' is not a whole number in 0..%d", value,
+                  ATTN_MAX_KV_SPLIT);
+    s->kv_split = v, s->kv_split_given = true;
+    return 1;
+  }
   if (strcmp(key, "cold_inputs") == 0) {  // one boolean (same spellings as causal), not a list
     int64_t on;
     if (!parse_bool(value, &on))
@@ -550,7 +570,7 @@ static int handler(void *user, const char *section, const char *name, const char
   return fail(c, line,
               "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
               "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype align "
-              "window softcap alibi sinks mask lse)",
+              "window softcap alibi sinks mask lse regtile kv_split)",
               key);
 }
 
@@ -743,6 +763,17 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.repetitions = s->repetitions;
     pt.min_time = s->min_time;
     pt.cold_inputs = s->cold_inputs;
+    copy_str(pt.regtile, sizeof pt.regtile, ov && ov->regtile ? ov->regtile : s->regtile);
+    pt.kv_split = ov && ov->kv_split_set ? ov->kv_split : s->kv_split_given ? s->kv_split : -1;
+    int rt = -1;
+    if (pt.regtile[0]) {  // every kernel of the sweep must have the variant
+      char why[256];
+      rt = attn_placement_regtile_index(pt.kernel, pt.regtile, "regtile", why, sizeof why);
+      if (rt < 0) {
+        const int l = line_of(c, s->name, "regtile");
+        return fail(c, l ? l : sec, "[%s]: %s", s->name, why), false;
+      }
+    }
     copy_str(pt.sweep, sizeof pt.sweep, s->name);
     attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
     if (attn_bench_opts_any(&pt.opts)) {
@@ -752,6 +783,14 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     if (pt.cold_inputs) {  // a cold point is another measurement than the warm one
       const size_t len = strlen(pt.name);
       snprintf(pt.name + len, sizeof pt.name - len, "/cold");
+    }
+    if (rt >= 0) {  // another variant or split is another measurement
+      const size_t len = strlen(pt.name);
+      snprintf(pt.name + len, sizeof pt.name - len, "/rt%d", rt);
+    }
+    if (pt.kv_split >= 0) {
+      const size_t len = strlen(pt.name);
+      snprintf(pt.name + len, sizeof pt.name - len, "/split%d", pt.kv_split);
     }
     if (!push(b, &pt)) return fail(c, sec, "out of memory"), false;
   }

@@ -29,6 +29,9 @@
 //   sinks    = off, on                  ;   generated from the seed; mask: an additive
 //   mask     = none, random             ;   [seq_q][seq_kv] mask; lse: the kernel also
 //   lse      = false, true              ;   writes the log-sum-exp (attn_bench_opts)
+//   regtile  = 12x32/8x32               ; optional, one value: the register-tile variant
+//                                       ;   (name or index; every kernel must have it)
+//   kv_split = 4                        ; optional, one value: attn_exec.kv_split (0..4096)
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
 // kv_heads not dividing heads, unknown kernel, threads above ATTN_MAX_THREADS, more than
@@ -71,10 +74,14 @@ typedef struct attn_bench_point {
   int repetitions;   // 0: Google Benchmark's default / flag
   double min_time;   // 0: Google Benchmark's default / flag
   bool cold_inputs;  // rotate over input copies larger than the LLC (bench/point.h)
+  char regtile[32];  // the register-tile variant asked for ("" = not given: environment,
+                     // tuning file, else 0 — attn_placement_variant)
+  int kv_split;      // attn_exec.kv_split asked for (−1 = not given, as regtile)
   char sweep[48];    // the [section] it came from
   char name[192];    // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
                      // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
-                     // (attn_bench_opts_name), then "/cold"
+                     // (attn_bench_opts_name), then "/cold", "/rt<index>" and
+                     // "/split<N>" when regtile / kv_split are given
 } attn_bench_point;
 
 typedef struct attn_bench_overrides {
@@ -82,7 +89,11 @@ typedef struct attn_bench_overrides {
   size_t kernel_count;
   const int *threads;  // if thread_count > 0: replaces every sweep's threads
   size_t thread_count;
-  int physical_cores;  // what threads = 0 means
+  int physical_cores;   // what threads = 0 means
+  const char *regtile;  // if not NULL: replaces every sweep's regtile (bench --regtile)
+  int kv_split;         // if >= 0: replaces every sweep's kv_split (bench --kv-split); a
+                        // zero-initialised struct must set −1 for "none"
+  bool kv_split_set;    // kv_split above applies
 } attn_bench_overrides;
 
 typedef struct attn_bench_plan {

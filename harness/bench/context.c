@@ -217,6 +217,22 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   // each point's `tuned` counter says whether its tiles came from the file.
   static char tuning[8192];
   attn_gb_add_context("tuning", attn_tune_describe(tuning, sizeof tuning));
+  // The register-tile variants of the plan's kernels that have several, for the points'
+  // `regtile` counters (an index): "flash__avx512 0=8x48/6x64 1=12x32/8x32 ...; ...".
+  static char variants[4096];
+  variants[0] = '\0';
+  for (size_t i = 0; i < plan->count; i++) {
+    const attn_kernel *k = plan->points[i].kernel;
+    bool dup = attn_kernel_regtile_count(k) < 2;
+    for (size_t j = 0; j < i && !dup; j++) dup = plan->points[j].kernel == k;
+    size_t n = strlen(variants);
+    if (dup || n + 1 >= sizeof variants) continue;
+    n += (size_t)snprintf(variants + n, sizeof variants - n, "%s%s", n ? "; " : "", k->name);
+    for (int r = 0; r < attn_kernel_regtile_count(k) && n < sizeof variants; r++)
+      n += (size_t)snprintf(variants + n, sizeof variants - n, " %d=%s", r,
+                            attn_kernel_regtile(k, r).name);
+  }
+  attn_gb_add_context("regtiles", variants[0] ? variants : "(no kernel with variants)");
   // Every OpenMP / OpenBLAS variable in the environment, "NAME=value; ...".
   buf[0] = '\0';
   for (char **e = environ; *e; e++) {

@@ -419,18 +419,29 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_gb_set_label(st, pt->kernel->name);
   shape_counters(st, pt, p);
   option_counters(st, pt, p);
-  char err[160];
+  char err[320];
   bool tuned;  // tiles: environment > tuning file (tunefile.h) > rule with the cache sizes
   if (attn_placement_tiles(pt->kernel, p, &exec, &tuned, err, sizeof err) != 0) {
     attn_gb_skip_with_error(st, err);
     return;
   }
+  bool tuned_variant;  // regtile / kv_split: config or --regtile > environment > tuning file
+  if (attn_placement_variant(pt->kernel, p, pt->regtile[0] ? pt->regtile : NULL, "regtile",
+                             pt->kv_split, &exec, &tuned_variant, err, sizeof err) != 0) {
+    attn_gb_skip_with_error(st, err);
+    return;
+  }
   attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
-  attn_gb_set_counter(st, "tuned", tuned ? 1 : 0, ATTN_GB_PLAIN);
-  // The thread cap (attn.h) before any buffer is sized for or any parallel region run by
-  // this point: the timed loop calls the kernel's entry point directly.
-  if (attn_exec_check(&exec, err, sizeof err) != ATTN_OK) {
+  // the variant's index (attn_kernel_regtile; its name is in the context) and kv_split
+  attn_gb_set_counter(st, "regtile", exec.regtile, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "kv_split", exec.kv_split, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "tuned", tuned ? 1 : 0, ATTN_GB_PLAIN);  // tiles from the file
+  attn_gb_set_counter(st, "tuned_variant", tuned_variant ? 1 : 0,
+                      ATTN_GB_PLAIN);  // regtile/kv_split
+  // The thread cap (attn.h) and the variant before any buffer is sized for or any parallel
+  // region run by this point: the timed loop calls the kernel's entry point directly.
+  if (attn_kernel_exec_check(pt->kernel, &exec, err, sizeof err) != ATTN_OK) {
     attn_gb_skip_with_error(st, err);
     return;
   }

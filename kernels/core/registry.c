@@ -98,15 +98,79 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
   if (k->required_isa & ~isa_known)
     ATTN_FAIL("kernel %s: required_isa 0x%x has unknown bits 0x%x (see ATTN_ISA_*)", k->name,
               (unsigned)k->required_isa, (unsigned)(k->required_isa & ~isa_known));
-  const uint32_t caps_known =
-      ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL;
+  const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT |
+                              ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL;
   if (k->caps & ~caps_known)
     ATTN_FAIL("kernel %s: caps 0x%x has unknown bits 0x%x (see ATTN_CAP_*)", k->name,
               (unsigned)k->caps, (unsigned)(k->caps & ~caps_known));
   if (k->vec_width < 0 || k->qk_rows < 0 || k->qk_cols < 0 || k->pv_rows < 0 || k->pv_cols < 0)
     ATTN_FAIL("kernel %s: vec_width and the register tiles must be >= 0", k->name);
+  if (k->regtile_count < 0 || k->regtile_count > ATTN_MAX_REGTILES)
+    ATTN_FAIL("kernel %s: regtile_count %d is out of range (0..%d)", k->name, k->regtile_count,
+              ATTN_MAX_REGTILES);
+  if (k->regtile_count > 0 && !k->regtiles)
+    ATTN_FAIL("kernel %s: regtile_count %d but regtiles is NULL", k->name, k->regtile_count);
+  for (int i = 0; i < k->regtile_count; i++) {
+    const attn_regtile *r = &k->regtiles[i];
+    if (!r->name || !r->name[0] || strlen(r->name) > 31)
+      ATTN_FAIL("kernel %s: register-tile variant %d needs a name of 1..31 characters", k->name, i);
+    for (const char *c = r->name; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            *c == '_' || *c == '.' || *c == '-' || *c == '/'))
+        ATTN_FAIL(
+            "kernel %s: register-tile variant name '%s' has a character outside "
+            "[A-Za-z0-9/_.-]",
+            k->name, r->name);
+    if (r->qk_rows < 0 || r->qk_cols < 0 || r->pv_rows < 0 || r->pv_cols < 0)
+      ATTN_FAIL("kernel %s: register-tile variant %s: tile sizes must be >= 0", k->name, r->name);
+    for (int j = 0; j < i; j++)
+      if (!strcmp(k->regtiles[j].name, r->name))
+        ATTN_FAIL("kernel %s: register-tile variant name '%s' appears twice", k->name, r->name);
+  }
+  if (k->regtile_count > 0) {
+    const attn_regtile *d = &k->regtiles[0];
+    if (d->qk_rows != k->qk_rows || d->qk_cols != k->qk_cols || d->pv_rows != k->pv_rows ||
+        d->pv_cols != k->pv_cols)
+      ATTN_FAIL("kernel %s: register-tile variant 0 (%s) differs from the record's tiles", k->name,
+                d->name);
+  }
   if (err && err_len) err[0] = '\0';
   return true;
+}
+
+int attn_kernel_regtile_count(const attn_kernel *k) {
+  return k->regtile_count > 0 ? k->regtile_count : 1;
+}
+
+attn_regtile attn_kernel_regtile(const attn_kernel *k, int i) {
+  if (k->regtile_count > 0 && i >= 0 && i < k->regtile_count) return k->regtiles[i];
+  return (attn_regtile){"default", k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols};
+}
+
+int attn_kernel_regtile_find(const attn_kernel *k, const char *name) {
+  if (!name) return -1;
+  const int n = attn_kernel_regtile_count(k);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(attn_kernel_regtile(k, i).name, name)) return i;
+  return -1;
+}
+
+int attn_kernel_exec_check(const attn_kernel *k, const attn_exec *exec, char *err, size_t err_len) {
+  const int rc = attn_exec_check(exec, err, err_len);
+  if (rc != ATTN_OK || !exec || !k) return rc;
+  const int n = attn_kernel_regtile_count(k);
+  if (exec->regtile >= n) {
+    if (err && err_len) {
+      int w = snprintf(err, err_len, "kernel %s has %d register-tile variant%s (0..%d:", k->name, n,
+                       n == 1 ? "" : "s", n - 1);
+      for (int i = 0; i < n && w >= 0 && (size_t)w < err_len; i++)
+        w += snprintf(err + w, err_len - (size_t)w, " %s", attn_kernel_regtile(k, i).name);
+      if (w >= 0 && (size_t)w < err_len)
+        snprintf(err + w, err_len - (size_t)w, "); regtile %d is none of them", exec->regtile);
+    }
+    return ATTN_ERR_INVALID;
+  }
+  return ATTN_OK;
 }
 
 #undef ATTN_FAIL
@@ -268,6 +332,18 @@ int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
                ATTN_MAX_TILE, exec->tile_q, exec->tile_kv);
     return ATTN_ERR_INVALID;
   }
+  if (exec->regtile < 0 || exec->regtile >= ATTN_MAX_REGTILES) {
+    if (err && err_len)
+      snprintf(err, err_len, "regtile = %d is out of range (0..%d, 0 = kernel default)",
+               exec->regtile, ATTN_MAX_REGTILES - 1);
+    return ATTN_ERR_INVALID;
+  }
+  if (exec->kv_split < 0 || exec->kv_split > ATTN_MAX_KV_SPLIT) {
+    if (err && err_len)
+      snprintf(err, err_len, "kv_split = %d is out of range (0..%d, 0 = kernel default)",
+               exec->kv_split, ATTN_MAX_KV_SPLIT);
+    return ATTN_ERR_INVALID;
+  }
   if (exec->threads == 0) {
     const int def = omp_get_max_threads();
     if (def > ATTN_MAX_THREADS) {
@@ -298,7 +374,7 @@ int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exe
   }
   // Before anything that sizes or starts a parallel region (workspace functions read
   // the thread count).
-  int rc = attn_exec_check(exec, err, err_len);
+  int rc = attn_kernel_exec_check(k, exec, err, err_len);
   if (rc != ATTN_OK) return rc;
   char why[96];
   if (!attn_kernel_available(k, why, sizeof why)) {

@@ -7,6 +7,14 @@
 //   FL_PV_MR, FL_PV_NV     P·V register tile:  MR query rows × NV vectors of head_dim_v
 //   FL_RUN, FL_WORKSPACE   names of the kernel's run / workspace functions
 // and optionally:
+//   FL_DEC_ROWS            a number: tasks of fewer rows take the fused decode pass
+//                          (default FL_QK_MR)
+//   FL_PLAN_NR             the plan's tile_kv multiple (default FL_QK_NV·VF_W)
+//   FL_LINKAGE             of FL_RUN / FL_WORKSPACE (default static)
+//     A register-tile variant of a kernel (another file with other FL_QK_* / FL_PV_*)
+//     keeps its default's FL_DEC_ROWS, FL_PLAN_NR and FL_ROW_BLOCK: then the plan, the
+//     path of every task and each output element's FMA order (k, then key order, fixed
+//     by the micro-kernel) are the default's, and so are the output bits.
 //   VK_PF_LOCALITY         __builtin_prefetch locality of the next-tile prefetch
 //                          (simd/prefetch.h; default 3)
 //   FL_RV_W + fl_rv_t, fl_rv_zero/load/store/fma_bcast   the decode row vector (default:
@@ -71,8 +79,23 @@
 // The micro-kernel's accumulator arrays sized to this kernel's register tiles.
 #define VK_MR_MAX (FL_QK_MR > FL_PV_MR ? FL_QK_MR : FL_PV_MR)
 #define VK_NV_MAX (FL_QK_NV > FL_PV_NV ? FL_QK_NV : FL_PV_NV)
-#include "flash/flash_decode.h"
+#ifndef FL_PLAN_NR
+#define FL_PLAN_NR (FL_QK_NV * VF_W)
+#endif
+#ifndef FL_LINKAGE
+#define FL_LINKAGE static
+#endif
 #include "flash/flash_tiles.h"
+#ifdef FL_DEC_ROWS  // a number: the decode paths size their row arrays by it, as FL_QK_MR
+#pragma push_macro("FL_QK_MR")
+#undef FL_QK_MR
+#define FL_QK_MR FL_DEC_ROWS
+#include "flash/flash_decode.h"
+#pragma pop_macro("FL_QK_MR")
+#else
+#define FL_DEC_ROWS FL_QK_MR
+#include "flash/flash_decode.h"
+#endif
 
 // ── One task, in steps ───────────────────────────────────────────────────────────────
 // The rows and keys of task t (row hh·nq + r = query head h0 + hh at position i0 + r).
@@ -310,7 +333,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   if (w.kb < w.ke) {
     fl_load_q(p, &w, tk.b, q, qs);
     const int lanes = w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
-    const int fused = !lanes && w.nrows < FL_QK_MR;
+    const int fused = !lanes && w.nrows < FL_DEC_ROWS;
     const int64_t nkeys = w.ke - w.kb;
     const char *kb = kh + (size_t)w.kb * krb, *vb = vh + (size_t)w.kb * vrb;
     if (lanes || fused) fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);  // keys from kb on
@@ -360,7 +383,7 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
 // the widest block any path widens at once (a tile, a fused block, a lanes block), as
 // head_dim_qk floats of K then head_dim_v floats of V per key.
 static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
-  flash_plan_make(p, exec, VF_W, FL_QK_NV * VF_W, pl);
+  flash_plan_make(p, exec, VF_W, FL_PLAN_NR, pl);
   pl->off_kc = pl->scratch_floats;
   pl->kc_keys = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32) {
@@ -373,14 +396,14 @@ static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl
   }
 }
 
-static size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
+FL_LINKAGE size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
   flash_plan pl;
   fl_plan(p, exec, &pl);
   return flash_workspace_bytes(&pl, flash_threads(exec));
 }
 
-static int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                  const void *v, float *o, void *workspace) {
+FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                      const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   flash_plan pl;
   fl_plan(p, exec, &pl);

@@ -41,10 +41,12 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->tkv = tkv;
   plan->base_tasks = p->batch * p->kv_heads * plan->subgroups * plan->qblocks;
 
-  // Split-KV: only the shape decides (see the determinism note in flash_plan.h).
+  // Split-KV: only the shape and exec's kv_split decide (see the determinism note in
+  // flash_plan.h).
+  const int64_t kv_split = exec && exec->kv_split > 0 ? exec->kv_split : 0;
   plan->nsplit = 1;
   plan->chunk = ceil_div(p->seq_kv, tkv) * tkv;
-  if (plan->base_tasks < kFlashSplitTarget) {
+  if (kv_split > 0 || plan->base_tasks < kFlashSplitTarget) {
     // The widest task key range (the union of a query block's row ranges; seq_kv without
     // a window): chunks cut that, so a window's few visible keys are split too.
     int64_t span = 0;
@@ -56,8 +58,9 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
       if (hi - lo > span) span = hi - lo;
     }
     if (span < 1) span = 1;
-    int64_t want = ceil_div(kFlashSplitTarget, plan->base_tasks);
-    int64_t minc = ceil_div(kFlashMinChunk, tkv) * tkv;
+    // kv_split N: N chunks of whole tiles (at least one tile each, so nsplit <= N).
+    int64_t want = kv_split > 0 ? kv_split : ceil_div(kFlashSplitTarget, plan->base_tasks);
+    int64_t minc = kv_split > 0 ? tkv : ceil_div(kFlashMinChunk, tkv) * tkv;
     int64_t chunk = ceil_div(ceil_div(span, want), tkv) * tkv;
     if (chunk < minc) chunk = minc;
     plan->chunk = chunk;

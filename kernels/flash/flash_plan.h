@@ -9,12 +9,13 @@
 //     attn_row_keys ranges (rows move right with the position, so lo is the first row's,
 //     hi the last row's; causal and window problems visit nothing outside). Chunks exist
 //     only for split-KV (flash-decoding): when the unsplit task count is below
-//     kSplitTarget, the key range is cut into `nsplit` chunks
+//     kFlashSplitTarget (or attn_exec.kv_split = N > 0 asks for N chunks, for any task
+//     count), the key range is cut into `nsplit` chunks
 //     whose partial (max, sum, output) triples are merged in chunk order by the thread
 //     that finishes the last chunk of the group (no barrier between the phases).
 //
 // DETERMINISM. Every number in the plan is a function of the problem shape, the tile
-// sizes and the vector width only — never of the thread count — and each task's
+// sizes, kv_split and the vector width only — never of the thread count — and each task's
 // arithmetic depends only on the plan. So any thread count (and any scheduling) gives
 // bitwise the same output.
 #pragma once
@@ -55,10 +56,13 @@ typedef struct flash_plan {
 
 // Split-KV kicks in when the unsplit task count is below this (a constant, so the split
 // does not depend on the thread count); chunks never get shorter than kFlashMinChunk keys.
+// With exec->kv_split = N > 0 instead: chunk = ceil(span / N) rounded up to whole tiles
+// (span: the widest task key range), so nsplit = ceil(span / chunk) <= N; N = 1: no split.
 enum { kFlashSplitTarget = 32, kFlashMinChunk = 512 };
 
 // lanes = floats per vector of the calling kernel; nr = its Q·Kᵀ register tile width
-// (tkv is rounded to a multiple of it).
+// (tkv is rounded to a multiple of it; every register-tile variant of a kernel passes its
+// default's, so that they share one plan).
 void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, int nr,
                      flash_plan *plan);
 

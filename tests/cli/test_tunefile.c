@@ -45,6 +45,9 @@ static void test_round_trip(const char *dir) {
   EXPECT(attn_tune_set(&f, "tiled__avx2", "decode d128", 6, 384), "set 2");
   EXPECT(attn_tune_set(&f, "flash__avx512", "prefill d64", 256, 192), "replace");
   EXPECT(f.count == 2, "replacing keeps 2 entries (got %zu)", f.count);
+  EXPECT(attn_tune_set_variant(&f, "flash__avx512", "prefill d64", "12x32/8x32", 4), "variant");
+  EXPECT(!attn_tune_set_variant(&f, "flash__avx512", "decode d64", "12x32/8x32", 4),
+         "set_variant needs an existing entry");
   char *text = attn_tune_format(&f);
   EXPECT(text != NULL, "format");
   char path[512];
@@ -59,6 +62,10 @@ static void test_round_trip(const char *dir) {
              !strcmp(g.entries[1].cls, "decode d128") && g.entries[1].tile_q == 6 &&
              g.entries[1].tile_kv == 384,
          "entries survive the round trip (%zu)", g.count);
+  EXPECT(!strcmp(g.entries[0].regtile, "12x32/8x32") && g.entries[0].kv_split == 4 &&
+             !g.entries[1].regtile[0] && g.entries[1].kv_split == 0,
+         "regtile / kv_split survive the round trip ('%s' %d, '%s' %d)", g.entries[0].regtile,
+         g.entries[0].kv_split, g.entries[1].regtile, g.entries[1].kv_split);
   EXPECT(!memcmp(&g.machine, &f.machine, sizeof f.machine), "[machine] survives the round trip");
   char why[512];
   EXPECT(attn_tune_matches(&g, why, sizeof why), "this machine's file matches: %s", why);
@@ -108,10 +115,18 @@ static void test_round_trip(const char *dir) {
          "lookup prefill d64: %d %d", q, kv);
   EXPECT(!k || !attn_tune_lookup(k, &dec, &q, &kv), "no entry for decode d64");
   EXPECT(!attn_tune_lookup(NULL, &pre, &q, &kv), "no kernel, no lookup");
+  char rt[32] = "?";
+  int split = -1;
+  EXPECT(k && attn_tune_lookup_variant(k, &pre, rt, sizeof rt, &split) &&
+             !strcmp(rt, "12x32/8x32") && split == 4,
+         "lookup_variant prefill d64: '%s' %d", rt, split);
+  EXPECT(!k || !attn_tune_lookup_variant(k, &dec, rt, sizeof rt, &split), "no variant for decode");
   char desc[512];
   attn_tune_describe(desc, sizeof desc);
   EXPECT(strstr(desc, path) == desc &&
-             strstr(desc, "flash__avx512 prefill d64 tile_q 256 tile_kv 192"),
+             strstr(desc,
+                    "flash__avx512 prefill d64 tile_q 256 tile_kv 192 regtile 12x32/8x32 "
+                    "kv_split 4"),
          "describe: %s", desc);
   EXPECT(attn_tune_setup("test", "none") == 0, "--tune-file none");
   EXPECT(!k || !attn_tune_lookup(k, &pre, &q, &kv), "none: no lookups");

@@ -11,7 +11,13 @@ tiny config with a small budget:
   * a malformed file fails with FILE:LINE (exit 1), a foreign one (vendor/model edited)
     is ignored with a note, a missing --tune-file / ATTNBENCH_TUNE_FILE is an error;
   * --budget too small for the grid still times the built-in rule and says the share
-    was spent.
+    was spent;
+  * register-tile variants and kv_split: tune times the kernel's other variants (progress
+    lines) and writes `regtile = NAME` per section; a file's regtile / kv_split reach
+    bench's points (regtile / kv_split / tuned_variant counters, the context) and run;
+    --regtile, ATTNBENCH_REGTILE and a config's regtile / kv_split keys beat the file; an
+    unknown variant name or a bad kv_split in the file is FILE:LINE (exit 1), in a config
+    FILE:LINE (exit 2).
 """
 import json
 import os
@@ -91,6 +97,14 @@ def main():
         dec = sec.get(f"{kernel} decode d128", {"tile_q": "0", "tile_kv": "0"})
         check(all(int(e[k]) > 0 for e in (pre, dec) for k in ("tile_q", "tile_kv")),
               f"positive tiles: {pre} {dec}")
+        variants = [r["name"] for r in
+                    next(k for k in json.loads(run("list", "--json")[1]) if k["name"] == kernel)["regtiles"]]
+        check(len(variants) >= 2, f"{kernel} has register-tile variants: {variants}")
+        check(re.search(rf"\[1/2 regtile 1/{len(variants) - 1}\] {kernel} prefill d64 .* regtile "
+                        rf"{re.escape(variants[1])}: [\d.]+ ms", err) is not None,
+              f"a progress line per register-tile variant: {err!r}")
+        check(all(e.get("regtile") in variants for e in (pre, dec)),
+              f"tune writes each section's winning variant: {pre} {dec}")
 
         # 2. bench uses the default file: says so, context and counters. To see the
         # file's tiles (not a coincidence with the rule), write distinctive ones.
@@ -138,6 +152,71 @@ def main():
         check(rc == 0 and "tiles: tile_q 40, tile_kv 72" in out and f"using tuning file {path}" in err,
               f"run uses the file's tiles (got {rc}: {out!r} {err!r})")
 
+        # The file's regtile and kv_split reach bench's points and run; the command line,
+        # the environment and a config beat them.
+        text3 = re.sub(rf"(\[{kernel} prefill d64\]\n(?:.*\n)*?)regtile = .*\n",
+                       rf"\g<1>regtile = {variants[1]}\n", text2, count=1)
+        text3 = re.sub(rf"(\[{kernel} decode d128\]\n(?:.*\n)*?regtile = .*\n)", r"\g<1>kv_split = 3\n",
+                       text3, count=1)
+        check(f"regtile = {variants[1]}" in text3 and "kv_split = 3" in text3,
+              f"the variant keys were edited in: {text3!r}")
+        with open(path, "w") as f:
+            f.write(text3)
+
+        def points(doc):
+            return {b["run_name"].split("/")[4]: b for b in doc["benchmarks"] if "Sq" in b}
+
+        rc, err, doc = bench()
+        if check(rc == 0 and doc, f"bench with regtile/kv_split in the file (got {rc}: {err})"):
+            p, q = points(doc).get("Sq256"), points(doc).get("Sq1")
+            check(p is not None and (p["regtile"], p["kv_split"], p["tuned_variant"]) == (1, 0, 1),
+                  f"prefill point ran the file's variant: {p}")
+            check(q is not None and (q["regtile"], q["kv_split"], q["tuned_variant"]) ==
+                  (variants.index(dec["regtile"]), 3, 1), f"decode point ran the file's kv_split: {q}")
+            ctx = doc["context"]
+            check(f"{kernel} prefill d64 tile_q 40 tile_kv 72 regtile {variants[1]}" in ctx.get("tuning", "")
+                  and "kv_split 3" in ctx.get("tuning", ""), f"context records them: {ctx.get('tuning')!r}")
+            check(f"{kernel} 0={variants[0]} 1={variants[1]}" in ctx.get("regtiles", ""),
+                  f"context names the variants: {ctx.get('regtiles')!r}")
+        rc, out, err = run("run", "--kernel", kernel, *(x for n in "qkv" for x in (f"--{n}", os.path.join(d, n + ".npy"))),
+                           "--out", os.path.join(d, "o.npy"), env=env)
+        check(rc == 0 and f"regtile 1 ({variants[1]}); kv_split 0" in out,
+              f"run uses the file's variant (got {rc}: {out!r} {err!r})")
+        rc, err, doc = bench("--regtile", "2" if len(variants) > 2 else "0", "--kv-split", "5")
+        if check(rc == 0 and doc, f"bench --regtile --kv-split (got {rc}: {err})"):
+            want = 2 if len(variants) > 2 else 0
+            for b in points(doc).values():
+                check((b["regtile"], b["kv_split"], b["tuned_variant"]) == (want, 5, 0) and
+                      b["run_name"].endswith(f"/rt{want}/split5"), f"the command line wins: {b}")
+        rc, err, doc = bench(env2={"ATTNBENCH_REGTILE": variants[0], "ATTNBENCH_KV_SPLIT": "2"})
+        if check(rc == 0 and doc, f"bench with ATTNBENCH_REGTILE (got {rc}: {err})"):
+            for b in points(doc).values():
+                check((b["regtile"], b["kv_split"], b["tuned_variant"]) == (0, 2, 0),
+                      f"the environment beats the file: {b}")
+        rc, out, err = run("bench", "--config", cfg, "--kernel", kernel, "--regtile", "9x9/9x9",
+                           "--dry-run", env=env)
+        check(rc == 2 and "no such register-tile variant" in err,
+              f"bench --regtile unknown: exit 2 (got {rc}: {err!r})")
+        cfg_rt = os.path.join(d, "rt.ini")
+        with open(cfg_rt, "w") as f:
+            f.write(f"[p]\nkernels = {kernel}\nheads = 2\nhead_dim = 64\nseq_len = 256\n"
+                    f"regtile = {variants[1]}\nkv_split = 2\n")
+        rc, out, err = run("bench", "--config", cfg_rt, "--out", res, "--no-probe", "--quiet",
+                           "--benchmark_min_time=0.001", env=env)
+        if check(rc == 0, f"bench with a config's regtile / kv_split (got {rc}: {err})"):
+            with open(res) as f:
+                b = json.load(f)["benchmarks"][0]
+            check((b["regtile"], b["kv_split"], b["tuned_variant"]) == (1, 2, 0),
+                  f"the config's values win: {b}")
+        with open(cfg_rt, "w") as f:
+            f.write(f"[p]\nkernels = {kernel}\nheads = 2\nhead_dim = 64\nseq_len = 256\n"
+                    "regtile = 9x9/9x9\n")
+        rc, out, err = run("bench", "--config", cfg_rt, "--dry-run", env=env)
+        check(rc == 2 and f"{cfg_rt}:6: " in err and "no such register-tile variant" in err,
+              f"a config's unknown regtile: FILE:LINE, exit 2 (got {rc}: {err!r})")
+        with open(path, "w") as f:
+            f.write(text2)
+
         # Precedence: ATTNBENCH_TILE_* beats the file; --tune-file none is the rule.
         rc, err, doc = bench(env2={"ATTNBENCH_TILE_Q": "24", "ATTNBENCH_TILE_KV": "48"})
         if check(rc == 0 and doc, f"bench with ATTNBENCH_TILE_* (got {rc}: {err})"):
@@ -169,6 +248,20 @@ def main():
             rc, out, err = run(*cmd, "--tune-file", bad, env=env)
             check(rc == 1 and f"{bad}:{n}: " in err and "tile_kv = '12x'" in err,
                   f"{cmd[0]}: malformed file is exit 1 with FILE:LINE (got {rc}: {err!r})")
+        n_rt = next(i for i, l in enumerate(lines) if l.startswith("regtile")) + 1
+        for value, why in (("9x9/9x9", "has no such variant (expected " + ", ".join(variants)),
+                           ("a b", "expected a register-tile variant name")):
+            with open(bad, "w") as f:
+                f.write("\n".join(l if i + 1 != n_rt else f"regtile = {value}" for i, l in enumerate(lines)) + "\n")
+            for cmd in (("check", "--quick", "--kernel", "blocked"), ("bench", "--config", cfg, "--dry-run")):
+                rc, out, err = run(*cmd, "--tune-file", bad, env=env)
+                check(rc == 1 and f"{bad}:{n_rt}: " in err and why in err,
+                      f"{cmd[0]}: regtile = {value}: exit 1 with FILE:LINE (got {rc}: {err!r})")
+        with open(bad, "w") as f:
+            f.write("\n".join(lines[:n_rt] + ["kv_split = 0"] + lines[n_rt:]) + "\n")
+        rc, out, err = run("check", "--quick", "--kernel", "blocked", "--tune-file", bad, env=env)
+        check(rc == 1 and f"{bad}:{n_rt + 1}: " in err and "kv_split = '0'" in err,
+              f"kv_split = 0: exit 1 with FILE:LINE (got {rc}: {err!r})")
         with open(bad, "w") as f:
             f.write(text.replace("[machine]", "[machine]\ncolour = blue", 1))
         rc, out, err = run("check", "--quick", "--kernel", "blocked", env={**env, "ATTNBENCH_TUNE_FILE": bad})

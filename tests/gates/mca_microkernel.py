@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """The register-tile micro-kernel's static throughput (scripts/mca-microkernel): the AVX2
 6x2 tile of flash__avx2/tiled__avx2 must stay within 5% of the FMA bound on the znver2 and
-skylake models, the AVX-512 Q.K^T tile flash__avx512 compiles (FL_QK_MR x FL_QK_NV) within 5% on the
+skylake models, the AVX-512 Q.K^T tile flash__avx512 compiles by default (FL_RT0_QK_MR x FL_RT0_QK_NV) within 5% on the
 sapphirerapids and icelake-server models (8x2 is at 88%), and the AVX-512 softmax exp loop
 at most 11.5 cycles per vector on sapphirerapids (the vscalefps exp: 10.4; the one before
 it, 13.2). Skips (77) without llvm-mca or off x86-64."""
@@ -34,10 +34,11 @@ if not re.search(r"^\| avx2 \| \d+ instructions \| [\d.]+ \(", out.stdout, re.M)
     sys.exit("FAIL: no softmax exp-loop row")
 print("ok: avx2 6x2 at %s%% of the FMA bound (znver2, skylake)" % effs)
 
-# The AVX-512 tile is the one flash__avx512 compiles (its FL_QK_MR / FL_QK_NV defines).
-src = open(os.path.join(ROOT, "kernels", "flash", "flash_avx512.c")).read()
-mr = int(re.search(r"^#define FL_QK_MR (\d+)$", src, re.M).group(1))
-nv = int(re.search(r"^#define FL_QK_NV (\d+)$", src, re.M).group(1))
+# The AVX-512 tile is the one flash__avx512 compiles by default (its register-tile
+# variant 0: FL_RT0_QK_MR / FL_RT0_QK_NV in flash_avx512.h).
+src = open(os.path.join(ROOT, "kernels", "flash", "flash_avx512.h")).read()
+mr = int(re.search(r"^#define FL_RT0_QK_MR (\d+)$", src, re.M).group(1))
+nv = int(re.search(r"^#define FL_RT0_QK_NV (\d+)$", src, re.M).group(1))
 out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "mca-microkernel"),
                       "--tile", "avx512:%dx%d" % (mr, nv), "--cpu", "sapphirerapids,icelake-server"],
                      capture_output=True, text=True)

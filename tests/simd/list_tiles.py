@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """`attnbench list` shows each kernel record's vector width and register tiles (attn.h):
 the text column and the JSON fields agree, SIMD kernels declare whole-vector tiles,
-portable C kernels say "scalar", and omp__<isa> shows its inner tiled__<isa>'s tiles.
+portable C kernels say "scalar", and omp__<isa> shows its inner tiled__<isa>'s tiles; the
+register-tile variants (JSON "regtiles", text "rt=") start with the record's tiles and are
+named by their tiles; kernels without variants have one, "default".
 
     list_tiles.py PATH/TO/attnbench
 """
@@ -40,10 +42,26 @@ for name, k in records.items():
               f"{name}: text line does not show {want!r}: {line!r}")
     elif w == 1:
         check(re.search(r"\sscalar\s", line) is not None, f"{name}: scalar kernel line: {line!r}")
+    rts = k["regtiles"]  # the register-tile variants: [0] is the record's own tiles
+    check(len(rts) >= 1 and (rts[0]["qk_tile"], rts[0]["pv_tile"]) == ([qr, qc], [pr, pc]),
+          f"{name}: regtiles[0] {rts[:1]} is not the record's tiles")
+    for rt in rts if len(rts) > 1 else []:
+        (a, b), (c, d) = rt["qk_tile"], rt["pv_tile"]
+        check(rt["name"] == f"{a}x{b}/{c}x{d}" and b % w == 0 and d % w == 0,
+              f"{name}: variant {rt} is not named by its whole-vector tiles")
+    if len(rts) > 1:
+        want = "rt=" + ",".join(rt["name"] for rt in rts)
+        check(re.search(rf"(^|\s){re.escape(want)}(\s|$)", line) is not None,
+              f"{name}: text line does not show {want!r}: {line!r}")
+    else:
+        check(rts[0]["name"] == "default" and " rt=" not in line,
+              f"{name}: one implicit variant named default, no rt= column: {rts} {line!r}")
     if name.startswith("omp__"):
         inner = records.get("tiled__" + name[5:])
         check(inner is not None and (inner["vec_width"], inner["qk_tile"], inner["pv_tile"]) ==
               (w, [qr, qc], [pr, pc]), f"{name}: tiles differ from its inner tiled kernel")
+for name in ("flash__avx512", "flash__avx2"):
+    check(name not in records or len(records[name]["regtiles"]) >= 2, f"{name}: no variants")
 for name in ("reference", "naive", "blocked"):
     check(name in records and records[name]["vec_width"] == 1, f"{name}: vec_width 1 (scalar C)")
 

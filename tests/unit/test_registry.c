@@ -55,6 +55,41 @@ int main(void) {
   static const attn_kernel badtile = {
       .name = "plug_tile", .summary = "x", .run = run_zero, .qk_rows = -1};
   static const attn_kernel dup = REC("plug_one");
+  // Register-tile variants: NULL array, duplicate names, [0] not the record's tiles, a bad
+  // name character, too many.
+  static const attn_regtile rts[] = {{"2x4/2x4", 2, 4, 2, 4},
+                                     {"4x4/2x4", 4, 4, 2, 4},
+                                     {"2x4/2x4", 2, 4, 2, 4},
+                                     {"a b", 1, 4, 1, 4}};
+#define RT_REC(nm, n, arr)                                                                   \
+  {                                                                                          \
+    .name = nm, .summary = "x", .run = run_zero, .vec_width = 4, .qk_rows = 2, .qk_cols = 4, \
+    .pv_rows = 2, .pv_cols = 4, .regtile_count = n, .regtiles = arr                          \
+  }
+  static const attn_kernel rt_ok = RT_REC("plug_rt_ok", 2, rts);
+  static const attn_kernel rt_null = RT_REC("plug_rt_null", 2, NULL);
+  static const attn_kernel rt_dup = RT_REC("plug_rt_dup", 3, rts);
+  static const attn_kernel rt_first = RT_REC("plug_rt_first", 1, rts + 1);
+  static const attn_kernel rt_char = RT_REC("plug_rt_char", 1, rts + 3);
+  static const attn_kernel rt_many = RT_REC("plug_rt_many", ATTN_MAX_REGTILES + 1, rts);
+#undef RT_REC
+  {
+    char err[256];
+    EXPECT(attn_kernel_validate(&rt_ok, err, sizeof err), "two variants: %s", err);
+    const struct {
+      const attn_kernel *k;
+      const char *why;
+    } bad[] = {{&rt_null, "regtiles is NULL"},
+               {&rt_dup, "appears twice"},
+               {&rt_first, "differs from the record"},
+               {&rt_char, "character outside"},
+               {&rt_many, "regtile_count"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      err[0] = '\0';
+      EXPECT(!attn_kernel_validate(bad[i].k, err, sizeof err) && strstr(err, bad[i].why),
+             "%s: want '%s', got '%s'", bad[i].k->name, bad[i].why, err);
+    }
+  }
   const attn_kernel *shadow = attn_kernel_at(0);  // a built-in record, same name
 
   {

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// flash_avx2.h — what every register-tile variant of flash__avx2 shares: the SIMD
+// mapping, the micro-kernel unroll, and the plan and path parameters of the default
+// variant (flash_body.h: so that every variant gives the default's output bits), plus the
+// variants' tiles and entry points. Included by flash_avx2.c (the default, the record and
+// the dispatch) and flash_<tiles>_avx2.c (one other variant each), before their
+// FL_QK_* / FL_PV_* and flash/flash_body.h.
+#pragma once
+
+#include "attn.h"
+#include "simd/vec_avx2.h"
+
+#define VK_K_UNROLL 4  // micro-kernel k loop unrolled 4× (docs/tuning.md)
+
+// The default variant's plan and paths, for every variant (flash_body.h).
+#define FL_DEC_ROWS 6    // fewer rows: the fused decode pass
+#define FL_PLAN_NR 16    // tile_kv a multiple of 16 keys
+#define FL_ROW_BLOCK 36  // rows per Q·Kᵀ → softmax → P·V block
+#define FL_LINKAGE       // the variants' entry points are called from flash_avx2.c
+
+// The register-tile variants, MR rows × NV vectors of 8 floats (16 ymm registers:
+// MR·NV accumulators + the B vectors + the broadcasts live at once):
+//   0  6x16/6x16  Q·Kᵀ 12 + 2 + 1, P·V 12 + 2 + 1 (the default)
+//   1  4x24/4x24  Q·Kᵀ 12 + 3 + 1, P·V 12 + 3 + 1
+//   2  3x32/6x16  Q·Kᵀ 12 accumulators + 1 broadcast, the 4 K vectors as FMA memory
+//                 operands (or 3 broadcasts + 1 K vector); P·V the default's
+#define FL_RT0_QK_MR 6
+#define FL_RT0_QK_NV 2
+#define FL_RT0_PV_MR 6
+#define FL_RT0_PV_NV 2
+#define FL_RT1_QK_MR 4
+#define FL_RT1_QK_NV 3
+#define FL_RT1_PV_MR 4
+#define FL_RT1_PV_NV 3
+#define FL_RT2_QK_MR 3
+#define FL_RT2_QK_NV 4
+#define FL_RT2_PV_MR 6
+#define FL_RT2_PV_NV 2
+
+size_t flash_avx2_workspace(const attn_problem *p, const attn_exec *exec);
+int flash_avx2_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                   const void *v, float *o, void *workspace);
+size_t flash_avx2_4x24_workspace(const attn_problem *p, const attn_exec *exec);
+int flash_avx2_4x24_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                        const void *v, float *o, void *workspace);
+size_t flash_avx2_3x32_workspace(const attn_problem *p, const attn_exec *exec);
+int flash_avx2_3x32_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                        const void *v, float *o, void *workspace);
