@@ -179,9 +179,14 @@ static void fl_row_limits(const attn_problem *p, const fl_rows *w, int64_t j0, i
     if (los) memset(los, 0, (size_t)w->nrows * sizeof *los);
     return;
   }
+  // Each of lo, hi grows by 0 or 1 from one position to the next (a clamped diagonal, and
+  // hi ≥ lo), so an end that grew by nq − 1 over the task grew by 1 at every step, and one
+  // that did not grow is constant: then no row needs attn_row_keys.
+  const int64_t last = w->nq - 1, dlo = lo1 - lo0, dhi = hi1 - hi0;
+  const bool linear = (dlo == 0 || dlo == last) && (dhi == 0 || dhi == last);
   for (int64_t r = 0; r < w->nq; r++) {
-    int64_t lo, hi;
-    attn_row_keys(p, w->i0 + r, &lo, &hi);
+    int64_t lo = lo0 + (dlo ? r : 0), hi = hi0 + (dhi ? r : 0);
+    if (!linear) attn_row_keys(p, w->i0 + r, &lo, &hi);
     int64_t lim = hi - j0, start = lo - j0 < 0 ? 0 : lo - j0;
     lim = lim > n ? n : lim < 0 ? 0 : lim;
     if (start >= lim) lim = 0, start = 0;
