@@ -219,9 +219,9 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
     // The next tile's K and V, requested a line at a time by the micro-kernels below.
     const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
     vk_pf pf = vk_pf_rows(kj + (size_t)tkv * krb, vj + (size_t)tkv * vrb, nn, krb, vrb);
-    const float *vt;  // V̂: in place, or padded copy, or widened
+    const float *vt;  // V̂: in place, or a padded or aligned copy, or widened
     if (t == ATTN_DTYPE_F32) {
-      vt = vk_pad_v((const float *)vj, nk, dv, dvp, vs);
+      vt = vk_aligned_v((const float *)vj, nk, dv, dvp, vs);
     } else {
       kv_widen_rows(t, vj, vrb, nk, dv, vs, dvp, dvp);
       vt = vs;

@@ -119,15 +119,31 @@ static inline void vk_pack_kt(const float *k, int64_t nk, int64_t ncp, int64_t d
 }
 
 // ── The V pad/copy ──────────────────────────────────────────────────────────────────
+// n rows of V (dv floats each) copied into buf with stride dvp ≥ dv, zero-padded.
+static inline const float *vk_copy_v(const float *v, int64_t n, int64_t dv, int64_t dvp,
+                                     float *buf) {
+  for (int64_t c = 0; c < n; c++) {
+    memcpy(buf + c * dvp, v + c * dv, (size_t)dv * sizeof(float));
+    for (int64_t e = dv; e < dvp; e++) buf[c * dvp + e] = 0.0f;
+  }
+  return buf;
+}
+
 // V rows for the P·V micro-kernel, which loads dvp = ⌈dv/VF_W⌉·VF_W columns per row: when
 // head_dim_v is whole vectors (dv == dvp) V's own rows serve; otherwise its n rows are
 // copied into buf, zero-padded to dvp. Either way the rows returned have stride dvp.
 static inline const float *vk_pad_v(const float *v, int64_t n, int64_t dv, int64_t dvp,
                                     float *buf) {
   if (dv == dvp) return v;
-  for (int64_t c = 0; c < n; c++) {
-    memcpy(buf + c * dvp, v + c * dv, (size_t)dv * sizeof(float));
-    for (int64_t e = dv; e < dvp; e++) buf[c * dvp + e] = 0.0f;
-  }
-  return buf;
+  return vk_copy_v(v, n, dv, dvp, buf);
+}
+
+// The same, and also copied when V is not vector-aligned (malloc's 16-byte alignment, a
+// view into a larger array), so that no vector load of the micro-kernel straddles two
+// cache lines — on AVX-512 every one would (docs/tuning.md: one copy per K/V tile costs
+// less). buf (vector-aligned) must hold n·dvp floats whatever dv.
+static inline const float *vk_aligned_v(const float *v, int64_t n, int64_t dv, int64_t dvp,
+                                        float *buf) {
+  if ((uintptr_t)v % (VF_W * sizeof(float)) != 0) return vk_copy_v(v, n, dv, dvp, buf);
+  return vk_pad_v(v, n, dv, dvp, buf);
 }

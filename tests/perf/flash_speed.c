@@ -25,6 +25,9 @@
 // variants alternated per rep (the order rotates every rep), and "vs first" gives the
 // ratios: an A/B comparison under the same (noisy) machine load.
 //   flash_speed --threads 2 --seq 2048 --d 64 --softcap 50 --ab --reps 11
+// Q, K, V and O start on 64-byte boundaries, as `attnbench bench` allocates them; --offset B
+// (0–60, a multiple of 4) puts each B bytes past one instead — e.g. 16, malloc's
+// alignment — to measure what unaligned inputs cost.
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -47,6 +50,12 @@ static void fill(float *x, size_t n, uint64_t seed) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     x[i] = (float)((double)(s >> 11) * (2.0 / 9007199254740992.0) - 1.0);
   }
+}
+
+// `bytes` at `off` bytes past a 64-byte boundary; *base is what to free (NULL: failed).
+static void *alloc_at(size_t bytes, int off, void **base) {
+  *base = aligned_alloc(64, (bytes + (size_t)off + 63) / 64 * 64);
+  return *base ? (char *)*base + off : NULL;
 }
 
 // A whole decimal number in [lo, hi], or exit 2 with a message naming the option.
@@ -78,7 +87,7 @@ static int parse_list(const char *opt, const char *s, int *out, int cap) {
 
 int main(int argc, char **argv) {
   const char *kernels[16];
-  int nk = 0, threads[8] = {0}, nthreads = 0, reps = 5, bw = 0, rotate = 1;
+  int nk = 0, threads[8] = {0}, nthreads = 0, reps = 5, bw = 0, rotate = 1, offset = 0;
   int64_t batch = 1, heads = 8, kv_heads = 0, seq = 2048, seq_q = 0, d = 64;
   attn_exec base = {0};
   bool causal = false, ab = false, want_sinks = false, want_lse = false;
@@ -109,7 +118,14 @@ int main(int argc, char **argv) {
       reps = (int)number(a, v, 1, 1000), i++;
     else if (!strcmp(a, "--rotate"))
       rotate = (int)number(a, v, 1, 64), i++;
-    else if (!strcmp(a, "--batch"))
+    else if (!strcmp(a, "--offset")) {
+      offset = (int)number(a, v, 0, 60), i++;
+      if (offset % 4) {
+        fprintf(stderr, "flash_speed: --offset %d is not a multiple of 4 (float alignment)\n",
+                offset);
+        return 2;
+      }
+    } else if (!strcmp(a, "--batch"))
       batch = number(a, v, 1, 1 << 20), i++;
     else if (!strcmp(a, "--heads"))
       heads = number(a, v, 1, 1 << 20), i++;
@@ -198,6 +214,7 @@ int main(int argc, char **argv) {
   const size_t krows = attn_k_elems(&p) / (size_t)d, vrows = attn_v_elems(&p) / (size_t)d;
   float *qs[64], *os[64];
   void *ks[ATTN_DTYPE_COUNT][64], *vs[ATTN_DTYPE_COUNT][64];
+  void *qb[64], *ob[64], *kbs[ATTN_DTYPE_COUNT][64], *vbs[ATTN_DTYPE_COUNT][64];  // to free
   double kv_bytes[ATTN_DTYPE_COUNT];
   for (int di = 0; di < ndt; di++)
     kv_bytes[di] = (double)(krows + vrows) * (double)attn_kv_row_bytes(dts[di], d);
@@ -208,8 +225,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (int c = 0; c < rotate; c++) {
-    qs[c] = malloc(attn_q_elems(&p) * sizeof(float));
-    os[c] = malloc(attn_o_elems(&p) * sizeof(float));
+    qs[c] = alloc_at(attn_q_elems(&p) * sizeof(float), offset, &qb[c]);
+    os[c] = alloc_at(attn_o_elems(&p) * sizeof(float), offset, &ob[c]);
     if (!qs[c] || !os[c]) {
       fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
       return 1;
@@ -217,8 +234,8 @@ int main(int argc, char **argv) {
     fill(qs[c], attn_q_elems(&p), 1), fill(kf, attn_k_elems(&p), 2);
     fill(vf, attn_v_elems(&p), 3);
     for (int di = 0; di < ndt; di++) {
-      ks[di][c] = malloc(krows * attn_kv_row_bytes(dts[di], d));
-      vs[di][c] = malloc(vrows * attn_kv_row_bytes(dts[di], d));
+      ks[di][c] = alloc_at(krows * attn_kv_row_bytes(dts[di], d), offset, &kbs[di][c]);
+      vs[di][c] = alloc_at(vrows * attn_kv_row_bytes(dts[di], d), offset, &vbs[di][c]);
       if (!ks[di][c] || !vs[di][c]) {
         fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
         return 1;
@@ -238,6 +255,7 @@ int main(int argc, char **argv) {
          causal ? "causal" : "non-causal", reps);
   if (rotate > 1) printf(", %d rotating input copies", rotate);
   printf(", options %s%s", opt_names, ab ? " (B) vs none (A)" : "");
+  if (offset) printf(", inputs %d bytes past 64-byte boundaries", offset);
   if (nv > 1) printf(", variants timed alternately");
   printf("\n");
   printf("%-16s %-5s %-4s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "opts", "T",
@@ -305,8 +323,8 @@ int main(int argc, char **argv) {
     }
   }
   for (int c = 0; c < rotate; c++) {
-    free(qs[c]), free(os[c]);
-    for (int di = 0; di < ndt; di++) free(ks[di][c]), free(vs[di][c]);
+    free(qb[c]), free(ob[c]);
+    for (int di = 0; di < ndt; di++) free(kbs[di][c]), free(vbs[di][c]);
   }
   free(sinks), free(lse);
   return 0;
