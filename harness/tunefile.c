@@ -489,34 +489,32 @@ int attn_tune_setup(const char *command, const char *flag) {
   return 0;
 }
 
-bool attn_tune_lookup(const attn_kernel *k, const attn_problem *p, int *tile_q, int *tile_kv) {
-  if (!g_tune.active || !k) return false;
+// The active file's entry for kernel k and p's shape class, or NULL.
+static const attn_tune_entry *tune_entry(const attn_kernel *k, const attn_problem *p) {
+  if (!g_tune.active || !k) return NULL;
   char cls[32];
   attn_tune_class(p, cls, sizeof cls);
   for (size_t i = 0; i < g_tune.file.count; i++) {
     const attn_tune_entry *e = &g_tune.file.entries[i];
-    if (!strcmp(e->kernel, k->name) && !strcmp(e->cls, cls)) {
-      *tile_q = e->tile_q, *tile_kv = e->tile_kv;
-      return true;
-    }
+    if (!strcmp(e->kernel, k->name) && !strcmp(e->cls, cls)) return e;
   }
-  return false;
+  return NULL;
+}
+
+bool attn_tune_lookup(const attn_kernel *k, const attn_problem *p, int *tile_q, int *tile_kv) {
+  const attn_tune_entry *e = tune_entry(k, p);
+  if (!e) return false;
+  *tile_q = e->tile_q, *tile_kv = e->tile_kv;
+  return true;
 }
 
 bool attn_tune_lookup_variant(const attn_kernel *k, const attn_problem *p, char *regtile,
                               size_t regtile_len, int *kv_split) {
-  if (!g_tune.active || !k) return false;
-  char cls[32];
-  attn_tune_class(p, cls, sizeof cls);
-  for (size_t i = 0; i < g_tune.file.count; i++) {
-    const attn_tune_entry *e = &g_tune.file.entries[i];
-    if (!strcmp(e->kernel, k->name) && !strcmp(e->cls, cls)) {
-      copy(regtile, regtile_len, e->regtile);
-      *kv_split = e->kv_split;
-      return true;
-    }
-  }
-  return false;
+  const attn_tune_entry *e = tune_entry(k, p);
+  if (!e) return false;
+  copy(regtile, regtile_len, e->regtile);
+  *kv_split = e->kv_split;
+  return true;
 }
 
 const char *attn_tune_describe(char *buf, size_t len) {

@@ -23,6 +23,7 @@
 #include "attn.h"
 #include "check/check.h"
 #include "core/convert.h"
+#include "size_set.h"
 #include "test_util.h"
 
 static size_t g_cases = 0;
@@ -119,16 +120,6 @@ static void run_one(const attn_kernel *k, attn_dtype t, const kv_case *c) {
   for (int i = 0; i < 3; i++) free(o[i]);
 }
 
-typedef struct set64 {
-  int64_t v[64];
-  size_t n;
-} set64;
-static void add(set64 *s, int64_t x) {
-  if (x < 1 || s->n == 64) return;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->v[i] == x) return;
-  s->v[s->n++] = x;
-}
 static void add_around(set64 *s, int64_t t) {
   add(s, t - 1), add(s, t), add(s, t + 1), add(s, 2 * t + 1);
 }

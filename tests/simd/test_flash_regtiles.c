@@ -22,6 +22,7 @@
 #include "check/check.h"
 #include "core/convert.h"
 #include "flash/flash_plan.h"
+#include "size_set.h"
 #include "test_util.h"
 
 static size_t g_cases = 0;
@@ -165,16 +166,6 @@ static void check_record(const attn_kernel *k) {
   EXPECT(attn_exec_check(&good, err, sizeof err) == ATTN_OK, "attn_exec_check: %s", err);
 }
 
-typedef struct set64 {
-  int64_t v[64];
-  size_t n;
-} set64;
-static void add(set64 *s, int64_t x) {
-  if (x < 1 || s->n == 64) return;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->v[i] == x) return;
-  s->v[s->n++] = x;
-}
 static void add_around(set64 *s, int64_t t, bool quick) {
   add(s, t - 1), add(s, t), add(s, t + 1);
   if (!quick) add(s, 2 * t - 1), add(s, 2 * t + 1);
