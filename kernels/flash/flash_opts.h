@@ -53,9 +53,6 @@ static inline float fl_span_softmax_pass(float *s, int64_t c0, int64_t n, int64_
   return phase == 1 ? t : vs_online_softmax_exp_span(s, v0, v1, ncol, t, m, l);
 }
 
-static const float fl_iota[16]
-    __attribute__((aligned(64))) = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-
 // What a row's score options need over keys j0 + [a, b) of head hh at position i: the
 // ALiBi slope, the mask row at j0, and the distances j − i − off of the first vector's
 // keys (dist0) — stepped by VF_W while every one is below 2^24 in magnitude (exact),
@@ -75,7 +72,7 @@ static inline fl_fin_rowq fl_fin_row_setup(const fl_fin *f, int64_t hh, int64_t 
                    : NULL;
   const int64_t d0 = j0 + a - i - f->off, d1 = j0 + b - i - f->off;
   q.stepped = (d0 < 0 ? -d0 : d0) < (1 << 24) && (d1 < 0 ? -d1 : d1) < (1 << 24);
-  q.dist0 = vf_add(vf_set1((float)d0), vf_load(fl_iota));
+  q.dist0 = vf_add(vf_set1((float)d0), vf_load(vs_iota));
   return q;
 }
 
@@ -97,7 +94,7 @@ static int64_t fl_fin_row(const fl_fin *f, int64_t row, float *s, int64_t j0, in
   const float slope = rq.slope, *mrow = rq.mrow;
   const bool stepped = rq.stepped;
   const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
-  const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
+  const vf_t iota = vf_load(vs_iota), step = vf_set1((float)VF_W);
   vf_t dist = rq.dist0;
   for (int64_t c = c0; c < n; c += VF_W) {
     if (!stepped) dist = vf_add(vf_set1((float)(j0 + c - i - f->off)), iota);
@@ -159,7 +156,7 @@ static inline __attribute__((always_inline)) float fl_fin_softmax_pass(
   const float slope = rq.slope, *mrow = rq.mrow;
   const bool stepped = rq.stepped;
   const vf_t cap = vf_set1(f->softcap), icap = vf_set1(f->inv_softcap), vsl = vf_set1(slope);
-  const vf_t iota = vf_load(fl_iota), step = vf_set1((float)VF_W);
+  const vf_t iota = vf_load(vs_iota), step = vf_set1((float)VF_W);
   const vf_t dist0 = rq.dist0;
   if (!keep && phase != 2) {
     vs_mask_head(s, v0, c0);
