@@ -804,11 +804,8 @@ int cmd_check(int argc, char **argv) {
   }
   // --regtile (or ATTNBENCH_REGTILE): every kernel checked must have it
   for (long i = 0; (o.regtile || getenv("ATTNBENCH_REGTILE")) && i < n_sel; i++) {
-    attn_exec probe = {0};
-    const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
     char why[512];
-    if (attn_placement_variant(sel[i].k, &p1, o.regtile, "--regtile", 0, &probe, NULL, why,
-                               sizeof why) != 0) {
+    if (attn_placement_regtile_check(sel[i].k, o.regtile, why, sizeof why) != 0) {
       fprintf(stderr, "attnbench check: %s (choose the kernels with --kernel)\n", why);
       free(sel);
       free(cases);

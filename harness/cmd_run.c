@@ -421,11 +421,8 @@ int cmd_run(int argc, char **argv) {
   const attn_kernel *kernel = NULL;
   if ((rc = find_kernel(a.kernel_name, &kernel)) >= 0) return rc;
   {  // a --regtile (or ATTNBENCH_REGTILE) this kernel does not have is a bad command line
-    attn_exec probe = {0};
-    const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
     char why[512];
-    if (attn_placement_variant(kernel, &p1, a.regtile, "--regtile", 0, &probe, NULL, why,
-                               sizeof why) != 0) {
+    if (attn_placement_regtile_check(kernel, a.regtile, why, sizeof why) != 0) {
       fprintf(stderr, "attnbench run: %s\n", why);
       return ATTNBENCH_EXIT_USAGE;
     }

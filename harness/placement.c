@@ -318,3 +318,10 @@ int attn_placement_variant(const attn_kernel *k, const attn_problem *p, const ch
   exec->kv_split = kv > 0 ? kv : 0;
   return 0;
 }
+
+int attn_placement_regtile_check(const attn_kernel *k, const char *regtile, char *err,
+                                 size_t err_len) {
+  attn_exec probe = {0};
+  const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
+  return attn_placement_variant(k, &p1, regtile, "--regtile", 0, &probe, NULL, err, err_len);
+}

@@ -134,6 +134,12 @@ int attn_placement_variant(const attn_kernel *k, const attn_problem *p, const ch
                            const char *what, int kv_split, attn_exec *exec, bool *tuned, char *err,
                            size_t err_len);
 
+// Whether the --regtile value regtile (NULL: not given), else ATTNBENCH_REGTILE, names one
+// of k's variants — the up-front check of run and check, before any problem is known.
+// Returns 0, or −1 with attn_placement_variant's message in err.
+int attn_placement_regtile_check(const attn_kernel *k, const char *regtile, char *err,
+                                 size_t err_len);
+
 // The --regtile and --kv-split options of run, check and bench (for their cli_option
 // tables; needs cli_args.h). regtile: const char ** (NULL = not given); kv_split: int *,
 // with kv_split_given: bool * (the command sets −1 when not given).
