@@ -275,7 +275,12 @@ def main():
               f"an indented (continuation) line is an error at its line (got {rc}: {err!r})")
 
         # 5. foreign (vendor or model edited; the default location too): ignored, a note.
-        for key, val in (("vendor", "AuthenticAMD"), ("model", "1")):
+        # The edited values differ from this machine's whatever it is (an AMD machine's
+        # file says AuthenticAMD already; a model-1 CPU's says model 1).
+        own = dict(re.findall(r"^(vendor|model) = (.*)$", text, flags=re.M))
+        other_vendor = "GenuineIntel" if own.get("vendor") == "AuthenticAMD" else "AuthenticAMD"
+        other_model = str(int(own.get("model", "0")) + 1)
+        for key, val in (("vendor", other_vendor), ("model", other_model)):
             with open(path, "w") as f:
                 f.write(re.sub(rf"^{key} = .*$", f"{key} = {val}", text, count=1, flags=re.M))
             rc, err, doc = bench()
