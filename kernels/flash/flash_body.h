@@ -151,7 +151,7 @@ static const fl_fin *fl_fin_setup(const attn_problem *p, const fl_rows *w, int64
   return f->scores || f->window_lo ? f : NULL;
 }
 
-// Q̂ = scale·Q for the task's rows, row-major (dqk floats per row).
+// Q̂ = scale·Q for the task's rows, row-major (dqk floats per row): the decode paths.
 static void fl_load_q(const attn_problem *p, const fl_rows *w, int64_t b, const float *q,
                       float *qs) {
   const int64_t dqk = p->head_dim_qk;
@@ -160,6 +160,30 @@ static void fl_load_q(const attn_problem *p, const fl_rows *w, int64_t b, const 
     const float *qh = attn_q_head(p, q, b, w->h0 + hh) + w->i0 * dqk;
     float *dst = qs + hh * w->nq * dqk;
     for (int64_t x = 0; x < w->nq * dqk; x++) dst[x] = scale * qh[x];
+  }
+}
+
+// Q̂ = scale·Q for the tiled pass, in the panels its Q·Kᵀ register tiles read: the rows go
+// in blocks of FL_ROW_BLOCK and each block in register tiles of FL_QK_MR rows (the last
+// one narrower), as fl_tiled_pass_t and fl_qk_tile walk them; a tile of mr rows starting
+// at row R holds Q̂[R + i][k] at qs[R·dqk + k·mr + i] — the same floats in the same place
+// as the row-major layout, transposed within each tile. The micro-kernel then broadcasts
+// A from one pointer (A[i][k] = a[i + k·mr]) instead of one address register per row.
+static void fl_load_q_panels(const attn_problem *p, const fl_rows *w, int64_t b, const float *q,
+                             float *qs) {
+  const int64_t dqk = p->head_dim_qk, nrows = w->nrows;
+  const float scale = p->scale;
+  for (int64_t r0 = 0; r0 < nrows; r0 += FL_ROW_BLOCK) {
+    const int64_t nb = nrows - r0 < FL_ROW_BLOCK ? nrows - r0 : FL_ROW_BLOCK;
+    for (int64_t r = r0; r < r0 + nb; r += FL_QK_MR) {
+      const int64_t mr = r0 + nb - r < FL_QK_MR ? r0 + nb - r : FL_QK_MR;
+      float *panel = qs + r * dqk;
+      for (int64_t i = 0; i < mr; i++) {  // row r + i: head hh, position i0 + pos
+        const int64_t hh = (r + i) / w->nq, pos = (r + i) % w->nq;
+        const float *src = attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk;
+        for (int64_t k = 0; k < dqk; k++) panel[k * mr + i] = scale * src[k];
+      }
+    }
   }
 }
 
@@ -336,9 +360,12 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
   if (w.kb < w.ke) {
-    fl_load_q(p, &w, tk.b, q, qs);
     const int lanes = w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
     const int fused = !lanes && w.nrows < FL_DEC_ROWS;
+    if (lanes || fused)
+      fl_load_q(p, &w, tk.b, q, qs);
+    else
+      fl_load_q_panels(p, &w, tk.b, q, qs);
     const int64_t nkeys = w.ke - w.kb;
     const char *kb = kh + (size_t)w.kb * krb, *vb = vh + (size_t)w.kb * vrb;
     if (lanes || fused) fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);  // keys from kb on

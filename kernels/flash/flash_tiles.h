@@ -27,7 +27,9 @@ static inline int64_t fl_min_lo(const int32_t *lims, const int32_t *los, int64_t
 }
 
 // S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W: S = Q̂·K̂ᵀ with the shared
-// micro-kernel (init 0; A = Q̂ row-major, B = K̂ᵀ with tkv keys per d row). Full register
+// micro-kernel (init 0; A = Q̂ in panels of FL_QK_MR rows, fl_load_q_panels: the tile of
+// mr rows at row r holds Q̂[r + i][k] at q[r·dqk + k·mr + i]; B = K̂ᵀ with tkv keys per d
+// row). Full register
 // tiles are FL_QK_MR × FL_QK_NV; edges fall back to narrower instances of it. Register
 // tiles whose keys no row of the tile can see (lims: keys each row sees in this K/V
 // tile) are skipped — on the diagonal that is the part above it, and with a window
@@ -42,24 +44,24 @@ static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
       const int64_t mr = nrows - r < FL_QK_MR ? nrows - r : FL_QK_MR;
       if (c >= fl_max_lim(lims, r, mr)) continue;
       if (los && c + nv * VF_W <= fl_min_lo(lims, los, r, mr)) continue;
-      const float *qr = q + r * dqk;
+      const float *qr = q + r * dqk;  // the panel: row rr's k-th value at qr[k·mr + rr]
       const float *ktc = kt + c;
       float *sr = s + r * tkv + c;
       if (nv == FL_QK_NV && mr == FL_QK_MR) {
-        vk_tile(FL_QK_MR, FL_QK_NV, VK_INIT_ZERO, NULL, qr, dqk, 1, ktc, tkv, dqk, sr, tkv, NULL, 1,
-                pf);
+        vk_tile(FL_QK_MR, FL_QK_NV, VK_INIT_ZERO, NULL, qr, 1, FL_QK_MR, ktc, tkv, dqk, sr, tkv,
+                NULL, 1, pf);
       } else if (mr == FL_QK_MR) {
         for (int v = 0; v < nv; v++)
-          vk_tile(FL_QK_MR, 1, VK_INIT_ZERO, NULL, qr, dqk, 1, ktc + v * VF_W, tkv, dqk,
+          vk_tile(FL_QK_MR, 1, VK_INIT_ZERO, NULL, qr, 1, FL_QK_MR, ktc + v * VF_W, tkv, dqk,
                   sr + v * VF_W, tkv, NULL, 1, pf);
       } else if (nv == FL_QK_NV) {
         for (int64_t rr = 0; rr < mr; rr++)
-          vk_tile(1, FL_QK_NV, VK_INIT_ZERO, NULL, qr + rr * dqk, dqk, 1, ktc, tkv, dqk,
-                  sr + rr * tkv, tkv, NULL, 1, pf);
+          vk_tile(1, FL_QK_NV, VK_INIT_ZERO, NULL, qr + rr, 0, mr, ktc, tkv, dqk, sr + rr * tkv,
+                  tkv, NULL, 1, pf);
       } else {
         for (int64_t rr = 0; rr < mr; rr++)
           for (int v = 0; v < nv; v++)
-            vk_tile(1, 1, VK_INIT_ZERO, NULL, qr + rr * dqk, dqk, 1, ktc + v * VF_W, tkv, dqk,
+            vk_tile(1, 1, VK_INIT_ZERO, NULL, qr + rr, 0, mr, ktc + v * VF_W, tkv, dqk,
                     sr + rr * tkv + v * VF_W, tkv, NULL, 1, pf);
       }
     }
