@@ -26,6 +26,55 @@ static inline int64_t fl_min_lo(const int32_t *lims, const int32_t *los, int64_t
   return mn == INT32_MAX ? 0 : mn;
 }
 
+// A register tile of mr < FL_QK_MR rows (a row block's last tile) × FL_QK_NV vectors, from
+// its panel (row i's k-th value at qr[k·mr + i]): the switch gives each row count its own
+// fully unrolled instance, so the block's edge runs mr·NV FMAs per panel load like the
+// full tiles instead of one row at a time (same FMA order per score: the same bits).
+static void fl_qk_rows(int mr, const float *qr, const float *ktc, int64_t tkv, int64_t dqk,
+                       float *sr, vk_pf *pf) {
+#define FL_QK_CASE(M)                                                                        \
+  case M:                                                                                    \
+    vk_tile(M, FL_QK_NV, VK_INIT_ZERO, NULL, qr, 1, M, ktc, tkv, dqk, sr, tkv, NULL, 1, pf); \
+    break;
+  switch (mr) {
+    FL_QK_CASE(1)
+    FL_QK_CASE(2)
+#if FL_QK_MR > 3
+    FL_QK_CASE(3)
+#endif
+#if FL_QK_MR > 4
+    FL_QK_CASE(4)
+#endif
+#if FL_QK_MR > 5
+    FL_QK_CASE(5)
+#endif
+#if FL_QK_MR > 6
+    FL_QK_CASE(6)
+#endif
+#if FL_QK_MR > 7
+    FL_QK_CASE(7)
+#endif
+#if FL_QK_MR > 8
+    FL_QK_CASE(8)
+#endif
+#if FL_QK_MR > 9
+    FL_QK_CASE(9)
+#endif
+#if FL_QK_MR > 10
+    FL_QK_CASE(10)
+#endif
+#if FL_QK_MR > 11
+    FL_QK_CASE(11)
+#endif
+    default:
+      break;
+  }
+#undef FL_QK_CASE
+}
+#if FL_QK_MR > 12
+#error "fl_qk_rows: FL_QK_MR <= 12"
+#endif
+
 // S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W: S = Q̂·K̂ᵀ with the shared
 // micro-kernel (init 0; A = Q̂ in panels of FL_QK_MR rows, fl_load_q_panels: the tile of
 // mr rows at row r holds Q̂[r + i][k] at q[r·dqk + k·mr + i]; B = K̂ᵀ with tkv keys per d
@@ -55,9 +104,7 @@ static void fl_qk_tile(int64_t nrows, int64_t ncol, const float *q, int64_t dqk,
           vk_tile(FL_QK_MR, 1, VK_INIT_ZERO, NULL, qr, 1, FL_QK_MR, ktc + v * VF_W, tkv, dqk,
                   sr + v * VF_W, tkv, NULL, 1, pf);
       } else if (nv == FL_QK_NV) {
-        for (int64_t rr = 0; rr < mr; rr++)
-          vk_tile(1, FL_QK_NV, VK_INIT_ZERO, NULL, qr + rr, 0, mr, ktc, tkv, dqk, sr + rr * tkv,
-                  tkv, NULL, 1, pf);
+        fl_qk_rows((int)mr, qr, ktc, tkv, dqk, sr, pf);
       } else {
         for (int64_t rr = 0; rr < mr; rr++)
           for (int v = 0; v < nv; v++)
