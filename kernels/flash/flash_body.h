@@ -362,13 +362,14 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   if (w.kb < w.ke) {
     const int lanes = w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
     const int fused = !lanes && w.nrows < FL_DEC_ROWS;
-    if (lanes || fused)
-      fl_load_q(p, &w, tk.b, q, qs);
-    else
-      fl_load_q_panels(p, &w, tk.b, q, qs);
     const int64_t nkeys = w.ke - w.kb;
     const char *kb = kh + (size_t)w.kb * krb, *vb = vh + (size_t)w.kb * vrb;
-    if (lanes || fused) fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);  // keys from kb on
+    if (lanes || fused) {  // decode paths: row-major Q̂, each row's keys from kb on
+      fl_load_q(p, &w, tk.b, q, qs);
+      fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);
+    } else {  // the tiled pass: Q̂ in its register-tile panels
+      fl_load_q_panels(p, &w, tk.b, q, qs);
+    }
     if (lanes) {
       if (ty == ATTN_DTYPE_F32)
         fl_lanes(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, pl->tkv,

@@ -78,8 +78,8 @@ static void fl_qk_rows(int mr, const float *qr, const float *ktc, int64_t tkv, i
 // S rows [0, nrows) × keys [0, ncol), ncol a multiple of VF_W: S = Q̂·K̂ᵀ with the shared
 // micro-kernel (init 0; A = Q̂ in panels of FL_QK_MR rows, fl_load_q_panels: the tile of
 // mr rows at row r holds Q̂[r + i][k] at q[r·dqk + k·mr + i]; B = K̂ᵀ with tkv keys per d
-// row). Full register
-// tiles are FL_QK_MR × FL_QK_NV; edges fall back to narrower instances of it. Register
+// row). Full register tiles are FL_QK_MR × FL_QK_NV; edges fall back to narrower
+// instances of it (a block's last rows: fl_qk_rows). Register
 // tiles whose keys no row of the tile can see (lims: keys each row sees in this K/V
 // tile) are skipped — on the diagonal that is the part above it, and with a window
 // (los) the part left of every row's window start; the softmax or fl_fin_row overwrites

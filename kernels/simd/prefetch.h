@@ -27,8 +27,7 @@ typedef struct vk_pf {
 // The move to the second range happens in the step that finishes the first, so that once
 // both are done a step is one compare and a not-taken branch: the micro-kernels call it
 // every k step, and most of their steps come after the next tile has been requested
-// (on a core that is short of instruction bandwidth — AVX2 on AMD — the old
-// two-compare, two-load exhausted check cost ~4 instructions per 12 FMAs).
+// (docs/tuning.md, "AMD EPYC Zen 4, December 1").
 #define VK_PF_STEP_FN(name, locality)                                      \
   static inline __attribute__((always_inline)) void name(vk_pf *c) {       \
     if (c->p < c->end) {                                                   \
