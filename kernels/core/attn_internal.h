@@ -116,3 +116,8 @@ static inline float attn_row_lse(float l, float m) {
 size_t attn_fallback_workspace(const attn_problem *p);
 int attn_fallback_run(const attn_problem *p, const float *q, const void *k, const void *v, float *o,
                       void *workspace);
+
+// Whether the CPU's cpuid vendor string is "AuthenticAMD" (cached; false off x86). For
+// built-in defaults measured to differ between vendors (docs/tuning.md); kernels read no
+// environment, so this is the CPU's answer whatever ATTNBENCH_ISA_MASK says.
+bool attn_cpu_vendor_amd(void);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "core/attn_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -109,6 +110,24 @@ uint32_t attn_cpu_features(void) {
     cached = (int)isa;
   }
   return (uint32_t)cached;
+}
+
+bool attn_cpu_vendor_amd(void) {
+  static int cached = -1;  // benign race, as attn_cpu_features
+  if (cached < 0) {
+    int amd = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d)) {
+      char v[13];
+      memcpy(v, &b, 4), memcpy(v + 4, &d, 4), memcpy(v + 8, &c, 4);  // EBX, EDX, ECX
+      v[12] = '\0';
+      amd = strcmp(v, "AuthenticAMD") == 0;
+    }
+#endif
+    cached = amd;
+  }
+  return cached != 0;
 }
 
 const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len) {

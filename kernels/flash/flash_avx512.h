@@ -31,8 +31,10 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_LANES_MAX_ROWS 8  // 9–16 rows take the packed register tiles
 #define FL_DEC_BLOCK 32      // keys per decode block (and prefetch distance)
 // Fused decode rows (flash_decode.h): single rows (MHA) prefetch the next block's V rows
-// with their P·V pass, groups of 2–4 rows (GQA) with the scores (docs/tuning.md).
-#define FL_DEC_PF_V_PV 1
+// with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs (Zen 4: 15–20%
+// faster f32 decode) and with the scores elsewhere (Sapphire Rapids: 4–17% faster), as
+// measured in docs/tuning.md. A run-time choice, once per call.
+#define FL_DEC_PF_V_PV (attn_cpu_vendor_amd() ? 4 : 1)
 
 #define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 // The spread-out next-tile prefetch (simd/prefetch.h) asks for L2 (prefetcht1), not L1:

@@ -61,9 +61,10 @@
 // Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
 // the __builtin_prefetch locality), spread over the block's scores: the K and the V rows
 // of each key group of that block with the group's Q·Kᵀ, so the requests are spread evenly
-// over the scores (FL_DEC_PF_V_PV N: groups of at most N rows prefetch the V rows with
-// their first P·V pass instead). Without it a core's hardware prefetchers leave the typed
-// (fewer bytes per key) streams short of the bandwidth; measured in docs/tuning.md.
+// over the scores (FL_DEC_PF_V_PV N, a constant or an expression evaluated once per call:
+// groups of at most N rows prefetch the V rows with their first P·V pass instead). Without
+// it the hardware prefetchers do not follow the scores' loads (NK rows at once, in d
+// order): GQA decode reads a third of the bandwidth; measured in docs/tuning.md.
 #ifndef FL_DEC_PF_BLOCKS
 #define FL_DEC_PF_BLOCKS 1
 #endif
@@ -227,14 +228,14 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int
 FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const float *q,
                              int64_t dqk, const char *k, size_t krb, int64_t nk, int64_t ncol,
                              float *sa, float (*s)[FL_ROW_KEYS + VF_W], const char *kpf,
-                             const char *vpf, size_t vrb, int64_t npf) {
+                             const char *vpf, size_t vrb, int64_t npf, int pfv) {
   const int NK = FL_DEC_KEYS(G);
   int64_t c = 0;
   for (; c + NK <= nk; c += NK) {
     if (c < npf) {  // keys c .. c + NK of the block ahead (V rows: vrb bytes apart)
       const int64_t np = npf - c < NK ? npf - c : NK;
       fl_dec_pf(kpf + (size_t)c * krb, (size_t)np * krb);
-      if (G > FL_DEC_PF_V_PV) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
+      if (G > pfv) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
     }
     fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
   }
@@ -253,14 +254,15 @@ FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const
 FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
                          float (*s)[FL_ROW_KEYS + VF_W], const int64_t *n, const float *alpha,
                          const char *v, size_t vrb, int64_t dv, float *acc, int64_t dvp,
-                         const char *vpf, int64_t npf) {
+                         const char *vpf, int64_t npf, int pfv) {
   const int NV = FL_DEC_VECS(G);
-  int64_t nmax = 0;
+  int64_t nmax = 0, nmin = FL_ROW_KEYS;  // 0 ≤ n[r] ≤ FL_ROW_KEYS
   vf_t va[FL_KV_RG];
   int rescale[FL_KV_RG];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++) {
     nmax = n[r] > nmax ? n[r] : nmax;
+    nmin = n[r] < nmin ? n[r] : nmin;
     va[r] = vf_set1(alpha[r]);
     rescale[r] = alpha[r] != 1.0f;  // a row with n = 0 has α = 1: its acc stays as it is
   }
@@ -275,29 +277,34 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
         o[r][x] = vf_load(acc + r * dvp + e + x * VF_W);
         if (rescale[r]) o[r][x] = vf_mul(o[r][x], va[r]);
       }
-    for (int64_t c = 0; c < nmax; c++) {
-      const char *vr = v + (size_t)c * vrb;
-      if (G <= FL_DEC_PF_V_PV && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
-      vf_t vv[FL_ROW_NV], vsc = vf_zero();
+      // Keys [0, nmin) without the per-row test, then keys [nmin, nmax) with it.
+#pragma GCC unroll 2
+    for (int ph = 0; ph < 2; ph++) {
+      const int64_t c0 = ph ? nmin : 0, c1 = ph ? nmax : nmin;
+      for (int64_t c = c0; c < c1; c++) {
+        const char *vr = v + (size_t)c * vrb;
+        if (G <= pfv && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
+        vf_t vv[FL_ROW_NV], vsc = vf_zero();
 #pragma GCC unroll 8
-      for (int x = 0; x < NV; x++) {
-        if (t == ATTN_DTYPE_Q8_0) {  // the block scale once per block (e: whole blocks or
-                                     // inside one, NV·VF_W a power of 2)
-          const attn_block_q8_0 *blk =
-              (const attn_block_q8_0 *)vr + (e + x * VF_W) / ATTN_Q8_0_BLOCK;
-          if (x == 0 || x * VF_W % ATTN_Q8_0_BLOCK == 0)
-            vsc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
-          vv[x] = vf_mul(vsc, kv_w_i8(blk->qs + (e + x * VF_W) % ATTN_Q8_0_BLOCK));
-        } else {
-          vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
+        for (int x = 0; x < NV; x++) {
+          if (t == ATTN_DTYPE_Q8_0) {  // the block scale once per block (e: whole blocks or
+                                       // inside one, NV·VF_W a power of 2)
+            const attn_block_q8_0 *blk =
+                (const attn_block_q8_0 *)vr + (e + x * VF_W) / ATTN_Q8_0_BLOCK;
+            if (x == 0 || x * VF_W % ATTN_Q8_0_BLOCK == 0)
+              vsc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
+            vv[x] = vf_mul(vsc, kv_w_i8(blk->qs + (e + x * VF_W) % ATTN_Q8_0_BLOCK));
+          } else {
+            vv[x] = fl_kv_vec(t, vr, e + x * VF_W);
+          }
         }
-      }
 #pragma GCC unroll 4
-      for (int r = 0; r < G; r++) {
-        if (c >= n[r]) continue;
-        const vf_t pb = vf_set1(s[r][c]);
+        for (int r = 0; r < G; r++) {
+          if (ph && c >= n[r]) continue;
+          const vf_t pb = vf_set1(s[r][c]);
 #pragma GCC unroll 8
-        for (int x = 0; x < NV; x++) o[r][x] = vf_fma(pb, vv[x], o[r][x]);
+          for (int x = 0; x < NV; x++) o[r][x] = vf_fma(pb, vv[x], o[r][x]);
+        }
       }
     }
 #pragma GCC unroll 4
@@ -361,6 +368,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   float sa[FL_KV_RG * FL_ROW_KEYS * VF_W] __attribute__((aligned(64)));
   int64_t n[FL_QK_MR];
   float alpha[FL_QK_MR];
+  const int pfv = FL_DEC_PF_V_PV;  // may be a run-time choice (flash_avx512.h)
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
@@ -373,7 +381,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
 #define FL_DEC_STEP(G) \
-  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf)
+  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf, pfv)
       FL_DEC_GROUP_SWITCH(g, FL_DEC_STEP);
 #undef FL_DEC_STEP
     }
@@ -388,7 +396,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       float *ar = acc + r0 * dvp;
 #define FL_DEC_STEP(G) \
-  fl_dec_pv(t, H, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf)
+  fl_dec_pv(t, H, G, s + r0, n + r0, alpha + r0, vj, vrb, dv, ar, dvp, vpf, r0 ? 0 : npf, pfv)
       FL_DEC_GROUP_SWITCH(g, FL_DEC_STEP);
 #undef FL_DEC_STEP
     }
