@@ -62,9 +62,10 @@
 // the __builtin_prefetch locality), spread over the block's scores: the K and the V rows
 // of each key group of that block with the group's Q·Kᵀ, so the requests are spread evenly
 // over the scores (FL_DEC_PF_V_PV N, a constant or an expression evaluated once per call:
-// groups of at most N rows prefetch the V rows with their first P·V pass instead). Without
+// groups of at most N rows prefetch the V rows with their P·V passes instead, each pass
+// the part of the rows it reads, so these requests too are spread evenly). Without
 // it the hardware prefetchers do not follow the scores' loads (NK rows at once, in d
-// order): GQA decode reads a third of the bandwidth; measured in docs/tuning.md.
+// order): GQA decode runs at half the speed; measured in docs/tuning.md.
 #ifndef FL_DEC_PF_BLOCKS
 #define FL_DEC_PF_BLOCKS 1
 #endif
@@ -269,6 +270,10 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
   if (nmax == 0) return;
   int64_t e = 0;
   for (; e + NV * VF_W <= dv; e += NV * VF_W) {
+    // This pass's share of each V row ahead: the bytes of elements [e, e + NV·VF_W), the
+    // last full pass to the end of the row.
+    const size_t pb0 = e ? attn_kv_row_bytes(t, e) : 0;
+    const size_t pb1 = e + 2 * NV * VF_W > dv ? vrb : attn_kv_row_bytes(t, e + NV * VF_W);
     vf_t o[FL_KV_RG][FL_ROW_NV];
 #pragma GCC unroll 4
     for (int r = 0; r < G; r++)
@@ -283,7 +288,7 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
       const int64_t c0 = ph ? nmin : 0, c1 = ph ? nmax : nmin;
       for (int64_t c = c0; c < c1; c++) {
         const char *vr = v + (size_t)c * vrb;
-        if (G <= pfv && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);
+        if (G <= pfv && c < npf) fl_dec_pf(vpf + (size_t)c * vrb + pb0, pb1 - pb0);
         vf_t vv[FL_ROW_NV], vsc = vf_zero();
 #pragma GCC unroll 8
         for (int x = 0; x < NV; x++) {
@@ -322,6 +327,7 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
     }
     for (int64_t c = 0; c < nmax; c++) {
       const char *vr = v + (size_t)c * vrb;
+      if (G <= pfv && e == 0 && c < npf) fl_dec_pf(vpf + (size_t)c * vrb, vrb);  // no full pass
       const vf_t vv = w == VF_W ? fl_kv_vec(t, vr, e) : fl_kv_vec_partial(t, vr, e, w);
 #pragma GCC unroll 4
       for (int r = 0; r < G; r++)
