@@ -34,7 +34,9 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 // with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs (Zen 4: 15–20%
 // faster f32 decode) and with the scores elsewhere (Sapphire Rapids: 4–17% faster), as
 // measured in docs/tuning.md. A run-time choice, once per call.
+#ifndef FL_DEC_PF_V_PV  // -DFL_DEC_PF_V_PV=N: a fixed N, for A/B builds
 #define FL_DEC_PF_V_PV (attn_cpu_vendor_amd() ? 4 : 1)
+#endif
 
 #define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 // The spread-out next-tile prefetch (simd/prefetch.h) asks for L2 (prefetcht1), not L1:
