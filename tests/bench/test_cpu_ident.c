@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // CPU identification (harness/cpu_ident.h): the cpuid leaf-1 arithmetic on known
 // signatures, the microarchitecture table, the aarch64 /proc/cpuinfo reader on synthetic
-// text, and — on x86 Linux — that this CPU's cpuid agrees with the kernel's /proc/cpuinfo.
+// text, and — on x86 Linux — that this CPU's cpuid agrees with the kernel's /proc/cpuinfo,
+// and the kernel library's vendor test (attn_cpu_vendor_amd, behind a built-in default of
+// flash__avx512's decode) with both.
 #define _POSIX_C_SOURCE 200809L  // fmemopen
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/attn_internal.h"
 #include "cpu_ident.h"
 
 static int failures;
@@ -138,6 +141,7 @@ static void test_classify(void) {
 static void test_this_cpu(void) {
   const attn_cpu_ident *id = attn_cpu_ident_get();
   EXPECT(id->uarch[0] != '\0');
+  EXPECT(attn_cpu_vendor_amd() == (strcmp(id->vendor, "AuthenticAMD") == 0));
 #if defined(__x86_64__) && defined(__linux__)
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
@@ -156,6 +160,7 @@ static void test_this_cpu(void) {
   printf("this CPU: %s family %d model %d stepping %d -> %s\n", id->vendor, id->family, id->model,
          id->stepping, id->uarch);
   EXPECT(strcmp(vendor, id->vendor) == 0);
+  EXPECT(attn_cpu_vendor_amd() == (strcmp(vendor, "AuthenticAMD") == 0));
   EXPECT(family == id->family);
   EXPECT(model == id->model);
   EXPECT(stepping == id->stepping);
