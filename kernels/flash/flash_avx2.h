@@ -13,7 +13,14 @@
 #define VK_K_UNROLL 4  // micro-kernel k loop unrolled 4× (docs/tuning.md)
 
 // The default variant's plan and paths, for every variant (flash_body.h).
-#define FL_DEC_ROWS 6    // fewer rows: the fused decode pass
+#define FL_DEC_ROWS 6  // fewer rows: the fused decode pass
+// Fused decode rows (flash_decode.h): float32 groups of 1–4 rows prefetch the next block's
+// V rows with their P·V passes on AMD CPUs (Zen 4: f32 decode 20–28% faster; f16 the same,
+// q8_0 5–15% slower) and with the scores elsewhere, as measured in docs/tuning.md. A
+// run-time choice, once per call (-DFL_DEC_PF_V_PV_FIXED=N: a fixed N, for A/B builds).
+#ifndef FL_DEC_PF_V_PV_FIXED
+#define FL_DEC_PF_V_PV(t) ((t) == ATTN_DTYPE_F32 && attn_cpu_vendor_amd() ? 4 : 0)
+#endif
 #define FL_PLAN_NR 16    // tile_kv a multiple of 16 keys
 #define FL_ROW_BLOCK 36  // rows per Q·Kᵀ → softmax → P·V block
 #define FL_LINKAGE       // the variants' entry points are called from flash_avx2.c

@@ -33,9 +33,10 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 // Fused decode rows (flash_decode.h): single rows (MHA) prefetch the next block's V rows
 // with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs (Zen 4: 15–20%
 // faster f32 decode) and with the scores elsewhere (Sapphire Rapids: 4–17% faster), as
-// measured in docs/tuning.md. A run-time choice, once per call.
-#ifndef FL_DEC_PF_V_PV  // -DFL_DEC_PF_V_PV=N: a fixed N, for A/B builds
-#define FL_DEC_PF_V_PV (attn_cpu_vendor_amd() ? 4 : 1)
+// measured in docs/tuning.md. A run-time choice, once per call (-DFL_DEC_PF_V_PV_FIXED=N:
+// a fixed N, for A/B builds).
+#ifndef FL_DEC_PF_V_PV_FIXED
+#define FL_DEC_PF_V_PV(t) (attn_cpu_vendor_amd() ? 4 : 1)
 #endif
 
 #define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)

@@ -61,16 +61,18 @@
 // Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
 // the __builtin_prefetch locality), spread over the block's scores: the K and the V rows
 // of each key group of that block with the group's Q·Kᵀ, so the requests are spread evenly
-// over the scores (FL_DEC_PF_V_PV N, a constant or an expression evaluated once per call:
-// groups of at most N rows prefetch the V rows with their P·V passes instead, each pass
-// the part of the rows it reads, so these requests too are spread evenly). Without
-// it the hardware prefetchers do not follow the scores' loads (NK rows at once, in d
-// order): GQA decode runs at half the speed; measured in docs/tuning.md.
+// over the scores (FL_DEC_PF_V_PV(t) N, a constant or an expression of the K/V type t evaluated
+// once per call: groups of at most N rows prefetch the V rows with their P·V passes instead, each
+// pass the part of the rows it reads, so these requests too are spread evenly). Without it the
+// hardware prefetchers do not follow the scores' loads (NK rows at once, in d order): GQA decode
+// runs at half the speed; measured in docs/tuning.md.
 #ifndef FL_DEC_PF_BLOCKS
 #define FL_DEC_PF_BLOCKS 1
 #endif
-#ifndef FL_DEC_PF_V_PV
-#define FL_DEC_PF_V_PV 0
+#if defined(FL_DEC_PF_V_PV_FIXED)
+#define FL_DEC_PF_V_PV(t) FL_DEC_PF_V_PV_FIXED
+#elif !defined(FL_DEC_PF_V_PV)
+#define FL_DEC_PF_V_PV(t) 0
 #endif
 #ifndef FL_DEC_PF_LOCALITY
 #define FL_DEC_PF_LOCALITY 2
@@ -270,10 +272,11 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
   if (nmax == 0) return;
   int64_t e = 0;
   for (; e + NV * VF_W <= dv; e += NV * VF_W) {
-    // This pass's share of each V row ahead: the bytes of elements [e, e + NV·VF_W), the
+    // This pass's share of each V row ahead: bytes [e, e + NV·VF_W)·vrb/dv of the row
+    // (the elements' bytes for f32, f16 and bf16; q8_0 blocks split in proportion), the
     // last full pass to the end of the row.
-    const size_t pb0 = e ? attn_kv_row_bytes(t, e) : 0;
-    const size_t pb1 = e + 2 * NV * VF_W > dv ? vrb : attn_kv_row_bytes(t, e + NV * VF_W);
+    const size_t pb0 = (size_t)e * vrb / (size_t)dv;
+    const size_t pb1 = e + 2 * NV * VF_W > dv ? vrb : (size_t)(e + NV * VF_W) * vrb / (size_t)dv;
     vf_t o[FL_KV_RG][FL_ROW_NV];
 #pragma GCC unroll 4
     for (int r = 0; r < G; r++)
@@ -374,7 +377,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   float sa[FL_KV_RG * FL_ROW_KEYS * VF_W] __attribute__((aligned(64)));
   int64_t n[FL_QK_MR];
   float alpha[FL_QK_MR];
-  const int pfv = FL_DEC_PF_V_PV;  // may be a run-time choice (flash_avx512.h)
+  const int pfv = FL_DEC_PF_V_PV(t);  // may be a run-time choice (flash_avx512.h)
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
