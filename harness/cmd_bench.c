@@ -7,7 +7,7 @@
 // Ctrl-C or a crash keeps every point finished so far; the run holds a lock on
 // "<out>.lock" so a second bench on the same file fails at once; the first save that
 // fails (disk full, ...) stops the sweep. Progress goes to stderr:
-//     [k/N] name  time  GFLOP/s  % peak  % roofline (bandwidth|FMA)  cv  ETA
+//     [k/N] name  time  GFLOP/s  % peak  % roofline (bandwidth|FMA)  [% adjacent bw]  cv  ETA
 // --export-inputs DIR writes every point's inputs first (bench/inputs.h); --baselines LIST
 // then runs the external baselines on them into the same results file (below).
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "attn.h"
+#include "bench/adjacent.h"
 #include "bench/config.h"
 #include "bench/context.h"
 #include "bench/inputs.h"
@@ -81,7 +82,7 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
             eta);
     return;
   }
-  char t[32], cv[32] = "", pk[32] = "", roof[48] = "";
+  char t[32], cv[32] = "", pk[32] = "", roof[48] = "", adj[48] = "";
   format_time(r->seconds, t, sizeof t);
   if (r->cv >= 0) snprintf(cv, sizeof cv, "  cv %.1f%%", 100 * r->cv);
   const double pct = attn_gb_result_counter(r, "%peak", -1);
@@ -90,8 +91,12 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
   if (rl >= 0)
     snprintf(roof, sizeof roof, "  %5.1f%% roofline (%s)", rl,
              attn_gb_result_counter(r, "memory_bound", 0) > 0 ? "bandwidth" : "FMA");
-  fprintf(stderr, "[%zu/%zu] %s  %s  %.2f GFLOP/s%s%s%s  ETA %s\n", done, total, r->name, t,
-          attn_gb_result_counter(r, "GFLOP/s", 0), pk, roof, cv, eta);
+  const double ab = attn_gb_result_counter(r, "%adj_bw", -1);
+  if (ab >= 0)
+    snprintf(adj, sizeof adj, "  %5.1f%% adjacent bw (%.1f GB/s)", ab,
+             attn_gb_result_counter(r, "adj_bw_GB/s", 0));
+  fprintf(stderr, "[%zu/%zu] %s  %s  %.2f GFLOP/s%s%s%s%s  ETA %s\n", done, total, r->name, t,
+          attn_gb_result_counter(r, "GFLOP/s", 0), pk, roof, adj, cv, eta);
 }
 
 // ── options ─────────────────────────────────────────────────────────────────────────
@@ -99,7 +104,7 @@ typedef struct bench_args {
   const char *config, *out;
   cli_list kernels, gb_flags;
   cli_int_list threads;
-  bool dry_run, no_probe, quiet;
+  bool dry_run, no_probe, no_adjacent_probe, quiet;
   const char *bind;        // --bind (placement.h)
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
@@ -159,6 +164,11 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .kind = CLI_FLAG,
        .dest = &a->no_probe,
        .help = "skip the FMA-peak and bandwidth probes (no % peak counter)"},
+      {.name = "no-adjacent-probe",
+       .kind = CLI_FLAG,
+       .dest = &a->no_adjacent_probe,
+       .help = "do not probe the bandwidth right before and after each timed run of a "
+               "memory-bound point (no %adj_bw counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
       ATTN_PLACEMENT_BIND_OPTION(&a->bind),
       {.name = "export-inputs",
@@ -415,6 +425,7 @@ static void register_points(attn_bench_plan *plan, attn_bench_state *states, con
       s->peak_gflops =
           attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
       s->bandwidth_gbs = attn_bench_read_bandwidth(s->point->threads);
+      s->adjacent_probe = !a->no_adjacent_probe;
     }
     const attn_gb_def def = {
         .name = s->point->name,
@@ -702,6 +713,7 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   attn_bench_release_buffers();
+  attn_bench_release_adjacent_probe();
   attn_bench_release_reference();
   attn_bench_plan_free(&plan);
   free(states);

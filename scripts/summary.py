@@ -4,7 +4,9 @@
 kernel (any thread count), its GFLOP/s and GB/s, its % of roofline and the limit that
 applies (bandwidth for decode, FMA for prefill: attnresults.py), and its speed-up over
 the `blas` baseline (blas's best thread count for that shape), plus the geometric-mean
-speed-up. When the file holds external baselines (scripts/bench-baselines: PyTorch,
+speed-up. Memory-bound points measured with the adjacent bandwidth probe (bench's
+default) also show %adj: GB/s as a % of the bandwidth read right before and after each
+repetition (the median over repetitions), which a drifting machine does not skew. When the file holds external baselines (scripts/bench-baselines: PyTorch,
 ONNX Runtime, ggml), it also shows the fastest of them per shape and the best kernel's
 speed ratio over it (> 1: attnbench is faster). When the file holds points with attention
 options (configs/variants.ini), it also shows each option point against the same kernel,
@@ -102,28 +104,36 @@ def main(argv=None):
                      best.get("GB/s"), best.roofline_pct(context), best.limit(context),
                      base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
-                     ext.gflops if ext else None, ratio))
+                     ext.gflops if ext else None, ratio, best.get("%adj_bw")))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
     w2 = max(len(r[8]) for r in rows + [("",) * 8 + ("best external",)])
     has_ext = bool(external)
+    has_adj = any(r[11] is not None for r in rows)
     head = "%-*s  %-*s  %9s  %7s  %6s  %-9s  %9s  %8s" % (
         w0, "shape", w1, "best kernel", "GFLOP/s", "GB/s", "%roof", "limit", args.baseline,
         "speedup")
+    if has_adj:
+        head += "  %6s" % "%adj"
     if has_ext:
         head += "  %-*s  %9s  %7s" % (w2, "best external", "GFLOP/s", "ratio")
     print(head)
-    for label, kern, g, gb, rl, lim, bg, su, en, eg, er in rows:
+    for label, kern, g, gb, rl, lim, bg, su, en, eg, er, adj in rows:
         line = "%-*s  %-*s  %9.2f  %7s  %6s  %-9s  %9s  %8s" % (
             w0, label, w1, kern, g, "-" if gb is None else "%.2f" % gb,
             "-" if rl is None else "%.1f" % rl, lim or "-",
             "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su)
+        if has_adj:
+            line += "  %6s" % ("-" if adj is None else "%.1f" % adj)
         if has_ext:
             line += "  %-*s  %9s  %7s" % (w2, en, "-" if eg is None else "%.2f" % eg,
                                          "-" if er is None else "%.2fx" % er)
         print(line)
     print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
           "bandwidth) as measured in this run (limit: the larger term)")
+    if has_adj:
+        print("%adj = GB/s as a % of the read bandwidth probed right before and after each "
+              "repetition (median over repetitions; memory-bound points)")
     if fallbacks:
         print("(fallback): the kernel lacks one of the shape's options natively; the portable "
               "fallback (blocked with every option) was timed")

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/adjacent.h"
 #include "bench/inputs.h"
 #include "check/check.h"
 #include "core/convert.h"
@@ -474,6 +475,16 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "kv_storage_err", s->storage_abs, ATTN_GB_PLAIN);
     attn_gb_set_counter(st, "kv_storage_err/tol", s->storage_ratio, ATTN_GB_PLAIN);
   }
+  // A memory-bound point (by the sweep's start probes) on a shared machine: the bandwidth
+  // there drifts by tens of percent over a sweep, so the point's % of bandwidth is also
+  // taken against a probe run right before and right after this timed run (untimed: Google
+  // Benchmark's clock runs inside the loop only). Each repetition has its own pair, so the
+  // median over repetitions compares like with like.
+  bool memory_bound = false;
+  attn_bench_roofline_seconds(attn_flops(p), (double)tensor_bytes(p), s->peak_gflops,
+                              s->bandwidth_gbs, &memory_bound);
+  const bool adjacent = s->adjacent_probe && memory_bound;
+  const double bw_before = adjacent ? attn_bench_adjacent_bandwidth(pt->threads, 2) : 0;
   int c = 0;
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)
   while (attn_gb_keep_running(st)) {
@@ -489,6 +500,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     }
     attn_gb_do_not_optimize(o);
   }
+  const double bw_after =
+      adjacent && !attn_gb_error_occurred(st) ? attn_bench_adjacent_bandwidth(pt->threads, 2) : 0;
   // 1: the timings are the portable fallback's, not this kernel's (options it lacks).
   attn_gb_set_counter(st, "fallback", fallback ? 1 : 0, ATTN_GB_PLAIN);
   // Per-iteration amounts; Google Benchmark turns them into rates (÷ seconds/iteration).
@@ -499,9 +512,17 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "%peak", gflop * 100.0 / s->peak_gflops, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);
   }
+  // The adjacent probe (above): the better of the two reads is this run's limit.
+  if (bw_before > 0 && bw_after > 0) {
+    const double near = bw_before > bw_after ? bw_before : bw_after;
+    attn_gb_set_counter(st, "adj_bw_before_GB/s", bw_before, ATTN_GB_PLAIN);
+    attn_gb_set_counter(st, "adj_bw_after_GB/s", bw_after, ATTN_GB_PLAIN);
+    attn_gb_set_counter(st, "adj_bw_GB/s", near, ATTN_GB_PLAIN);
+    attn_gb_set_counter(st, "%adj_bw", (double)tensor_bytes(p) * 1e-9 * 100.0 / near,
+                        ATTN_GB_RATE_PER_ITER);
+  }
   // Scored against the limit that applies: % of the roofline time (t_roof / time, a rate
   // of t_roof per iteration), which limit it is, and the attainable rate.
-  bool memory_bound = false;
   const double t_roof = attn_bench_roofline_seconds(
       attn_flops(p), (double)tensor_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
   if (t_roof > 0) {

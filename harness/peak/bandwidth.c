@@ -34,15 +34,20 @@ static float sum_slice(const float *restrict x, size_t n) {
   return t;
 }
 
-int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *out) {
-  if (bytes == 0) bytes = (size_t)1 << 30;
-  if (passes <= 0) passes = 7;
-  if (passes > 64) passes = 64;
-  // The thread cap (attn.h; attn_exec_check also covers the OpenMP default for 0): a
-  // parallel region of OMP_NUM_THREADS=100000 threads crashes libgomp.
+// The thread count a probe runs with (threads, or the OpenMP default for 0), or -2 when it
+// exceeds the cap (attn.h; attn_exec_check also covers the OpenMP default for 0: a
+// parallel region of OMP_NUM_THREADS=100000 threads crashes libgomp).
+static int probe_threads(int threads) {
   const attn_exec ex = {.threads = threads > 0 ? threads : 0};
   if (attn_exec_check(&ex, NULL, 0) != ATTN_OK) return -2;
-  const int nt = threads > 0 ? threads : omp_get_max_threads();
+  return threads > 0 ? threads : omp_get_max_threads();
+}
+
+int attn_bandwidth_prepare(size_t bytes, int threads, attn_bandwidth_buffer *buf) {
+  memset(buf, 0, sizeof *buf);
+  if (bytes == 0) bytes = (size_t)1 << 30;
+  const int nt = probe_threads(threads);
+  if (nt < 0) return nt;
   const size_t n = bytes / sizeof(float);
   float *x = aligned_alloc(64, n * sizeof(float));
   if (!x) return -1;
@@ -54,6 +59,25 @@ int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *o
     const size_t lo = n * (size_t)t / (size_t)T, hi = n * (size_t)(t + 1) / (size_t)T;
     for (size_t i = lo; i < hi; i++) x[i] = 1.0f / 64.0f;
   }
+  buf->x = x;
+  buf->n = n;
+  return 0;
+}
+
+void attn_bandwidth_release(attn_bandwidth_buffer *buf) {
+  free(buf->x);
+  memset(buf, 0, sizeof *buf);
+}
+
+int attn_bandwidth_measure(const attn_bandwidth_buffer *buf, int threads, int passes,
+                           attn_bandwidth *out) {
+  if (passes <= 0) passes = 7;
+  if (passes > 64) passes = 64;
+  const int nt = probe_threads(threads);
+  if (nt < 0) return nt;
+  if (!buf->x) return -1;
+  const float *x = buf->x;
+  const size_t n = buf->n;
   double gbs[64];
   int ok = 1;
   for (int p = 0; p < passes; p++) {
@@ -73,7 +97,6 @@ int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *o
     if (fabs(total - (double)n / 64.0) > 0.5) ok = 0;
     gbs[p] = (double)(n * sizeof(float)) / dt / 1e9;
   }
-  free(x);
   double sorted[64];
   memcpy(sorted, gbs, (size_t)passes * sizeof(double));
   qsort(sorted, (size_t)passes, sizeof(double), cmp_double);
@@ -84,4 +107,13 @@ int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *o
   out->passes = passes;
   out->ok = ok;
   return 0;
+}
+
+int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *out) {
+  attn_bandwidth_buffer buf;
+  const int rc = attn_bandwidth_prepare(bytes, threads, &buf);
+  if (rc != 0) return rc;
+  const int m = attn_bandwidth_measure(&buf, threads, passes, out);
+  attn_bandwidth_release(&buf);
+  return m;
 }

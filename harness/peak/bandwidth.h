@@ -29,6 +29,22 @@ typedef struct attn_bandwidth {
 // ATTN_MAX_THREADS (attn.h).
 int attn_bandwidth_read(size_t bytes, int threads, int passes, attn_bandwidth *out);
 
+// The same in steps, for a caller that probes again and again (attnbench bench, next to
+// each repetition of a memory-bound point) without paying the allocation and fill each
+// time: prepare allocates `bytes` (0 = 1 GiB) and fills it with `threads` threads (0 =
+// the OpenMP default; returns 0, -1 when the allocation fails, -2 over the thread cap);
+// measure reads it `passes` times (0 = 7) with `threads` threads (returns 0, -1 for a
+// buffer that was not prepared, -2 over the thread cap); release frees it (and may be
+// called on a buffer prepare failed on).
+typedef struct attn_bandwidth_buffer {
+  float *x;
+  size_t n;  // floats
+} attn_bandwidth_buffer;
+int attn_bandwidth_prepare(size_t bytes, int threads, attn_bandwidth_buffer *buf);
+int attn_bandwidth_measure(const attn_bandwidth_buffer *buf, int threads, int passes,
+                           attn_bandwidth *out);
+void attn_bandwidth_release(attn_bandwidth_buffer *buf);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,8 @@
   test_bench.py lock ATTNBENCH               a second bench on the same --out fails at once
   test_bench.py diskfull ATTNBENCH           the first failed save stops the sweep (tmpfs;
                                              exit 77 = skipped where mounting fails)
+  test_bench.py adjacent ATTNBENCH           memory-bound points get the adjacent bandwidth
+                                             probe counters, compute-bound ones do not
   test_bench.py filter ATTNBENCH             --benchmark_filter on the displayed names
   test_bench.py results RESULTS.json         context and counters of a ci.ini run
   test_bench.py cpu ATTNBENCH RESULTS.json   `info` prints the CPU identity the context has
@@ -29,9 +31,12 @@ FAILED = []
 
 
 def check(cond, what):
+    """Records a failed check; returns cond, so `if not check(...): continue` skips what
+    depends on it."""
     if not cond:
         FAILED.append(what)
         print("FAIL:", what)
+    return cond
 
 
 GOOD = """[s]
@@ -431,6 +436,66 @@ kv_dtype = f32, f16, bf16, q8_0
             check(has == (t != "f32"), "%s: storage error counters %s" % (name, "present" if has else "absent"))
             if has:
                 check(0 < b["kv_storage_err"] < 0.05, "%s: storage error %g" % (name, b["kv_storage_err"]))
+
+
+ADJ_CFG = """[decode]
+kernels = blocked
+heads = 2
+head_dim = 64
+seq_len = 1
+seq_kv = 8192
+threads = 1
+repetitions = 3
+
+[prefill]
+kernels = blocked
+heads = 2
+head_dim = 64
+seq_len = 256
+threads = 1
+repetitions = 3
+"""
+ADJ_KEYS = ("adj_bw_before_GB/s", "adj_bw_after_GB/s", "adj_bw_GB/s", "%adj_bw")
+
+
+def adjacent(binary):
+    """The adjacent bandwidth probe: every timed run (repetition) of a memory-bound point
+    carries the probe read right before and right after it, adj_bw = the better of the two,
+    and %adj_bw = its GB/s as a % of that; a compute-bound point has none of them, nor does
+    any point with --no-adjacent-probe or --no-probe."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "adj.ini")
+        with open(path, "w") as f:
+            f.write(ADJ_CFG)
+        runs = {}
+        for tag, extra in (("on", []), ("off", ["--no-adjacent-probe"]), ("noprobe", ["--no-probe"])):
+            out = os.path.join(d, tag + ".json")
+            r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--benchmark_min_time=0.01"] + extra,
+                               capture_output=True, text=True, timeout=600)
+            check(r.returncode == 0, "%s: bench runs (%s)" % (tag, r.stderr.strip()[-300:]))
+            if tag == "on":
+                check("adjacent bw" in r.stderr, "progress lines show the adjacent bandwidth (%s)" % r.stderr[-300:])
+            with open(out) as f:
+                runs[tag] = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
+        dec = [b for b in runs["on"] if "/Sq1/" in b["name"]]
+        pre = [b for b in runs["on"] if "/Sq256/" in b["name"]]
+        check(len(dec) == 3 and len(pre) == 3, "three repetitions of each point (%d, %d)" % (len(dec), len(pre)))
+        for b in dec:
+            check(b.get("memory_bound") == 1, "the decode point is memory-bound (%s)" % b.get("memory_bound"))
+            if not check(all(k in b for k in ADJ_KEYS), "decode repetition has %s (%s)" % (ADJ_KEYS, sorted(b))):
+                continue
+            before, after, near = b["adj_bw_before_GB/s"], b["adj_bw_after_GB/s"], b["adj_bw_GB/s"]
+            check(before > 0 and after > 0, "both probes measured (%g, %g)" % (before, after))
+            check(near == max(before, after), "adj_bw is the better probe (%g of %g, %g)" % (near, before, after))
+            want = 100.0 * b["GB/s"] / near
+            check(abs(b["%adj_bw"] - want) <= 1e-6 * want,
+                  "%%adj_bw = 100 x GB/s / adj_bw (%g vs %g)" % (b["%adj_bw"], want))
+        for b in pre:
+            check(b.get("memory_bound") == 0, "the prefill point is compute-bound (%s)" % b.get("memory_bound"))
+            check(not any(k in b for k in ADJ_KEYS), "no adjacent probe on a compute-bound point")
+        for tag in ("off", "noprobe"):
+            check(runs[tag] and not any(k in b for b in runs[tag] for k in ADJ_KEYS),
+                  "%s: no adjacent probe counters" % tag)
 
 
 FILTER_CFG = """[s]
@@ -853,7 +918,7 @@ def matplotlib_colour(c):
 def main():
     mode = sys.argv[1]
     {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "kv-types": kv_types, "results": results,
-     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_, "cpu": cpu,
+     "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_, "cpu": cpu, "adjacent": adjacent,
      "synthetic": synthetic}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))

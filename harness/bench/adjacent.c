@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// The adjacent bandwidth probe (adjacent.h): the read probe of peak/bandwidth.h on a
+// buffer kept across calls.
+#include "bench/adjacent.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "peak/bandwidth.h"
+#include "topology.h"
+
+// The adjacent probe's buffer: prepared on first use, kept for the sweep.
+static attn_bandwidth_buffer g_adj;
+static bool g_adj_failed;
+
+double attn_bench_adjacent_bandwidth(int threads, int passes) {
+  if (g_adj_failed) return 0;
+  if (!g_adj.x) {
+    // Several times the last-level cache (every pass then reads DRAM), at least 256 MiB.
+    const attn_topology *t = attn_topology_get();
+    uint64_t llc = 0;
+    if (t->ok && t->l3_bytes) llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
+    uint64_t bytes = (uint64_t)256 << 20;
+    if (4 * llc > bytes) bytes = 4 * llc;
+    if (attn_bandwidth_prepare((size_t)bytes, threads, &g_adj) != 0) {
+      attn_bandwidth_release(&g_adj);
+      g_adj_failed = true;
+      return 0;
+    }
+  }
+  attn_bandwidth bw;
+  if (attn_bandwidth_measure(&g_adj, threads, passes, &bw) != 0 || !bw.ok) return 0;
+  return bw.best_gbs;
+}
+
+void attn_bench_release_adjacent_probe(void) {
+  attn_bandwidth_release(&g_adj);
+  g_adj_failed = false;
+}
