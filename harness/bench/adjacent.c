@@ -5,9 +5,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "peak/bandwidth.h"
 #include "topology.h"
+#include "util.h"
 
 // The adjacent probe's buffer: prepared on first use, kept for the sweep.
 static attn_bandwidth_buffer g_adj;
@@ -22,7 +24,20 @@ double attn_bench_adjacent_bandwidth(int threads, int passes) {
     if (t->ok && t->l3_bytes) llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
     uint64_t bytes = (uint64_t)256 << 20;
     if (4 * llc > bytes) bytes = 4 * llc;
-    if (attn_bandwidth_prepare((size_t)bytes, threads, &g_adj) != 0) {
+    // The buffer comes on top of the point's inputs, which are allocated by now: the same
+    // refusal rule as the points' (run, check and bench), once, with a note, instead of
+    // an allocation that the kernel's overcommit grants and the fill then cannot back.
+    uint64_t budget = 0;
+    char why[160] = "";
+    if (!attn_memory_budget(&budget, why, sizeof why)) budget = 0;
+    const bool refused = attn_memory_refused(bytes, budget, why, sizeof why);
+    if (refused || attn_bandwidth_prepare((size_t)bytes, threads, &g_adj) != 0) {
+      if (!refused) snprintf(why, sizeof why, "cannot allocate %llu MiB",
+                             (unsigned long long)(bytes >> 20));
+      fprintf(stderr,
+              "note: adjacent bandwidth probe off (%s): memory-bound points get no %%adj_bw "
+              "(counter adj_bw_unavailable 1)\n",
+              why);
       attn_bandwidth_release(&g_adj);
       g_adj_failed = true;
       return 0;

@@ -513,6 +513,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);
   }
   // The adjacent probe (above): the better of the two reads is this run's limit.
+  if (adjacent && !(bw_before > 0 && bw_after > 0))  // no buffer for it (adjacent.c) or a
+    attn_gb_set_counter(st, "adj_bw_unavailable", 1, ATTN_GB_PLAIN);  // failed read
   if (bw_before > 0 && bw_after > 0) {
     const double near = bw_before > bw_after ? bw_before : bw_after;
     attn_gb_set_counter(st, "adj_bw_before_GB/s", bw_before, ATTN_GB_PLAIN);

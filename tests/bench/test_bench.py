@@ -496,6 +496,24 @@ def adjacent(binary):
         for tag in ("off", "noprobe"):
             check(runs[tag] and not any(k in b for b in runs[tag] for k in ADJ_KEYS),
                   "%s: no adjacent probe counters" % tag)
+        # Too little memory for the probe's buffer (the points' own rule): a note on stderr
+        # and in the context, the sweep still runs, no adjacent counters.
+        out = os.path.join(d, "lowmem.json")
+        env = dict(os.environ, ATTNBENCH_MEMORY_LIMIT="200M")
+        r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--benchmark_min_time=0.01"],
+                           capture_output=True, text=True, timeout=600, env=env)
+        check(r.returncode == 0, "low memory: bench runs (%s)" % r.stderr.strip()[-300:])
+        check("adjacent bandwidth probe off (needs 256 MiB" in r.stderr,
+              "low memory: the note says why the probe is off (%s)" % r.stderr[-300:])
+        with open(out) as f:
+            doc = json.load(f)
+        low = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+        check(low and not any(k in b for b in low for k in ADJ_KEYS), "low memory: no adjacent probe counters")
+        flags = {b["name"].split("/")[4]: b.get("adj_bw_unavailable") for b in low}
+        check(flags == {"Sq1": 1, "Sq256": None},
+              "low memory: adj_bw_unavailable on the memory-bound point only (%s)" % flags)
+        for b in runs["on"]:
+            check("adj_bw_unavailable" not in b, "probe on: no adj_bw_unavailable counter")
 
 
 FILTER_CFG = """[s]
