@@ -32,8 +32,8 @@ double attn_bench_adjacent_bandwidth(int threads, int passes) {
     if (!attn_memory_budget(&budget, why, sizeof why)) budget = 0;
     const bool refused = attn_memory_refused(bytes, budget, why, sizeof why);
     if (refused || attn_bandwidth_prepare((size_t)bytes, threads, &g_adj) != 0) {
-      if (!refused) snprintf(why, sizeof why, "cannot allocate %llu MiB",
-                             (unsigned long long)(bytes >> 20));
+      if (!refused)
+        snprintf(why, sizeof why, "cannot allocate %llu MiB", (unsigned long long)(bytes >> 20));
       fprintf(stderr,
               "note: adjacent bandwidth probe off (%s): memory-bound points get no %%adj_bw "
               "(counter adj_bw_unavailable 1)\n",
