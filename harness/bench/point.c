@@ -228,8 +228,8 @@ static uint64_t tensor_bytes(const attn_problem *p) {
   return attn_tensor_bytes(p);
 }
 
-int attn_bench_input_copies(const attn_bench_point *pt) {
-  if (!pt->cold_inputs) return 1;
+// All last-level caches together (hwloc: L3, else L2), bytes; 0 when unknown.
+static uint64_t llc_bytes(void) {
   const attn_topology *t = attn_topology_get();
   uint64_t llc = 0;
   if (t->ok) {
@@ -238,6 +238,12 @@ int attn_bench_input_copies(const attn_bench_point *pt) {
     else if (t->l2_bytes)
       llc = t->l2_bytes * (uint64_t)(t->l2_count > 0 ? t->l2_count : 1);
   }
+  return llc;
+}
+
+int attn_bench_input_copies(const attn_bench_point *pt) {
+  if (!pt->cold_inputs) return 1;
+  const uint64_t llc = llc_bytes();
   uint64_t want = ATTN_BENCH_COLD_LLC_FACTOR * llc;
   if (want < ATTN_BENCH_COLD_MIN_BYTES) want = ATTN_BENCH_COLD_MIN_BYTES;
   const uint64_t one = tensor_bytes(&pt->problem);
@@ -480,10 +486,14 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   // taken against a probe run right before and right after this timed run (untimed: Google
   // Benchmark's clock runs inside the loop only). Each repetition has its own pair, so the
   // median over repetitions compares like with like.
+  // Only for points that read DRAM on every call (cold_inputs, or inputs larger than the
+  // last-level cache): the probe evicts the caches, which a cache-resident point would
+  // feel, and DRAM's bandwidth is not its limit anyway.
   bool memory_bound = false;
   attn_bench_roofline_seconds(attn_flops(p), (double)tensor_bytes(p), s->peak_gflops,
                               s->bandwidth_gbs, &memory_bound);
-  const bool adjacent = s->adjacent_probe && memory_bound;
+  const bool adjacent =
+      s->adjacent_probe && memory_bound && (pt->cold_inputs || tensor_bytes(p) > llc_bytes());
   const double bw_before = adjacent ? attn_bench_adjacent_bandwidth(pt->threads, 2) : 0;
   int c = 0;
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)

@@ -446,6 +446,16 @@ seq_len = 1
 seq_kv = 8192
 threads = 1
 repetitions = 3
+cold_inputs = true
+
+[warm]
+kernels = blocked
+heads = 2
+head_dim = 64
+seq_len = 1
+seq_kv = 256
+threads = 1
+repetitions = 3
 
 [prefill]
 kernels = blocked
@@ -460,9 +470,10 @@ ADJ_KEYS = ("adj_bw_before_GB/s", "adj_bw_after_GB/s", "adj_bw_GB/s", "%adj_bw")
 
 def adjacent(binary):
     """The adjacent bandwidth probe: every timed run (repetition) of a memory-bound point
-    carries the probe read right before and right after it, adj_bw = the better of the two,
-    and %adj_bw = its GB/s as a % of that; a compute-bound point has none of them, nor does
-    any point with --no-adjacent-probe or --no-probe."""
+    that reads DRAM (cold_inputs) carries the probe read right before and right after it,
+    adj_bw = the better of the two, and %adj_bw = its GB/s as a % of that; a compute-bound
+    point has none of them, nor a memory-bound one that fits the last-level cache, nor any
+    point with --no-adjacent-probe or --no-probe."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "adj.ini")
         with open(path, "w") as f:
@@ -477,8 +488,14 @@ def adjacent(binary):
                 check("adjacent bw" in r.stderr, "progress lines show the adjacent bandwidth (%s)" % r.stderr[-300:])
             with open(out) as f:
                 runs[tag] = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
-        dec = [b for b in runs["on"] if "/Sq1/" in b["name"]]
+        dec = [b for b in runs["on"] if "/Skv8192/" in b["name"]]
+        warm = [b for b in runs["on"] if "/Skv256/" in b["name"] and "/Sq1/" in b["name"]]
         pre = [b for b in runs["on"] if "/Sq256/" in b["name"]]
+        check(len(warm) == 3, "three repetitions of the warm decode point (%d)" % len(warm))
+        for b in warm:  # 256 KiB of K/V: memory-bound by the roofline, but cache-resident
+            check(b.get("memory_bound") == 1, "the warm decode point is memory-bound (%s)" % b.get("memory_bound"))
+            check(not any(k in b for k in ADJ_KEYS) and "adj_bw_unavailable" not in b,
+                  "no adjacent probe on a point that fits the last-level cache")
         check(len(dec) == 3 and len(pre) == 3, "three repetitions of each point (%d, %d)" % (len(dec), len(pre)))
         for b in dec:
             check(b.get("memory_bound") == 1, "the decode point is memory-bound (%s)" % b.get("memory_bound"))
@@ -509,8 +526,8 @@ def adjacent(binary):
             doc = json.load(f)
         low = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
         check(low and not any(k in b for b in low for k in ADJ_KEYS), "low memory: no adjacent probe counters")
-        flags = {b["name"].split("/")[4]: b.get("adj_bw_unavailable") for b in low}
-        check(flags == {"Sq1": 1, "Sq256": None},
+        flags = {"/".join(b["name"].split("/")[4:6]): b.get("adj_bw_unavailable") for b in low}
+        check(flags == {"Sq1/Skv8192": 1, "Sq1/Skv256": None, "Sq256/Skv256": None},
               "low memory: adj_bw_unavailable on the memory-bound point only (%s)" % flags)
         for b in runs["on"]:
             check("adj_bw_unavailable" not in b, "probe on: no adj_bw_unavailable counter")
