@@ -9,6 +9,7 @@
   test_bench.py lock ATTNBENCH               a second bench on the same --out fails at once
   test_bench.py diskfull ATTNBENCH           the first failed save stops the sweep (tmpfs;
                                              exit 77 = skipped where mounting fails)
+  test_bench.py interleave ATTNBENCH         --benchmark_enable_random_interleaving=true
   test_bench.py adjacent ATTNBENCH           memory-bound points get the adjacent bandwidth
                                              probe counters, compute-bound ones do not
   test_bench.py filter ATTNBENCH             --benchmark_filter on the displayed names
@@ -533,6 +534,33 @@ def adjacent(binary):
             check("adj_bw_unavailable" not in b, "probe on: no adj_bw_unavailable counter")
 
 
+def interleave(binary):
+    """--benchmark_enable_random_interleaving=true (Google Benchmark runs the points'
+    repetitions in a random order): every point still has all its repetitions, its
+    aggregates and its check, on inputs rebuilt whenever the sweep returns to it, and the
+    memory-bound one its adjacent probe counters."""
+    with tempfile.TemporaryDirectory() as d:
+        path, out = os.path.join(d, "adj.ini"), os.path.join(d, "il.json")
+        with open(path, "w") as f:
+            f.write(ADJ_CFG)
+        r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--benchmark_min_time=0.01",
+                            "--benchmark_enable_random_interleaving=true"],
+                           capture_output=True, text=True, timeout=600)
+        check(r.returncode == 0, "interleaved sweep runs (%s)" % r.stderr.strip()[-300:])
+        with open(out) as f:
+            bs = json.load(f)["benchmarks"]
+        names = sorted({b["name"].rsplit("_", 1)[0] if b.get("run_type") == "aggregate" else b["name"] for b in bs})
+        check(len(names) == 3, "three points (%s)" % names)
+        for n in names:
+            runs = [b for b in bs if b["name"] == n and b.get("run_type") == "iteration"]
+            aggs = {b.get("aggregate_name") for b in bs if b.get("run_type") == "aggregate" and b["name"].startswith(n + "_")}
+            check(len(runs) == 3 and not any(b.get("error_occurred") for b in runs),
+                  "%s: three checked repetitions (%d)" % (n, len(runs)))
+            check({"mean", "median", "stddev", "cv"} <= aggs, "%s: aggregates %s" % (n, sorted(aggs)))
+            if "/Skv8192/" in n:
+                check(all("%adj_bw" in b for b in runs), "%s: adjacent probe on every repetition" % n)
+
+
 FILTER_CFG = """[s]
 kernels = all
 heads = 2
@@ -954,6 +982,7 @@ def main():
     mode = sys.argv[1]
     {"config-errors": config_errors, "refuse": refuse, "sigint": sigint, "cold": cold, "kv-types": kv_types, "results": results,
      "scripts": scripts, "outputs": outputs, "lock": lock, "diskfull": diskfull, "filter": filter_, "cpu": cpu, "adjacent": adjacent,
+     "interleave": interleave,
      "synthetic": synthetic}[mode](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
