@@ -481,14 +481,13 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "kv_storage_err", s->storage_abs, ATTN_GB_PLAIN);
     attn_gb_set_counter(st, "kv_storage_err/tol", s->storage_ratio, ATTN_GB_PLAIN);
   }
-  // A memory-bound point (by the sweep's start probes) on a shared machine: the bandwidth
-  // there drifts by tens of percent over a sweep, so the point's % of bandwidth is also
-  // taken against a probe run right before and right after this timed run (untimed: Google
-  // Benchmark's clock runs inside the loop only). Each repetition has its own pair, so the
-  // median over repetitions compares like with like.
-  // Only for points that read DRAM on every call (cold_inputs, or inputs larger than the
-  // last-level cache): the probe evicts the caches, which a cache-resident point would
-  // feel, and DRAM's bandwidth is not its limit anyway.
+  // A memory-bound point (by the sweep's start probes) that reads DRAM on every call
+  // (cold_inputs, or inputs larger than the last-level cache): a shared machine's bandwidth
+  // drifts by tens of percent over a sweep, so its % of bandwidth is also taken against a
+  // probe run right before and right after this timed run (untimed: Google Benchmark's
+  // clock runs inside the loop only). Each repetition has its own pair, so the median over
+  // repetitions compares like with like. Not for cache-resident points: the probe evicts
+  // the caches, and DRAM's bandwidth is not their limit.
   bool memory_bound = false;
   attn_bench_roofline_seconds(attn_flops(p), (double)tensor_bytes(p), s->peak_gflops,
                               s->bandwidth_gbs, &memory_bound);

@@ -25,7 +25,7 @@ typedef struct attn_bench_state {
   const attn_bench_point *point;
   double peak_gflops;    // FMA peak for the point's ISA and threads; 0 = unknown
   double bandwidth_gbs;  // read bandwidth measured with the point's threads; 0 = unknown
-  bool adjacent_probe;   // memory-bound point: probe the bandwidth around each timed run
+  bool adjacent_probe;   // probe the bandwidth around each timed run (if memory-bound)
   char refused[192];     // non-empty: not run (e.g. does not fit in memory)
   // filled by the first run
   bool checked, check_pass;
