@@ -102,7 +102,7 @@ def print_machines(files):
 def write_csv(path, files):
     fields = ["file", "name", "kernel", "B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal",
               "options", "fallback", "threads", "median_s", "cv", "repetitions", "GFLOP/s", "GB/s", "%peak",
-              "%roofline", "limit", "roofline_GFLOP/s", "cpu_uarch", "error"]
+              "%roofline", "%adj_bw", "limit", "roofline_GFLOP/s", "cpu_uarch", "error"]
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
@@ -116,7 +116,7 @@ def write_csv(path, files):
                            [attnresults.options_label(c), int(p.fallback), p.threads, p.median_s if p.median_s is not None else "",
                             "" if p.cv is None else p.cv, len(p.times),
                             c.get("GFLOP/s", ""), c.get("GB/s", ""), c.get("%peak", ""),
-                            "" if rl is None else rl, p.limit(ctx) or "",
+                            "" if rl is None else rl, c.get("%adj_bw", ""), p.limit(ctx) or "",
                             "" if att is None else att, ctx.get("cpu_uarch", ""),
                             p.error or ""])
     os.replace(tmp, path)

@@ -488,7 +488,23 @@ def adjacent(binary):
             if tag == "on":
                 check("adjacent bw" in r.stderr, "progress lines show the adjacent bandwidth (%s)" % r.stderr[-300:])
             with open(out) as f:
-                runs[tag] = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
+                doc = json.load(f)
+            runs[tag] = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+            if tag == "on":  # the scripts show the median %adj_bw of the memory-bound point
+                med = [b for b in doc["benchmarks"] if b.get("aggregate_name") == "median" and "/Skv8192/" in b["name"]]
+                sdir = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "scripts")
+                r = subprocess.run([sys.executable, os.path.join(sdir, "summary.py"), out], capture_output=True, text=True)
+                row = [ln for ln in r.stdout.splitlines() if "Skv8192" in ln]
+                check(r.returncode == 0 and "%adj" in r.stdout and med and row
+                      and row[0].split()[-1] == "%.1f" % med[0].get("%adj_bw", -1),
+                      "summary.py's %%adj column is the median %%adj_bw (%s)" % (row or r.stderr))
+                csvp = os.path.join(d, "on.csv")
+                r = subprocess.run([sys.executable, os.path.join(sdir, "compare.py"), out, out, "--csv", csvp],
+                                   capture_output=True, text=True)
+                with open(csvp) as f:
+                    hdr = f.readline().strip().split(",")
+                check(r.returncode == 0 and "%adj_bw" in hdr, "compare.py's CSV has %%adj_bw (%s)" % hdr)
         dec = [b for b in runs["on"] if "/Skv8192/" in b["name"]]
         warm = [b for b in runs["on"] if "/Skv256/" in b["name"] and "/Sq1/" in b["name"]]
         pre = [b for b in runs["on"] if "/Sq256/" in b["name"]]
