@@ -105,6 +105,13 @@ const void *attn_topology_cpuset(void) {
   return g_topo ? g_set : NULL;
 }
 
+uint64_t attn_topology_llc_bytes(const attn_topology *t) {
+  if (!t->ok) return 0;
+  if (t->l3_bytes) return t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
+  if (t->l2_bytes) return t->l2_bytes * (uint64_t)(t->l2_count > 0 ? t->l2_count : 1);
+  return 0;
+}
+
 const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = (double)bytes;

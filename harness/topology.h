@@ -39,6 +39,9 @@ void *attn_topology_hwloc(void);
 // The CPU set above as a hwloc_const_cpuset_t (NULL if hwloc failed); typed as above.
 const void *attn_topology_cpuset(void);
 
+// All last-level caches together in bytes (L3 size × count, else L2's); 0 when unknown.
+uint64_t attn_topology_llc_bytes(const attn_topology *t);
+
 // One line: "1 package, 2 cores, 2 PUs, 1 NUMA node; L1d 32 KiB x2, L2 1 MiB x2, L3 32 MiB x1"
 void attn_topology_summary(const attn_topology *t, char *buf, size_t len);
 

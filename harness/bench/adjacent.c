@@ -19,9 +19,7 @@ double attn_bench_adjacent_bandwidth(int threads, int passes) {
   if (g_adj_failed) return 0;
   if (!g_adj.x) {
     // Several times the last-level cache (every pass then reads DRAM), at least 256 MiB.
-    const attn_topology *t = attn_topology_get();
-    uint64_t llc = 0;
-    if (t->ok && t->l3_bytes) llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
+    const uint64_t llc = attn_topology_llc_bytes(attn_topology_get());
     uint64_t bytes = (uint64_t)256 << 20;
     if (4 * llc > bytes) bytes = 4 * llc;
     // The buffer comes on top of the point's inputs, which are allocated by now: the same

@@ -228,22 +228,9 @@ static uint64_t tensor_bytes(const attn_problem *p) {
   return attn_tensor_bytes(p);
 }
 
-// All last-level caches together (hwloc: L3, else L2), bytes; 0 when unknown.
-static uint64_t llc_bytes(void) {
-  const attn_topology *t = attn_topology_get();
-  uint64_t llc = 0;
-  if (t->ok) {
-    if (t->l3_bytes)
-      llc = t->l3_bytes * (uint64_t)(t->l3_count > 0 ? t->l3_count : 1);
-    else if (t->l2_bytes)
-      llc = t->l2_bytes * (uint64_t)(t->l2_count > 0 ? t->l2_count : 1);
-  }
-  return llc;
-}
-
 int attn_bench_input_copies(const attn_bench_point *pt) {
   if (!pt->cold_inputs) return 1;
-  const uint64_t llc = llc_bytes();
+  const uint64_t llc = attn_topology_llc_bytes(attn_topology_get());
   uint64_t want = ATTN_BENCH_COLD_LLC_FACTOR * llc;
   if (want < ATTN_BENCH_COLD_MIN_BYTES) want = ATTN_BENCH_COLD_MIN_BYTES;
   const uint64_t one = tensor_bytes(&pt->problem);
@@ -489,10 +476,11 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   // repetitions compares like with like. Not for cache-resident points: the probe evicts
   // the caches, and DRAM's bandwidth is not their limit.
   bool memory_bound = false;
-  attn_bench_roofline_seconds(attn_flops(p), (double)tensor_bytes(p), s->peak_gflops,
-                              s->bandwidth_gbs, &memory_bound);
+  const double t_roof = attn_bench_roofline_seconds(
+      attn_flops(p), (double)tensor_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
   const bool adjacent =
-      s->adjacent_probe && memory_bound && (pt->cold_inputs || tensor_bytes(p) > llc_bytes());
+      s->adjacent_probe && memory_bound &&
+      (pt->cold_inputs || tensor_bytes(p) > attn_topology_llc_bytes(attn_topology_get()));
   const double bw_before = adjacent ? attn_bench_adjacent_bandwidth(pt->threads, 2) : 0;
   int c = 0;
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)
@@ -532,10 +520,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "%adj_bw", (double)tensor_bytes(p) * 1e-9 * 100.0 / near,
                         ATTN_GB_RATE_PER_ITER);
   }
-  // Scored against the limit that applies: % of the roofline time (t_roof / time, a rate
-  // of t_roof per iteration), which limit it is, and the attainable rate.
-  const double t_roof = attn_bench_roofline_seconds(
-      attn_flops(p), (double)tensor_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
+  // Scored against the limit that applies (t_roof above): % of the roofline time (t_roof /
+  // time, a rate of t_roof per iteration), which limit it is, and the attainable rate.
   if (t_roof > 0) {
     attn_gb_set_counter(st, "%roofline", 100.0 * t_roof, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "memory_bound", memory_bound ? 1 : 0, ATTN_GB_PLAIN);

@@ -377,7 +377,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   float sa[FL_KV_RG * FL_ROW_KEYS * VF_W] __attribute__((aligned(64)));
   int64_t n[FL_QK_MR];
   float alpha[FL_QK_MR];
-  const int pfv = FL_DEC_PF_V_PV(t);  // may be a run-time choice (flash_avx512.h)
+  const int pfv = FL_DEC_PF_V_PV(t);  // may be a run-time choice (flash_avx2.h, flash_avx512.h)
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
