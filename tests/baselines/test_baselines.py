@@ -100,6 +100,8 @@ def pipeline(attnbench):
             assert not e.get("error_occurred"), e
             assert e["baseline"] == 1 and e["GFLOP/s"] > 0 and e["Sq"] == 8 and e["Skv"] == 24
         assert entries(res, "naive"), "the kernels' entries must survive"
+        slow = "running: its output is checked at full size"
+        assert slow not in r.stderr, "a tiny point gets no slow-check line: " + r.stderr
         s = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "summary.py"), res])
         assert s.returncode == 0 and "best external" in s.stdout and "numpy_attention" in s.stdout
         assert "over the best external baseline" in s.stdout
@@ -112,7 +114,22 @@ def pipeline(attnbench):
         assert "check failed" in es[0]["error_message"], es[0]["error_message"]
         assert not [e for e in es if e.get("run_type") == "aggregate"], "it must not be timed"
         assert entries(res, "numpy_attention"), "earlier baselines must survive"
-    print("baseline pipeline: correct baseline timed, top-left causal baseline rejected")
+
+        # The line before a point whose full-size check takes long: every point with the
+        # threshold at 0 GFLOP; a malformed threshold is an error before any work.
+        os.environ["ATTNBENCH_SLOW_CHECK_GFLOP"] = "0"
+        try:
+            r = bench_baselines(attnbench, res, os.path.join(HERE, "numpy_attention.py"),
+                                "/usr/bin/python3")
+            assert r.returncode == 0 and slow in r.stderr, r.stderr
+            os.environ["ATTNBENCH_SLOW_CHECK_GFLOP"] = "lots"
+            r = bench_baselines(attnbench, res, os.path.join(HERE, "numpy_attention.py"),
+                                "/usr/bin/python3")
+            assert r.returncode != 0 and "ATTNBENCH_SLOW_CHECK_GFLOP" in r.stderr, r.stderr
+        finally:
+            del os.environ["ATTNBENCH_SLOW_CHECK_GFLOP"]
+    print("baseline pipeline: correct baseline timed, top-left causal baseline rejected, "
+          "slow-check line at its threshold")
     return 0
 
 
