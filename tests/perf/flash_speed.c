@@ -28,6 +28,8 @@
 // Q, K, V and O start on 64-byte boundaries, as `attnbench bench` allocates them; --offset B
 // (0–60, a multiple of 4) puts each B bytes past one instead — e.g. 16, malloc's
 // alignment — to measure what unaligned inputs cost.
+// --regtile N runs register-tile variant N of each kernel (attn_exec.regtile; `attnbench list`
+// shows them, rt=); an index the kernel does not have is an error (the warm-up call says why).
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
@@ -157,6 +159,8 @@ int main(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--tile-kv"))
       base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
+    else if (!strcmp(a, "--regtile"))
+      base.regtile = (int)number(a, v, 0, 63), i++;
     else if (!strcmp(a, "--window"))
       opt.window = true, opt.window_left = number(a, v, 1, 1 << 30) - 1, i++;
     else if (!strcmp(a, "--window-right"))
