@@ -93,20 +93,25 @@ static inline vf_t vf_pow2i(vf_t n) {
   const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
   return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
 }
-// n = round(t) (nearest, ties to even) as float, and *pow2 = 2^n for n in [−126, 127],
-// both from u = t + 1.5·2^23 (|t| < 2^22): u is rounded once, to an integer (ulp 1 there;
-// 1.5·2^23 is even, so ties go to even as in vf_round), n = u − 1.5·2^23 exactly, and
-// the low mantissa bits of u hold n, so (bits(u) + 127) << 23 is 2^n (the bits of
-// 1.5·2^23 shift out). Four cheap instructions for vf_round + vf_pow2i's five (vroundps
-// is two uops on Intel), bitwise the same; outside that range of n, 2^n is garbage
-// (vf_exp zeroes those lanes).
-#define VF_HAVE_ROUND_POW2 1
-static inline vf_t vf_round_pow2(vf_t t, vf_t *pow2) {
+// n = round(t) (nearest, ties to even) as float, for |t| < 2^22: u = t + 1.5·2^23 is
+// rounded once, to an integer (ulp 1 there; 1.5·2^23 is even, so ties go to even as in
+// vf_round), and n = u − 1.5·2^23 exactly. Two adds for vroundps (two uops on Intel),
+// bitwise the same.
+#define VF_HAVE_ROUND_MAGIC 1
+static inline vf_t vf_round_magic(vf_t t) {
   const vf_t magic = _mm256_set1_ps(12582912.0f);
-  const vf_t u = _mm256_add_ps(t, magic);
-  const __m256i e = _mm256_add_epi32(_mm256_castps_si256(u), _mm256_set1_epi32(127));
-  *pow2 = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
-  return _mm256_sub_ps(u, magic);
+  return _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
+}
+// p·2^n for integral float n where the product is a normal float: n added to p's exponent
+// field (an integer add; multiplying by 2^n is exact there too, so the bits are the
+// same). It replaces the multiply at the end of vf_exp's dependency chain by a 1-cycle
+// integer add and takes it off the two FMA/multiply pipes (Zen 3: the exp loop ~20%
+// faster, docs/tuning.md). A NaN n converts to 0x80000000, which the shift clears: p —
+// then NaN as well — is returned unchanged, so NaN still flows through vf_exp.
+#define VF_HAVE_SCALE_EXP 1
+static inline vf_t vf_scale_exp(vf_t p, vf_t n) {
+  const __m256i sh = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), sh));
 }
 // x < c ? 0 : v (lane-wise). An unordered compare (NaN x) keeps v.
 static inline vf_t vf_zero_below(vf_t x, float c, vf_t v) {

@@ -15,9 +15,10 @@
 //   5. e^x = e^r · 2^n, with 2^n built directly in the exponent field (exact); where the
 //      mapping has a scale-by-2^n instruction (AVX-512 vscalefps, VF_HAVE_SCALEF_BELOW)
 //      that one instruction does 5 and 6 together, with the same bits; where it has
-//      cheap integer ops on the float bits (AVX2, VF_HAVE_ROUND_POW2), n and 2^n of steps
-//      2 and 5 come from the bits of x·log2(e) + 1.5·2^23 (no round or convert
-//      instruction), again with the same bits. Both drop the clamp at −87.5 of step 1.
+//      cheap integer ops on the float bits (AVX2: VF_HAVE_ROUND_MAGIC, VF_HAVE_SCALE_EXP),
+//      n of step 2 comes from x·log2(e) + 1.5·2^23 − 1.5·2^23 (no round instruction) and
+//      step 5 adds n to the exponent field of e^r (no multiply), again with the same
+//      bits. Both drop the clamp at −87.5 of step 1.
 //   6. Underflow: for x < EXP_CUTOFF = −87.33654 (≈ ln FLT_MIN, e^x would be subnormal)
 //      the result is exactly +0 — never a denormal, so no slow path, and e^(−∞) = 0.
 //      From the cutoff up, results are normal floats (checked by the tests).
@@ -34,7 +35,7 @@
 static inline vf_t vf_exp(vf_t x) {
   // Operand order matters: x86 min/max return the SECOND operand when either is NaN, so
   // NaN inputs flow through to a NaN result (NEON min/max propagate NaN anyway).
-#if defined(VF_HAVE_SCALEF_BELOW) || defined(VF_HAVE_ROUND_POW2)
+#if defined(VF_HAVE_SCALEF_BELOW) || defined(VF_HAVE_SCALE_EXP)
   // Step 1 without the lower clamp: lanes below the cutoff (−∞ included) are zeroed at
   // the end whatever their n and r, and every lane at or above it has n ≥ −126.
   const vf_t xm = vf_min(vf_set1(88.0f), x);
@@ -42,9 +43,8 @@ static inline vf_t vf_exp(vf_t x) {
   const vf_t xc = vf_max(vf_set1(-87.5f), x);
   const vf_t xm = vf_min(vf_set1(88.0f), xc);
 #endif
-#ifdef VF_HAVE_ROUND_POW2
-  vf_t pow2n;  // 2^n, from the same bits as n (AVX2: no vroundps, no cvt)
-  const vf_t n = vf_round_pow2(vf_mul(xm, vf_set1(1.44269504088896341f)), &pow2n);
+#ifdef VF_HAVE_ROUND_MAGIC
+  const vf_t n = vf_round_magic(vf_mul(xm, vf_set1(1.44269504088896341f)));
 #else
   const vf_t n = vf_round(vf_mul(xm, vf_set1(1.44269504088896341f)));
 #endif
@@ -58,8 +58,10 @@ static inline vf_t vf_exp(vf_t x) {
   const vf_t p = vf_add(vf_set1(1.0f), vf_fma(q, vf_mul(r, r), r));
 #if defined(VF_HAVE_SCALEF_BELOW)
   return vf_scalef_below(x, VEXP_CUTOFF, p, n);  // AVX-512: one vscalefps, bitwise the same
-#elif defined(VF_HAVE_ROUND_POW2)
-  return vf_zero_below(x, VEXP_CUTOFF, vf_mul(p, pow2n));
+#elif defined(VF_HAVE_SCALE_EXP)
+  // Lanes at or above the cutoff give normal results (step 6), where the exponent add
+  // is exact; the ones below are zeroed whatever it gave.
+  return vf_zero_below(x, VEXP_CUTOFF, vf_scale_exp(p, n));
 #else
   return vf_zero_below(x, VEXP_CUTOFF, vf_mul(p, vf_pow2i(n)));
 #endif

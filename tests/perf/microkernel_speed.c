@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--nk")) {
       nnk = 0;
       char *list = argv[++i];
-      for (char *t = strtok(list, ","); t && nnk < 8; t = strtok(NULL, ",")) nks[nnk++] = parse_pos("--nk", t);
+      for (char *t = strtok(list, ","); t && nnk < 8; t = strtok(NULL, ","))
+        nks[nnk++] = parse_pos("--nk", t);
     } else {
       fprintf(stderr, "microkernel_speed: unknown option '%s'\n", argv[i]);
       return 2;
@@ -106,7 +107,8 @@ int main(int argc, char **argv) {
     float *a = aligned_alloc(64, 64 * 4096 * sizeof(float));
     float *b = aligned_alloc(64, ((bfl + 15) / 16 * 16) * sizeof(float));
     float *cc = aligned_alloc(64, 8 * 64 * sizeof(float));
-    float *s = aligned_alloc(64, 4096 * sizeof(float)), *src = aligned_alloc(64, 4096 * sizeof(float));
+    float *s = aligned_alloc(64, 4096 * sizeof(float)),
+          *src = aligned_alloc(64, 4096 * sizeof(float));
     if (!a || !b || !cc || !s || !src) {
       fprintf(stderr, "microkernel_speed: out of memory\n");
       return 1;
@@ -147,7 +149,8 @@ int main(int argc, char **argv) {
     const double peak = peak0 > peak1 ? peak0 : peak1;
     printf("%s: 1-thread FMA peak %.1f GFLOP/s (before %.1f, after %.1f); best of %ld trials\n",
            c->name, peak, peak0, peak1, trials);
-    printf("  %-6s %5s  %-22s %-22s\n", "tile", "k", "B panel: zero / load", "B strided: zero / load");
+    printf("  %-6s %5s  %-22s %-22s\n", "tile", "k", "B panel: zero / load",
+           "B strided: zero / load");
     for (int ti = 0; ti < c->ntiles; ti++)
       for (int k = 0; k < nnk; k++) {
         char tl[16];
@@ -157,10 +160,11 @@ int main(int argc, char **argv) {
                100 * res[ti][k][1][0] / peak, 100 * res[ti][k][1][1] / peak);
       }
     const double slots = ebest * peak * 1e9 / (2.0 * w);
-    printf("  softmax exp loop (row of %ld scores, in L1): %.2f ns per vector = %.1f FMA slots"
-           " (share vs the GEMMs: %.0f%% at D64, %.0f%% at D128)%s\n",
-           (long)npad, ebest * 1e9, slots, 100 * slots / 128, 100 * slots / 256,
-           sink == 12345.0f ? " " : "");
+    printf(
+        "  softmax exp loop (row of %ld scores, in L1): %.2f ns per vector = %.1f FMA slots"
+        " (share vs the GEMMs: %.0f%% at D64, %.0f%% at D128)%s\n",
+        (long)npad, ebest * 1e9, slots, 100 * slots / 128, 100 * slots / 256,
+        sink == 12345.0f ? " " : "");
     free(a), free(b), free(cc), free(s), free(src);
   }
   if (!ran) printf("microkernel_speed: no x86 SIMD ISA to time on this CPU/build\n");

@@ -11,18 +11,16 @@
 // reps calls of one MR × NV register tile over nk k steps, B rows ldb floats apart (a
 // contiguous panel: ldb = NV·VF_W; the flash K̂ᵀ: ldb = tile_kv), A a packed MR-row panel,
 // C overwritten every call (Q·Kᵀ: init 0) or accumulated (P·V: init load).
-#define MK_TILE_FN(MR, NV)                                                                  \
-  static void mk_tile_##MR##x##NV(const float *a, const float *b, int64_t ldb, int64_t nk, \
-                                  float *c, int64_t reps, int load) {                       \
-    for (int64_t i = 0; i < reps; i++) {                                                    \
-      if (load)                                                                             \
-        vk_tile(MR, NV, VK_INIT_LOAD, NULL, a, 1, MR, b, ldb, nk, c, NV * VF_W, NULL, 0,    \
-                NULL);                                                                      \
-      else                                                                                  \
-        vk_tile(MR, NV, VK_INIT_ZERO, NULL, a, 1, MR, b, ldb, nk, c, NV * VF_W, NULL, 0,    \
-                NULL);                                                                      \
-      __asm__ volatile("" ::: "memory");                                                    \
-    }                                                                                       \
+#define MK_TILE_FN(MR, NV)                                                                     \
+  static void mk_tile_##MR##x##NV(const float *a, const float *b, int64_t ldb, int64_t nk,     \
+                                  float *c, int64_t reps, int load) {                          \
+    for (int64_t i = 0; i < reps; i++) {                                                       \
+      if (load)                                                                                \
+        vk_tile(MR, NV, VK_INIT_LOAD, NULL, a, 1, MR, b, ldb, nk, c, NV *VF_W, NULL, 0, NULL); \
+      else                                                                                     \
+        vk_tile(MR, NV, VK_INIT_ZERO, NULL, a, 1, MR, b, ldb, nk, c, NV *VF_W, NULL, 0, NULL); \
+      __asm__ volatile("" ::: "memory");                                                       \
+    }                                                                                          \
   }
 MK_TILE_FN(6, 2)
 MK_TILE_FN(4, 3)
@@ -32,12 +30,18 @@ MK_TILE_FN(6, 4)
 
 static int mk_tile(int mr, int nv, const float *a, const float *b, int64_t ldb, int64_t nk,
                    float *c, int64_t reps, int load) {
-  if (mr == 6 && nv == 2) mk_tile_6x2(a, b, ldb, nk, c, reps, load);
-  else if (mr == 4 && nv == 3) mk_tile_4x3(a, b, ldb, nk, c, reps, load);
-  else if (mr == 3 && nv == 4) mk_tile_3x4(a, b, ldb, nk, c, reps, load);
-  else if (mr == 8 && nv == 3) mk_tile_8x3(a, b, ldb, nk, c, reps, load);
-  else if (mr == 6 && nv == 4) mk_tile_6x4(a, b, ldb, nk, c, reps, load);
-  else return -1;
+  if (mr == 6 && nv == 2)
+    mk_tile_6x2(a, b, ldb, nk, c, reps, load);
+  else if (mr == 4 && nv == 3)
+    mk_tile_4x3(a, b, ldb, nk, c, reps, load);
+  else if (mr == 3 && nv == 4)
+    mk_tile_3x4(a, b, ldb, nk, c, reps, load);
+  else if (mr == 8 && nv == 3)
+    mk_tile_8x3(a, b, ldb, nk, c, reps, load);
+  else if (mr == 6 && nv == 4)
+    mk_tile_6x4(a, b, ldb, nk, c, reps, load);
+  else
+    return -1;
   return 0;
 }
 
