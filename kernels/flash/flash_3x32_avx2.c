@@ -4,6 +4,12 @@
 // entry points for attn_exec.regtile = 2.
 #include "flash/flash_avx2.h"
 
+// The k loop not unrolled here: with flash_avx2.h's 4× unroll, gcc 12 keeps one of the 3×4
+// Q·Kᵀ tile's 12 accumulators on the stack (a store-to-load chain per k step, 44% of the
+// FMA bound in microkernel_speed on Zen 3; not unrolled: 90–95%). Same FMA order, same bits.
+#undef VK_K_UNROLL
+#define VK_K_UNROLL VK_RT2_K_UNROLL
+
 #define FL_QK_MR FL_RT2_QK_MR
 #define FL_QK_NV FL_RT2_QK_NV
 #define FL_PV_MR FL_RT2_PV_MR
