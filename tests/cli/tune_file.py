@@ -322,14 +322,15 @@ def main():
             both = sections(f.read())
         check(rc == 0 and f"{kernel} prefill d64" in both and f"{tiled} prefill d64" in both,
               f"tune keeps a matching file's other entries (got {rc}: {list(both)} {err})")
-        # A foreign file at the target is replaced, with a note, not merged.
+        # A foreign file at the target is replaced, with a note, not merged (another model
+        # than this CPU's: other_model, above).
         with open(other, "w") as f:
-            f.write(re.sub(r"^model = .*$", "model = 1", text, count=1, flags=re.M))
+            f.write(re.sub(r"^model = .*$", f"model = {other_model}", text, count=1, flags=re.M))
         rc, out, err = run("tune", "--config", cfg, "--kernel", tiled, "--budget", "0.5",
                            "--tune-file", other, env=env)
         with open(other) as f:
             only = sections(f.read())
-        check(rc == 0 and "not keeping its entries: written for model 1" in err
+        check(rc == 0 and f"not keeping its entries: written for model {other_model}" in err
               and sorted(only) == sorted(["machine", f"{tiled} prefill d64", f"{tiled} decode d128"]),
               f"a foreign target is replaced (got {rc}: {list(only)} {err})")
         rc, out, err = run("tune", "--kernel", "blocked", env=env)
