@@ -8,7 +8,7 @@
 // Q·Kᵀ tile's 12 accumulators on the stack (a store-to-load chain per k step, 44% of the
 // FMA bound in microkernel_speed on Zen 3; not unrolled: 90–95%). Same FMA order, same bits.
 #undef VK_K_UNROLL
-#define VK_K_UNROLL VK_RT2_K_UNROLL
+#define VK_K_UNROLL 1
 
 #define FL_QK_MR FL_RT2_QK_MR
 #define FL_QK_NV FL_RT2_QK_NV

@@ -11,9 +11,6 @@
 #include "simd/vec_avx2.h"
 
 #define VK_K_UNROLL 4  // micro-kernel k loop unrolled 4× (docs/tuning.md)
-#ifndef VK_RT2_K_UNROLL
-#define VK_RT2_K_UNROLL 1  // variant 2 (3x32/6x16): flash_3x32_avx2.c
-#endif
 
 // The default variant's plan and paths, for every variant (flash_body.h).
 #define FL_DEC_ROWS 6  // fewer rows: the fused decode pass

@@ -130,7 +130,12 @@ int main(int argc, char **argv) {
             double best = 0;
             for (long t = 0; t < trials; t++) {
               const double t0 = now();
-              c->ops->tile(mr, nv, a, b, ldb, nk, cc, reps, ld);
+              if (c->ops->tile(mr, nv, a, b, ldb, nk, cc, reps, ld) != 0) {
+                fprintf(stderr,
+                        "microkernel_speed: tile %dx%d is not compiled in (mk_speed_body.h)\n", mr,
+                        nv);
+                return 1;
+              }
               const double gf = 2.0 * mr * nv * w * nk * (double)reps / (now() - t0) / 1e9;
               best = gf > best ? gf : best;
             }
