@@ -175,22 +175,27 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int
     for (int c = 0; c < NK; c++) a[r][c] = vf_zero();
   if (t == ATTN_DTYPE_Q8_0) {
     enum { SV = ATTN_Q8_0_BLOCK / VF_W };  // vectors per block
+    // Per block: each key's scale widened once, then per vector of the block one load per
+    // Q̂ row (held in registers) for the NK keys' widened vectors — d order per accumulator.
     for (int64_t b = 0; b < dqk / ATTN_Q8_0_BLOCK; b++) {
-      vf_t qv[FL_KV_RG][SV];
-#pragma GCC unroll 4
-      for (int r = 0; r < G; r++)
-#pragma GCC unroll 8
-        for (int x = 0; x < SV; x++)
-          qv[r][x] = vf_load(q + r * dqk + b * ATTN_Q8_0_BLOCK + x * VF_W);
+      vf_t sc[FL_DEC_ACC];
 #pragma GCC unroll 16
       for (int c = 0; c < NK; c++) {
         const attn_block_q8_0 *blk = (const attn_block_q8_0 *)(k + (size_t)c * krb) + b;
-        const vf_t sc = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
+        sc[c] = H ? kv_w_scale_f16c(blk->d) : kv_w_scale(blk->d);
+      }
 #pragma GCC unroll 8
-        for (int x = 0; x < SV; x++) {
-          const vf_t kv = vf_mul(sc, kv_w_i8(blk->qs + x * VF_W));
+      for (int x = 0; x < SV; x++) {
+        vf_t qv[FL_KV_RG];
 #pragma GCC unroll 4
-          for (int r = 0; r < G; r++) a[r][c] = vf_fma(qv[r][x], kv, a[r][c]);
+        for (int r = 0; r < G; r++)
+          qv[r] = vf_pin(vf_load(q + r * dqk + b * ATTN_Q8_0_BLOCK + x * VF_W));
+#pragma GCC unroll 16
+        for (int c = 0; c < NK; c++) {
+          const attn_block_q8_0 *blk = (const attn_block_q8_0 *)(k + (size_t)c * krb) + b;
+          const vf_t kv = vf_mul(sc[c], kv_w_i8(blk->qs + x * VF_W));
+#pragma GCC unroll 4
+          for (int r = 0; r < G; r++) a[r][c] = vf_fma(qv[r], kv, a[r][c]);
         }
       }
     }
@@ -199,7 +204,7 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int
     for (; d + VF_W <= dqk; d += VF_W) {
       vf_t qv[FL_KV_RG];
 #pragma GCC unroll 4
-      for (int r = 0; r < G; r++) qv[r] = vf_load(q + r * dqk + d);
+      for (int r = 0; r < G; r++) qv[r] = vf_pin(vf_load(q + r * dqk + d));  // one load per row
 #pragma GCC unroll 16
       for (int c = 0; c < NK; c++) {
         const vf_t kv = fl_kv_vec(t, k + (size_t)c * krb, d);

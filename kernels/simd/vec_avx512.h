@@ -31,6 +31,13 @@ static inline vf_t vf_set1(float x) {
 static inline vf_t vf_zero(void) {
   return _mm512_setzero_ps();
 }
+// x unchanged, but held in a register from here on: the compiler may no longer fold
+// the load that produced it into each instruction that uses it (a register-held
+// operand reused by several FMAs would otherwise be reloaded for every one).
+static inline vf_t vf_pin(vf_t x) {
+  __asm__("" : "+v"(x));
+  return x;
+}
 static inline vf_t vf_fma(vf_t a, vf_t b, vf_t c) {
   return _mm512_fmadd_ps(a, b, c);
 }
