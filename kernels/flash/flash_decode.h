@@ -56,7 +56,19 @@
 #define FL_DEC_ACC 16
 #endif
 #endif
-#define FL_DEC_KEYS(G) ((G) == 1 ? FL_DEC_ACC : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
+// Keys whose scores one row (G = 1: MHA decode) accumulates at once. The loop runs d
+// outer, keys inner, so FL_DEC_KEYS1 K rows are read interleaved, a vector of each in
+// turn; 1 reads each K row front to back. Either way each score is the same FMA chain in d
+// order (the grouping never changes a bit). An ISA file may set it: on Zen 3 eight
+// interleaved rows held the hardware prefetchers to ~60% of the read bandwidth, and one
+// row at a time made MHA decode 1.2–1.6× faster (docs/tuning.md).
+#ifndef FL_DEC_KEYS1
+#define FL_DEC_KEYS1 FL_DEC_ACC
+#endif
+#if FL_DEC_KEYS1 < 1 || FL_DEC_KEYS1 > FL_DEC_ACC
+#error "FL_DEC_KEYS1: 1 to FL_DEC_ACC keys"
+#endif
+#define FL_DEC_KEYS(G) ((G) == 1 ? FL_DEC_KEYS1 : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
 #define FL_DEC_VECS(G) ((G) == 1 ? FL_ROW_NV : (G) == 2 ? FL_DEC_ACC / 2 : FL_DEC_ACC / 4)
 // Software prefetch FL_DEC_PF_BLOCKS blocks ahead (0: none) into L2 (FL_DEC_PF_LOCALITY,
 // the __builtin_prefetch locality), spread over the block's scores: the K and the V rows
