@@ -24,7 +24,9 @@
 // One decode row reads its K rows one at a time, front to back (flash_decode.h): MHA
 // decode on Zen 3 1.2–1.6× faster than 8 rows interleaved (f16/bf16 1.5–2.1×), the
 // same bits; measured in docs/tuning.md.
+#ifndef FL_DEC_KEYS1  // -DFL_DEC_KEYS1=N: another value, for A/B builds
 #define FL_DEC_KEYS1 1
+#endif
 #define FL_PLAN_NR 16    // tile_kv a multiple of 16 keys
 #define FL_ROW_BLOCK 36  // rows per Q·Kᵀ → softmax → P·V block
 #define FL_LINKAGE       // the variants' entry points are called from flash_avx2.c
