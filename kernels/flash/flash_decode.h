@@ -59,9 +59,9 @@
 // Keys whose scores one row (G = 1: MHA decode) accumulates at once. The loop runs d
 // outer, keys inner, so FL_DEC_KEYS1 K rows are read interleaved, a vector of each in
 // turn; 1 reads each K row front to back. Either way each score is the same FMA chain in d
-// order (the grouping never changes a bit). An ISA file may set it: on Zen 3 eight
-// interleaved rows held the hardware prefetchers to ~60% of the read bandwidth, and one
-// row at a time made MHA decode 1.2–1.6× faster (docs/tuning.md).
+// order (the grouping never changes a bit). An ISA file may set it where the hardware
+// prefetchers follow one row better than several interleaved (flash_avx2.h; measured in
+// docs/tuning.md).
 #ifndef FL_DEC_KEYS1
 #define FL_DEC_KEYS1 FL_DEC_ACC
 #endif
