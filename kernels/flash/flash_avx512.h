@@ -39,6 +39,13 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_DEC_PF_V_PV(t) (attn_cpu_vendor_amd() ? 4 : 1)
 #endif
 
+// One decode row reads its K rows one at a time, front to back (flash_decode.h): MHA
+// decode on Zen 4 1.10–1.16× faster on 1 thread than 16 rows interleaved (2 threads: the
+// same, bandwidth-bound), the same bits; measured in docs/tuning.md.
+#ifndef FL_DEC_KEYS1  // -DFL_DEC_KEYS1=N: another value, for A/B builds
+#define FL_DEC_KEYS1 1
+#endif
+
 #define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
 // The spread-out next-tile prefetch (simd/prefetch.h) asks for L2 (prefetcht1), not L1:
 // the next K and V tiles (2 × 64 KiB at D128) do not fit L1 anyway.
