@@ -60,7 +60,7 @@
 // outer, keys inner, so FL_DEC_KEYS1 K rows are read interleaved, a vector of each in
 // turn; 1 reads each K row front to back. Either way each score is the same FMA chain in d
 // order (the grouping never changes a bit). An ISA file may set it where the hardware
-// prefetchers follow one row better than several interleaved (flash_avx2.h; measured in
+// prefetchers follow one row better than several interleaved (flash_avx2.h, flash_avx512.h;
 // docs/tuning.md).
 #ifndef FL_DEC_KEYS1
 #define FL_DEC_KEYS1 FL_DEC_ACC
