@@ -10,6 +10,8 @@
 // Included by flash_body.h only.
 #pragma once
 
+#include <float.h>
+
 #include "flash/flash_opts.h"
 #include "flash/flash_tiles.h"
 #include "simd/kv_widen.h"
@@ -579,49 +581,127 @@ FL_INLINE void fl_lanes_qk_micro(int nrv, int nk, const float *qt, int64_t R, co
     for (int c = 0; c < nk; c++) fl_rv_store(st + c * R + x * FL_RV_W, s[x][c]);
 }
 
+// AVX-512 with 8-row vectors: Sᵀ from head_dim pairs (FL_LANES_PAIRS). One zmm holds the
+// 8 rows twice, lane 2r + j = row r at the even (j = 0) or odd (j = 1) element of a pair:
+//   Q̂ᵀ₂[d/2][2r + j] = Q̂[r][d + j]          (d even; built once per task)
+//   a_c[2r + j] += K[c][d + j] · Q̂ᵀ₂[d/2][2r + j]   one 64-bit broadcast of K[c][d..d+1]
+// so one broadcast and one 16-lane FMA do the work of two 8-lane ones (half the loads and
+// µops per flop of fl_lanes_qk_micro), and Sᵀ[c][r] = a_c[2r] + a_c[2r + 1]: the even and
+// the odd elements each summed in d order, then added (fixed by the shape). Used when
+// head_dim is even (a pair never reads past a K row); odd head_dim takes fl_lanes_qk_micro.
+#if defined(__AVX512F__) && FL_RV_W == 8 && FL_LANES_MAX_ROWS == 8 && !defined(FL_LANES_NO_PAIRS)
+#define FL_LANES_PAIRS 1
+#ifndef FL_LANES_PAIR_NK
+#define FL_LANES_PAIR_NK 16  // keys per call: 16 accumulators of 32 zmm registers
+#endif
+// Sᵀ rows of keys c, c + 1 (accumulators a, b) into st[c·8 ..], st[(c + 1)·8 ..].
+FL_INLINE void fl_lanes_pair_store2(__m512 a, __m512 b, float *st) {
+  // Per 128-bit lane L (rows 2L, 2L + 1): [a r2L, a r2L+1, b r2L, b r2L+1] ...
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+  // ... then the 64-bit pairs of a before those of b: a's rows 0–7, b's rows 0–7.
+  const __m512i ix = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+  _mm512_storeu_ps(st, _mm512_castpd_ps(_mm512_permutexvar_pd(ix, _mm512_castps_pd(z))));
+}
+FL_INLINE void fl_lanes_pair_store1(__m512 a, float *st) {
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(a, a, 0x88), _mm512_shuffle_ps(a, a, 0xDD));
+  const __m512i ix = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+  _mm256_storeu_ps(
+      st, _mm512_castps512_ps256(_mm512_castpd_ps(_mm512_permutexvar_pd(ix, _mm512_castps_pd(z)))));
+}
+// Sᵀ[c][0..8) for keys c < nk ≤ FL_LANES_PAIR_NK (K row c at k + c·dqk, dqk even).
+FL_INLINE void fl_lanes_qk_pairs(int nk, const float *qt2, const float *k, int64_t dqk, float *st,
+                                 vk_pf *pf) {
+  __m512 a[FL_LANES_PAIR_NK];
+#pragma GCC unroll 16
+  for (int c = 0; c < nk; c++) a[c] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < dqk; d += 2) {
+    const __m512 q = _mm512_loadu_ps(qt2 + d * 8);
+    vk_pf_step_l2(pf);  // 2 lines per 16 keys × 2 elements: fl_lanes_qk_micro's rate
+#pragma GCC unroll 16
+    for (int c = 0; c < nk; c++) {
+      double kk;
+      memcpy(&kk, k + c * dqk + d, sizeof kk);  // K[c][d], K[c][d + 1]
+      a[c] = _mm512_fmadd_ps(_mm512_castpd_ps(_mm512_set1_pd(kk)), q, a[c]);
+    }
+  }
+  int c = 0;
+#pragma GCC unroll 8
+  for (; c + 2 <= nk; c += 2) fl_lanes_pair_store2(a[c], a[c + 1], st + c * 8);
+  if (c < nk) fl_lanes_pair_store1(a[c], st + c * 8);
+}
+#else
+#define FL_LANES_PAIRS 0
+#endif
+
 // The online-softmax update (see softmax.h) of one block, lane-wise: st holds Sᵀ[c][r]
 // for c < nk, r < R, then −∞ up to n_flat (a multiple of VF_W); P̂ᵀ replaces it.
 // m, l, alpha: R entries. A row that has seen no key yet subtracts 0 instead of its
 // max −∞, so e^(−∞ − 0) = 0 gives P = 0, α = 0 on a zero acc and l = 0: never NaN.
+// All in registers: vector i of st covers lanes (i·VF_W ..) mod R. R ≥ VF_W: R / VF_W
+// phases, each vector's lanes distinct rows. R = VF_W / 2 (AVX-512, 8-lane row vectors):
+// lanes j and j + R are row j; the block max and sum combine the two halves (max, and
+// one add: the same value as the scalar sum 0 + s_j + s_{j+R}).
+#if defined(__AVX512F__) && FL_RV_W == 8  // (VF_W is an enum: not usable in #if)
+#define FL_LANES_HALF 1
+#else
+#define FL_LANES_HALF 0
+#endif
+#if FL_LANES_HALF
+_Static_assert(2 * FL_RV_W == VF_W && FL_LANES_MAX_ROWS == FL_RV_W,
+               "fl_lanes_softmax: rows fill one or two halves of a vector");
+FL_INLINE vf_t fl_lanes_swap_halves(vf_t v) {
+  return _mm512_shuffle_f32x4(v, v, 0x4E);
+}
+FL_INLINE vf_t fl_lanes_load_rep(const float *p) {  // p[0..R) in both halves
+  const vf_t x = _mm512_castps256_ps512(_mm256_loadu_ps(p));
+  return _mm512_shuffle_f32x4(x, x, 0x44);
+}
+#endif
+// The wr ≤ VF_W lanes of v that are distinct rows.
+FL_INLINE void fl_lanes_store_rows(float *p, vf_t v, int wr) {
+  if (wr == VF_W)
+    vf_store(p, v);
+  else
+    vf_store_partial(p, v, wr);
+}
 static void fl_lanes_softmax(float *st, int64_t n_flat, int64_t R, float *m, float *l,
                              float *alpha) {
-  // Vector i of st covers lanes (i·VF_W .. ) mod R: when R > VF_W there are R / VF_W
-  // phases, each with its own accumulator; else lane j of any vector is row j mod R.
+  enum { NPH = FL_LANES_W / VF_W };
   const int nph = R > VF_W ? (int)(R / VF_W) : 1;
-  const int W = nph * VF_W;  // lanes of one phase cycle: max(R, VF_W)
-  float tmp[FL_LANES_W] __attribute__((aligned(64)));
-  float rep_old[FL_LANES_W] __attribute__((aligned(64)));
-  float rep_new[FL_LANES_W] __attribute__((aligned(64)));
-  vf_t acc[FL_LANES_W / VF_W];
-  for (int ph = 0; ph < nph; ph++) acc[ph] = vf_set1(-INFINITY);
+  const int wr = R < VF_W ? (int)R : VF_W;  // lanes of a phase that are distinct rows
+  vf_t mx[NPH], ms[NPH], sum[NPH];
+  for (int ph = 0; ph < nph; ph++) mx[ph] = vf_set1(-INFINITY), sum[ph] = vf_zero();
   for (int64_t x = 0, ph = 0; x < n_flat; x += VF_W, ph = ph + 1 == nph ? 0 : ph + 1)
-    acc[ph] = vf_max(acc[ph], vf_load(st + x));
-  for (int ph = 0; ph < nph; ph++) vf_store(tmp + ph * VF_W, acc[ph]);
-  for (int64_t r = 0; r < R; r++) {
-    float bm = tmp[r];
-    for (int64_t j = r + R; j < W; j += R) bm = tmp[j] > bm ? tmp[j] : bm;
-    const float mn = bm > m[r] ? bm : m[r];
-    const float ms = mn == -INFINITY ? 0.0f : mn;
-    for (int64_t j = r; j < W; j += R) rep_old[j] = m[r], rep_new[j] = ms;
-    m[r] = mn;
+    mx[ph] = vf_max(mx[ph], vf_load(st + x));
+  for (int ph = 0; ph < nph; ph++) {
+    vf_t mo;
+#if FL_LANES_HALF
+    if (R < VF_W) {
+      mx[ph] = vf_max(mx[ph], fl_lanes_swap_halves(mx[ph]));
+      mo = fl_lanes_load_rep(m);
+    } else
+#endif
+      mo = vf_load(m + ph * VF_W);
+    const vf_t mn = vf_max(mx[ph], mo);                  // m' = max(m, block max)
+    ms[ph] = vf_select_lt(mn, -FLT_MAX, vf_zero(), mn);  // −∞ (no key yet): 0
+    fl_lanes_store_rows(alpha + ph * VF_W, vf_exp(vf_sub(mo, ms[ph])), wr);  // α = e^(m − m')
+    fl_lanes_store_rows(m + ph * VF_W, mn, wr);
   }
-  for (int ph = 0; ph < nph; ph++) {  // α = e^(m − m'), lane-wise
-    const vf_t a = vf_exp(vf_sub(vf_load(rep_old + ph * VF_W), vf_load(rep_new + ph * VF_W)));
-    vf_store(tmp + ph * VF_W, a);
-  }
-  for (int64_t r = 0; r < R; r++) alpha[r] = tmp[r];
-  vf_t vm[FL_LANES_W / VF_W];
-  for (int ph = 0; ph < nph; ph++) vm[ph] = vf_load(rep_new + ph * VF_W), acc[ph] = vf_zero();
   for (int64_t x = 0, ph = 0; x < n_flat; x += VF_W, ph = ph + 1 == nph ? 0 : ph + 1) {
-    const vf_t p = vf_exp(vf_sub(vf_load(st + x), vm[ph]));
+    const vf_t p = vf_exp(vf_sub(vf_load(st + x), ms[ph]));
     vf_store(st + x, p);
-    acc[ph] = vf_add(acc[ph], p);
+    sum[ph] = vf_add(sum[ph], p);
   }
-  for (int ph = 0; ph < nph; ph++) vf_store(tmp + ph * VF_W, acc[ph]);
-  for (int64_t r = 0; r < R; r++) {
-    float sum = 0.0f;
-    for (int64_t j = r; j < W; j += R) sum += tmp[j];
-    l[r] = alpha[r] * l[r] + sum;
+  for (int ph = 0; ph < nph; ph++) {
+    vf_t sm = sum[ph], lo, al;
+#if FL_LANES_HALF
+    if (R < VF_W) {
+      sm = vf_add(sm, fl_lanes_swap_halves(sm));
+      lo = fl_lanes_load_rep(l), al = fl_lanes_load_rep(alpha);
+    } else
+#endif
+      lo = vf_load(l + ph * VF_W), al = vf_load(alpha + ph * VF_W);
+    fl_lanes_store_rows(l + ph * VF_W, vf_add(vf_mul(al, lo), sm), wr);  // l' = α·l + Σ p
   }
 }
 
@@ -641,8 +721,14 @@ FL_INLINE void fl_lanes_t(const attn_dtype t, int64_t nrows, const float *qs, in
   float lm[FL_LANES_MAX_R], ll[FL_LANES_MAX_R], alpha[FL_LANES_MAX_R];
   int32_t bl[FL_LANES_MAX_R];
   if (blk > FL_DEC_BLOCK) blk = FL_DEC_BLOCK;
-  for (int64_t d = 0; d < dqk; d++)
-    for (int64_t r = 0; r < R; r++) qt[d * R + r] = r < nrows ? qs[r * dqk + d] : 0.0f;
+  const int pairs = FL_LANES_PAIRS && nrv == 1 && dqk % 2 == 0;
+  if (pairs)  // Q̂ᵀ₂ (fl_lanes_qk_pairs)
+    for (int64_t d = 0; d < dqk; d += 2)
+      for (int64_t r = 0; r < R; r++)
+        for (int j = 0; j < 2; j++) qt[d * R + 2 * r + j] = r < nrows ? qs[r * dqk + d + j] : 0.0f;
+  else
+    for (int64_t d = 0; d < dqk; d++)
+      for (int64_t r = 0; r < R; r++) qt[d * R + r] = r < nrows ? qs[r * dqk + d] : 0.0f;
   int64_t vmin = nkeys;  // keys every row sees
   for (int64_t r = 0; r < nrows; r++) vmin = vis[r] < vmin ? vis[r] : vmin;
   for (int64_t r = 0; r < R; r++) lm[r] = -INFINITY, ll[r] = 0.0f;
@@ -662,6 +748,23 @@ FL_INLINE void fl_lanes_t(const attn_dtype t, int64_t nrows, const float *qs, in
     const int64_t nn = nkeys - pj < blk ? nkeys - pj : blk;  // ≤ 0: nothing left
     vk_pf pf = vk_pf_rows(kb + (size_t)pj * krb, vb + (size_t)pj * vrb, nn, krb, vrb);
     int64_t c = 0;
+#if FL_LANES_PAIRS
+    if (pairs) {
+      // head_dim 64 and 128 as constants: the K rows at fixed offsets from one pointer
+      // (otherwise one pointer per key, more than the general registers)
+      for (; c + FL_LANES_PAIR_NK <= nk; c += FL_LANES_PAIR_NK) {
+        const float *kc0 = kj + c * dqk;
+        float *sc = st + c * R;
+        if (dqk == 128)
+          fl_lanes_qk_pairs(FL_LANES_PAIR_NK, qt, kc0, 128, sc, &pf);
+        else if (dqk == 64)
+          fl_lanes_qk_pairs(FL_LANES_PAIR_NK, qt, kc0, 64, sc, &pf);
+        else
+          fl_lanes_qk_pairs(FL_LANES_PAIR_NK, qt, kc0, dqk, sc, &pf);
+      }
+      for (; c < nk; c++) fl_lanes_qk_pairs(1, qt, kj + c * dqk, dqk, st + c * R, &pf);
+    }
+#endif
     if (nrv == 1)
       for (; c + step <= nk; c += step)
         fl_lanes_qk_micro(1, FL_DEC_NK, qt, R, kj + c * dqk, dqk, st + c * R, &pf);

@@ -58,6 +58,9 @@ static const shape kShapes[] = {
     {1, 8, 2, 3, 50, 16, 24, true, 0, 16},     // GQA 4 heads × 3 positions, small tiles
     {1, 8, 1, 21, 10, 16, 16, true, 16, 0},    // rows that see nothing beside rows that do
     {1, 4, 1, 2, 777, 24, 8, true, 0, 0},      // 8 rows = one x86 row vector, two on NEON
+    {1, 8, 1, 1, 1001, 64, 64, false, 0, 0},   // 8 rows (AVX-512: head_dim pairs, 64 constant)
+    {1, 8, 1, 1, 1003, 30, 24, false, 0, 0},   // … head_dim pairs, any even head_dim
+    {1, 8, 1, 1, 517, 17, 24, false, 0, 0},    // … odd head_dim: one element at a time
 };
 
 static void fill(float *x, size_t n, uint64_t seed) {
