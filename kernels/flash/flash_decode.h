@@ -629,6 +629,40 @@ FL_INLINE void fl_lanes_qk_pairs(int nk, const float *qt2, const float *k, int64
   for (; c + 2 <= nk; c += 2) fl_lanes_pair_store2(a[c], a[c + 1], st + c * 8);
   if (c < nk) fl_lanes_pair_store1(a[c], st + c * 8);
 }
+#elif defined(__AVX2__) && !defined(__AVX512F__) && !defined(FL_LANES_NO_PAIRS)
+// AVX2: the 16 lanes of a pair are two ymm (rows 0–3 and 4–7), so each 64-bit broadcast
+// feeds two 8-lane FMAs (one per ymm FMA before); 6 keys: 12 accumulators, 2 Q̂ᵀ₂ halves
+// and the broadcast in 16 registers.
+#define FL_LANES_PAIRS 1
+#ifndef FL_LANES_PAIR_NK
+#define FL_LANES_PAIR_NK 6
+#endif
+// Sᵀ[c][0..8) of one key from its halves a (rows 0–3) and b (rows 4–7): per 128-bit lane
+// the adjacent sums [r0 r1 r4 r5 | r2 r3 r6 r7], then the 64-bit pairs in row order.
+FL_INLINE void fl_lanes_pair_store1(__m256 a, __m256 b, float *st) {
+  const __m256 z = _mm256_hadd_ps(a, b);
+  _mm256_storeu_ps(st, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(z), 0xD8)));
+}
+FL_INLINE void fl_lanes_qk_pairs(int nk, const float *qt2, const float *k, int64_t dqk, float *st,
+                                 vk_pf *pf) {
+  __m256 a[FL_LANES_PAIR_NK][2];
+#pragma GCC unroll 8
+  for (int c = 0; c < nk; c++) a[c][0] = a[c][1] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < dqk; d += 2) {
+    const __m256 q0 = _mm256_loadu_ps(qt2 + d * 8), q1 = _mm256_loadu_ps(qt2 + d * 8 + 8);
+    if ((d & 3) == 2) vk_pf_step_l2(pf);  // fl_lanes_qk_micro's rate per key and element
+#pragma GCC unroll 8
+    for (int c = 0; c < nk; c++) {
+      double k2;
+      memcpy(&k2, k + c * dqk + d, sizeof k2);  // K[c][d], K[c][d + 1]
+      const __m256 kk = _mm256_castpd_ps(_mm256_set1_pd(k2));
+      a[c][0] = _mm256_fmadd_ps(kk, q0, a[c][0]);
+      a[c][1] = _mm256_fmadd_ps(kk, q1, a[c][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < nk; c++) fl_lanes_pair_store1(a[c][0], a[c][1], st + c * 8);
+}
 #else
 #define FL_LANES_PAIRS 0
 #endif
@@ -762,7 +796,8 @@ FL_INLINE void fl_lanes_t(const attn_dtype t, int64_t nrows, const float *qs, in
         else
           fl_lanes_qk_pairs(FL_LANES_PAIR_NK, qt, kc0, dqk, sc, &pf);
       }
-      for (; c < nk; c++) fl_lanes_qk_pairs(1, qt, kj + c * dqk, dqk, st + c * R, &pf);
+      for (; c + 2 <= nk; c += 2) fl_lanes_qk_pairs(2, qt, kj + c * dqk, dqk, st + c * R, &pf);
+      if (c < nk) fl_lanes_qk_pairs(1, qt, kj + c * dqk, dqk, st + c * R, &pf), c++;
     }
 #endif
     if (nrv == 1)
