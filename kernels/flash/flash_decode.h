@@ -796,6 +796,8 @@ FL_INLINE void fl_lanes_t(const attn_dtype t, int64_t nrows, const float *qs, in
         else
           fl_lanes_qk_pairs(FL_LANES_PAIR_NK, qt, kc0, dqk, sc, &pf);
       }
+      if (FL_LANES_PAIR_NK > 4 && c + 4 <= nk)  // AVX2's 64-key blocks: 10 × 6 + 4
+        fl_lanes_qk_pairs(4, qt, kj + c * dqk, dqk, st + c * R, &pf), c += 4;
       for (; c + 2 <= nk; c += 2) fl_lanes_qk_pairs(2, qt, kj + c * dqk, dqk, st + c * R, &pf);
       if (c < nk) fl_lanes_qk_pairs(1, qt, kj + c * dqk, dqk, st + c * R, &pf), c++;
     }
