@@ -11,8 +11,10 @@
 #include "simd/vec_avx512.h"
 
 // Decode row vectors (flash_decode.h, fl_lanes): 8-lane __m256, one lane per row of an
-// MQA decode task (8 rows per K/V head). (No AVX512VL here, so 16 ymm registers: 8 score
-// accumulators, the Q̂ᵀ row vector and the broadcast K element.) Why these choices:
+// MQA decode task (8 rows per K/V head). With an even head_dim the scores use zmm
+// registers, the 8 rows twice over a pair of head_dim elements (fl_lanes_qk_pairs: 16 keys
+// per pass); the one-element loop (odd head_dim) has 16 ymm registers (no AVX512VL here): 8
+// score accumulators, the Q̂ᵀ row vector and the broadcast K element. Why these choices:
 // docs/tuning.md.
 #define FL_RV_W 8
 typedef __m256 fl_rv_t;
