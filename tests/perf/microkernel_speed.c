@@ -23,6 +23,7 @@
 #include "attn.h"
 #include "mk_speed.h"
 #include "peak.h"
+#include "perf_isa.h"
 
 static double now(void) {
   struct timespec ts;
@@ -89,15 +90,10 @@ int main(int argc, char **argv) {
   const isa_case *cases = NULL;
   const int ncases = 0;
 #endif
-  const uint32_t have = attn_cpu_features();
   int ran = 0;
   for (int ci = 0; ci < ncases; ci++) {
     const isa_case *c = &cases[ci];
-    if (only && strcmp(only, c->name)) continue;
-    if (!(have & c->isa)) {
-      printf("%s: not on this CPU, skipped\n", c->name);
-      continue;
-    }
+    if (!perf_isa_selected(only, c->name, c->isa)) continue;
     ran = 1;
     const double peak0 = attn_peak_fma_gflops(c->isa, 1);
     const int w = c->ops->vec_width;

@@ -20,6 +20,7 @@
 
 #include "attn.h"
 #include "peak.h"
+#include "perf_isa.h"
 #include "ss_speed.h"
 
 static double now_s(void) {
@@ -131,7 +132,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "stream_speed: --isa avx2 or avx512, got '%s'\n", only);
     return 2;
   }
-  const uint32_t have = attn_cpu_features();
   char *k = aligned_alloc(64, bytes), *v = aligned_alloc(64, bytes),
        *hot = aligned_alloc(64, block);
   void *kl = aligned_alloc(64, 1 << 14);  // widening: 4096 floats / 64 vectors of K
@@ -144,11 +144,7 @@ int main(int argc, char **argv) {
   int ran = 0;
   for (int ci = 0; ci < ncases; ci++) {
     const isa_case *c = &cases[ci];
-    if (only && strcmp(only, c->name)) continue;
-    if (!(have & c->isa)) {
-      printf("%s: not on this CPU, skipped\n", c->name);
-      continue;
-    }
+    if (!perf_isa_selected(only, c->name, c->isa)) continue;
     ran = 1;
     const int w = c->ops->vec_width;
     const double peak = attn_peak_fma_gflops(c->isa, 1);
