@@ -26,8 +26,8 @@ typedef struct ss_stream_args {
 
 typedef struct ss_speed_ops {
   int vec_width;
-  // reps passes over n vectors of K of type t (in L1): per 4 widened vectors, 16
-  // independent FMAs with 4 query vectors (flash decode's G = 4 Q·Kᵀ density). Returns a
+  // reps passes over n vectors of K of type t (in L1), each widened vector used by 4
+  // query vectors in independent FMAs (flash decode's G = 4 Q·Kᵀ groups). Returns a
   // checksum; NAN if the CPU lacks what type t needs.
   double (*widen)(attn_dtype t, const void *k, int64_t n, int64_t reps);
   // One pass over K and V in blocks, as args says. Returns a checksum.

@@ -25,20 +25,23 @@ static double SS_FN(sum16)(vf_t a[4][4]) {
   return s;
 }
 
-// reps × n/4 steps of 4 widened K vectors (LOAD(i): vector i) and 16 independent FMAs.
-#define SS_WIDEN_LOOP(LOAD)                                                 \
-  vf_t q[4], a[4][4];                                                       \
-  for (int r = 0; r < 4; r++) {                                             \
-    q[r] = vf_set1(0.5f + 0.125f * (float)r);                               \
-    for (int c = 0; c < 4; c++) a[r][c] = vf_zero();                        \
-  }                                                                         \
-  for (int64_t rep = 0; rep < reps; rep++)                                  \
-    for (int64_t i = 0; i + 4 <= n; i += 4) {                               \
-      vf_t kv[4];                                                           \
-      for (int c = 0; c < 4; c++) kv[c] = LOAD(i + c);                      \
-      for (int r = 0; r < 4; r++)                                           \
-        for (int c = 0; c < 4; c++) a[r][c] = vf_fma(q[r], kv[c], a[r][c]); \
-    }                                                                       \
+// reps × n/SS_WK steps of SS_WK widened K vectors, each used by 4 query rows: 4·SS_WK
+// independent FMAs per step — flash decode's G = 4 score groups (4 rows × 4 keys in 32
+// registers, 4 × 2 in AVX2's 16: FL_DEC_ACC).
+#define SS_WK (sizeof(vf_t) == 64 ? 4 : 2)
+#define SS_WIDEN_LOOP(LOAD)                                                          \
+  vf_t q[4], a[4][4];                                                                \
+  for (int r = 0; r < 4; r++) {                                                      \
+    q[r] = vf_set1(0.5f + 0.125f * (float)r);                                        \
+    for (int c = 0; c < 4; c++) a[r][c] = vf_zero();                                 \
+  }                                                                                  \
+  for (int64_t rep = 0; rep < reps; rep++)                                           \
+    for (int64_t i = 0; i + (int64_t)SS_WK <= n; i += SS_WK) {                       \
+      vf_t kv[4];                                                                    \
+      for (int c = 0; c < (int)SS_WK; c++) kv[c] = LOAD(i + c);                      \
+      for (int r = 0; r < 4; r++)                                                    \
+        for (int c = 0; c < (int)SS_WK; c++) a[r][c] = vf_fma(q[r], kv[c], a[r][c]); \
+    }                                                                                \
   return SS_FN(sum16)(a);
 
 static double SS_FN(widen_f32)(const float *k, int64_t n, int64_t reps){

@@ -3,8 +3,8 @@
 // (pin it: taskset -c 1). Not a test: it measures, so that a decode change can be reasoned
 // about against what the core and its prefetchers do alone (docs/tuning.md, "twelfth
 // sitting"). Two parts:
-//   widening  K of each type in L1, 4 widened vectors and 16 independent FMAs per step
-//             (flash decode's G = 4 Q·Kᵀ density): GFLOP/s and % of the measured FMA peak.
+//   widening  K of each type in L1, each widened vector used by 4 query rows (flash
+//             decode's G = 4 Q·Kᵀ groups): GFLOP/s and % of the measured FMA peak.
 //   streams   two arrays (K, V) read in blocks with a fixed number of vector FMAs per line
 //             read (--flop-per-byte), in flash decode's read orders, with and without a
 //             software prefetch of the block ahead: GB/s, and how far the memory time hides
@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
     // Widening: 64 vectors of K in L1, enough passes for ~0.1 s at the peak.
     const int64_t n = 64;
     const int64_t reps = (int64_t)(peak * 1e9 * 0.1 / (2.0 * w * 4 * n));
-    printf("  widening (K in L1, 4 widened vectors + 16 FMAs per step)  GFLOP/s  %% of peak\n");
+    printf("  widening (K in L1, each widened vector used by 4 rows)        GFLOP/s  %% of peak\n");
     const attn_dtype types[] = {ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_BF16, ATTN_DTYPE_Q8_0};
     const char *tn[] = {"f32", "f16", "bf16", "q8_0"};
     for (int ti = 0; ti < 4; ti++) {
@@ -180,7 +180,7 @@ int main(int argc, char **argv) {
         printf("    %-5s needs F16C: skipped\n", tn[ti]);
         continue;
       }
-      const double gf = 2.0 * w * 16.0 * (double)(n / 4) * (double)reps / best / 1e9;
+      const double gf = 2.0 * w * 4.0 * (double)n * (double)reps / best / 1e9;  // 4 rows
       printf("    %-5s %60.1f  %8.0f%%\n", tn[ti], gf, 100.0 * gf / peak);
     }
     // Streams.
