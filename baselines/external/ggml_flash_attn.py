@@ -87,7 +87,9 @@ def prepare(problem, inputs, threads, kv_type=None):
         nbytes = q.nbytes + k.nbytes + v.nbytes  # an upper bound for F16 and Q8_0 K/V
         nbytes += 2 * B * Sq * H * Dv * 4 + (mask_np.nbytes if mask_np is not None else 0)
         nbytes += 4 * H + 1024  # sinks
-        mem = nbytes + 64 * 1024 * 1024 + threads * (D + 2 * Dv + Skv) * 64  # + work buffer
+        # The tensors and the graph only: the compute work buffer is the plan's own (below),
+        # sized by ggml itself, not a guess inside this pool.
+        mem = nbytes + ggml.ggml_graph_overhead() + 16 * ggml.ggml_tensor_overhead() + (1 << 20)
         ctx = ggml.ggml_init(ggml.ggml_init_params(mem_size=mem, mem_buffer=None))
         if not ctx:
             raise MemoryError("ggml_init(%d bytes) failed" % mem)
@@ -114,11 +116,16 @@ def prepare(problem, inputs, threads, kv_type=None):
             ggml.ggml_flash_attn_ext_add_sinks(out, ts)
         gf = ggml.ggml_new_graph(ctx)
         ggml.ggml_build_forward_expand(gf, out)
-        graphs.append((ctx, gf, out))
+        plan = ggml.ggml_graph_plan(gf, threads)
+        work = (ctypes.c_ubyte * max(int(plan.work_size), 1))()
+        plan.work_data = ctypes.cast(work, ctypes.POINTER(ctypes.c_ubyte))
+        graphs.append((ctx, gf, out, plan, work))
 
     def fn(c):
-        ctx, gf, out = graphs[c]
-        ggml.ggml_graph_compute_with_ctx(ctx, gf, threads)
+        ctx, gf, out, plan, work = graphs[c]
+        status = ggml.ggml_graph_compute(gf, ctypes.byref(plan))
+        if status != 0:
+            raise RuntimeError("ggml_graph_compute: status %d" % status)
         return out
 
     def result(c):

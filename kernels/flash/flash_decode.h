@@ -594,19 +594,20 @@ FL_INLINE void fl_lanes_qk_micro(int nrv, int nk, const float *qt, int64_t R, co
 #ifndef FL_LANES_PAIR_NK
 #define FL_LANES_PAIR_NK 16  // keys per call: 16 accumulators of 32 zmm registers
 #endif
-// Sᵀ rows of keys c, c + 1 (accumulators a, b) into st[c·8 ..], st[(c + 1)·8 ..].
-FL_INLINE void fl_lanes_pair_store2(__m512 a, __m512 b, float *st) {
+// The Sᵀ rows of keys c, c + 1 (accumulators a, b): a's rows 0–7, then b's rows 0–7.
+FL_INLINE __m512 fl_lanes_pair_sums(__m512 a, __m512 b) {
   // Per 128-bit lane L (rows 2L, 2L + 1): [a r2L, a r2L+1, b r2L, b r2L+1] ...
   const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
-  // ... then the 64-bit pairs of a before those of b: a's rows 0–7, b's rows 0–7.
+  // ... then the 64-bit pairs of a before those of b.
   const __m512i ix = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
-  _mm512_storeu_ps(st, _mm512_castpd_ps(_mm512_permutexvar_pd(ix, _mm512_castps_pd(z))));
+  return _mm512_castpd_ps(_mm512_permutexvar_pd(ix, _mm512_castps_pd(z)));
+}
+// Sᵀ[c][0..8) and Sᵀ[c + 1][0..8) into st[0 .. 16); one key (a alone) into st[0 .. 8).
+FL_INLINE void fl_lanes_pair_store2(__m512 a, __m512 b, float *st) {
+  _mm512_storeu_ps(st, fl_lanes_pair_sums(a, b));
 }
 FL_INLINE void fl_lanes_pair_store1(__m512 a, float *st) {
-  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(a, a, 0x88), _mm512_shuffle_ps(a, a, 0xDD));
-  const __m512i ix = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
-  _mm256_storeu_ps(
-      st, _mm512_castps512_ps256(_mm512_castpd_ps(_mm512_permutexvar_pd(ix, _mm512_castps_pd(z)))));
+  _mm256_storeu_ps(st, _mm512_castps512_ps256(fl_lanes_pair_sums(a, a)));
 }
 // Sᵀ[c][0..8) for keys c < nk ≤ FL_LANES_PAIR_NK (K row c at k + c·dqk, dqk even).
 FL_INLINE void fl_lanes_qk_pairs(int nk, const float *qt2, const float *k, int64_t dqk, float *st,
@@ -756,13 +757,11 @@ FL_INLINE void fl_lanes_t(const attn_dtype t, int64_t nrows, const float *qs, in
   int32_t bl[FL_LANES_MAX_R];
   if (blk > FL_DEC_BLOCK) blk = FL_DEC_BLOCK;
   const int pairs = FL_LANES_PAIRS && nrv == 1 && dqk % 2 == 0;
-  if (pairs)  // Q̂ᵀ₂ (fl_lanes_qk_pairs)
-    for (int64_t d = 0; d < dqk; d += 2)
-      for (int64_t r = 0; r < R; r++)
-        for (int j = 0; j < 2; j++) qt[d * R + 2 * r + j] = r < nrows ? qs[r * dqk + d + j] : 0.0f;
-  else
-    for (int64_t d = 0; d < dqk; d++)
-      for (int64_t r = 0; r < R; r++) qt[d * R + r] = r < nrows ? qs[r * dqk + d] : 0.0f;
+  // Q̂ᵀ[d][r], or with pairs Q̂ᵀ₂ (fl_lanes_qk_pairs): element d of row r at lane 2r + (d & 1)
+  // of the pair's vector, (d & ~1)·R floats in.
+  for (int64_t d = 0; d < dqk; d++)
+    for (int64_t r = 0; r < R; r++)
+      qt[pairs ? (d & ~1) * R + 2 * r + (d & 1) : d * R + r] = r < nrows ? qs[r * dqk + d] : 0.0f;
   int64_t vmin = nkeys;  // keys every row sees
   for (int64_t r = 0; r < nrows; r++) vmin = vis[r] < vmin ? vis[r] : vmin;
   for (int64_t r = 0; r < R; r++) lm[r] = -INFINITY, ll[r] = 0.0f;

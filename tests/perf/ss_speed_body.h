@@ -14,14 +14,14 @@
 #define SS_CAT(a, b) SS_CAT2(a, b)
 #define SS_FN(name) SS_CAT(SS_OPS, name)
 
-static double SS_FN(sum16)(vf_t a[4][4]) {
+// The lanes of a[0 .. n) added into a double (the loops' results, so nothing is dead code).
+static double SS_FN(vsum)(const vf_t *a, int n) {
   float buf[VF_W];
   double s = 0.0;
-  for (int r = 0; r < 4; r++)
-    for (int c = 0; c < 4; c++) {
-      vf_store(buf, a[r][c]);
-      for (int i = 0; i < VF_W; i++) s += buf[i];
-    }
+  for (int i = 0; i < n; i++) {
+    vf_store(buf, a[i]);
+    for (int x = 0; x < VF_W; x++) s += buf[x];
+  }
   return s;
 }
 
@@ -42,7 +42,7 @@ static double SS_FN(sum16)(vf_t a[4][4]) {
       for (int r = 0; r < 4; r++)                                                    \
         for (int c = 0; c < (int)SS_WK; c++) a[r][c] = vf_fma(q[r], kv[c], a[r][c]); \
     }                                                                                \
-  return SS_FN(sum16)(a);
+  return SS_FN(vsum)(&a[0][0], 4 * 4);
 
 static double SS_FN(widen_f32)(const float *k, int64_t n, int64_t reps){
 #define SS_LOAD(i) vf_load(k + (i)*VF_W)
@@ -128,13 +128,7 @@ static inline __attribute__((always_inline)) double SS_FN(stream_fl)(const ss_st
       SS_FN(linear)(v, vp, B, FL, acc, q);
     }
   }
-  float buf[VF_W];
-  double s = 0.0;
-  for (int i = 0; i < 8; i++) {
-    vf_store(buf, acc[i]);
-    for (int x = 0; x < VF_W; x++) s += buf[x];
-  }
-  return s;
+  return SS_FN(vsum)(acc, 8);
 }
 
 static double SS_FN(stream)(const ss_stream_args *g) {
