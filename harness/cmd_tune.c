@@ -26,6 +26,11 @@
 // group's candidates it holds, the later phases whatever is left (their first candidate
 // always runs). Written: the tiles, regtile (the winning variant's name, the default's
 // included) for kernels with variants, kv_split when a value won.
+// Confirmation: a search choice other than the built-in default (the rule's tiles, the
+// default variant and split) is timed against that default once more, the two alternated
+// over --confirm rounds (each the median of --reps calls), and kept only if the median of
+// the per-round ratios tuned / default is at least kMinGain below 1 — one lucky median in
+// the search, on a shared machine, does not write a slower setting. Outside the budget.
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -52,6 +57,7 @@ typedef struct tune_args {
   int threads;
   double budget;
   int reps;
+  int confirm;
   const char *out;
 } tune_args;
 
@@ -224,6 +230,14 @@ static int parse(tune_args *a, int argc, char **argv) {
        .min = 1,
        .max = 63,
        .help = "timed calls per candidate after one warm-up call; the median counts (default 3)"},
+      {.name = "confirm",
+       .kind = CLI_INT,
+       .dest = &a->confirm,
+       .metavar = "N",
+       .min = 0,
+       .max = 99,
+       .help = "rounds alternating a group's tuned choice with the built-in default before it "
+               "is written; kept if the median ratio is 2% below 1 (0 = no check; default 5)"},
       ATTN_TUNE_FILE_OPTION(&a->out,
                             "write here (default: $ATTNBENCH_TUNE_FILE, else the file "
                             "for this CPU under $XDG_CONFIG_HOME/attnbench)"),
@@ -308,7 +322,7 @@ static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v,
 }
 
 int cmd_tune(int argc, char **argv) {
-  tune_args a = {.threads = 0, .budget = 60, .reps = 3};
+  tune_args a = {.threads = 0, .budget = 60, .reps = 3, .confirm = 5};
   int rc = parse(&a, argc, argv);
   if (rc >= 0) return rc;
   const attn_kernel *ks[CLI_LIST_MAX];
@@ -407,8 +421,10 @@ int cmd_tune(int argc, char **argv) {
 
   char binding[512];
   attn_placement_bind(threads, binding, sizeof binding);
-  fprintf(stderr, "attnbench tune: %zu group(s), budget %.3g s, %d thread(s), %d rep(s)\n", ng,
-          a.budget, threads, a.reps);
+  fprintf(stderr,
+          "attnbench tune: %zu group(s), budget %.3g s, %d thread(s), %d rep(s), %d confirmation "
+          "round(s)\n",
+          ng, a.budget, threads, a.reps, a.confirm);
   const double start = attn_now_seconds();
   for (size_t g = 0; g < ng; g++) {
     const tune_group *G = &groups[g];
@@ -474,7 +490,7 @@ int cmd_tune(int argc, char **argv) {
               G->kernel->name, G->cls, tile_share, tried, nc);
     // Register-tile variants at the winning tiles, then kv_split (decode classes).
     ex.tile_q = cq[best], ex.tile_kv = ckv[best], ex.regtile = 0, ex.kv_split = 0;
-    const double tiles_t = best_t;
+    double tiles_t = best_t;
     int best_rt = 0, best_kv = 0;
     for (int phase = 0; phase < 2; phase++) {
       const int n = phase == 0 ? nrt - 1 : nkv;
@@ -534,6 +550,42 @@ int cmd_tune(int argc, char **argv) {
       else
         best_kv = kvc[win];
     }
+    // Confirmation (see the top): the choice against the built-in default, alternated.
+    double confirm_ratio = 0;  // median tuned / default; 0: not confirmed by rounds
+    if (a.confirm > 0 && (best != 0 || best_rt != 0 || best_kv != 0)) {
+      attn_exec tuned = ex, dflt = ex;
+      tuned.regtile = best_rt, tuned.kv_split = best_kv;
+      dflt.tile_q = cq[0], dflt.tile_kv = ckv[0], dflt.regtile = 0, dflt.kv_split = 0;
+      double ratio[100];
+      for (int r = 0; r < a.confirm; r++) {
+        double t[2];  // t[0] the default, t[1] the tuned choice; the first alternates
+        for (int i = 0; i < 2; i++) {
+          const int which = (r + i) % 2;
+          t[which] = time_candidate(G->kernel, p, which ? &tuned : &dflt, q, k, v, o, a.reps);
+          if (t[which] < 0) {
+            free(q), free(k), free(v), free(o);
+            return ATTNBENCH_EXIT_FAILURE;
+          }
+        }
+        ratio[r] = t[1] / t[0];
+        fprintf(stderr,
+                "[%zu/%zu confirm %d/%d] %s %s (%s, T%d): built-in %.3f ms, tuned %.3f ms "
+                "(%.3f)\n",
+                g + 1, ng, r + 1, a.confirm, G->kernel->name, G->cls, shape, threads, t[0] * 1e3,
+                t[1] * 1e3, ratio[r]);
+      }
+      qsort(ratio, (size_t)a.confirm, sizeof ratio[0], cmp_double);
+      confirm_ratio = a.confirm % 2 ? ratio[a.confirm / 2]
+                                    : 0.5 * (ratio[a.confirm / 2 - 1] + ratio[a.confirm / 2]);
+      if (confirm_ratio > 1.0 - kMinGain) {
+        fprintf(stderr,
+                "attnbench tune: %s %s: not confirmed (tuned / built-in %.3f over %d alternated "
+                "rounds, not %.0f%% below 1): keeping the built-in default\n",
+                G->kernel->name, G->cls, confirm_ratio, a.confirm, kMinGain * 100);
+        best = 0, best_rt = 0, best_kv = 0, best_t = tiles_t = rule_t;
+        confirm_ratio = 0;
+      }
+    }
     free(q), free(k), free(v), free(o);
     if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best]) ||
         !attn_tune_set_variant(&file, G->kernel->name, G->cls,
@@ -547,11 +599,15 @@ int cmd_tune(int argc, char **argv) {
       snprintf(extra, sizeof extra, " regtile %s", attn_kernel_regtile(G->kernel, best_rt).name);
     if (best_kv > 0)
       snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " kv_split %d", best_kv);
+    char confirmed[96] = "";
+    if (confirm_ratio > 0)
+      snprintf(confirmed, sizeof confirmed, "; confirmed %.2fx over %d alternated rounds",
+               1.0 / confirm_ratio, a.confirm);
     printf(
         "%-16s %-14s tile_q %4d tile_kv %4d%s  %.3f ms (built-in %d x %d: %.3f ms, %.2fx; "
-        "tiles alone %.3f ms)\n",
+        "tiles alone %.3f ms%s)\n",
         G->kernel->name, G->cls, cq[best], ckv[best], extra, best_t * 1e3, cq[0], ckv[0],
-        rule_t * 1e3, best_t > 0 ? rule_t / best_t : 1.0, tiles_t * 1e3);
+        rule_t * 1e3, best_t > 0 ? rule_t / best_t : 1.0, tiles_t * 1e3, confirmed);
   }
   char *text = attn_tune_format(&file);
   if (!text) {

@@ -105,6 +105,18 @@ def main():
               f"a progress line per register-tile variant: {err!r}")
         check(all(e.get("regtile") in variants for e in (pre, dec)),
               f"tune writes each section's winning variant: {pre} {dec}")
+        # A choice other than the built-in default is only written after it won the
+        # alternated confirmation rounds (5 by default): its stdout line says so.
+        check("5 confirmation round(s)" in err, f"the confirmation rounds are announced: {err!r}")
+        for line in out.splitlines():
+            g = re.match(r"\S+\s+\S+ \S+\s+tile_q\s+(\d+) tile_kv\s+(\d+) regtile (\S+)( kv_split \d+)?"
+                         r".*\(built-in (\d+) x (\d+):", line)
+            if not g:
+                continue
+            tuned = (g.group(1), g.group(2)) != (g.group(5), g.group(6)) or \
+                g.group(3) != variants[0] or g.group(4) is not None
+            check(not tuned or "confirmed" in line,
+                  f"a tuned choice is written only confirmed: {line!r} {err!r}")
 
         # 2. bench uses the default file: says so, context and counters. To see the
         # file's tiles (not a coincidence with the rule), write distinctive ones.
