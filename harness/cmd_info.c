@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "bench/adjacent.h"  // the probe --bandwidth-probe-server serves
 #include "cli_args.h"
 #include "commands.h"
 #include "cpu_ident.h"
@@ -109,13 +110,47 @@ static uint32_t compiled_isas(void) {
 #endif
 }
 
+// --bandwidth-probe-server N: bench's adjacent read-bandwidth probe (bench/adjacent.h: the
+// same buffer rule, best of 2 passes, N threads bound as bench binds them) for a process
+// that times something else — scripts/bench-baselines probes right before and right after
+// each memory-bound baseline point, as bench does around its kernels' points. Prints
+// "ready" once the buffer is filled, then one GB/s figure per line read from stdin, until
+// end of input ("unavailable" and exit 1 if the buffer cannot be had).
+static int serve_bandwidth_probe(int threads) {
+  char binding[512];
+  attn_placement_bind(threads, binding, sizeof binding);
+  if (attn_bench_adjacent_bandwidth(threads, 1) <= 0) {
+    printf("unavailable\n");
+    fflush(stdout);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  printf("ready\n");
+  fflush(stdout);
+  char line[256];
+  while (fgets(line, sizeof line, stdin)) {
+    printf("%.3f\n", attn_bench_adjacent_bandwidth(threads, 2));
+    if (fflush(stdout) != 0) break;
+  }
+  attn_bench_release_adjacent_probe();
+  return ATTNBENCH_EXIT_OK;
+}
+
 int cmd_info(int argc, char **argv) {
   bool no_peak = false;
+  int serve = 0;
   const cli_option opts[] = {
       {.name = "no-peak",
        .kind = CLI_FLAG,
        .dest = &no_peak,
        .help = "skip the FMA peak measurement (takes 1-2 s)"},
+      {.name = "bandwidth-probe-server",
+       .kind = CLI_INT,
+       .dest = &serve,
+       .metavar = "N",
+       .min = 1,
+       .max = ATTN_MAX_THREADS,
+       .help = "instead of the report: bench's adjacent read-bandwidth probe with N threads, "
+               "one GB/s line per line on stdin (after 'ready'; for scripts/bench-baselines)"},
   };
   const cli_spec spec = {
       .command = "info",
@@ -131,6 +166,7 @@ int cmd_info(int argc, char **argv) {
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("info", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
+  if (serve > 0) return serve_bandwidth_probe(serve);
 
   char model[128], found[64], compiled[64];
   cpu_model(model, sizeof model);

@@ -8,7 +8,10 @@ speed-up. Memory-bound points measured with the adjacent bandwidth probe (bench'
 default) also show %adj: GB/s as a % of the bandwidth read right before and after each
 repetition (the median over repetitions), which a drifting machine does not skew. When the file holds external baselines (scripts/bench-baselines: PyTorch,
 ONNX Runtime, ggml), it also shows the fastest of them per shape and the best kernel's
-speed ratio over it (> 1: attnbench is faster). When the file holds points with attention
+speed ratio over it (> 1: attnbench is faster); on a memory-bound shape where both were
+measured against the adjacent probe, also the baseline's %adj and the ratio of the two
+%adj (the speed ratio at equal bandwidth: a baseline timed minutes after the kernels on a
+machine whose memory bandwidth moved is compared with what memory delivered to each). When the file holds points with attention
 options (configs/variants.ini), it also shows each option point against the same kernel,
 thread count and shape without options: the time ratio and the GFLOP/s ratio (GFLOP/s
 counts visible pairs, so for a window the time ratio is the saving and the GFLOP/s ratio
@@ -87,6 +90,7 @@ def main(argv=None):
     fallbacks = 0
     speedups = []
     ext_ratios = []
+    adj_ratios = []
     for shape, pts in shapes.items():
         best = max(pts, key=lambda p: p.gflops)
         base = [p for p in pts if p.kernel == args.baseline]
@@ -98,18 +102,24 @@ def main(argv=None):
         ratio = best.gflops / ext.gflops if ext else None
         if ratio:
             ext_ratios.append(ratio)
+        ext_adj = ext.get("%adj_bw") if ext else None
+        adj_ratio = best.get("%adj_bw") / ext_adj if ext_adj and best.get("%adj_bw") else None
+        if adj_ratio:
+            adj_ratios.append(adj_ratio)
         kern = "%s T%d%s" % (best.kernel, best.threads, " (fallback)" if best.fallback else "")
         fallbacks += best.fallback
         rows.append((best.shape_label(), kern, best.gflops,
                      best.get("GB/s"), best.roofline_pct(context), best.limit(context),
                      base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
-                     ext.gflops if ext else None, ratio, best.get("%adj_bw")))
+                     ext.gflops if ext else None, ratio, best.get("%adj_bw"), ext_adj,
+                     adj_ratio))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
     w2 = max(len(r[8]) for r in rows + [("",) * 8 + ("best external",)])
     has_ext = bool(external)
     has_adj = any(r[11] is not None for r in rows)
+    has_ext_adj = any(r[12] is not None for r in rows)
     head = "%-*s  %-*s  %9s  %7s  %6s  %-9s  %9s  %8s" % (
         w0, "shape", w1, "best kernel", "GFLOP/s", "GB/s", "%roof", "limit", args.baseline,
         "speedup")
@@ -117,8 +127,10 @@ def main(argv=None):
         head += "  %6s" % "%adj"
     if has_ext:
         head += "  %-*s  %9s  %7s" % (w2, "best external", "GFLOP/s", "ratio")
+    if has_ext_adj:
+        head += "  %6s  %8s" % ("%adj", "ratio@bw")
     print(head)
-    for label, kern, g, gb, rl, lim, bg, su, en, eg, er, adj in rows:
+    for label, kern, g, gb, rl, lim, bg, su, en, eg, er, adj, eadj, ar in rows:
         line = "%-*s  %-*s  %9.2f  %7s  %6s  %-9s  %9s  %8s" % (
             w0, label, w1, kern, g, "-" if gb is None else "%.2f" % gb,
             "-" if rl is None else "%.1f" % rl, lim or "-",
@@ -128,12 +140,18 @@ def main(argv=None):
         if has_ext:
             line += "  %-*s  %9s  %7s" % (w2, en, "-" if eg is None else "%.2f" % eg,
                                          "-" if er is None else "%.2fx" % er)
+        if has_ext_adj:
+            line += "  %6s  %8s" % ("-" if eadj is None else "%.1f" % eadj,
+                                    "-" if ar is None else "%.2fx" % ar)
         print(line)
     print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
           "bandwidth) as measured in this run (limit: the larger term)")
     if has_adj:
         print("%adj = GB/s as a % of the read bandwidth probed right before and after each "
               "repetition (median over repetitions; memory-bound points)")
+    if has_ext_adj:
+        print("ratio@bw = the best kernel's %adj / the best external's %adj: the speed ratio "
+              "at equal memory bandwidth (memory-bound shapes)")
     if fallbacks:
         print("(fallback): the kernel lacks one of the shape's options natively; the portable "
               "fallback (blocked with every option) was timed")
@@ -143,6 +161,9 @@ def main(argv=None):
     if ext_ratios:
         print("geometric-mean speed ratio of the best kernel over the best external baseline: "
               "%.2fx over %d shapes" % (attnresults.geomean(ext_ratios), len(ext_ratios)))
+    if adj_ratios:
+        print("geometric-mean ratio@bw over the memory-bound shapes: %.2fx over %d shapes"
+              % (attnresults.geomean(adj_ratios), len(adj_ratios)))
     for p in sorted(failed_timed, key=lambda p: p.name):  # shown, never in a ratio
         best = max(shapes.get(p.shape, []), key=lambda q: q.gflops, default=None)
         print("failed its check, timed with --time-failed (not in the ratios): %s T%d %.2f "

@@ -105,6 +105,37 @@ def pipeline(attnbench):
         s = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "summary.py"), res])
         assert s.returncode == 0 and "best external" in s.stdout and "numpy_attention" in s.stdout
         assert "over the best external baseline" in s.stdout
+        assert not any("%adj_bw" in e for e in es), "no adjacent probe on a cache-sized point"
+
+        # A kernel point measured against bench's adjacent bandwidth probe (%adj_bw, as
+        # bench gives memory-bound points; injected here, the point is tiny): the
+        # baseline is probed right before and after its timed calls by the same probe
+        # (`attnbench info --bandwidth-probe-server`), and summary.py shows both %adj and
+        # their ratio.
+        p = run([attnbench, "info", "--bandwidth-probe-server", "1"], input="x\nx\n")
+        out = p.stdout.split()
+        assert p.returncode == 0 and out[0] == "ready" and len(out) == 3 and \
+            all(float(x) > 0 for x in out[1:]), (p.returncode, p.stdout, p.stderr)
+        p = run([attnbench, "info", "--bandwidth-probe-server", "0"])
+        assert p.returncode == 2, "0 threads is a usage error"
+        with open(res) as f:
+            doc = json.load(f)
+        for e in doc["benchmarks"]:
+            if e.get("label") == "naive":
+                e["%adj_bw"] = 50.0
+        with open(res, "w") as f:
+            json.dump(doc, f)
+        r = bench_baselines(attnbench, res, os.path.join(HERE, "numpy_attention.py"),
+                            "/usr/bin/python3")
+        assert r.returncode == 0 and "adjacent bw" in r.stderr, r.stderr
+        es = entries(res, "numpy_attention")
+        for e in es:
+            before, after = e["adj_bw_before_GB/s"], e["adj_bw_after_GB/s"]
+            assert before > 0 and after > 0 and e["adj_bw_GB/s"] == max(before, after), e
+            want = 100.0 * e["GB/s"] / max(before, after)
+            assert abs(e["%adj_bw"] - want) <= 1e-9 * want, (e["%adj_bw"], want)
+        s = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "summary.py"), res])
+        assert s.returncode == 0 and "ratio@bw" in s.stdout, s.stdout
 
         r = bench_baselines(attnbench, res, os.path.join(HERE, "topleft_causal.py"),
                             "/usr/bin/python3")
