@@ -82,6 +82,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+// x[0 .. n) sorted in place; its median (the upper one of the middle two for even n).
+static double median_of(double *x, int n) {
+  qsort(x, (size_t)n, sizeof x[0], cmp_double);
+  return x[n / 2];
+}
+
 static int round_to(int64_t v, int step, int64_t cap) {
   int64_t r = (v + step / 2) / step * step;
   if (r < step) r = step;
@@ -187,8 +193,7 @@ static double time_candidate(const attn_kernel *k, const attn_problem *p, const 
     }
     if (r >= 0) t[r] = dt;
   }
-  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-  result = t[reps / 2];
+  result = median_of(t, reps);
 out:
   free(ws);
   return result;
@@ -574,9 +579,7 @@ int cmd_tune(int argc, char **argv) {
                 g + 1, ng, r + 1, a.confirm, G->kernel->name, G->cls, shape, threads, t[0] * 1e3,
                 t[1] * 1e3, ratio[r]);
       }
-      qsort(ratio, (size_t)a.confirm, sizeof ratio[0], cmp_double);
-      confirm_ratio = a.confirm % 2 ? ratio[a.confirm / 2]
-                                    : 0.5 * (ratio[a.confirm / 2 - 1] + ratio[a.confirm / 2]);
+      confirm_ratio = median_of(ratio, a.confirm);
       if (confirm_ratio > 1.0 - kMinGain) {
         fprintf(stderr,
                 "attnbench tune: %s %s: not confirmed (tuned / built-in %.3f over %d alternated "
