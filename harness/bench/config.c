@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "regtile_args.h"  // register-tile variant names and kv_split values
+#include "machine/regtile_args.h"  // register-tile variant names and kv_split values
 
 enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
 // inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.

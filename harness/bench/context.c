@@ -10,14 +10,14 @@
 #include <unistd.h>
 
 #include "bench/point.h"
-#include "build_info.h"
-#include "cpu_ident.h"
-#include "gbench/gbench.h"
-#include "peak/bandwidth.h"
-#include "peak/peak.h"
-#include "placement.h"
-#include "topology.h"
-#include "tunefile.h"
+#include "cli/build_info.h"
+#include "machine/cpu_ident.h"
+#include "bench/gbench/gbench.h"
+#include "machine/peak/bandwidth.h"
+#include "machine/peak/peak.h"
+#include "machine/placement.h"
+#include "machine/topology.h"
+#include "tune/tunefile.h"
 
 #ifndef ATTNBENCH_VERSION
 #define ATTNBENCH_VERSION "unknown"

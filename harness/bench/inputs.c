@@ -12,8 +12,8 @@
 
 #include "bench/point.h"
 #include "check/check.h"
-#include "fileio.h"
-#include "npy.h"
+#include "io/fileio.h"
+#include "io/npy.h"
 
 void attn_bench_fill_inputs(const attn_problem *p, float *q, float *k, float *v) {
   attn_problem shape = *p;

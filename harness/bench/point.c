@@ -12,9 +12,9 @@
 #include "bench/inputs.h"
 #include "check/check.h"
 #include "core/convert.h"
-#include "placement.h"
-#include "topology.h"
-#include "util.h"
+#include "machine/placement.h"
+#include "machine/topology.h"
+#include "common/util.h"
 
 enum { kSeed = ATTN_BENCH_SEED };
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "bench/config.h"
-#include "gbench/gbench.h"
+#include "bench/gbench/gbench.h"
 
 #ifdef __cplusplus
 extern "C" {

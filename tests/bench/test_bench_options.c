@@ -15,7 +15,7 @@
 #include "attn.h"
 #include "bench/config.h"
 #include "bench/point.h"
-#include "gbench/gbench.h"
+#include "bench/gbench/gbench.h"
 
 static int failures;
 #define EXPECT(c, ...)                                      \

@@ -12,9 +12,9 @@
 
 #include "attn.h"
 #include "bench/point.h"
-#include "fileio.h"
-#include "gbench/gbench.h"
-#include "util.h"
+#include "io/fileio.h"
+#include "bench/gbench/gbench.h"
+#include "common/util.h"
 
 static int g_broken_calls;
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
-#include "cpu_ident.h"
+#include "machine/cpu_ident.h"
 
 static int failures;
 #define EXPECT(c)                                                            \

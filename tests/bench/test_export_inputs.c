@@ -13,7 +13,7 @@
 
 #include "attn.h"
 #include "bench/inputs.h"
-#include "npy.h"
+#include "io/npy.h"
 
 static int g_failures;
 #define EXPECT(cond, ...)                                  \

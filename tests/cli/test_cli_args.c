@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_args.h"
+#include "common/cli_args.h"
 #include "test_util.h"
 
 static int g_i;

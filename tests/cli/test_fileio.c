@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "io/fileio.h"
 #include "test_util.h"
 
 static char g_dir[64];

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "npy.h"
+#include "io/npy.h"
 #include "test_util.h"
 
 static char g_dir[64];

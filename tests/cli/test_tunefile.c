@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
-#include "tunefile.h"
+#include "tune/tunefile.h"
 
 static void test_classes(void) {
   static const struct {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz_input.h"
-#include "npy.h"
+#include "io/npy.h"
 
 static void check_message(const char *path, const char *err, size_t cap) {
   const size_t n = strnlen(err, cap);

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "core/tiles.h"
-#include "peak/bandwidth.h"
-#include "placement.h"
+#include "machine/peak/bandwidth.h"
+#include "machine/placement.h"
 #include "test_util.h"
-#include "topology.h"
+#include "machine/topology.h"
 
 // Runs fn in a forked child (before this process has used OpenMP or hwloc, so the child
 // starts both afresh); the child's failures come back as its exit status.

@@ -39,7 +39,7 @@
 
 #include "attn.h"
 #include "core/convert.h"
-#include "peak/bandwidth.h"
+#include "machine/peak/bandwidth.h"
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;

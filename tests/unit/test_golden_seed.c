@@ -17,7 +17,7 @@
 
 #include "attn.h"
 #include "forms/forms.h"
-#include "npy.h"
+#include "io/npy.h"
 #include "test_util.h"
 
 #ifndef ATTN_GOLDEN_DIR

@@ -16,7 +16,7 @@
 
 #include "attn.h"
 #include "check/check.h"
-#include "npy.h"
+#include "io/npy.h"
 #include "test_util.h"
 
 #ifndef ATTN_GOLDEN_VARIANTS_DIR

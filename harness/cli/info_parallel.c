@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The parallel-execution section of `attnbench info` (info_parallel.h).
-#include "info_parallel.h"
+#include "cli/info_parallel.h"
 
 #include <omp.h>
 
 #include "attn.h"
-#include "peak/bandwidth.h"
-#include "placement.h"
+#include "machine/peak/bandwidth.h"
+#include "machine/placement.h"
 
 static void kib(char *buf, size_t len, size_t bytes) {
   if (bytes == 0)

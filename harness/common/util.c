@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Shared pieces of the commands (see util.h).
 #define _POSIX_C_SOURCE 200809L
-#include "util.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "topology.h"
+#include "machine/topology.h"
 
 double attn_now_seconds(void) {
   struct timespec ts;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // qkv_inputs.c — see qkv_inputs.h.
-#include "qkv_inputs.h"
+#include "io/qkv_inputs.h"
 
 #include <math.h>
 #include <stdio.h>
 
 #include "core/convert.h"
-#include "fileio.h"
+#include "io/fileio.h"
 
 static bool load(const char *cmd, named_array *t, bool allow_f16) {
   char err[ATTN_OUT_PATH_MAX + 512], sb[400];

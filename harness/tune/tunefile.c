@@ -2,7 +2,7 @@
 // Tuning files (tunefile.h): parse, match against this machine and build, format, and the
 // process-wide active file that attn_placement_tiles consults.
 #define _POSIX_C_SOURCE 200809L
-#include "tunefile.h"
+#include "tune/tunefile.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build_info.h"
-#include "cli_args.h"
-#include "cpu_ident.h"
+#include "cli/build_info.h"
+#include "common/cli_args.h"
+#include "machine/cpu_ident.h"
 
 // Longest line accepted (inih's own line buffer is INI_MAX_LINE = 200 bytes).
 enum { kMaxLine = 190 };

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "attn.h"
-#include "npy.h"
+#include "io/npy.h"
 
 typedef struct named_array {
   const char *what;    // "Q"

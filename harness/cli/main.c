@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "attn.h"
-#include "cli_args.h"
-#include "commands.h"
-#include "plugins.h"
+#include "common/cli_args.h"
+#include "cli/commands.h"
+#include "plugins/plugins.h"
 
 #ifndef ATTNBENCH_VERSION
 #define ATTNBENCH_VERSION "unknown"
@@ -22,7 +22,7 @@ typedef struct command {
 
 static const command kCommands[] = {
 #define ATTN_COMMAND(name, help) {#name, help, cmd_##name},
-#include "commands.def"
+#include "cli/commands.def"
 #undef ATTN_COMMAND
 };
 enum { kNumCommands = sizeof kCommands / sizeof kCommands[0] };

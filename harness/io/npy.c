@@ -8,7 +8,7 @@
 //                                        space-padded, ending in '\n'
 //   data                                 prod(shape) items, C order
 #define _POSIX_C_SOURCE 200809L
-#include "npy.h"
+#include "io/npy.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "io/fileio.h"
 
 // Largest header we accept. NumPy itself refuses headers above 10000 bytes by default;
 // a float32 array needs far less, so anything bigger is corrupt or hostile.

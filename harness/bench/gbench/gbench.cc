@@ -8,7 +8,7 @@
 // callback. Where and how it is stored (atomic replacement, locking, what to do when it
 // cannot be saved) is the caller's policy (harness/cmd_bench.c, harness/fileio.h). A
 // failed save stops the sweep: the benchmarks not yet run are skipped without running.
-#include "gbench/gbench.h"
+#include "bench/gbench/gbench.h"
 
 #include <benchmark/benchmark.h>
 #include <regex.h>

@@ -34,14 +34,14 @@
 #include "bench/context.h"
 #include "bench/inputs.h"
 #include "bench/point.h"
-#include "cli_args.h"
-#include "commands.h"
-#include "fileio.h"
-#include "gbench/gbench.h"
-#include "placement.h"
-#include "topology.h"
-#include "tunefile.h"
-#include "util.h"
+#include "common/cli_args.h"
+#include "cli/commands.h"
+#include "io/fileio.h"
+#include "bench/gbench/gbench.h"
+#include "machine/placement.h"
+#include "machine/topology.h"
+#include "tune/tunefile.h"
+#include "common/util.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────
 typedef struct progress {

@@ -2,7 +2,7 @@
 // Kernel plug-ins: shared objects exporting attn_plugin_v1 (attn.h, docs/plugins.md).
 #define _DEFAULT_SOURCE  // realpath (with _POSIX_C_SOURCE: strdup, stat)
 #define _POSIX_C_SOURCE 200809L
-#include "plugins.h"
+#include "plugins/plugins.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 
 #include "attn.h"
-#include "cli_args.h"
-#include "gbench/gbench.h"
+#include "common/cli_args.h"
+#include "bench/gbench/gbench.h"
 
 int attn_plugin_load(const char *path, char *err, size_t err_len) {
   struct stat st;

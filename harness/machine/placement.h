@@ -29,7 +29,7 @@
 #include <stddef.h>
 
 #include "attn.h"
-#include "regtile_args.h"  // variant names, kv_split values
+#include "machine/regtile_args.h"  // variant names, kv_split values
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Output files: validation, atomic replacement, the lock, signal cleanup (see fileio.h).
 #define _DEFAULT_SOURCE  // flock (BSD/Linux; not POSIX), realpath
-#include "fileio.h"
+#include "io/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>

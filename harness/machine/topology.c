@@ -2,7 +2,7 @@
 // Machine topology from hwloc, and available memory from /proc and the cgroup. This file
 // is the process's one hwloc reader: the topology is loaded once and kept (placement.c
 // binds threads with it through attn_topology_hwloc()).
-#include "topology.h"
+#include "machine/topology.h"
 
 #include <hwloc.h>
 #include <omp.h>

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "attn.h"
-#include "cli_args.h"
-#include "commands.h"
+#include "common/cli_args.h"
+#include "cli/commands.h"
 
 static const struct {
   unsigned bit;

@@ -42,14 +42,14 @@
 #include "attn.h"
 #include "bench/config.h"
 #include "bench/inputs.h"
-#include "cli_args.h"
-#include "commands.h"
+#include "common/cli_args.h"
+#include "cli/commands.h"
 #include "core/tiles.h"
-#include "fileio.h"
+#include "io/fileio.h"
 #include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
-#include "placement.h"
-#include "tunefile.h"
-#include "util.h"
+#include "machine/placement.h"
+#include "tune/tunefile.h"
+#include "common/util.h"
 
 typedef struct tune_args {
   const char *config;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Thread placement and cache-derived tile sizes with hwloc (see placement.h).
-#include "placement.h"
+#include "machine/placement.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "core/tiles.h"
-#include "topology.h"
-#include "tunefile.h"
+#include "machine/topology.h"
+#include "tune/tunefile.h"
 
 static char g_report[512] = "unbound";
 

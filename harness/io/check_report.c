@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // JUnit XML and JSON reports of `attnbench check` (check_report.h).
 #define _POSIX_C_SOURCE 200809L
-#include "check_report.h"
+#include "io/check_report.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // option_args.c — see option_args.h.
-#include "option_args.h"
+#include "cli/option_args.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cli_args.h"
+#include "common/cli_args.h"
 
 // "L,R" with each side a whole number >= 0 or "inf" (unbounded).
 static bool parse_window(const char *text, int64_t *left, int64_t *right) {

@@ -7,7 +7,7 @@ extern "C" {
 #endif
 
 #define ATTN_COMMAND(name, help) int cmd_##name(int argc, char **argv);
-#include "commands.def"
+#include "cli/commands.def"
 #undef ATTN_COMMAND
 
 #ifdef __cplusplus

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "attn.h"
-#include "npy.h"
+#include "io/npy.h"
 
 typedef struct option_args {
   const char *window, *align, *slopes_path, *sinks_path, *mask_path, *lse_path;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The shared option parser (see cli_args.h for the contract).
-#include "cli_args.h"
+#include "common/cli_args.h"
 
 #include <errno.h>
 #include <float.h>

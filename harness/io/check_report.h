@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fileio.h"
+#include "io/fileio.h"
 
 typedef enum check_verdict {
   CHECK_PASS,

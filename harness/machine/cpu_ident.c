@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // CPU identification (cpu_ident.h): cpuid on x86, /proc/cpuinfo on aarch64, and the
 // table from (vendor, family, model, stepping) to a microarchitecture name.
-#include "cpu_ident.h"
+#include "machine/cpu_ident.h"
 
 #include <stdlib.h>
 #include <string.h>
