@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/util.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/topology.h"
-#include "common/util.h"
 
 // The adjacent probe's buffer: prepared on first use, kept for the sweep.
 static attn_bandwidth_buffer g_adj;

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/gbench/gbench.h"
 #include "bench/point.h"
 #include "cli/build_info.h"
 #include "machine/cpu_ident.h"
-#include "bench/gbench/gbench.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/peak/peak.h"
 #include "machine/placement.h"

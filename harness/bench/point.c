@@ -11,10 +11,10 @@
 #include "bench/adjacent.h"
 #include "bench/inputs.h"
 #include "check/check.h"
+#include "common/util.h"
 #include "core/convert.h"
 #include "machine/placement.h"
 #include "machine/topology.h"
-#include "common/util.h"
 
 enum { kSeed = ATTN_BENCH_SEED };
 

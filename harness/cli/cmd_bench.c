@@ -32,16 +32,16 @@
 #include "bench/adjacent.h"
 #include "bench/config.h"
 #include "bench/context.h"
+#include "bench/gbench/gbench.h"
 #include "bench/inputs.h"
 #include "bench/point.h"
-#include "common/cli_args.h"
 #include "cli/commands.h"
+#include "common/cli_args.h"
+#include "common/util.h"
 #include "io/fileio.h"
-#include "bench/gbench/gbench.h"
 #include "machine/placement.h"
 #include "machine/topology.h"
 #include "tune/tunefile.h"
-#include "common/util.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────
 typedef struct progress {

@@ -29,16 +29,16 @@
 #include "bench/config.h"
 #include "bench/point.h"
 #include "check/check.h"
-#include "io/check_report.h"
-#include "common/cli_args.h"
 #include "cli/commands.h"
+#include "cli/option_args.h"
+#include "common/cli_args.h"
+#include "common/util.h"
+#include "io/check_report.h"
 #include "io/fileio.h"
 #include "io/npy.h"
-#include "cli/option_args.h"
-#include "machine/placement.h"
 #include "io/qkv_inputs.h"
+#include "machine/placement.h"
 #include "tune/tunefile.h"
-#include "common/util.h"
 
 typedef struct kernel_tally {
   const attn_kernel *k;

@@ -10,13 +10,13 @@
 
 #include "attn.h"
 #include "bench/adjacent.h"  // the probe --bandwidth-probe-server serves
-#include "common/cli_args.h"
 #include "cli/commands.h"
-#include "machine/cpu_ident.h"
 #include "cli/info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
-#include "peak.h"
+#include "common/cli_args.h"
+#include "machine/cpu_ident.h"
 #include "machine/placement.h"
 #include "machine/topology.h"
+#include "peak.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "attn.h"
-#include "common/cli_args.h"
 #include "cli/commands.h"
+#include "common/cli_args.h"
 
 static const struct {
   unsigned bit;

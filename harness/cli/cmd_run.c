@@ -19,16 +19,16 @@
 
 #include "attn.h"
 #include "check/check.h"
-#include "common/cli_args.h"
 #include "cli/commands.h"
+#include "cli/option_args.h"
+#include "common/cli_args.h"
+#include "common/util.h"
 #include "core/convert.h"
 #include "io/fileio.h"
 #include "io/npy.h"
-#include "cli/option_args.h"
-#include "machine/placement.h"  // hwloc tiles + thread binding
 #include "io/qkv_inputs.h"
-#include "tune/tunefile.h"  // --tune-file
-#include "common/util.h"
+#include "machine/placement.h"  // hwloc tiles + thread binding
+#include "tune/tunefile.h"      // --tune-file
 
 typedef struct run_args {
   const char *kernel_name, *q_path, *k_path, *v_path, *out_path;

@@ -42,14 +42,14 @@
 #include "attn.h"
 #include "bench/config.h"
 #include "bench/inputs.h"
-#include "common/cli_args.h"
 #include "cli/commands.h"
+#include "common/cli_args.h"
+#include "common/util.h"
 #include "core/tiles.h"
-#include "io/fileio.h"
 #include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
+#include "io/fileio.h"
 #include "machine/placement.h"
 #include "tune/tunefile.h"
-#include "common/util.h"
 
 typedef struct tune_args {
   const char *config;

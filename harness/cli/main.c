@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "attn.h"
-#include "common/cli_args.h"
 #include "cli/commands.h"
+#include "common/cli_args.h"
 #include "plugins/plugins.h"
 
 #ifndef ATTNBENCH_VERSION

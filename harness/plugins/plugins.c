@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 
 #include "attn.h"
-#include "common/cli_args.h"
 #include "bench/gbench/gbench.h"
+#include "common/cli_args.h"
 
 int attn_plugin_load(const char *path, char *err, size_t err_len) {
   struct stat st;

@@ -14,8 +14,8 @@
 
 #include "attn.h"
 #include "bench/config.h"
-#include "bench/point.h"
 #include "bench/gbench/gbench.h"
+#include "bench/point.h"
 
 static int failures;
 #define EXPECT(c, ...)                                      \

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "attn.h"
-#include "bench/point.h"
-#include "io/fileio.h"
 #include "bench/gbench/gbench.h"
+#include "bench/point.h"
 #include "common/util.h"
+#include "io/fileio.h"
 
 static int g_broken_calls;
 

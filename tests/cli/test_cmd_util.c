@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_util.h"
 #include "common/util.h"
+#include "test_util.h"
 
 static void test_nonfinite(void) {
   const attn_problem p = attn_problem_make(2, 3, 1, 4, 5, 8, 6, false);

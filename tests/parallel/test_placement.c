@@ -19,8 +19,8 @@
 #include "core/tiles.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/placement.h"
-#include "test_util.h"
 #include "machine/topology.h"
+#include "test_util.h"
 
 // Runs fn in a forked child (before this process has used OpenMP or hwloc, so the child
 // starts both afresh); the child's failures come back as its exit status.
