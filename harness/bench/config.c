@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "machine/regtile_args.h"  // register-tile variant names and kv_split values
+#include "core/settings.h"  // register-tile variant names and kv_split values
 
 enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
 // inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.
@@ -534,7 +534,7 @@ static int handler(void *user, const char *section, const char *name, const char
   }
   if (strcmp(key, "kv_dtype") == 0) return kv_dtype_key(c, line, value, s);
   if (strcmp(key, "regtile") == 0) {  // one name or index, checked per kernel in expand
-    if (!attn_placement_regtile_syntax(value))
+    if (!attn_settings_regtile_syntax(value))
       return fail(c, line, "regtile: '%s' is not a register-tile variant name or index", value);
     copy_str(s->regtile, sizeof s->regtile, value);
     return 1;
@@ -542,7 +542,7 @@ static int handler(void *user, const char *section, const char *name, const char
   if (strcmp(key, "kv_split") == 0) {  // one whole number, not a list
     char why[160];
     int v;
-    if (!*value || attn_placement_parse_kv_split("kv_split", value, &v, why, sizeof why) != 0)
+    if (!*value || attn_settings_parse_kv_split("kv_split", value, &v, why, sizeof why) != 0)
       return fail(c, line, "kv_split: '%s' is not a whole number in 0..%d", value,
                   ATTN_MAX_KV_SPLIT);
     s->kv_split = v, s->kv_split_given = true;
@@ -765,10 +765,13 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.cold_inputs = s->cold_inputs;
     copy_str(pt.regtile, sizeof pt.regtile, ov && ov->regtile ? ov->regtile : s->regtile);
     pt.kv_split = ov && ov->kv_split_set ? ov->kv_split : s->kv_split_given ? s->kv_split : -1;
+    pt.from_cli = (ov && ov->thread_count ? 1u << ATTN_SETTING_THREADS : 0) |
+                  (ov && ov->regtile ? 1u << ATTN_SETTING_REGTILE : 0) |
+                  (ov && ov->kv_split_set ? 1u << ATTN_SETTING_KV_SPLIT : 0);
     int rt = -1;
     if (pt.regtile[0]) {  // every kernel of the sweep must have the variant
       char why[256];
-      rt = attn_placement_regtile_index(pt.kernel, pt.regtile, "regtile", why, sizeof why);
+      rt = attn_settings_regtile_index(pt.kernel, pt.regtile, "regtile", why, sizeof why);
       if (rt < 0) {
         const int l = line_of(c, s->name, "regtile");
         return fail(c, l ? l : sec, "[%s]: %s", s->name, why), false;

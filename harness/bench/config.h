@@ -70,18 +70,20 @@ typedef struct attn_bench_point {
   const attn_kernel *kernel;
   attn_problem problem;  // opts is NULL here: the options are in `opts` below
   attn_bench_opts opts;
-  int threads;       // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
-  int repetitions;   // 0: Google Benchmark's default / flag
-  double min_time;   // 0: Google Benchmark's default / flag
-  bool cold_inputs;  // rotate over input copies larger than the LLC (bench/point.h)
-  char regtile[32];  // the register-tile variant asked for ("" = not given: environment,
-                     // tuning file, else 0 — attn_placement_variant)
-  int kv_split;      // attn_exec.kv_split asked for (−1 = not given, as regtile)
-  char sweep[48];    // the [section] it came from
-  char name[192];    // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
-                     // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
-                     // (attn_bench_opts_name), then "/cold", "/rt<index>" and
-                     // "/split<N>" when regtile / kv_split are given
+  int threads;        // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
+  int repetitions;    // 0: Google Benchmark's default / flag
+  double min_time;    // 0: Google Benchmark's default / flag
+  bool cold_inputs;   // rotate over input copies larger than the LLC (bench/point.h)
+  char regtile[32];   // the register-tile variant asked for ("" = not given: environment,
+                      // tuning file, else 0 — core/settings.h)
+  int kv_split;       // attn_exec.kv_split asked for (−1 = not given, as regtile)
+  unsigned from_cli;  // bit (1u << attn_setting) set: threads / regtile / kv_split above
+                      // came from the command line's overrides, not the config
+  char sweep[48];     // the [section] it came from
+  char name[192];     // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
+                      // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
+                      // (attn_bench_opts_name), then "/cold", "/rt<index>" and
+                      // "/split<N>" when regtile / kv_split are given
 } attn_bench_point;
 
 typedef struct attn_bench_overrides {

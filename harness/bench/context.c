@@ -233,6 +233,11 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
                             attn_kernel_regtile(k, r).name);
   }
   attn_gb_add_context("regtiles", variants[0] ? variants : "(no kernel with variants)");
+  // Where each point's settings came from (machine/resolve.h): its source_<setting>
+  // counters are these codes (`bench --explain` prints them in words).
+  ctx("setting_sources", "0 %s, 1 %s, 2 %s, 3 %s, 4 %s, 5 %s", attn_source_name(0),
+      attn_source_name(1), attn_source_name(2), attn_source_name(3), attn_source_name(4),
+      attn_source_name(5));
   // Every OpenMP / OpenBLAS variable in the environment, "NAME=value; ...".
   buf[0] = '\0';
   for (char **e = environ; *e; e++) {

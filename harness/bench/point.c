@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "core/convert.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "machine/topology.h"
 
 enum { kSeed = ATTN_BENCH_SEED };
@@ -163,7 +164,7 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   // Bind this point's OpenMP team to physical cores (placement.h); a failure (e.g. no
   // binding in a container) leaves threads unbound, which the context records.
   char report[256];
-  (void)attn_placement_bind(pt->threads, report, sizeof report);
+  (void)attn_placement_bind(exec->threads, report, sizeof report);
   if (!acquire_options(pt)) {
     attn_bench_release_buffers();
     return false;
@@ -403,27 +404,69 @@ static void shape_counters(attn_gb_state *st, const attn_bench_point *pt, const 
   attn_gb_set_counter(st, "bytes", (double)tensor_bytes(p), ATTN_GB_PLAIN);
 }
 
+// The bench's command-line layer beyond the per-point overrides: --tile-q, --tile-kv, --bind.
+static attn_setting_layer g_cli;
+static bool g_cli_set;
+
+void attn_bench_set_cli_settings(const attn_setting_layer *cli) {
+  g_cli = *cli;
+  g_cli_set = true;
+}
+
+int attn_bench_point_settings(const attn_bench_point *pt, attn_settings *s,
+                              attn_setting_fault *fault, char *err, size_t err_len) {
+  attn_setting_layer cli, cfg;
+  if (g_cli_set)
+    cli = g_cli;
+  else
+    attn_setting_layer_clear(&cli);
+  attn_setting_layer_clear(&cfg);
+  const bool t_cli = pt->from_cli & (1u << ATTN_SETTING_THREADS);
+  attn_setting_layer_set(t_cli ? &cli : &cfg, ATTN_SETTING_THREADS, pt->threads,
+                         t_cli                                    ? "--threads"
+                         : !(pt->kernel->caps & ATTN_CAP_THREADS) ? "single-thread kernel"
+                                                                  : "threads =");
+  if (pt->regtile[0]) {
+    const bool c = pt->from_cli & (1u << ATTN_SETTING_REGTILE);
+    attn_setting_layer_regtile(c ? &cli : &cfg, pt->regtile, c ? "--regtile" : "regtile");
+  }
+  if (pt->kv_split >= 0) {
+    const bool c = pt->from_cli & (1u << ATTN_SETTING_KV_SPLIT);
+    attn_setting_layer_set(c ? &cli : &cfg, ATTN_SETTING_KV_SPLIT, pt->kv_split,
+                           c ? "--kv-split" : "kv_split =");
+  }
+  return attn_resolve(pt->kernel, &pt->problem, &cli, &cfg, 0, s, fault, err, err_len);
+}
+
 void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_bench_state *s = user;
   const attn_bench_point *pt = s->point;
   attn_options sized_opts;  // values only, for the counters, tiles and sizes before the buffers
   const attn_problem sized = point_problem(pt, &sized_opts, NULL, NULL, NULL);
   const attn_problem *p = &sized;
-  attn_exec exec = {.threads = pt->threads};
   attn_gb_set_label(st, pt->kernel->name);
   shape_counters(st, pt, p);
   option_counters(st, pt, p);
   char err[320];
-  bool tuned;  // tiles: environment > tuning file (tunefile.h) > rule with the cache sizes
-  if (attn_placement_tiles(pt->kernel, p, &exec, &tuned, err, sizeof err) != 0) {
+  // The settings (resolve.h: --threads/--regtile/... > the config > environment > tuning
+  // file > machine rule > kernel default), checked there for this kernel once.
+  attn_settings set;
+  if (attn_bench_point_settings(pt, &set, NULL, err, sizeof err) != 0) {
     attn_gb_skip_with_error(st, err);
     return;
   }
-  bool tuned_variant;  // regtile / kv_split: config or --regtile > environment > tuning file
-  if (attn_placement_variant(pt->kernel, p, pt->regtile[0] ? pt->regtile : NULL, "regtile",
-                             pt->kv_split, &exec, &tuned_variant, err, sizeof err) != 0) {
-    attn_gb_skip_with_error(st, err);
-    return;
+  const attn_exec exec = set.exec;
+  attn_placement_use_mode(set.bind);
+  const bool tuned = set.source[ATTN_SETTING_TILE_Q] == ATTN_SOURCE_TUNE_FILE ||
+                     set.source[ATTN_SETTING_TILE_KV] == ATTN_SOURCE_TUNE_FILE;
+  const bool tuned_variant = set.source[ATTN_SETTING_REGTILE] == ATTN_SOURCE_TUNE_FILE ||
+                             set.source[ATTN_SETTING_KV_SPLIT] == ATTN_SOURCE_TUNE_FILE;
+  // Where each setting came from, as an attn_source code per setting (the results
+  // context's "setting_sources" names them): "source_tile_q" = 3 is the environment.
+  for (int f = 0; f < ATTN_SETTING_COUNT; f++) {
+    char key[32];
+    snprintf(key, sizeof key, "source_%s", attn_setting_name((attn_setting)f));
+    attn_gb_set_counter(st, key, (double)set.source[f], ATTN_GB_PLAIN);
   }
   attn_gb_set_counter(st, "tile_q", exec.tile_q, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "tile_kv", exec.tile_kv, ATTN_GB_PLAIN);
@@ -433,12 +476,9 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_gb_set_counter(st, "tuned", tuned ? 1 : 0, ATTN_GB_PLAIN);  // tiles from the file
   attn_gb_set_counter(st, "tuned_variant", tuned_variant ? 1 : 0,
                       ATTN_GB_PLAIN);  // regtile/kv_split
-  // The thread cap (attn.h) and the variant before any buffer is sized for or any parallel
-  // region run by this point: the timed loop calls the kernel's entry point directly.
-  if (attn_kernel_exec_check(pt->kernel, &exec, err, sizeof err) != ATTN_OK) {
-    attn_gb_skip_with_error(st, err);
-    return;
-  }
+  // (The thread cap and the variant were checked by the resolver, before any buffer is
+  // sized for or any parallel region run by this point: the timed loop calls the kernel's
+  // entry point directly.)
   if (s->refused[0]) {
     attn_gb_skip_with_error(st, s->refused);
     return;

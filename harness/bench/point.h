@@ -8,10 +8,20 @@
 
 #include "bench/config.h"
 #include "bench/gbench/gbench.h"
+#include "core/settings.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// The settings a point runs with (machine/resolve.h): the point's threads, regtile and
+// kv_split as its config or the command line's overrides gave them (attn_bench_point.
+// from_cli), the command line's other settings (attn_bench_set_cli_settings: --tile-q,
+// --tile-kv, --bind), then the environment, tuning file, machine rule and kernel default.
+// Returns 0, or −1 with a message in err (and the value at fault in *fault, may be NULL).
+void attn_bench_set_cli_settings(const attn_setting_layer *cli);
+int attn_bench_point_settings(const attn_bench_point *pt, attn_settings *s,
+                              attn_setting_fault *fault, char *err, size_t err_len);
 
 // The largest check the double-precision reference runs at full size, in
 // batch·heads·seq_q·seq_kv·(head_dim_qk + head_dim_v) multiply-adds (a few seconds).

@@ -36,10 +36,12 @@
 #include "bench/inputs.h"
 #include "bench/point.h"
 #include "cli/commands.h"
+#include "cli/option_args.h"
 #include "common/cli_args.h"
 #include "common/util.h"
 #include "io/fileio.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "machine/topology.h"
 #include "tune/tunefile.h"
 
@@ -105,13 +107,9 @@ typedef struct bench_args {
   cli_list kernels, gb_flags;
   cli_int_list threads;
   bool dry_run, no_probe, no_adjacent_probe, quiet;
-  const char *bind;        // --bind (placement.h)
+  exec_args x;             // --tile-q/-kv, --regtile, --kv-split, --bind, --tune-file, --explain
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
-  const char *tune_file;   // --tune-file (tunefile.h)
-  const char *regtile;     // --regtile (NULL: the config's, else environment / file / 0)
-  int kv_split;            // --kv-split, with kv_split_given
-  bool kv_split_given;
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -144,13 +142,13 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .dest = &a->kernels,
        .metavar = "NAME",
        .help = "benchmark this kernel instead of the config's"},
-      {.name = "threads",
-       .kind = CLI_INT_LIST,
-       .dest = &a->threads,
-       .metavar = "N",
-       .min = 0,
-       .max = ATTN_MAX_THREADS,
-       .help = "use this thread count instead of the config's (0 = one per core)"},
+      ATTN_EXEC_THREADS_OPTION(&a->threads, CLI_INT_LIST,
+                               "use this thread count instead of the config's (0 = one per core)"),
+      ATTN_EXEC_TILE_OPTIONS(&a->x),
+      ATTN_EXEC_VARIANT_OPTIONS(&a->x),
+      ATTN_EXEC_BIND_OPTION(&a->x),
+      ATTN_EXEC_TUNE_FILE_OPTION(&a->x.tune_file, ATTN_EXEC_TUNE_FILE_HELP),
+      ATTN_EXEC_EXPLAIN_OPTION(&a->x),
       {.name = "out",
        .kind = CLI_STRING,
        .dest = &a->out,
@@ -170,7 +168,6 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .help = "do not probe the bandwidth right before and after each timed run of a "
                "memory-bound point (no %adj_bw counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
-      ATTN_PLACEMENT_BIND_OPTION(&a->bind),
       {.name = "export-inputs",
        .kind = CLI_STRING,
        .dest = &a->export_dir,
@@ -182,8 +179,6 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .metavar = "LIST",
        .help = "then run external baselines on the points' own inputs into the same file: "
                "torch_sdpa,ort_attention,ggml_flash_attn,… or FILE.py, or 'all' (installed ones)"},
-      ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
-      ATTN_PLACEMENT_VARIANT_OPTIONS(&a->regtile, &a->kv_split, &a->kv_split_given),
   };
   const cli_spec spec = {
       .command = "bench",
@@ -206,8 +201,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
-  if (attn_placement_env_bad("bench", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
-  if (attn_placement_bind_bad("bench", a->bind)) return ATTNBENCH_EXIT_USAGE;
+  if (attn_resolve_env_bad("bench")) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
+  if (attn_placement_bind_bad("bench", a->x.bind)) return ATTNBENCH_EXIT_USAGE;
   if (a->baselines && (!*a->baselines || strchr(a->baselines, ' '))) {
     fprintf(stderr,
             "attnbench bench: --baselines '%s': want comma-separated names (no spaces) or 'all'\n",
@@ -220,7 +215,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             "runs nothing\n");
     return ATTNBENCH_EXIT_USAGE;
   }
-  const int tune_rc = attn_tune_setup("bench", a->tune_file);  // a bad tuning file: exit 1
+  const int tune_rc = attn_tune_setup("bench", a->x.tune_file);  // a bad tuning file: exit 1
   if (tune_rc) return tune_rc;
   return -1;
 }
@@ -285,9 +280,9 @@ static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, 
                                .threads = threads,
                                .thread_count = a->threads.count,
                                .physical_cores = attn_bench_physical_cores(),
-                               .regtile = a->regtile,
-                               .kv_split = a->kv_split_given ? a->kv_split : -1,
-                               .kv_split_set = a->kv_split_given};
+                               .regtile = a->x.regtile,
+                               .kv_split = a->x.kv_split_given ? a->x.kv_split : -1,
+                               .kv_split_set = a->x.kv_split_given};
   return true;
 }
 
@@ -670,6 +665,29 @@ static int baselines_finish(const bench_args *a, baselines_run *br, const char *
   return rc;
 }
 
+// The command line's settings beyond the points' own (--tile-q, --tile-kv, --bind; the
+// threads, regtile and kv_split overrides are in the points), the binding mode for the
+// context's binding reports, and with --explain each point's settings (resolve.h).
+static void settle_points(const bench_args *a, const attn_bench_plan *plan) {
+  exec_args rest = a->x;
+  rest.threads = 0, rest.regtile = NULL, rest.kv_split_given = false;
+  attn_setting_layer cli;
+  exec_args_layer(&rest, &cli);
+  attn_bench_set_cli_settings(&cli);
+  for (size_t i = 0; i < plan->count; i++) {
+    const attn_bench_point *pt = &plan->points[i];
+    attn_settings s;
+    char err[320];
+    if (attn_bench_point_settings(pt, &s, NULL, err, sizeof err) != 0) {
+      if (a->x.explain) printf("settings of %s: %s\n", pt->name, err);
+      continue;
+    }
+    if (i == 0) attn_placement_use_mode(s.bind);  // the same for every point
+    if (a->x.explain) attn_resolve_print(stdout, pt->kernel, &pt->problem, &s);
+  }
+  if (a->x.explain) fflush(stdout);
+}
+
 int cmd_bench(int argc, char **argv) {
   static bench_args a;  // large (argv copies); one bench per process
   memset(&a, 0, sizeof a);
@@ -693,6 +711,7 @@ int cmd_bench(int argc, char **argv) {
     attn_bench_plan_free(&plan);
     return rc;
   }
+  settle_points(&a, &plan);
   states = calloc(plan.count ? plan.count : 1, sizeof *states);
   if (!attn_gb_init(&a.gb_argc, a.gb_argv)) {
     rc = ATTNBENCH_EXIT_USAGE;

@@ -38,6 +38,7 @@
 #include "io/npy.h"
 #include "io/qkv_inputs.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "tune/tunefile.h"
 
 typedef struct kernel_tally {
@@ -112,12 +113,8 @@ typedef struct check_options {
   const char *filter;
   const char *config_path;             // --config: the cases of a sweep config (config_cases)
   const char *junit_path, *json_path;  // reports (check_report.h)
-  attn_exec exec;
-  const char *bind;       // --bind (placement.h)
-  const char *tune_file;  // --tune-file (tunefile.h)
-  const char *regtile;    // --regtile (NULL: not given)
-  int kv_split;           // --kv-split (−1: not given)
-  bool kv_split_given;
+  exec_args x;             // execution settings (option_args.h; resolved per pair by resolve.h)
+  attn_setting_layer cli;  // ... as the resolver's command-line layer
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
   bool causal, scale_given;
@@ -133,34 +130,11 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->names,
        .metavar = "NAME",
        .help = "check only this kernel (default: every available kernel)"},
-      ATTN_PLACEMENT_BIND_OPTION(&o->bind),
-      ATTN_TUNE_FILE_OPTION(&o->tune_file, ATTN_TUNE_FILE_HELP),
+      ATTN_EXEC_ARGS_CLI(&o->x),
       {.name = "quick",
        .kind = CLI_FLAG,
        .dest = &o->quick,
        .help = "a fast subset of the matrix (sequences <= 100)"},
-      {.name = "threads",
-       .kind = CLI_INT,
-       .dest = &o->exec.threads,
-       .metavar = "N",
-       .min = 0,
-       .max = ATTN_MAX_THREADS,
-       .help = "threads for parallel kernels (0 = OpenMP default)"},
-      {.name = "tile-q",
-       .kind = CLI_INT,
-       .dest = &o->exec.tile_q,
-       .metavar = "N",
-       .min = 0,
-       .max = 1 << 20,
-       .help = "query rows per tile for tiled kernels (0 = kernel default)"},
-      {.name = "tile-kv",
-       .kind = CLI_INT,
-       .dest = &o->exec.tile_kv,
-       .metavar = "N",
-       .min = 0,
-       .max = 1 << 20,
-       .help = "key rows per tile for tiled kernels (0 = kernel default)"},
-      ATTN_PLACEMENT_VARIANT_OPTIONS(&o->regtile, &o->kv_split, &o->kv_split_given),
       {.name = "filter",
        .kind = CLI_STRING,
        .dest = &o->filter,
@@ -268,9 +242,9 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;
-  if (!o->kv_split_given) o->kv_split = -1;
-  if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
-  if (attn_placement_bind_bad("check", o->bind)) return CLI_ERROR;
+  if (attn_resolve_env_bad("check")) return CLI_ERROR;  // ATTNBENCH_TILE_* etc.
+  if (attn_placement_bind_bad("check", o->x.bind)) return CLI_ERROR;
+  exec_args_layer(&o->x, &o->cli);
   if (o->progress && o->no_progress) {
     fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
     return CLI_ERROR;
@@ -470,7 +444,7 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
     return;
   }
   attn_check_prepared *pc = NULL;
-  if (attn_memory_refused(attn_check_bytes(&cc->problem, NULL, &o->exec), budget, refused + 9,
+  if (attn_memory_refused(attn_check_bytes(&cc->problem, NULL, NULL), budget, refused + 9,
                           sizeof refused - 9))
     snprintf(err, sizeof err, "%s", refused);
   else
@@ -495,21 +469,18 @@ static void check_case(const attn_check_case *cc, kernel_tally *sel, long n_sel,
       continue;
     }
     if (storage > sel[i].storage_ratio) sel[i].storage_ratio = storage;
-    attn_exec ex = o->exec;
-    int tq, tkv;  // the tuning file's tiles (tunefile.h) where --tile-* and ATTNBENCH_TILE_* left 0
-    if (attn_tune_lookup(sel[i].k, &cc->problem, &tq, &tkv)) {
-      if (ex.tile_q <= 0) ex.tile_q = tq;
-      if (ex.tile_kv <= 0) ex.tile_kv = tkv;
-    }
-    // --regtile / --kv-split > ATTNBENCH_REGTILE / _KV_SPLIT > the tuning file (checked up
-    // front, so this cannot fail but for the variant of a file entry)
-    if (attn_placement_variant(sel[i].k, &cc->problem, o->regtile, "--regtile", o->kv_split, &ex,
-                               NULL, refused + 9, sizeof refused - 9) != 0) {
+    // The settings `run` would use for this kernel on this problem (resolve.h; the
+    // command line's were checked up front, so this fails only for a tuning file's variant).
+    attn_settings st;
+    if (attn_resolve(sel[i].k, &cc->problem, &o->cli, NULL, 0, &st, NULL, refused + 9,
+                     sizeof refused - 9) != 0) {
       progress_clear(pg);
       record_harness_failure(&sel[i], tot, desc, refused);
       fflush(stdout);
       continue;
     }
+    if (o->x.explain) attn_resolve_print(stdout, sel[i].k, &cc->problem, &st);
+    const attn_exec ex = st.exec;
     if (attn_memory_refused(attn_check_bytes(&cc->problem, sel[i].k, &ex), budget, refused + 9,
                             sizeof refused - 9)) {
       progress_clear(pg);
@@ -560,8 +531,10 @@ static void print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, s
            sel[i].max_rel_err, st, sel[i].seconds);
   }
   print_storage();
-  fprintf(stderr, "%zu of %zu cases x %ld kernels in %.1f s (threads=%d)\n", n_cases, n_total,
-          n_sel, seconds, o->exec.threads);
+  char threads[48] = "as resolved per pair";
+  if (o->x.threads > 0) snprintf(threads, sizeof threads, "%d", o->x.threads);
+  fprintf(stderr, "%zu of %zu cases x %ld kernels in %.1f s (threads=%s)\n", n_cases, n_total,
+          n_sel, seconds, threads);
 }
 
 // The report files, validated before any work (fileio.h: what may be replaced, not an
@@ -773,23 +746,11 @@ int cmd_check(int argc, char **argv) {
     if (n_cases == -2) return ATTNBENCH_EXIT_USAGE;
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
-  // The thread cap (attn.h) once, up front: OMP_NUM_THREADS above it would otherwise fail
-  // every pair with the same message.
-  char exec_err[256];
-  if (attn_exec_check(&o.exec, exec_err, sizeof exec_err) != ATTN_OK) {
-    fprintf(stderr, "attnbench check: %s\n", exec_err);
-    free(cases);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  const int tune_rc = attn_tune_setup("check", o.tune_file);  // a bad tuning file: exit 1
+  const int tune_rc = attn_tune_setup("check", o.x.tune_file);  // a bad tuning file: exit 1
   if (tune_rc) {
     free(cases);
     return tune_rc;
   }
-  // Placement by --bind (placement.h) for the team the kernels will use.
-  char binding[512];
-  attn_placement_bind(o.exec.threads > 0 ? o.exec.threads : omp_get_max_threads(), binding,
-                      sizeof binding);
   kernel_tally *sel = calloc(attn_kernel_count() + 1, sizeof *sel);
   if (!sel) {
     fprintf(stderr, "attnbench check: out of memory\n");
@@ -802,15 +763,27 @@ int cmd_check(int argc, char **argv) {
     free(cases);
     return n_sel == -1 ? ATTNBENCH_EXIT_USAGE : ATTNBENCH_EXIT_FAILURE;
   }
-  // --regtile (or ATTNBENCH_REGTILE): every kernel checked must have it
-  for (long i = 0; (o.regtile || getenv("ATTNBENCH_REGTILE")) && i < n_sel; i++) {
+  // The user's settings once, up front, for every kernel checked (the first case's
+  // problem; the tuning file's entries are per pair): a --regtile (or ATTNBENCH_REGTILE)
+  // a kernel does not have, or OMP_NUM_THREADS above the thread cap, is one message.
+  attn_settings first = {0};
+  for (long i = 0; n_cases > 0 && i < n_sel; i++) {
     char why[512];
-    if (attn_placement_regtile_check(sel[i].k, o.regtile, why, sizeof why) != 0) {
-      fprintf(stderr, "attnbench check: %s (choose the kernels with --kernel)\n", why);
+    attn_setting_fault fault;
+    if (attn_resolve(sel[i].k, &cases[0].problem, &o.cli, NULL, ATTN_RESOLVE_NO_TUNE_FILE, &first,
+                     &fault, why, sizeof why) != 0) {
+      fprintf(stderr, "attnbench check: %s%s\n", why,
+              fault.field == ATTN_SETTING_REGTILE ? " (choose the kernels with --kernel)" : "");
       free(sel);
       free(cases);
-      return ATTNBENCH_EXIT_USAGE;
+      return attn_resolve_exit_code(&fault);
     }
+  }
+  // Placement by the resolved mode (placement.h) for the team the kernels will use.
+  if (n_cases > 0 && n_sel > 0) {
+    char binding[512];
+    attn_placement_use_mode(first.bind);
+    attn_placement_bind(first.exec.threads, binding, sizeof binding);
   }
   long n_run = 0;
   for (long i = 0; i < n_sel; i++) n_run += !sel[i].unavailable;

@@ -15,6 +15,7 @@
 #include "common/cli_args.h"
 #include "machine/cpu_ident.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "machine/topology.h"
 #include "peak.h"
 
@@ -165,7 +166,7 @@ int cmd_info(int argc, char **argv) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
-  if (attn_placement_env_bad("info", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
+  if (attn_resolve_env_bad("info")) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
   if (serve > 0) return serve_bandwidth_probe(serve);
 
   char model[128], found[64], compiled[64];

@@ -27,22 +27,18 @@
 #include "io/fileio.h"
 #include "io/npy.h"
 #include "io/qkv_inputs.h"
-#include "machine/placement.h"  // hwloc tiles + thread binding
-#include "tune/tunefile.h"      // --tune-file
+#include "machine/placement.h"  // thread binding
+#include "machine/resolve.h"    // the execution settings
 
 typedef struct run_args {
   const char *kernel_name, *q_path, *k_path, *v_path, *out_path;
   bool causal, scale_given, quiet, verify, allow_nonfinite;
   double scale;
-  attn_exec exec;
-  const char *bind;           // --bind (placement.h)
+  exec_args x;                // execution settings (option_args.h; resolved by resolve.h)
+  attn_settings settings;     // ... as resolved for the problem
   option_args opt;            // attention options (attn.h, "Attention variants"; option_args.h)
-  const char *tune_file;      // --tune-file (tunefile.h)
   const char *kv_dtype_name;  // --kv-dtype (NULL: as read)
   attn_dtype kv_dtype;
-  const char *regtile;  // --regtile (NULL: not given)
-  int kv_split;         // --kv-split (−1: not given)
-  bool kv_split_given;
 } run_args;
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
@@ -88,28 +84,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .given = &a->scale_given,
        .metavar = "S",
        .help = "score scale (default 1/sqrt(head_dim_qk))"},
-      {.name = "threads",
-       .kind = CLI_INT,
-       .dest = &a->exec.threads,
-       .metavar = "N",
-       .min = 0,
-       .max = ATTN_MAX_THREADS,
-       .help = "threads for parallel kernels (0 = OpenMP default)"},
-      {.name = "tile-q",
-       .kind = CLI_INT,
-       .dest = &a->exec.tile_q,
-       .metavar = "N",
-       .min = 0,
-       .max = 1 << 20,
-       .help = "query rows per tile for tiled kernels (0 = kernel default)"},
-      {.name = "tile-kv",
-       .kind = CLI_INT,
-       .dest = &a->exec.tile_kv,
-       .metavar = "N",
-       .min = 0,
-       .max = 1 << 20,
-       .help = "key rows per tile for tiled kernels (0 = kernel default)"},
-      ATTN_PLACEMENT_VARIANT_OPTIONS(&a->regtile, &a->kv_split, &a->kv_split_given),
       {.name = "kv-dtype",
        .kind = CLI_STRING,
        .dest = &a->kv_dtype_name,
@@ -125,10 +99,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .dest = &a->allow_nonfinite,
        .help = "write O even if it holds NaN/Inf (default: refuse, exit 1)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print nothing on success"},
-      ATTN_PLACEMENT_BIND_OPTION(&a->bind),
+      ATTN_EXEC_ARGS_CLI(&a->x),
       ATTN_OPTION_ARGS_CLI(&a->opt,
                            "also write the log-sum-exp of each row, float32 [batch][heads][seq_q]"),
-      ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
   };
   const cli_spec spec = {
       .command = "run",
@@ -147,9 +120,6 @@ static int parse_args(int argc, char **argv, run_args *a) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
-  if (!a->kv_split_given) a->kv_split = -1;
-  if (attn_placement_env_bad("run", &a->exec)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
-  if (attn_placement_bind_bad("run", a->bind)) return ATTNBENCH_EXIT_USAGE;
   if (a->scale_given && !isfinite((float)a->scale)) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;
@@ -161,9 +131,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->kv_dtype_name);
     return ATTNBENCH_EXIT_USAGE;
   }
-  const int tune_rc = attn_tune_setup("run", a->tune_file);  // a bad tuning file: exit 1
-  if (tune_rc) return tune_rc;
-  return -1;
+  return exec_args_setup("run", &a->x);  // --bind, ATTNBENCH_*, the tuning file
 }
 
 // K and V as the kernel gets them (stored as p->kv_dtype), and the float32 values they
@@ -300,7 +268,7 @@ static bool files_fit(const run_args *a, uint64_t budget) {
 // Once the problem is known, before O, the workspace and the reference are allocated.
 static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_args *a,
                          uint64_t budget) {
-  const uint64_t need = attn_run_bytes(k, p, &a->exec, a->verify);
+  const uint64_t need = attn_run_bytes(k, p, &a->settings.exec, a->verify);
   char msg[160];
   if (!attn_memory_refused(need, budget, msg, sizeof msg)) return true;
   fprintf(stderr,
@@ -310,20 +278,28 @@ static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_
   return false;
 }
 
-// Tiles, binding, the kernel call. On success *seconds is the call's wall time.
-static bool compute(const attn_kernel *kernel, const attn_problem *p, const run_args *a,
-                    attn_exec *exec, const float *q, const void *k, const void *v, float *o,
-                    double *seconds, char *binding, size_t binding_len) {
+// The settings of kernel on p (resolve.h: command line > environment > tuning file >
+// machine rule > kernel default), printed with --explain. Returns -1 to go on, else the
+// exit code (attn_resolve_exit_code).
+static int settle(const attn_kernel *kernel, const attn_problem *p, run_args *a) {
   char err[512];
-  // Placement: tiles from hwloc's cache sizes unless --tile-q/--tile-kv or ATTNBENCH_TILE_*
-  // set them (the variant and kv_split likewise); OpenMP threads bound to physical cores
-  // (report printed by report()).
-  if (attn_placement_tiles(kernel, p, exec, NULL, err, sizeof err) != 0 ||
-      attn_placement_variant(kernel, p, a->regtile, "--regtile", a->kv_split, exec, NULL, err,
-                             sizeof err) != 0) {
+  attn_setting_layer cli;
+  exec_args_layer(&a->x, &cli);
+  attn_setting_fault fault;
+  if (attn_resolve(kernel, p, &cli, NULL, 0, &a->settings, &fault, err, sizeof err) != 0) {
     fprintf(stderr, "attnbench run: %s\n", err);
-    return false;
+    return attn_resolve_exit_code(&fault);
   }
+  if (a->x.explain) attn_resolve_print(stdout, kernel, p, &a->settings);
+  return -1;
+}
+
+// Binding, the kernel call. On success *seconds is the call's wall time.
+static bool compute(const attn_kernel *kernel, const attn_problem *p, const attn_exec *exec,
+                    const float *q, const void *k, const void *v, float *o, double *seconds,
+                    char *binding, size_t binding_len) {
+  char err[512];
+  // OpenMP threads placed by the resolved mode (report printed by report()).
   attn_placement_bind(exec->threads, binding, binding_len);
   const double t0 = attn_now_seconds();
   const int krc = attn_kernel_call(kernel, p, exec, q, k, v, o, err, sizeof err);
@@ -405,8 +381,8 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
       npy_shape_string(4, o_shape, sb, sizeof sb), seconds * 1e3);
   if (kernel->caps & ATTN_CAP_THREADS)
     printf("threads: %s; tiles: tile_q %d, tile_kv %d; regtile %d (%s); kv_split %d\n", binding,
-           a->exec.tile_q, a->exec.tile_kv, a->exec.regtile,
-           attn_kernel_regtile(kernel, a->exec.regtile).name, a->exec.kv_split);
+           a->settings.exec.tile_q, a->settings.exec.tile_kv, a->settings.exec.regtile,
+           attn_kernel_regtile(kernel, a->settings.exec.regtile).name, a->settings.exec.kv_split);
   if (a->verify)
     printf(
         "check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 "
@@ -420,13 +396,6 @@ int cmd_run(int argc, char **argv) {
   if (rc >= 0) return rc;
   const attn_kernel *kernel = NULL;
   if ((rc = find_kernel(a.kernel_name, &kernel)) >= 0) return rc;
-  {  // a --regtile (or ATTNBENCH_REGTILE) this kernel does not have is a bad command line
-    char why[512];
-    if (attn_placement_regtile_check(kernel, a.regtile, why, sizeof why) != 0) {
-      fprintf(stderr, "attnbench run: %s\n", why);
-      return ATTNBENCH_EXIT_USAGE;
-    }
-  }
   uint64_t budget = 0;
   char err[ATTN_OUT_PATH_MAX + 512];
   if (!attn_memory_budget(&budget, err, sizeof err)) {
@@ -472,6 +441,14 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "attnbench run: %s\n", err);
     goto done;
   }
+  {
+    const int src = settle(kernel, &p, &a);  // the one resolution of the settings
+    if (src >= 0) {
+      rc = src;
+      goto done;
+    }
+  }
+  attn_placement_use_mode(a.settings.bind);
   if (!problem_fits(kernel, &p, &a, budget)) goto done;
   const size_t o_elems = attn_o_elems(&p);
   o = malloc(o_elems * sizeof *o);
@@ -484,7 +461,7 @@ int cmd_run(int argc, char **argv) {
   attn_check_result cr = {0};
   double storage = 0, storage_ratio = 0;
   bool has_storage = false;
-  if (!compute(kernel, &p, &a, &a.exec, q.a.data, kv.k, kv.v, o, &seconds, binding,
+  if (!compute(kernel, &p, &a.settings.exec, q.a.data, kv.k, kv.v, o, &seconds, binding,
                sizeof binding) ||
       !output_finite(kernel, &p, o, a.allow_nonfinite) ||
       (a.verify && !verify_output(kernel, &p, q.a.data, &kv, o, lse, &cr, &storage, &storage_ratio,

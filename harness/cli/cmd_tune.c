@@ -4,8 +4,11 @@
 // (tunefile.h; docs/tuning.md "Tuning files").
 //
 // Groups: one per (kernel, shape class) among the shapes of --config (or the default set
-// below); the first shape of a class in the config stands for the class. Candidates: the
-// built-in rule's tiles (kernels/core/tiles.h with hwloc's caches) r_q × r_kv and the grid
+// below); the first shape of a class in the config stands for the class. The built-in
+// default of a group is what `run` would use without a tuning file: the settings resolver
+// (machine/resolve.h: --threads > environment > machine rule > kernel default; --explain
+// prints them). Candidates: the default's tiles r_q × r_kv (the tile rule with hwloc's
+// caches unless ATTNBENCH_TILE_* set them) and the grid
 //     tile_q  ∈ {r_q/2, r_q, 3r_q/2, 2r_q},   tile_kv ∈ {r_kv/2, r_kv, 2r_kv}
 // with tile_q rounded to a multiple of the kernel's register-tile rows and tile_kv of its
 // Q·Kᵀ register-tile columns (at least one register tile), tile_q capped at seq_q and
@@ -17,11 +20,11 @@
 // after the candidate that crosses its share (the rule's tiles always run). The winner is
 // the candidate with the least median if that is at least kMinGain (2%) below the rule's
 // median, else the rule's tiles.
-// Then, at the winning tiles, the kernel's other register-tile variants (attn_exec.regtile;
-// kernels with several) and, for decode classes of kernels with ATTN_CAP_KV_SPLIT, a few
-// kv_split values around the default plan's chunk count d (flash_plan.h: 1, d/4, d/2,
-// 2d, 4d within 1..ATTN_MAX_KV_SPLIT, d itself dropped): each phase compares its candidates
-// with the best so far by the same rule (least median, kept only if kMinGain below), in
+// Then, at the winning tiles, the kernel's other register-tile variants than the default's
+// (attn_exec.regtile; kernels with several) and, for decode classes of kernels with
+// ATTN_CAP_KV_SPLIT, a few kv_split values around the default plan's chunk count d (flash_plan.h:
+// 1, d/4, d/2, 2d, 4d within 1..ATTN_MAX_KV_SPLIT, d itself dropped): each phase compares its
+// candidates with the best so far by the same rule (least median, kept only if kMinGain below), in
 // the same group budget share — the tile grid may use the share up to the fraction of the
 // group's candidates it holds, the later phases whatever is left (their first candidate
 // always runs). Written: the tiles, regtile (the winning variant's name, the default's
@@ -43,18 +46,20 @@
 #include "bench/config.h"
 #include "bench/inputs.h"
 #include "cli/commands.h"
+#include "cli/option_args.h"
 #include "common/cli_args.h"
 #include "common/util.h"
 #include "core/tiles.h"
 #include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
 #include "io/fileio.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "tune/tunefile.h"
 
 typedef struct tune_args {
   const char *config;
   cli_list kernels;
-  int threads;
+  exec_args x;  // --threads, --explain (option_args.h)
   double budget;
   int reps;
   int confirm;
@@ -97,15 +102,14 @@ static int round_to(int64_t v, int step, int64_t cap) {
   return (int)r;
 }
 
-// The candidate grid of the header comment; [0] is the rule's choice. Returns the count.
-static int candidates(const attn_kernel *k, const attn_problem *p, int cq[], int ckv[]) {
-  const attn_placement_caches c = attn_placement_query();
-  int rq, rkv;
-  attn_tiles_for_caches(p, c.l1d, c.l2, &rq, &rkv);
+// The candidate grid of the header comment around the default tiles rq × rkv; [0] is the
+// default itself. Returns the count.
+static int candidates(const attn_kernel *k, const attn_problem *p, int rq, int rkv, int cq[],
+                      int ckv[]) {
   const int sq = k->qk_rows > k->pv_rows ? k->qk_rows : k->pv_rows;
   const int step_q = sq > 0 ? sq : 8, step_kv = k->qk_cols > 0 ? k->qk_cols : 32;
   int n = 0;
-  cq[n] = rq, ckv[n] = rkv, n++;  // exactly the rule's tiles, as run/bench would use them
+  cq[n] = rq, ckv[n] = rkv, n++;  // exactly the default's tiles, as run/bench would use them
   static const int fq[] = {2, 4, 6, 8}, fkv[] = {2, 4, 8};  // quarters: 1/2, 1, 3/2, 2
   for (size_t i = 0; i < sizeof fq / sizeof fq[0]; i++)
     for (size_t j = 0; j < sizeof fkv / sizeof fkv[0]; j++) {
@@ -213,13 +217,8 @@ static int parse(tune_args *a, int argc, char **argv) {
        .metavar = "NAME",
        .help = "tune this kernel (repeatable; tiled__*, omp__*, flash__*; default: the flash__* "
                "and tiled__* kernels this CPU runs)"},
-      {.name = "threads",
-       .kind = CLI_INT,
-       .dest = &a->threads,
-       .metavar = "N",
-       .min = 0,
-       .max = ATTN_MAX_THREADS,
-       .help = "kernel threads while timing (0 = one per physical core; default 0)"},
+      ATTN_EXEC_THREADS_OPTION(&a->x.threads, CLI_INT, ATTN_EXEC_THREADS_HELP),
+      ATTN_EXEC_EXPLAIN_OPTION(&a->x),
       {.name = "budget",
        .kind = CLI_DOUBLE,
        .dest = &a->budget,
@@ -243,9 +242,9 @@ static int parse(tune_args *a, int argc, char **argv) {
        .max = 99,
        .help = "rounds alternating a group's tuned choice with the built-in default before it "
                "is written; kept if the median ratio is 2% below 1 (0 = no check; default 5)"},
-      ATTN_TUNE_FILE_OPTION(&a->out,
-                            "write here (default: $ATTNBENCH_TUNE_FILE, else the file "
-                            "for this CPU under $XDG_CONFIG_HOME/attnbench)"),
+      ATTN_EXEC_TUNE_FILE_OPTION(&a->out,
+                                 "write here (default: $ATTNBENCH_TUNE_FILE, else the file "
+                                 "for this CPU under $XDG_CONFIG_HOME/attnbench)"),
   };
   const cli_spec spec = {
       .command = "tune",
@@ -264,7 +263,8 @@ static int parse(tune_args *a, int argc, char **argv) {
       .n_options = sizeof opts / sizeof opts[0],
   };
   const cli_status st = cli_parse(&spec, argc, argv);
-  return st == CLI_OK ? -1 : cli_exit_code(st);
+  if (st != CLI_OK) return cli_exit_code(st);
+  return attn_resolve_env_bad("tune") ? ATTNBENCH_EXIT_USAGE : -1;  // ATTNBENCH_TILE_* etc.
 }
 
 // The kernels to tune: --kernel, or the available flash__* and tiled__* kernels.
@@ -327,13 +327,15 @@ static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v,
 }
 
 int cmd_tune(int argc, char **argv) {
-  tune_args a = {.threads = 0, .budget = 60, .reps = 3, .confirm = 5};
+  tune_args a = {.budget = 60, .reps = 3, .confirm = 5};
   int rc = parse(&a, argc, argv);
   if (rc >= 0) return rc;
   const attn_kernel *ks[CLI_LIST_MAX];
   size_t nk;
   if ((rc = pick_kernels(&a, ks, &nk)) >= 0) return rc;
-  const int threads = a.threads > 0 ? a.threads : attn_placement_default_threads();
+  attn_setting_layer cli;  // --threads; the rest is resolved per group
+  exec_args_layer(&a.x, &cli);
+  const int plan_threads = 1;  // the config's points stand for shapes only
 
   // Where to write: --tune-file, ATTNBENCH_TUNE_FILE, or the default (its directory made).
   char path[ATTN_TUNE_PATH_MAX];
@@ -381,9 +383,9 @@ int cmd_tune(int argc, char **argv) {
   if (a.config) {
     attn_bench_overrides ov = {.kernels = ks,
                                .kernel_count = nk,
-                               .threads = &threads,
+                               .threads = &plan_threads,
                                .thread_count = 1,
-                               .physical_cores = threads};
+                               .physical_cores = 1};
     attn_bench_plan plan;
     if (!attn_bench_plan_load(a.config, &ov, stderr, &plan, err, sizeof err)) {
       fprintf(stderr, "%s\n", err);
@@ -424,7 +426,21 @@ int cmd_tune(int argc, char **argv) {
     }
   }
 
+  // Each group's default settings (resolve.h, without a tuning file: tune measures what
+  // the file would replace), checked before any timing.
+  static attn_settings dflts[kMaxGroups];
+  for (size_t g = 0; g < ng; g++) {
+    attn_setting_fault fault;
+    if (attn_resolve(groups[g].kernel, &groups[g].problem, &cli, NULL, ATTN_RESOLVE_NO_TUNE_FILE,
+                     &dflts[g], &fault, err, sizeof err) != 0) {
+      fprintf(stderr, "attnbench tune: %s\n", err);
+      return attn_resolve_exit_code(&fault);
+    }
+    if (a.x.explain) attn_resolve_print(stdout, groups[g].kernel, &groups[g].problem, &dflts[g]);
+  }
+  const int threads = dflts[0].exec.threads;  // problem-independent: the same in every group
   char binding[512];
+  attn_placement_use_mode(dflts[0].bind);
   attn_placement_bind(threads, binding, sizeof binding);
   fprintf(stderr,
           "attnbench tune: %zu group(s), budget %.3g s, %d thread(s), %d rep(s), %d confirmation "
@@ -446,8 +462,9 @@ int cmd_tune(int argc, char **argv) {
       return ATTNBENCH_EXIT_FAILURE;
     }
     int cq[kMaxCand], ckv[kMaxCand];
-    const int nc = candidates(G->kernel, p, cq, ckv);
-    attn_exec ex = {.threads = threads, .tile_q = cq[0], .tile_kv = ckv[0]};
+    const attn_exec base = dflts[g].exec;  // the built-in default: `run`'s settings
+    const int nc = candidates(G->kernel, p, base.tile_q, base.tile_kv, cq, ckv);
+    attn_exec ex = base;
     // Validate the problem, the exec and the inputs once (as run/check/bench do).
     if (attn_kernel_call(G->kernel, p, &ex, q, k, v, o, err, sizeof err) != ATTN_OK) {
       fprintf(stderr, "attnbench tune: %s on %s: %s\n", G->kernel->name, shape, err);
@@ -457,8 +474,12 @@ int cmd_tune(int argc, char **argv) {
     const int nrt = attn_kernel_regtile_count(G->kernel);
     const bool decode = !strncmp(G->cls, "decode", 6);
     int kvc[8], nkv = 0;
-    if (decode && (G->kernel->caps & ATTN_CAP_KV_SPLIT))
-      nkv = kv_split_candidates(G->kernel, p, &ex, kvc);
+    if (decode && (G->kernel->caps & ATTN_CAP_KV_SPLIT)) {
+      int all[8];
+      const int n = kv_split_candidates(G->kernel, p, &ex, all);
+      for (int i = 0; i < n; i++)  // the default's own split is not a candidate
+        if (all[i] != base.kv_split) kvc[nkv++] = all[i];
+    }
     // The tile grid's part of the share (the later phases get what is left).
     const double tile_share = share * nc / (double)(nc + (nrt - 1) + nkv);
     int best = -1;
@@ -494,9 +515,10 @@ int cmd_tune(int argc, char **argv) {
               "attnbench tune: %s %s: budget share %.3g s spent after %d of %d candidates\n",
               G->kernel->name, G->cls, tile_share, tried, nc);
     // Register-tile variants at the winning tiles, then kv_split (decode classes).
-    ex.tile_q = cq[best], ex.tile_kv = ckv[best], ex.regtile = 0, ex.kv_split = 0;
+    ex.tile_q = cq[best], ex.tile_kv = ckv[best], ex.regtile = base.regtile,
+    ex.kv_split = base.kv_split;
     double tiles_t = best_t;
-    int best_rt = 0, best_kv = 0;
+    int best_rt = base.regtile, best_kv = base.kv_split;
     for (int phase = 0; phase < 2; phase++) {
       const int n = phase == 0 ? nrt - 1 : nkv;
       const double ref_t = best_t;  // the best so far: what a candidate must beat
@@ -505,8 +527,8 @@ int cmd_tune(int argc, char **argv) {
       for (int c = 0; c < n; c++) {
         if (c > 0 && attn_now_seconds() - g_start >= share) break;
         attn_exec e = ex;
-        if (phase == 0)
-          e.regtile = c + 1;
+        if (phase == 0)  // the variants other than the default's
+          e.regtile = c < base.regtile ? c : c + 1;
         else
           e.regtile = best_rt, e.kv_split = kvc[c];
         const double t = time_candidate(G->kernel, p, &e, q, k, v, o, a.reps);
@@ -522,7 +544,7 @@ int cmd_tune(int argc, char **argv) {
                   "[%zu/%zu regtile %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s: %.3f "
                   "ms (%s: %.3f ms)\n",
                   g + 1, ng, c + 1, n, G->kernel->name, G->cls, shape, threads, e.tile_q, e.tile_kv,
-                  cur, t * 1e3, attn_kernel_regtile(G->kernel, 0).name, ref_t * 1e3);
+                  cur, t * 1e3, attn_kernel_regtile(G->kernel, base.regtile).name, ref_t * 1e3);
         else
           fprintf(stderr,
                   "[%zu/%zu kv_split %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s "
@@ -536,31 +558,33 @@ int cmd_tune(int argc, char **argv) {
                 G->kernel->name, G->cls, share, done, n, phase == 0 ? "regtile" : "kv_split");
       if (win < 0) continue;
       char label[64];  // the winner and what it had to beat
+      const int win_rt = win < base.regtile ? win : win + 1;
       if (phase == 0)
-        snprintf(label, sizeof label, "regtile %s", attn_kernel_regtile(G->kernel, win + 1).name);
+        snprintf(label, sizeof label, "regtile %s", attn_kernel_regtile(G->kernel, win_rt).name);
       else
         snprintf(label, sizeof label, "kv_split %d", kvc[win]);
       if (win_t > (1.0 - kMinGain) * ref_t) {  // noise: keep what the earlier phase chose
-        fprintf(stderr,
-                "attnbench tune: %s %s: best %s (%.3f ms) is not %.0f%% below %s (%.3f ms); "
-                "keeping that\n",
-                G->kernel->name, G->cls, label, win_t * 1e3, kMinGain * 100,
-                phase == 0 ? attn_kernel_regtile(G->kernel, 0).name : "the default split",
-                ref_t * 1e3);
+        fprintf(
+            stderr,
+            "attnbench tune: %s %s: best %s (%.3f ms) is not %.0f%% below %s (%.3f ms); "
+            "keeping that\n",
+            G->kernel->name, G->cls, label, win_t * 1e3, kMinGain * 100,
+            phase == 0 ? attn_kernel_regtile(G->kernel, base.regtile).name : "the default split",
+            ref_t * 1e3);
         continue;
       }
       best_t = win_t;
       if (phase == 0)
-        best_rt = win + 1;
+        best_rt = win_rt;
       else
         best_kv = kvc[win];
     }
     // Confirmation (see the top): the choice against the built-in default, alternated.
     double confirm_ratio = 0;  // median tuned / default; 0: not confirmed by rounds
-    if (a.confirm > 0 && (best != 0 || best_rt != 0 || best_kv != 0)) {
-      attn_exec tuned = ex, dflt = ex;
+    if (a.confirm > 0 && (best != 0 || best_rt != base.regtile || best_kv != base.kv_split)) {
+      attn_exec tuned = ex;
+      const attn_exec dflt = base;
       tuned.regtile = best_rt, tuned.kv_split = best_kv;
-      dflt.tile_q = cq[0], dflt.tile_kv = ckv[0], dflt.regtile = 0, dflt.kv_split = 0;
       double ratio[100];
       for (int r = 0; r < a.confirm; r++) {
         double t[2];  // t[0] the default, t[1] the tuned choice; the first alternates
@@ -585,7 +609,7 @@ int cmd_tune(int argc, char **argv) {
                 "attnbench tune: %s %s: not confirmed (tuned / built-in %.3f over %d alternated "
                 "rounds, not %.0f%% below 1): keeping the built-in default\n",
                 G->kernel->name, G->cls, confirm_ratio, a.confirm, kMinGain * 100);
-        best = 0, best_rt = 0, best_kv = 0, best_t = tiles_t = rule_t;
+        best = 0, best_rt = base.regtile, best_kv = base.kv_split, best_t = tiles_t = rule_t;
         confirm_ratio = 0;
       }
     }

@@ -7,6 +7,7 @@
 #include "attn.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 
 static void kib(char *buf, size_t len, size_t bytes) {
   if (bytes == 0)
@@ -33,20 +34,20 @@ void attn_info_parallel(FILE *out, bool measure) {
   char set[192];
   fprintf(out, "  cpu set:    %s\n", attn_placement_describe_set(set, sizeof set));
   fprintf(out, "  binding:    %s%s\n", report, bound < 0 ? " [binding failed]" : "");
-  // The tile rule (kernels/core/tiles.h) with these caches, for typical shapes.
+  // The tiles `run` would use (machine/resolve.h, no kernel: no tuning-file entry) for
+  // typical shapes, and where they come from.
   static const int dims[] = {64, 128};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
     attn_problem p = attn_problem_make(1, 8, 8, 2048, 2048, dims[i], dims[i], false);
-    attn_exec ex = {0};
-    char err[160];
-    if (attn_placement_tiles(NULL, &p, &ex, NULL, err, sizeof err) != 0) {
+    attn_settings s;
+    char err[256], from[160];
+    if (attn_resolve(NULL, &p, NULL, NULL, 0, &s, NULL, err, sizeof err) != 0) {
       fprintf(out, "  tiles:      %s\n", err);
       break;
     }
-    fprintf(out,
-            "  tiles D=%-3d tile_q %d, tile_kv %d (ATTNBENCH_TILE_Q/_KV or --tile-q/--tile-kv "
-            "override)\n",
-            dims[i], ex.tile_q, ex.tile_kv);
+    fprintf(out, "  tiles D=%-3d tile_q %d, tile_kv %d from %s (--tile-q/--tile-kv override)\n",
+            dims[i], s.exec.tile_q, s.exec.tile_kv,
+            attn_settings_provenance(&s, ATTN_SETTING_TILE_Q, from, sizeof from));
   }
   if (!measure) return;
   attn_bandwidth one, all;

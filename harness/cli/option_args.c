@@ -7,6 +7,29 @@
 #include <string.h>
 
 #include "common/cli_args.h"
+#include "machine/placement.h"
+#include "machine/resolve.h"
+#include "tune/tunefile.h"
+
+int exec_args_setup(const char *cmd, const exec_args *a) {
+  if (attn_resolve_env_bad(cmd)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
+  if (attn_placement_bind_bad(cmd, a->bind)) return ATTNBENCH_EXIT_USAGE;
+  const int rc = attn_tune_setup(cmd, a->tune_file);  // a bad tuning file: exit 1
+  return rc ? rc : -1;
+}
+
+void exec_args_layer(const exec_args *a, attn_setting_layer *cli) {
+  attn_setting_layer_clear(cli);
+  if (a->threads > 0) attn_setting_layer_set(cli, ATTN_SETTING_THREADS, a->threads, "--threads");
+  if (a->tile_q > 0) attn_setting_layer_set(cli, ATTN_SETTING_TILE_Q, a->tile_q, "--tile-q");
+  if (a->tile_kv > 0) attn_setting_layer_set(cli, ATTN_SETTING_TILE_KV, a->tile_kv, "--tile-kv");
+  if (a->regtile) attn_setting_layer_regtile(cli, a->regtile, "--regtile");
+  if (a->kv_split_given)
+    attn_setting_layer_set(cli, ATTN_SETTING_KV_SPLIT, a->kv_split, "--kv-split");
+  if (a->bind)  // checked up front (exec_args_setup)
+    attn_setting_layer_set(cli, ATTN_SETTING_BIND,
+                           strcmp(a->bind, "none") ? ATTN_BIND_CORES : ATTN_BIND_NONE, "--bind");
+}
 
 // "L,R" with each side a whole number >= 0 or "inf" (unbounded).
 static bool parse_window(const char *text, int64_t *left, int64_t *right) {

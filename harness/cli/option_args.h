@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: MIT
-// option_args.h — the attention-option flags (kernels/attn.h, "Attention variants") as one
+// option_args.h — the command-line options that several commands share, declared once.
+//
+// 1. The execution settings (exec_args; kernels/core/settings.h decides them):
+//   --threads N  --tile-q N  --tile-kv N  --regtile N|NAME  --kv-split N  --bind cores|none
+//   --tune-file FILE  --explain
+// run and check take them all (ATTN_EXEC_ARGS_CLI), bench the same with a list of thread
+// counts, tune --threads and --explain. exec_args_layer turns what was given into the
+// resolver's command-line layer.
+//
+// 2. The attention-option flags (kernels/attn.h, "Attention variants") as one
 // set of command-line options, shared by `attnbench run` (a kernel computes with them) and
 // `attnbench check --o` (an output computed elsewhere is checked with them):
 //   --window L,R  --align top-left|bottom-right  --softcap C  --alibi MAX_BIAS
@@ -13,7 +22,75 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "core/settings.h"
 #include "io/npy.h"
+
+typedef struct exec_args {
+  int threads, tile_q, tile_kv;  // 0 = not given
+  const char *regtile;           // NULL = not given
+  int kv_split;                  // with kv_split_given
+  bool kv_split_given;
+  const char *bind;       // --bind: "cores" or "none" (NULL = not given)
+  const char *tune_file;  // --tune-file (tune/tunefile.h; NULL = not given)
+  bool explain;           // --explain: print each setting and where it came from
+} exec_args;
+
+// clang-format off
+#define ATTN_EXEC_THREADS_HELP                                                            \
+  "threads for parallel kernels (0 = not given: OMP_NUM_THREADS, else one per physical " \
+  "core of the CPU set)"
+#define ATTN_EXEC_THREADS_OPTION(where_, kind_, help_)                                      \
+  {.name = "threads", .kind = (kind_), .dest = (where_), .metavar = "N", .min = 0,          \
+   .max = ATTN_MAX_THREADS, .help = (help_)}
+#define ATTN_EXEC_TILE_OPTIONS(a)                                                          \
+  {.name = "tile-q", .kind = CLI_INT, .dest = &(a)->tile_q, .metavar = "N", .min = 0,      \
+   .max = ATTN_MAX_TILE,                                                                   \
+   .help = "query rows per tile for tiled kernels (0 = not given: ATTNBENCH_TILE_Q, the "  \
+           "tuning file, else the tile rule with this CPU's caches)"},                     \
+  {.name = "tile-kv", .kind = CLI_INT, .dest = &(a)->tile_kv, .metavar = "N", .min = 0,    \
+   .max = ATTN_MAX_TILE,                                                                   \
+   .help = "key rows per tile for tiled kernels (0 = not given: ATTNBENCH_TILE_KV, the "   \
+           "tuning file, else the tile rule with this CPU's caches)"}
+#define ATTN_EXEC_VARIANT_OPTIONS(a)                                                       \
+  {.name = "regtile", .kind = CLI_STRING, .dest = &(a)->regtile, .metavar = "N|NAME",      \
+   .help = "register-tile variant of the kernel, by index or name (attnbench list: rt=; "  \
+           "default: ATTNBENCH_REGTILE, the tuning file, else 0)"},                        \
+  {.name = "kv-split", .kind = CLI_INT, .dest = &(a)->kv_split,                            \
+   .given = &(a)->kv_split_given, .metavar = "N", .min = 0, .max = ATTN_MAX_KV_SPLIT,      \
+   .help = "split-KV kernels: cut each task's keys into N chunks (1 = no split; 0 = the "  \
+           "kernel's rule; default: ATTNBENCH_KV_SPLIT, the tuning file, else 0)"}
+#define ATTN_EXEC_BIND_OPTION(a)                                                           \
+  {.name = "bind", .kind = CLI_STRING, .dest = &(a)->bind, .metavar = "cores|none",        \
+   .help = "bind OpenMP threads to cores of the inherited CPU set (default; not when "     \
+           "OMP_PLACES/OMP_PROC_BIND is set) or leave placement alone"}
+#define ATTN_EXEC_TUNE_FILE_HELP                                                           \
+  "tuning file with tiles (and register-tile variant, kv_split) per kernel and shape "     \
+  "class (default: $ATTNBENCH_TUNE_FILE, else the file for this CPU under "                \
+  "$XDG_CONFIG_HOME/attnbench; 'none': no file)"
+#define ATTN_EXEC_TUNE_FILE_OPTION(where_, help_)                                            \
+  {.name = "tune-file", .kind = CLI_STRING, .dest = (where_), .metavar = "FILE",             \
+   .help = (help_)}
+#define ATTN_EXEC_EXPLAIN_OPTION(a)                                                        \
+  {.name = "explain", .kind = CLI_FLAG, .dest = &(a)->explain,                             \
+   .help = "print each execution setting (threads, bind, tiles, regtile, kv_split) and "   \
+           "where it came from: command line > config > environment > tuning file > "      \
+           "machine rule > kernel default"}
+// Every option of exec_args (run, check).
+#define ATTN_EXEC_ARGS_CLI(a)                                                              \
+  ATTN_EXEC_THREADS_OPTION(&(a)->threads, CLI_INT, ATTN_EXEC_THREADS_HELP),                \
+  ATTN_EXEC_TILE_OPTIONS(a), ATTN_EXEC_VARIANT_OPTIONS(a), ATTN_EXEC_BIND_OPTION(a),       \
+  ATTN_EXEC_TUNE_FILE_OPTION(&(a)->tune_file, ATTN_EXEC_TUNE_FILE_HELP),                   \
+  ATTN_EXEC_EXPLAIN_OPTION(a)
+// clang-format on
+
+// The up-front checks of a command that runs kernels, after parsing: --bind's value (the
+// mode is set for the process), the environment's settings (machine/resolve.h), and
+// loading the tuning file (tune/tunefile.h). Returns -1 to go on, else the exit code
+// (2: a bad value; 1: a bad tuning file) after "attnbench <cmd>: …".
+int exec_args_setup(const char *cmd, const exec_args *a);
+
+// The command-line layer of the settings resolver from what was given.
+void exec_args_layer(const exec_args *a, attn_setting_layer *cli);
 
 typedef struct option_args {
   const char *window, *align, *slopes_path, *sinks_path, *mask_path, *lse_path;

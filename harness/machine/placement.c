@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Thread placement and cache-derived tile sizes with hwloc (see placement.h).
+// Thread placement with hwloc (see placement.h).
 #include "machine/placement.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <hwloc.h>
 #include <omp.h>
@@ -10,9 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/tiles.h"
 #include "machine/topology.h"
-#include "tune/tunefile.h"
 
 static char g_report[512] = "unbound";
 
@@ -66,17 +63,11 @@ attn_bind_mode attn_placement_bind_mode(void) {
 }
 
 const char *attn_placement_bind_mode_name(attn_bind_mode m) {
-  switch (m) {
-    case ATTN_BIND_DEFAULT:
-      return "default";
-    case ATTN_BIND_CORES:
-      return "cores";
-    case ATTN_BIND_NONE:
-      return "none";
-    case ATTN_BIND_OPENMP:
-      return "openmp";
-  }
-  return "?";
+  return attn_bind_mode_name(m);
+}
+
+void attn_placement_use_mode(attn_bind_mode m) {
+  g_mode = m;
 }
 
 const char *attn_placement_describe_set(char *buf, size_t len) {
@@ -197,131 +188,4 @@ int attn_placement_bind(int threads, char *report, size_t len) {
 const char *attn_placement_describe(char *buf, size_t len) {
   snprintf(buf, len, "%s", g_report);
   return buf;
-}
-
-int attn_placement_parse_tile(const char *name, const char *value, int *tile, char *err,
-                              size_t err_len) {
-  *tile = 0;
-  if (!value || !*value) return 0;
-  char *end;
-  errno = 0;
-  const long v = strtol(value, &end, 10);  // digits only: no sign, no blanks
-  if (!isdigit((unsigned char)value[0]) || errno || *end || v <= 0 || v > (1L << 20)) {
-    if (err && err_len)
-      snprintf(err, err_len, "%s=%s: expected a positive integer (at most 1048576)", name, value);
-    return -1;
-  }
-  *tile = (int)v;
-  return 0;
-}
-
-// ATTNBENCH_TILE_Q / ATTNBENCH_TILE_KV, ATTNBENCH_REGTILE / ATTNBENCH_KV_SPLIT, read and
-// checked once per process.
-static struct {
-  int state;  // 0 = not read yet, 1 = read, −1 = a value is malformed (err says which)
-  int tile[2];
-  char regtile[32];  // "" = unset
-  int kv_split;      // −1 = unset
-  char err[192];
-} g_env;
-
-int attn_placement_env_tiles(attn_exec *exec, char *err, size_t err_len) {
-  static const char *const names[2] = {"ATTNBENCH_TILE_Q", "ATTNBENCH_TILE_KV"};
-  if (g_env.state == 0) {
-    g_env.state = 1;
-    for (int i = 0; i < 2 && g_env.state == 1; i++)
-      if (attn_placement_parse_tile(names[i], getenv(names[i]), &g_env.tile[i], g_env.err,
-                                    sizeof g_env.err) != 0)
-        g_env.state = -1;
-    const char *rt = getenv("ATTNBENCH_REGTILE");
-    g_env.regtile[0] = '\0';
-    if (g_env.state == 1 && rt && *rt) {
-      if (attn_placement_regtile_syntax(rt)) {
-        snprintf(g_env.regtile, sizeof g_env.regtile, "%s", rt);
-      } else {
-        snprintf(g_env.err, sizeof g_env.err,
-                 "ATTNBENCH_REGTILE=%.40s: expected a register-tile variant name or index "
-                 "(attnbench list: rt=)",
-                 rt);
-        g_env.state = -1;
-      }
-    }
-    if (g_env.state == 1 &&
-        attn_placement_parse_kv_split("ATTNBENCH_KV_SPLIT", getenv("ATTNBENCH_KV_SPLIT"),
-                                      &g_env.kv_split, g_env.err, sizeof g_env.err) != 0)
-      g_env.state = -1;
-  }
-  if (g_env.state < 0) {
-    if (err && err_len) snprintf(err, err_len, "%s", g_env.err);
-    return -1;
-  }
-  if (exec) {  // the command line / config (exec) wins, field by field
-    if (exec->tile_q <= 0) exec->tile_q = g_env.tile[0];
-    if (exec->tile_kv <= 0) exec->tile_kv = g_env.tile[1];
-  }
-  return 0;
-}
-
-bool attn_placement_env_bad(const char *command, attn_exec *exec) {
-  char err[256];
-  if (attn_placement_env_tiles(exec, err, sizeof err) == 0) return false;
-  fprintf(stderr, "attnbench %s: %s\n", command, err);
-  return true;
-}
-
-int attn_placement_tiles(const attn_kernel *k, const attn_problem *p, attn_exec *exec, bool *tuned,
-                         char *err, size_t err_len) {
-  if (tuned) *tuned = false;
-  if (attn_placement_env_tiles(exec, err, err_len) != 0) return -1;
-  if (exec->tile_q > 0 && exec->tile_kv > 0) return 0;
-  int fq, fkv;  // the tuning file (tunefile.h), field by field below the environment
-  if (attn_tune_lookup(k, p, &fq, &fkv)) {
-    if (exec->tile_q <= 0) exec->tile_q = fq;
-    if (exec->tile_kv <= 0) exec->tile_kv = fkv;
-    if (tuned) *tuned = true;
-    return 0;
-  }
-  const attn_placement_caches c = attn_placement_query();
-  int rq, rkv;
-  attn_tiles_for_caches(p, c.l1d, c.l2, &rq, &rkv);
-  if (exec->tile_q <= 0) exec->tile_q = rq;
-  if (exec->tile_kv <= 0) exec->tile_kv = rkv;
-  return 0;
-}
-
-int attn_placement_variant(const attn_kernel *k, const attn_problem *p, const char *regtile,
-                           const char *what, int kv_split, attn_exec *exec, bool *tuned, char *err,
-                           size_t err_len) {
-  if (tuned) *tuned = false;
-  if (attn_placement_env_tiles(NULL, err, err_len) != 0) return -1;
-  char file_rt[32] = "";
-  int file_kv = -1;
-  const bool in_file = attn_tune_lookup_variant(k, p, file_rt, sizeof file_rt, &file_kv);
-  const char *rt = regtile, *rt_what = what ? what : "--regtile";
-  if (!rt && g_env.regtile[0]) rt = g_env.regtile, rt_what = "ATTNBENCH_REGTILE";
-  if (!rt && in_file && file_rt[0]) {
-    rt = file_rt, rt_what = "the tuning file's regtile";
-    if (tuned) *tuned = true;
-  }
-  exec->regtile = 0;
-  if (rt && k) {
-    const int i = attn_placement_regtile_index(k, rt, rt_what, err, err_len);
-    if (i < 0) return -1;
-    exec->regtile = i;
-  }
-  int kv = kv_split;
-  if (kv < 0) kv = g_env.kv_split;
-  if (kv < 0 && in_file && file_kv > 0) {
-    kv = file_kv;
-    if (tuned) *tuned = true;
-  }
-  exec->kv_split = kv > 0 ? kv : 0;
-  return 0;
-}
-
-int attn_placement_regtile_check(const attn_kernel *k, const char *regtile, char *err,
-                                 size_t err_len) {
-  attn_exec probe = {0};
-  const attn_problem p1 = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);
-  return attn_placement_variant(k, &p1, regtile, "--regtile", 0, &probe, NULL, err, err_len);
 }

@@ -31,10 +31,8 @@
 // default one may be absent (built-in rule, nothing said).
 // A file whose [machine] differs from this CPU, ISA mask or build is ignored with a note.
 //
-// Precedence of tiles (attn_placement_tiles): command line / config > ATTNBENCH_TILE_* >
-// tuning file > built-in rule (kernels/core/tiles.h); of regtile and kv_split
-// (attn_placement_variant): command line / config > ATTNBENCH_REGTILE / _KV_SPLIT >
-// tuning file > 0 (the kernel's default variant and split rule).
+// Precedence (kernels/core/settings.h): command line > config > environment > tuning file >
+// machine rule > kernel default; machine/resolve.h makes the file's entry a layer.
 #pragma once
 
 #include <stdbool.h>
@@ -110,15 +108,6 @@ bool attn_tune_lookup_variant(const attn_kernel *k, const attn_problem *p, char 
 // For results contexts: "built-in" or "PATH: flash__avx512 prefill d64 tile_q 128 tile_kv
 // 256 [regtile 12x32/8x32] [kv_split 4]; ...". Returns buf.
 const char *attn_tune_describe(char *buf, size_t len);
-
-// The --tune-file option of run, check, bench and tune (for cli_option tables).
-// dest: const char ** (NULL = not given).
-#define ATTN_TUNE_FILE_OPTION(where, text) \
-  { .name = "tune-file", .kind = CLI_STRING, .dest = (where), .metavar = "FILE", .help = (text) }
-#define ATTN_TUNE_FILE_HELP                                                                  \
-  "tuning file with tiles (and register-tile variant, kv_split) per kernel and shape class " \
-  "(default: $ATTNBENCH_TUNE_FILE, else "                                                    \
-  "the file for this CPU under $XDG_CONFIG_HOME/attnbench; 'none': built-in rule)"
 
 #ifdef __cplusplus
 }

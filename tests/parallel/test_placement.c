@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// harness/placement.c and harness/peak/bandwidth.c: default threads, binding report,
-// tile precedence (exec > ATTNBENCH_TILE_* > cache rule), the environment read once and
+// harness/machine/placement.c, resolve.c and peak/bandwidth.c: default threads, binding
+// report, tile precedence (command line > ATTNBENCH_TILE_* > cache rule), the environment
+// read once and
 // never by kernels, malformed environment values,
 // and the read-bandwidth probe's self-check on a small buffer; the inherited CPU set
 // (the `taskset -c <last CPU>` case, run in a forked child that restricts itself first)
@@ -19,6 +20,7 @@
 #include "core/tiles.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "machine/topology.h"
 #include "test_util.h"
 
@@ -165,26 +167,48 @@ static void test_threads_and_binding(void) {
   EXPECT(strcmp(report, again) == 0, "describe '%s' != bind report '%s'", again, report);
 }
 
-// The environment is read once, on first use (nothing above uses tiles): set it first.
+// The environment is read once, on first use (nothing above resolves settings): set it
+// first. Then the harness's layers through attn_resolve: command line > environment >
+// machine rule (hwloc's caches), per field.
 static void test_tiles(void) {
   setenv("ATTNBENCH_TILE_Q", "40", 1), setenv("ATTNBENCH_TILE_KV", "96", 1);
   const attn_problem p = attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false);
-  const attn_placement_caches c = attn_placement_query();
-  int rq, rkv;
-  attn_tiles_for_caches(&p, c.l1d, c.l2, &rq, &rkv);
   char err[256];
-  attn_exec e = {0};
-  EXPECT(attn_placement_tiles(NULL, &p, &e, NULL, err, sizeof err) == 0, "%s", err);
-  EXPECT(e.tile_q == 40 && e.tile_kv == 96, "env: got %d/%d", e.tile_q, e.tile_kv);
-  attn_exec e3 = {.tile_q = 8, .tile_kv = 0};  // explicit beats env, per field
-  EXPECT(attn_placement_tiles(NULL, &p, &e3, NULL, err, sizeof err) == 0, "%s", err);
-  EXPECT(e3.tile_q == 8 && e3.tile_kv == 96, "exec+env: got %d/%d", e3.tile_q, e3.tile_kv);
+  attn_settings s;
+  EXPECT(attn_resolve(NULL, &p, NULL, NULL, 0, &s, NULL, err, sizeof err) == 0, "%s", err);
+  EXPECT(s.exec.tile_q == 40 && s.exec.tile_kv == 96, "env: got %d/%d", s.exec.tile_q,
+         s.exec.tile_kv);
+  EXPECT(s.source[ATTN_SETTING_TILE_Q] == ATTN_SOURCE_ENV &&
+             !strcmp(s.what[ATTN_SETTING_TILE_Q], "ATTNBENCH_TILE_Q"),
+         "env provenance: %d %s", s.source[ATTN_SETTING_TILE_Q], s.what[ATTN_SETTING_TILE_Q]);
+  attn_setting_layer cli;  // the command line beats the environment, per field
+  attn_setting_layer_clear(&cli);
+  attn_setting_layer_set(&cli, ATTN_SETTING_TILE_Q, 8, "--tile-q");
+  EXPECT(attn_resolve(NULL, &p, &cli, NULL, 0, &s, NULL, err, sizeof err) == 0, "%s", err);
+  EXPECT(s.exec.tile_q == 8 && s.exec.tile_kv == 96, "cli+env: got %d/%d", s.exec.tile_q,
+         s.exec.tile_kv);
+  EXPECT(s.source[ATTN_SETTING_TILE_Q] == ATTN_SOURCE_CLI &&
+             s.source[ATTN_SETTING_TILE_KV] == ATTN_SOURCE_ENV,
+         "cli+env sources %d %d", s.source[ATTN_SETTING_TILE_Q], s.source[ATTN_SETTING_TILE_KV]);
   // Read once: a later change of the environment is not seen.
   setenv("ATTNBENCH_TILE_Q", "24", 1), unsetenv("ATTNBENCH_TILE_KV");
-  attn_exec e4 = {0};
-  EXPECT(attn_placement_tiles(NULL, &p, &e4, NULL, err, sizeof err) == 0, "%s", err);
-  EXPECT(e4.tile_q == 40 && e4.tile_kv == 96, "re-read the environment: got %d/%d", e4.tile_q,
-         e4.tile_kv);
+  EXPECT(attn_resolve(NULL, &p, NULL, NULL, 0, &s, NULL, err, sizeof err) == 0, "%s", err);
+  EXPECT(s.exec.tile_q == 40 && s.exec.tile_kv == 96, "re-read the environment: got %d/%d",
+         s.exec.tile_q, s.exec.tile_kv);
+  // The machine layer is the tile rule with hwloc's caches, and the physical cores.
+  const attn_placement_caches c = attn_placement_query();
+  attn_setting_layer m;
+  attn_resolve_machine_layer(&p, &m);
+  if (c.l1d || c.l2) {
+    int rq, rkv;
+    attn_tiles_for_caches(&p, c.l1d, c.l2, &rq, &rkv);
+    EXPECT(m.value[ATTN_SETTING_TILE_Q] == rq && m.value[ATTN_SETTING_TILE_KV] == rkv,
+           "machine tiles %d/%d, the rule with hwloc's caches gives %d/%d",
+           m.value[ATTN_SETTING_TILE_Q], m.value[ATTN_SETTING_TILE_KV], rq, rkv);
+  }
+  if (c.cores > 0)
+    EXPECT(m.value[ATTN_SETTING_THREADS] == c.cores, "machine threads %d, cores %d",
+           m.value[ATTN_SETTING_THREADS], c.cores);
   // Kernels see attn_exec and the rule, nothing else: no environment.
   int kq, kkv, dq, dkv;
   attn_tiles_resolve(&p, &(attn_exec){0}, &kq, &kkv);
@@ -192,22 +216,20 @@ static void test_tiles(void) {
   EXPECT(kq == dq && kkv == dkv, "kernel-side tiles %d/%d, the rule gives %d/%d", kq, kkv, dq, dkv);
   attn_tiles_resolve(&p, &(attn_exec){.tile_q = 5, .tile_kv = 7}, &kq, &kkv);
   EXPECT(kq == 5 && kkv == 7, "kernel-side exec tiles: got %d/%d", kq, kkv);
-  (void)rq, (void)rkv;
   // One value at a time: the parser.
   static const char *const bad[] = {"abc", "0", "-5", "12x", "99999999", " 7"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int v = -1;
     err[0] = '\0';
-    EXPECT(attn_placement_parse_tile("ATTNBENCH_TILE_Q", bad[i], &v, err, sizeof err) != 0,
+    EXPECT(attn_settings_parse_tile("ATTNBENCH_TILE_Q", bad[i], &v, err, sizeof err) != 0,
            "ATTNBENCH_TILE_Q=%s accepted", bad[i]);
     EXPECT(strstr(err, "ATTNBENCH_TILE_Q") != NULL && strstr(err, bad[i]) != NULL,
            "error '%s' does not name the variable and value", err);
   }
   int v = -1;
-  EXPECT(attn_placement_parse_tile("X", "64", &v, err, sizeof err) == 0 && v == 64, "64 -> %d", v);
-  EXPECT(attn_placement_parse_tile("X", NULL, &v, err, sizeof err) == 0 && v == 0, "unset -> %d",
-         v);
-  EXPECT(attn_placement_parse_tile("X", "", &v, err, sizeof err) == 0 && v == 0, "empty -> %d", v);
+  EXPECT(attn_settings_parse_tile("X", "64", &v, err, sizeof err) == 0 && v == 64, "64 -> %d", v);
+  EXPECT(attn_settings_parse_tile("X", NULL, &v, err, sizeof err) == 0 && v == 0, "unset -> %d", v);
+  EXPECT(attn_settings_parse_tile("X", "", &v, err, sizeof err) == 0 && v == 0, "empty -> %d", v);
 }
 
 // The rule itself: within range, multiples of the register tiles, monotone in L2.
