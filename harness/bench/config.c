@@ -754,6 +754,7 @@ static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
       return fail(c, line_of(c, s->name, "kv_dtype") ? line_of(c, s->name, "kv_dtype") : sec,
                   "[%s]: invalid point: %s", s->name, why), false;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
+    pt.threads_default = t == 0;
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
     if (t < 1 || t > ATTN_MAX_THREADS)  // overrides and physical_cores come from the caller
       return fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t, ATTN_MAX_THREADS),

@@ -70,20 +70,21 @@ typedef struct attn_bench_point {
   const attn_kernel *kernel;
   attn_problem problem;  // opts is NULL here: the options are in `opts` below
   attn_bench_opts opts;
-  int threads;        // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
-  int repetitions;    // 0: Google Benchmark's default / flag
-  double min_time;    // 0: Google Benchmark's default / flag
-  bool cold_inputs;   // rotate over input copies larger than the LLC (bench/point.h)
-  char regtile[32];   // the register-tile variant asked for ("" = not given: environment,
-                      // tuning file, else 0 — core/settings.h)
-  int kv_split;       // attn_exec.kv_split asked for (−1 = not given, as regtile)
-  unsigned from_cli;  // bit (1u << attn_setting) set: threads / regtile / kv_split above
-                      // came from the command line's overrides, not the config
-  char sweep[48];     // the [section] it came from
-  char name[192];     // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
-                      // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
-                      // (attn_bench_opts_name), then "/cold", "/rt<index>" and
-                      // "/split<N>" when regtile / kv_split are given
+  int threads;           // kernel threads, >= 1 (1 for kernels without ATTN_CAP_THREADS)
+  int repetitions;       // 0: Google Benchmark's default / flag
+  double min_time;       // 0: Google Benchmark's default / flag
+  bool cold_inputs;      // rotate over input copies larger than the LLC (bench/point.h)
+  char regtile[32];      // the register-tile variant asked for ("" = not given: environment,
+                         // tuning file, else 0 — core/settings.h)
+  int kv_split;          // attn_exec.kv_split asked for (−1 = not given, as regtile)
+  unsigned from_cli;     // bit (1u << attn_setting) set: threads / regtile / kv_split above
+                         // came from the command line's overrides, not the config
+  bool threads_default;  // threads = 0: not given (threads is the resolver's default)
+  char sweep[48];        // the [section] it came from
+  char name[192];        // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
+                         // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
+                         // (attn_bench_opts_name), then "/cold", "/rt<index>" and
+                         // "/split<N>" when regtile / kv_split are given
 } attn_bench_point;
 
 typedef struct attn_bench_overrides {
@@ -91,7 +92,7 @@ typedef struct attn_bench_overrides {
   size_t kernel_count;
   const int *threads;  // if thread_count > 0: replaces every sweep's threads
   size_t thread_count;
-  int physical_cores;   // what threads = 0 means
+  int physical_cores;   // what threads = 0 means (the resolver's default thread count)
   const char *regtile;  // if not NULL: replaces every sweep's regtile (bench --regtile)
   int kv_split;         // if >= 0: replaces every sweep's kv_split (bench --kv-split); a
                         // zero-initialised struct must set −1 for "none"

@@ -16,6 +16,7 @@
 #include "machine/peak/bandwidth.h"
 #include "machine/peak/peak.h"
 #include "machine/placement.h"
+#include "machine/resolve.h"
 #include "machine/topology.h"
 #include "tune/tunefile.h"
 
@@ -211,7 +212,7 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
     else
       ctx(key, "%s", buf);
   }
-  ctx("threads_zero_means", "%d", attn_bench_physical_cores());
+  ctx("threads_zero_means", "%d", attn_resolve_default_threads());
   ctx("cpuset", "%s", attn_placement_describe_set(buf, sizeof buf));  // set and --bind mode
   // The tuning every point ran with (tunefile.h): "built-in" or the file and its entries;
   // each point's `tuned` counter says whether its tiles came from the file.

@@ -421,11 +421,15 @@ int attn_bench_point_settings(const attn_bench_point *pt, attn_settings *s,
   else
     attn_setting_layer_clear(&cli);
   attn_setting_layer_clear(&cfg);
+  // threads = 0 (config or --threads): not given, the resolver's default (pt->threads is
+  // that default already: attn_bench_overrides.physical_cores).
   const bool t_cli = pt->from_cli & (1u << ATTN_SETTING_THREADS);
-  attn_setting_layer_set(t_cli ? &cli : &cfg, ATTN_SETTING_THREADS, pt->threads,
-                         t_cli                                    ? "--threads"
-                         : !(pt->kernel->caps & ATTN_CAP_THREADS) ? "single-thread kernel"
-                                                                  : "threads =");
+  const bool single = !(pt->kernel->caps & ATTN_CAP_THREADS);
+  if (single || !pt->threads_default)
+    attn_setting_layer_set(t_cli && !single ? &cli : &cfg, ATTN_SETTING_THREADS, pt->threads,
+                           single  ? "single-thread kernel"
+                           : t_cli ? "--threads"
+                                   : "threads =");
   if (pt->regtile[0]) {
     const bool c = pt->from_cli & (1u << ATTN_SETTING_REGTILE);
     attn_setting_layer_regtile(c ? &cli : &cfg, pt->regtile, c ? "--regtile" : "regtile");

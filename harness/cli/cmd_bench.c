@@ -279,7 +279,7 @@ static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, 
                                .kernel_count = a->kernels.count,
                                .threads = threads,
                                .thread_count = a->threads.count,
-                               .physical_cores = attn_bench_physical_cores(),
+                               .physical_cores = attn_resolve_default_threads(),
                                .regtile = a->x.regtile,
                                .kv_split = a->x.kv_split_given ? a->x.kv_split : -1,
                                .kv_split_set = a->x.kv_split_given};

@@ -79,6 +79,15 @@ int attn_resolve(const attn_kernel *k, const attn_problem *p, const attn_setting
   return attn_settings_resolve(k, p, &ls, s, fault, err, err_len);
 }
 
+int attn_resolve_default_threads(void) {
+  const attn_problem any = attn_problem_make(1, 1, 1, 1, 1, 1, 1, false);  // not consulted
+  attn_settings s;
+  char err[256];
+  // On failure (the thread cap) exec.threads still holds the value: the caller refuses it.
+  (void)attn_resolve(NULL, &any, NULL, NULL, ATTN_RESOLVE_NO_TUNE_FILE, &s, NULL, err, sizeof err);
+  return s.exec.threads;
+}
+
 int attn_resolve_exit_code(const attn_setting_fault *f) {
   const bool user = f->source == ATTN_SOURCE_CLI || f->source == ATTN_SOURCE_CONFIG ||
                     f->source == ATTN_SOURCE_ENV;

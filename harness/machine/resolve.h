@@ -46,6 +46,11 @@ int attn_resolve(const attn_kernel *k, const attn_problem *p, const attn_setting
                  const attn_setting_layer *config, unsigned flags, attn_settings *s,
                  attn_setting_fault *fault, char *err, size_t err_len);
 
+// The thread count when no command line or config gives one (OMP_NUM_THREADS, else the
+// physical cores of the CPU set, else the OpenMP default): a config's `threads = 0`.
+// Threads do not depend on the problem or the kernel.
+int attn_resolve_default_threads(void);
+
 // The exit code for a failed resolution: 2 (bad usage) when the value at fault is a
 // register-tile variant the user named (command line, config, environment) or a
 // malformed environment value; 1 otherwise (a tuning file's variant, the thread cap).

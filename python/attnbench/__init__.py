@@ -27,6 +27,7 @@ from ._api import (
     KernelMemoryError,
     KernelUnavailableError,
     LayoutError,
+    Settings,
     ShapeError,
     UnknownKernelError,
     check,
@@ -35,12 +36,13 @@ from ._api import (
     kernels,
     reference,
     run,
+    settings,
 )
 
 __version__ = "0.1.0"
 __all__ = [
     "AttnError", "CheckResult", "DomainError", "DtypeError", "InvalidOptionError",
     "InvalidProblemError", "Kernel", "KernelError", "KernelMemoryError",
-    "KernelUnavailableError", "LayoutError", "ShapeError", "UnknownKernelError", "check",
-    "check_output", "kernel_names", "kernels", "reference", "run",
+    "KernelUnavailableError", "LayoutError", "Settings", "ShapeError", "UnknownKernelError",
+    "check", "check_output", "kernel_names", "kernels", "reference", "run", "settings",
 ]

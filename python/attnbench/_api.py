@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 
 _LIB_NAME = "libattnbench_py.so"
-_ABI = 1
+_ABI = 2
 # Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
@@ -97,10 +97,13 @@ def _native():
                                        ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ci), cs,
                                        csz]
     lib.attnpy_problem_check.argtypes = [c_i64p, ci, ci, cd, cs, csz]
-    lib.attnpy_run.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, c_fp, c_fp, c_fp, c_fp, cs,
-                               csz]
-    lib.attnpy_check.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, c_fp, c_fp, c_fp, c_fp,
-                                 c_fp, ctypes.POINTER(ci), c_dp, cs, csz]
+    c_ip = ctypes.POINTER(ci)
+    lib.attnpy_run.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, cs, ci, c_fp, c_fp, c_fp,
+                               c_fp, cs, csz]
+    lib.attnpy_check.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, cs, ci, c_fp, c_fp, c_fp,
+                                 c_fp, c_fp, c_ip, c_dp, cs, csz]
+    lib.attnpy_settings.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, cs, ci, c_ip, c_ip, cs,
+                                    csz, cs, csz]
     _lib = lib
     return lib
 
@@ -209,9 +212,16 @@ def _int_option(x, name):
     return n
 
 
-def _exec(threads, tile_q, tile_kv):
+def _exec(threads, tile_q, tile_kv, regtile=None, kv_split=None):
+    """The settings given: the resolver's command-line layer (0 / None = not given)."""
+    if regtile is not None and not isinstance(regtile, (str, int)):
+        raise InvalidOptionError(f"regtile: {regtile!r} is not a variant name or index")
+    rt = None if regtile is None else str(regtile).encode()
+    ks = -1 if kv_split is None else _int_option(kv_split, "kv_split")
+    if kv_split is not None and ks < 0:
+        raise InvalidOptionError(f"kv_split: {ks} is negative")
     return (_int_option(threads, "threads"), _int_option(tile_q, "tile_q"),
-            _int_option(tile_kv, "tile_kv"))
+            _int_option(tile_kv, "tile_kv"), rt, ks)
 
 
 def _name(kernel):
@@ -237,17 +247,18 @@ def _output(out, shape, inputs):
 # ── run / check ──────────────────────────────────────────────────────────────────────
 
 def run(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0,
-        out=None):
+        regtile=None, kv_split=None, out=None):
     """Runs kernel (a name) on q, k, v; returns O (float32 [batch, heads, seq_q, head_dim_v]).
 
-    The options are `attnbench run`'s: causal, scale (default 1/sqrt(head_dim_qk)), threads
-    (0 = OpenMP default), tile_q / tile_kv (0 = kernel default). out, if given, receives O.
+    The options are `attnbench run`'s: causal, scale (default 1/sqrt(head_dim_qk)), threads,
+    tile_q, tile_kv, regtile (a variant name or index), kv_split; 0 / None = not given, then
+    decided as `attnbench run` decides them (settings()). out, if given, receives O.
     """
     q, k, v, dims, c, hs, sc, oshape = _problem(q, k, v, causal, scale)
-    t, tq, tk = _exec(threads, tile_q, tile_kv)
+    t, tq, tk, rt, ks = _exec(threads, tile_q, tile_kv, regtile, kv_split)
     o = _output(out, oshape, (q, k, v))
     err = ctypes.create_string_buffer(512)
-    rc = _native().attnpy_run(_name(kernel), dims, c, hs, sc, t, tq, tk, _ptr(q),
+    rc = _native().attnpy_run(_name(kernel), dims, c, hs, sc, t, tq, tk, rt, ks, _ptr(q),
                               _ptr(k), _ptr(v), _ptr(o), err, len(err))
     if rc != _OK:
         _raise(rc, err.value.decode(errors="replace"))
@@ -269,7 +280,7 @@ class CheckResult(NamedTuple):
 
 def _check(kernel, q, k, v, o, causal, scale, threads, tile_q, tile_kv, want_ref):
     q, k, v, dims, c, hs, sc, oshape = _problem(q, k, v, causal, scale)
-    t, tq, tk = _exec(threads, tile_q, tile_kv)
+    t, tq, tk, rt, ks = _exec(threads, tile_q, tile_kv)
     if o is not None:
         o = _tensor(o, "o")
         if o.shape != oshape:
@@ -278,7 +289,7 @@ def _check(kernel, q, k, v, o, causal, scale, threads, tile_q, tile_kv, want_ref
     verdict, stats = ctypes.c_int(), (ctypes.c_double * 4)()
     msg = ctypes.create_string_buffer(512)
     rc = _native().attnpy_check(None if kernel is None else _name(kernel), dims, c, hs,
-                                sc, t, tq, tk, _ptr(q), _ptr(k), _ptr(v),
+                                sc, t, tq, tk, rt, ks, _ptr(q), _ptr(k), _ptr(v),
                                 None if o is None else _ptr(o),
                                 None if ref is None else _ptr(ref), ctypes.byref(verdict),
                                 stats, msg, len(msg))
@@ -308,3 +319,37 @@ def check_output(o, q, k, v, *, causal=False, scale=None):
 def reference(q, k, v, *, causal=False, scale=None):
     """The checker's float64 reference O, rounded to float32."""
     return _check(None, q, k, v, None, causal, scale, 0, 0, 0, True)
+
+
+# ── settings ─────────────────────────────────────────────────────────────────────────
+
+_SETTINGS = ("threads", "bind", "tile_q", "tile_kv", "regtile", "kv_split")
+_SOURCES = ("kernel default", "machine rule", "tuning file", "environment", "config",
+            "command line")
+_BINDS = {1: "cores", 2: "none", 3: "openmp"}
+
+
+class Settings(NamedTuple):
+    values: dict    # setting -> value: threads, bind ("cores"/"none"/"openmp"), tile_q, ...
+    sources: dict   # setting -> where it came from: "command line" (this call's arguments),
+                    # "environment", "machine rule", "kernel default"
+    explain: str    # `attnbench run --explain`'s lines
+
+
+def settings(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0,
+             regtile=None, kv_split=None):
+    """How run(kernel, q, k, v, ...) would run: each execution setting and its source, by
+    the resolver `attnbench run` uses (kernels/core/settings.h). The module reads no tuning
+    file and binds no threads; the machine rule uses the cores and caches Linux reports."""
+    q, k, v, dims, c, hs, sc, _ = _problem(q, k, v, causal, scale)
+    t, tq, tk, rt, ks = _exec(threads, tile_q, tile_kv, regtile, kv_split)
+    vals, srcs = (ctypes.c_int * 6)(), (ctypes.c_int * 6)()
+    text, err = ctypes.create_string_buffer(2048), ctypes.create_string_buffer(512)
+    rc = _native().attnpy_settings(_name(kernel), dims, c, hs, sc, t, tq, tk, rt, ks, vals,
+                                   srcs, text, len(text), err, len(err))
+    if rc != _OK:
+        _raise(rc, err.value.decode(errors="replace"))
+    values = dict(zip(_SETTINGS, vals))
+    values["bind"] = _BINDS.get(values["bind"], str(values["bind"]))
+    return Settings(values, {n: _SOURCES[s] for n, s in zip(_SETTINGS, srcs)},
+                    text.value.decode(errors="replace"))
