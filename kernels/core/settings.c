@@ -11,8 +11,8 @@
 
 #include "core/tiles.h"
 
-static const char *const kSettingNames[ATTN_SETTING_COUNT] = {
-    "threads", "bind", "tile_q", "tile_kv", "regtile", "kv_split"};
+static const char *const kSettingNames[ATTN_SETTING_COUNT] = {"threads", "bind",    "tile_q",
+                                                              "tile_kv", "regtile", "kv_split"};
 static const char *const kSourceNames[ATTN_SOURCE_COUNT] = {
     "kernel default", "machine rule", "tuning file", "environment", "config", "command line"};
 
@@ -69,7 +69,8 @@ void attn_settings_machine(attn_setting_layer *l, const attn_problem *p, size_t 
     snprintf(what, sizeof what, "%d physical cores in the CPU set", cores);
     attn_setting_layer_set(l, ATTN_SETTING_THREADS, cores, what);
   }
-  if (can_bind) attn_setting_layer_set(l, ATTN_SETTING_BIND, ATTN_BIND_CORES, "one thread per core");
+  if (can_bind)
+    attn_setting_layer_set(l, ATTN_SETTING_BIND, ATTN_BIND_CORES, "one thread per core");
   if (l1d > 0 || l2 > 0) {  // an unknown size is the rule's assumed one (tiles.h)
     int tq, tkv;
     attn_tiles_for_caches(p, l1d, l2, &tq, &tkv);
@@ -215,8 +216,8 @@ int attn_settings_resolve(const attn_kernel *k, const attn_problem *p,
     value[f] = l->value[f];
     if (f == ATTN_SETTING_REGTILE && src > ATTN_SOURCE_DEFAULT) {
       value[f] = 0;  // a name or an index, checked against the kernel
-      if (k && (value[f] = attn_settings_regtile_index(k, l->regtile, l->what[f], err,
-                                                       err_len)) < 0) {
+      if (k &&
+          (value[f] = attn_settings_regtile_index(k, l->regtile, l->what[f], err, err_len)) < 0) {
         if (fault) *fault = (attn_setting_fault){ATTN_SETTING_REGTILE, (attn_source)src};
         return -1;
       }
@@ -241,8 +242,7 @@ int attn_settings_resolve(const attn_kernel *k, const attn_problem *p,
     else if (err && err_len)
       snprintf(err, err_len, "threads = %d (%s) is out of range (1..%d)", s->exec.threads,
                attn_source_name(ts), ATTN_MAX_THREADS);
-    if (fault)
-      *fault = (attn_setting_fault){ATTN_SETTING_THREADS, s->source[ATTN_SETTING_THREADS]};
+    if (fault) *fault = (attn_setting_fault){ATTN_SETTING_THREADS, s->source[ATTN_SETTING_THREADS]};
     return -1;
   }
   const int rc = k ? attn_kernel_exec_check(k, &s->exec, err, err_len)
@@ -271,7 +271,8 @@ const char *attn_settings_value(const attn_settings *s, const attn_kernel *k, at
       break;
     case ATTN_SETTING_REGTILE:
       if (k)
-        snprintf(buf, len, "%d (%s)", s->exec.regtile, attn_kernel_regtile(k, s->exec.regtile).name);
+        snprintf(buf, len, "%d (%s)", s->exec.regtile,
+                 attn_kernel_regtile(k, s->exec.regtile).name);
       else
         snprintf(buf, len, "%d", s->exec.regtile);
       break;

@@ -92,8 +92,7 @@ void attn_setting_layers_clear(attn_setting_layers *ls);
 // attn_setting_layer_regtile), recording what gave it.
 void attn_setting_layer_set(attn_setting_layer *l, attn_setting f, int value, const char *what);
 // Sets the register-tile variant by name or index.
-void attn_setting_layer_regtile(attn_setting_layer *l, const char *name_or_index,
-                                const char *what);
+void attn_setting_layer_regtile(attn_setting_layer *l, const char *name_or_index, const char *what);
 // Whether l gives f.
 bool attn_setting_layer_has(const attn_setting_layer *l, attn_setting f);
 
@@ -142,15 +141,13 @@ const char *attn_bind_mode_name(attn_bind_mode m);
 const char *attn_settings_value(const attn_settings *s, const attn_kernel *k, attn_setting f,
                                 char *buf, size_t len);
 // Setting f's provenance: "environment (ATTNBENCH_TILE_Q)".
-const char *attn_settings_provenance(const attn_settings *s, attn_setting f, char *buf,
-                                     size_t len);
+const char *attn_settings_provenance(const attn_settings *s, attn_setting f, char *buf, size_t len);
 // Every setting, one per line: "  tile_q   = 64  from environment (ATTNBENCH_TILE_Q)\n".
 // Returns the characters needed (as snprintf).
 int attn_settings_explain(const attn_settings *s, const attn_kernel *k, char *buf, size_t len);
 // Every setting on one line (results files): "threads=2 [command line: --threads];
 // tile_q=64 [environment: ATTNBENCH_TILE_Q]; ...". Returns buf.
-const char *attn_settings_line(const attn_settings *s, const attn_kernel *k, char *buf,
-                               size_t len);
+const char *attn_settings_line(const attn_settings *s, const attn_kernel *k, char *buf, size_t len);
 
 // Value parsers shared by every source that gives these settings as text.
 // A tile: 0 when value is NULL or empty, else decimal digits giving 1 .. 2^20. Returns 0,
