@@ -54,6 +54,11 @@ static inline size_t attn_size_add_sat(size_t a, size_t b) {
   return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
+// The threads a parallel kernel runs with: exec->threads, or the OpenMP default when 0
+// (a direct API call; the harness and the Python module always pass the resolved count,
+// core/settings.h). The one place this rule is written.
+int attn_exec_threads(const attn_exec *exec);
+
 // Kernels start with this: what attn_kernel_call already guaranteed.
 #define ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o)                      \
   do {                                                                \

@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/attn_internal.h"
 #include "core/tiles.h"
+
+int attn_exec_threads(const attn_exec *exec) {
+  return exec && exec->threads > 0 ? exec->threads : omp_get_max_threads();
+}
 
 static const char *const kSettingNames[ATTN_SETTING_COUNT] = {"threads", "bind",    "tile_q",
                                                               "tile_kv", "regtile", "kv_split"};

@@ -4,7 +4,6 @@
 #include "flash/flash_plan.h"
 
 #include <math.h>
-#include <omp.h>
 
 #include "core/attn_internal.h"
 #include "core/tiles.h"
@@ -17,11 +16,15 @@ static size_t align16(size_t n) {  // floats → multiple of 16 floats = 64 byte
 }
 
 int flash_threads(const attn_exec *exec) {
-  return exec && exec->threads > 0 ? exec->threads : omp_get_max_threads();
+  return attn_exec_threads(exec);
 }
 
 void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, int nr,
                      flash_plan *plan) {
+  // The tiles were decided by the settings resolver (core/settings.h) for every caller that
+  // goes through it; a direct API call with 0 gets the same kernel default. The plan only
+  // fits them to the problem and the register tile (tkv a multiple of nr, at most the
+  // rounded key count), which is part of the kernel's arithmetic, not a second decision.
   int tile_q, tile_kv;
   attn_tiles_resolve(p, exec, &tile_q, &tile_kv);
   const int64_t hpg = p->heads / p->kv_heads;

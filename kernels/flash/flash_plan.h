@@ -66,7 +66,7 @@ enum { kFlashSplitTarget = 32, kFlashMinChunk = 512 };
 void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, int nr,
                      flash_plan *plan);
 
-// Threads the kernel will run with: exec->threads, or the OpenMP default when 0.
+// Threads the kernel will run with: attn_exec_threads (core/attn_internal.h).
 int flash_threads(const attn_exec *exec);
 
 // Workspace bytes: threads × scratch + partials + counters.

@@ -32,10 +32,6 @@ static int64_t block_rows(const attn_problem *p, const attn_exec *exec) {
   return tq < p->seq_q ? tq : p->seq_q;
 }
 
-static int threads_of(const attn_exec *exec) {
-  return exec && exec->threads > 0 ? exec->threads : omp_get_max_threads();
-}
-
 static attn_problem sub_problem(const attn_problem *p, int64_t rows, int64_t keys) {
   attn_problem s = *p;  // keeps scale, head dims and the mask flag
   s.batch = s.heads = s.kv_heads = 1;
@@ -54,7 +50,7 @@ static size_t per_thread(const attn_kernel *inner, const attn_problem *p, const 
 
 static size_t omp_workspace(const attn_kernel *inner, const attn_problem *p,
                             const attn_exec *exec) {
-  return attn_size_mul_sat((size_t)threads_of(exec), per_thread(inner, p, exec));
+  return attn_size_mul_sat((size_t)attn_exec_threads(exec), per_thread(inner, p, exec));
 }
 
 // K and V are addressed by the bytes of p->kv_dtype rows, so every type the inner kernel
@@ -63,7 +59,7 @@ static size_t omp_workspace(const attn_kernel *inner, const attn_problem *p,
 static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_exec *exec,
                    const float *q, const void *k, const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
-  const int nt = threads_of(exec);
+  const int nt = attn_exec_threads(exec);
   const int64_t tq = block_rows(p, exec);
   const int64_t nqb = (p->seq_q + tq - 1) / tq;
   const int64_t tasks = p->batch * p->heads * nqb;

@@ -22,10 +22,6 @@
 #include "core/attn_internal.h"
 #include "core/convert.h"
 
-static int reference_threads(const attn_exec *exec) {
-  return exec && exec->threads > 0 ? exec->threads : omp_get_max_threads();
-}
-
 // Doubles of one thread's row: the scores of one row + its output accumulator.
 static size_t reference_row(const attn_problem *p) {
   return (size_t)p->seq_kv + (size_t)p->head_dim_v;
@@ -34,7 +30,7 @@ static size_t reference_row(const attn_problem *p) {
 static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) {
   // Each count is at most SIZE_MAX / 4 (attn_problem_validate), so the sum cannot wrap;
   // the products could: saturate (attn_kernel_call then reports "cannot allocate").
-  const size_t n = attn_size_mul_sat(reference_row(p), (size_t)reference_threads(exec));
+  const size_t n = attn_size_mul_sat(reference_row(p), (size_t)attn_exec_threads(exec));
   return attn_size_mul_sat(n, sizeof(double));
 }
 
@@ -93,7 +89,7 @@ static int reference_run(const attn_problem *p, const attn_exec *exec, const flo
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   const int64_t rows = p->batch * p->heads * p->seq_q;
   const size_t per = reference_row(p);
-  const int nt = reference_threads(exec);
+  const int nt = attn_exec_threads(exec);
 #pragma omp parallel num_threads(nt)
   {
     double *s = (double *)workspace + (size_t)omp_get_thread_num() * per;
