@@ -57,8 +57,8 @@ static void test_precedence(const attn_problem *p) {
         attn_settings_value(&s, NULL, f, v, sizeof v);
         EXPECT(s.source[f] == (attn_source)hi && !strcmp(s.what[f], "hi"),
                "%s: %s over %s: got source %s (%s), value %s", attn_setting_name(f),
-               attn_source_name(hi), attn_source_name(lo), attn_source_name(s.source[f]),
-               s.what[f], v);
+               attn_source_name(hi), attn_source_name(lo), attn_source_name(s.source[f]), s.what[f],
+               v);
         attn_setting_layer_clear(&ls.layer[hi]);
         EXPECT(attn_settings_resolve(NULL, p, &ls, &s, NULL, err, sizeof err) == 0, "%s", err);
         EXPECT(s.source[f] == (attn_source)lo, "%s: only %s gives it: source %s",
@@ -118,14 +118,22 @@ static void test_machine(const attn_problem *p) {
   attn_settings_machine(&ls.layer[ATTN_SOURCE_MACHINE], p, 0, 0, 0, false);
   EXPECT(attn_settings_resolve(NULL, p, &ls, &s, NULL, err, sizeof err) == 0, "%s", err);
   for (int f = 0; f < ATTN_SETTING_COUNT; f++)
-    EXPECT(s.source[f] == ATTN_SOURCE_DEFAULT, "unknown machine: %s from %s",
-           attn_setting_name(f), attn_source_name(s.source[f]));
+    EXPECT(s.source[f] == ATTN_SOURCE_DEFAULT, "unknown machine: %s from %s", attn_setting_name(f),
+           attn_source_name(s.source[f]));
 }
 
 static void test_env(void) {
-  static const char *const good[] = {"ATTNBENCH_TILE_Q",   "40", "ATTNBENCH_TILE_KV", "96",
-                                     "ATTNBENCH_REGTILE",  "1",  "ATTNBENCH_KV_SPLIT", "0",
-                                     "OMP_PROC_BIND",      "true", NULL};
+  static const char *const good[] = {"ATTNBENCH_TILE_Q",
+                                     "40",
+                                     "ATTNBENCH_TILE_KV",
+                                     "96",
+                                     "ATTNBENCH_REGTILE",
+                                     "1",
+                                     "ATTNBENCH_KV_SPLIT",
+                                     "0",
+                                     "OMP_PROC_BIND",
+                                     "true",
+                                     NULL};
   attn_setting_layer l;
   attn_setting_layer_clear(&l);
   char err[256];
@@ -134,9 +142,8 @@ static void test_env(void) {
   EXPECT(l.value[ATTN_SETTING_TILE_Q] == 40 && l.value[ATTN_SETTING_TILE_KV] == 96 &&
              !strcmp(l.regtile, "1") && l.value[ATTN_SETTING_KV_SPLIT] == 0 &&
              l.value[ATTN_SETTING_BIND] == ATTN_BIND_OPENMP,
-         "env layer: %d %d '%s' %d %d", l.value[ATTN_SETTING_TILE_Q],
-         l.value[ATTN_SETTING_TILE_KV], l.regtile, l.value[ATTN_SETTING_KV_SPLIT],
-         l.value[ATTN_SETTING_BIND]);
+         "env layer: %d %d '%s' %d %d", l.value[ATTN_SETTING_TILE_Q], l.value[ATTN_SETTING_TILE_KV],
+         l.regtile, l.value[ATTN_SETTING_KV_SPLIT], l.value[ATTN_SETTING_BIND]);
   EXPECT(!attn_setting_layer_has(&l, ATTN_SETTING_THREADS), "threads without OMP_NUM_THREADS");
   EXPECT(!strcmp(l.what[ATTN_SETTING_TILE_KV], "ATTNBENCH_TILE_KV"), "what '%s'",
          l.what[ATTN_SETTING_TILE_KV]);
@@ -157,9 +164,9 @@ static void test_env(void) {
     attn_setting_layer_clear(&l);
     g_env = bad[i];
     err[0] = '\0';
-    EXPECT(attn_settings_env(&l, fake_getenv, err, sizeof err) != 0 &&
-               strstr(err, bad[i][0]) != NULL,
-           "%s=%s: accepted or unnamed ('%s')", bad[i][0], bad[i][1], err);
+    EXPECT(
+        attn_settings_env(&l, fake_getenv, err, sizeof err) != 0 && strstr(err, bad[i][0]) != NULL,
+        "%s=%s: accepted or unnamed ('%s')", bad[i][0], bad[i][1], err);
   }
   g_env = NULL;
 }
@@ -198,8 +205,7 @@ static void test_regtile_and_faults(const attn_problem *p) {
              strstr(err, "OMP_NUM_THREADS") && strstr(err, "cap"),
          "thread cap: '%s'", err);
   attn_setting_layer_set(&ls.layer[ATTN_SOURCE_CLI], ATTN_SETTING_THREADS, 2, "--threads");
-  EXPECT(attn_settings_resolve(NULL, p, &ls, &s, NULL, err, sizeof err) == 0 &&
-             s.exec.threads == 2,
+  EXPECT(attn_settings_resolve(NULL, p, &ls, &s, NULL, err, sizeof err) == 0 && s.exec.threads == 2,
          "--threads under the cap wins over OMP_NUM_THREADS above it: %s", err);
   char text[1024];  // the explain text names each setting and its source
   attn_settings_explain(&s, NULL, text, sizeof text);
