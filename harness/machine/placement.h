@@ -47,7 +47,7 @@ int attn_placement_default_threads(void);
 // Sets the mode from --bind's value ("cores" or "none"; NULL keeps the default) for the
 // rest of the process. Returns 0, or −1 with "--bind 'x': expected cores or none" in err.
 int attn_placement_set_bind(const char *value, char *err, size_t err_len);
-// The commands' up-front call, next to attn_placement_env_bad: false when value is fine
+// The commands' up-front call, next to attn_resolve_env_bad: false when value is fine
 // (mode set); true after printing "attnbench <command>: <reason>" — exit 2 then.
 bool attn_placement_bind_bad(const char *command, const char *value);
 // The mode in effect (never ATTN_BIND_DEFAULT) and its name ("cores", "none", "openmp").
