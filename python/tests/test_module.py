@@ -206,8 +206,31 @@ def test_other_arrays():
     raises(ab.DtypeError, ab.run, "reference", tq.double(), tk, tv)
 
 
+def test_settings():
+    """settings(): the resolver `attnbench run` uses; run() takes regtile and kv_split."""
+    rng = np.random.default_rng(5)
+    q, k, v = inputs(rng, 1, 4, 2, 24, 40, 32, 32)
+    s = ab.settings("naive", q, k, v, threads=2, tile_q=16)
+    expect(s.values["threads"] == 2 and s.sources["threads"] == "command line",
+           f"threads=2 is the command-line layer: {s}")
+    expect(s.values["tile_q"] == 16 and s.sources["tile_q"] == "command line", f"tile_q: {s}")
+    expect(s.sources["regtile"] == "kernel default" and "tile_q" in s.explain,
+           f"regtile default, explain text: {s}")
+    flash = [x.name for x in ab.kernels() if x.available and x.name.startswith("flash__")]
+    if flash:
+        name = flash[0]
+        ref = ab.run(name, q, k, v)
+        # every register-tile variant and split of a flash kernel gives the same bits
+        expect(np.array_equal(ab.run(name, q, k, v, regtile=1, kv_split=2), ref),
+               f"{name} regtile=1 kv_split=2 == default")
+        expect(ab.settings(name, q, k, v, regtile=1).values["regtile"] == 1, "regtile=1")
+        raises(ab.InvalidOptionError, ab.run, name, q, k, v, regtile="9x9", contains="9x9")
+        raises(ab.InvalidOptionError, ab.run, name, q, k, v, kv_split=-1)
+
+
 def main():
     test_kernels()
+    test_settings()
     test_check_output()
     test_errors()
     test_other_arrays()
