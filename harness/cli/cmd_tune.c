@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `attnbench tune` — search tile_q × tile_kv (then register-tile variants and kv_split)
 // for the tiled kernels on this machine and write the winners to a tuning file
-// (tunefile.h; docs/tuning.md "Tuning files").
+// (tunefile.h; docs/tuning-files.md).
 //
 // Groups: one per (kernel, shape class) among the shapes of --config (or the default set
 // below); the first shape of a class in the config stands for the class. Candidates: the
@@ -259,7 +259,7 @@ static int parse(tune_args *a, int argc, char **argv) {
           "  attnbench tune --config configs/llm.ini --kernel flash__avx512 --threads 2\n"
           "\nexit codes: 0 written, 1 a kernel failed or the file could not be written,\n"
           "2 bad command line, unknown kernel or bad config\n"
-          "File format and precedence: docs/tuning.md",
+          "File format and precedence: docs/tuning-files.md",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
   };

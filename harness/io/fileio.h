@@ -4,7 +4,7 @@
 // the tests and the cross build have it). Used by the .npy writer, the `bench` results
 // writer and the SIGINT/SIGTERM handler, so the temporary's name is known here only.
 //
-// The output contract (docs/cli.md, README "Reliability"):
+// The output contract (docs/cli.md "Files, signals and limits"):
 //   * an output path may name nothing yet (its directory must exist), a regular file, or a
 //     symlink that resolves to a regular file — then the TARGET is replaced and the link
 //     kept ("write through"). A directory, device node, FIFO, socket or dangling symlink

@@ -392,7 +392,7 @@ char *attn_tune_format(const attn_tune_file *f) {
   const attn_tune_machine *m = &f->machine;
   size_t n = (size_t)snprintf(s, cap,
                               "; attnbench tuning file, written by `attnbench tune` "
-                              "(format: docs/tuning.md)\n"
+                              "(format: docs/tuning-files.md)\n"
                               "[machine]\nvendor = %s\nfamily = %d\nmodel = %d\nstepping = %d\n"
                               "isa = %s\nbuild = %s\n",
                               m->vendor, m->family, m->model, m->stepping, m->isa, m->build);

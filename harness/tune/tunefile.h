@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // tunefile.h — tuning files: the tile sizes `attnbench tune` measured best on one machine
 // with one build, per (kernel, shape class), read back by run, check and bench
-// (docs/tuning.md "Tuning files").
+// (docs/tuning-files.md).
 //
 // Format (INI, parsed with inih; any error is "FILE:LINE: message"):
 //   [machine]
