@@ -615,10 +615,8 @@ int cmd_tune(int argc, char **argv) {
     // attn_tune_set refuses anything a tuning file cannot hold (never written as is).
     const char *rt_name = nrt > 1 ? attn_kernel_regtile(G->kernel, best_rt).name : NULL;
     if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best], err, sizeof err) ||
-        !attn_tune_set_variant(&file, G->kernel->name, G->cls, rt_name, best_kv, err,
-                               sizeof err)) {
-      fprintf(stderr, "attnbench tune: cannot record the result: %s; %s not changed\n", err,
-              path);
+        !attn_tune_set_variant(&file, G->kernel->name, G->cls, rt_name, best_kv, err, sizeof err)) {
+      fprintf(stderr, "attnbench tune: cannot record the result: %s; %s not changed\n", err, path);
       return ATTNBENCH_EXIT_FAILURE;
     }
     // One line per group, one ratio on it: the confirmed one when rounds ran, else the
@@ -641,8 +639,8 @@ int cmd_tune(int argc, char **argv) {
                "tuned: %.2fx the built-in default's speed in the search, not confirmed "
                "(--confirm 0)",
                best_t > 0 ? rule_t / best_t : 1.0);
-    printf("%-16s %-14s tile_q %4d tile_kv %4d%s: %s; built-in %d x %d\n", G->kernel->name,
-           G->cls, cq[best], ckv[best], extra, verdict, cq[0], ckv[0]);
+    printf("%-16s %-14s tile_q %4d tile_kv %4d%s: %s; built-in %d x %d\n", G->kernel->name, G->cls,
+           cq[best], ckv[best], extra, verdict, cq[0], ckv[0]);
     fflush(stdout);
   }
 
@@ -663,9 +661,9 @@ int cmd_tune(int argc, char **argv) {
   bool ok = true;
   for (size_t i = 0; ok && i < file.count; i++) {
     const attn_tune_entry *e = &file.entries[i];
-    ok = attn_tune_set(&merged, e->kernel, e->cls, e->tile_q, e->tile_kv, err, sizeof err) &&
-         attn_tune_set_variant(&merged, e->kernel, e->cls, e->regtile, e->kv_split, err,
-                               sizeof err);
+    ok =
+        attn_tune_set(&merged, e->kernel, e->cls, e->tile_q, e->tile_kv, err, sizeof err) &&
+        attn_tune_set_variant(&merged, e->kernel, e->cls, e->regtile, e->kv_split, err, sizeof err);
   }
   char *text = ok ? attn_tune_format(&merged) : NULL;
   if (ok && !text) snprintf(err, sizeof err, "out of memory");

@@ -40,8 +40,8 @@ static bool valid_name(const char *s, size_t max, const char *extra) {
 // The register-tile variant name's longest form (attn_kernel_validate: 1..31 characters).
 enum { kRegtileNameMax = 31 };
 
-static const char *const kClasses[] = {"prefill d64",  "prefill d128", "prefill dlarge",
-                                       "decode d64",   "decode d128",  "decode dlarge"};
+static const char *const kClasses[] = {"prefill d64", "prefill d128", "prefill dlarge",
+                                       "decode d64",  "decode d128",  "decode dlarge"};
 static bool known_class(const char *cls) {
   for (size_t i = 0; i < sizeof kClasses / sizeof kClasses[0]; i++)
     if (!strcmp(cls, kClasses[i])) return true;
@@ -217,7 +217,9 @@ static void start_section(parse_ctx *c, char *section) {
     while (*s == ' ' || *s == '\t') s++;
     if (!*s) break;
     const size_t w = strcspn(s, " \t");
-    if (n < 3) snprintf(word[n], sizeof word[n], "%.*s", (int)(w < sizeof word[n] ? w : sizeof word[n] - 1), s);
+    if (n < 3)
+      snprintf(word[n], sizeof word[n], "%.*s", (int)(w < sizeof word[n] ? w : sizeof word[n] - 1),
+               s);
     n++;
     s += w;
   }
@@ -229,9 +231,8 @@ static void start_section(parse_ctx *c, char *section) {
   }
   const char *kernel = word[0], *phase = word[1], *dim = word[2];
   if (!valid_name(kernel, ATTN_KERNEL_NAME_MAX, "")) {
-    fail(c, c->line,
-         "section [%s]: '%s' is not a kernel name (1..%d characters of [A-Za-z0-9_.-])", section,
-         kernel, ATTN_KERNEL_NAME_MAX);
+    fail(c, c->line, "section [%s]: '%s' is not a kernel name (1..%d characters of [A-Za-z0-9_.-])",
+         section, kernel, ATTN_KERNEL_NAME_MAX);
     return;
   }
   if (strcmp(phase, "prefill") && strcmp(phase, "decode")) {
@@ -478,8 +479,10 @@ char *attn_tune_format(const attn_tune_file *f) {
 bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int tile_q, int tile_kv,
                    char *err, size_t err_len) {
   if (!kernel || !valid_name(kernel, ATTN_KERNEL_NAME_MAX, "")) {
-    snprintf(err, err_len, "kernel name '%s' cannot be a tuning-file section (1..%d characters of [A-Za-z0-9_.-])",
-             kernel ? kernel : "(null)", ATTN_KERNEL_NAME_MAX);
+    snprintf(
+        err, err_len,
+        "kernel name '%s' cannot be a tuning-file section (1..%d characters of [A-Za-z0-9_.-])",
+        kernel ? kernel : "(null)", ATTN_KERNEL_NAME_MAX);
     return false;
   }
   if (!cls || !known_class(cls)) {
@@ -562,8 +565,8 @@ int attn_tune_setup(const char *command, const char *flag) {
       // does not fit is worth a note.
       const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
       if ((xdg && *xdg) || (home && *home))
-        fprintf(stderr, "attnbench %s: note: no default tuning file: %s; built-in tiles\n",
-                  command, why);
+        fprintf(stderr, "attnbench %s: note: no default tuning file: %s; built-in tiles\n", command,
+                why);
       return 0;
     }
   }

@@ -63,7 +63,7 @@ enum { ATTN_TUNE_MAX_ENTRIES = 256, ATTN_TUNE_PATH_MAX = 4096, ATTN_TUNE_MAX_BYT
 
 typedef struct attn_tune_entry {
   char kernel[ATTN_KERNEL_NAME_MAX + 1];  // any name the registry accepts
-  char cls[32];  // "prefill d64", ...
+  char cls[32];                           // "prefill d64", ...
   int tile_q, tile_kv;
   char regtile[32];  // "" = not given (the kernel's default variant)
   int kv_split;      // 0 = not given (the kernel's split rule)
@@ -104,8 +104,7 @@ bool attn_tune_default_path(char *buf, size_t len, char *why, size_t why_len);
 // Reads path (see "The store" above) and parses it into f. False with "PATH:LINE:
 // message" or "PATH: reason" in err; *missing (may be NULL) is true when nothing exists
 // at path.
-bool attn_tune_parse(const char *path, attn_tune_file *f, bool *missing, char *err,
-                     size_t err_len);
+bool attn_tune_parse(const char *path, attn_tune_file *f, bool *missing, char *err, size_t err_len);
 // Parses text[0 .. len) (named `name` in messages) into f, as attn_tune_parse does a file.
 bool attn_tune_parse_text(const char *name, const char *text, size_t len, attn_tune_file *f,
                           char *err, size_t err_len);

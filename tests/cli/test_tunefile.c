@@ -192,8 +192,8 @@ static void test_set_limits(const char *dir) {
   EXPECT(attn_tune_set(&f, name64, "decode dlarge", ATTN_MAX_TILE, 1, e, sizeof e) &&
              attn_tune_set_variant(&f, name64, "decode dlarge", "abcdefghijklmnopqrstuvwxyz/1234",
                                    ATTN_MAX_KV_SPLIT, e, sizeof e),
-         "a %d-character name, the largest tiles, a 31-character variant: %s",
-         ATTN_KERNEL_NAME_MAX, e);
+         "a %d-character name, the largest tiles, a 31-character variant: %s", ATTN_KERNEL_NAME_MAX,
+         e);
   EXPECT(!attn_tune_set(&f, name65, "prefill d64", 8, 8, e, sizeof e) && strstr(e, "1..64"),
          "a 65-character name is refused: %s", e);
   EXPECT(!attn_tune_set(&f, "a b", "prefill d64", 8, 8, e, sizeof e), "a blank in a name");
@@ -202,15 +202,16 @@ static void test_set_limits(const char *dir) {
   for (int bad = 0; bad < 4; bad++) {
     const int tq = bad == 0 ? 0 : bad == 1 ? ATTN_MAX_TILE + 1 : 8;
     const int tkv = bad == 2 ? 0 : bad == 3 ? -5 : 8;
-    EXPECT(!attn_tune_set(&f, "k", "prefill d64", tq, tkv, e, sizeof e) && strstr(e, "tiles in 1.."),
-           "tile_q %d tile_kv %d refused: %s", tq, tkv, e);
+    EXPECT(
+        !attn_tune_set(&f, "k", "prefill d64", tq, tkv, e, sizeof e) && strstr(e, "tiles in 1.."),
+        "tile_q %d tile_kv %d refused: %s", tq, tkv, e);
   }
   EXPECT(f.count == 1, "refusals add nothing (%zu entries)", f.count);
   EXPECT(!attn_tune_set_variant(&f, name64, "decode dlarge", "has space", 0, e, sizeof e),
          "a variant name with a blank");
-  EXPECT(!attn_tune_set_variant(&f, name64, "decode dlarge", NULL, ATTN_MAX_KV_SPLIT + 1, e,
-                                sizeof e),
-         "kv_split above the limit");
+  EXPECT(
+      !attn_tune_set_variant(&f, name64, "decode dlarge", NULL, ATTN_MAX_KV_SPLIT + 1, e, sizeof e),
+      "kv_split above the limit");
   char *text = attn_tune_format(&f);
   char err[512] = "";
   EXPECT(text && attn_tune_parse_text("mem", text, strlen(text), &g, err, sizeof err) &&
@@ -243,8 +244,8 @@ static void test_set_limits(const char *dir) {
     for (size_t j = 0; j < sizeof vals / sizeof vals[0]; j++)
       for (size_t c = 0; c < sizeof vals / sizeof vals[0]; c++) {
         const int t = attn_tune_round_tile(vals[j], steps[i], vals[c]);
-        EXPECT(t >= 1 && t <= ATTN_MAX_TILE, "round_tile(%lld, %d, %lld) = %d",
-               (long long)vals[j], steps[i], (long long)vals[c], t);
+        EXPECT(t >= 1 && t <= ATTN_MAX_TILE, "round_tile(%lld, %d, %lld) = %d", (long long)vals[j],
+               steps[i], (long long)vals[c], t);
       }
   EXPECT(attn_tune_round_tile(100, 8, 2048) == 104 && attn_tune_round_tile(3, 8, 2048) == 8 &&
              attn_tune_round_tile(4096, 8, 100) == 104,

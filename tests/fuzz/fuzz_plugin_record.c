@@ -73,16 +73,15 @@ static bool name_ok(const char *s, size_t max, bool slash) {
   if (n == 0 || n > max) return false;
   for (size_t i = 0; i < n; i++) {
     const char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '_' || c == '.' || c == '-' || (slash && c == '/')))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-' || (slash && c == '/')))
       return false;
   }
   return true;
 }
 
 static void check_accepted(const attn_kernel *k) {
-  if (!k->name || !name_ok(k->name, ATTN_KERNEL_NAME_MAX, false))
-    fuzz_fail("accepted a bad name");
+  if (!k->name || !name_ok(k->name, ATTN_KERNEL_NAME_MAX, false)) fuzz_fail("accepted a bad name");
   if (!k->summary || !k->run) fuzz_fail("accepted a NULL summary or run");
   if (k->qk_rows < 0 || k->qk_cols < 0 || k->pv_rows < 0 || k->pv_cols < 0 || k->vec_width < 0)
     fuzz_fail("accepted a negative tile");
@@ -91,7 +90,7 @@ static void check_accepted(const attn_kernel *k) {
   static attn_tune_file f;
   memset(&f, 0, sizeof f);
   attn_tune_machine_here(&f.machine);
-  static const char *const classes[] = {"prefill d64", "decode d128", "prefill dlarge",
+  static const char *const classes[] = {"prefill d64", "decode d128",   "prefill dlarge",
                                         "decode d64",  "decode dlarge", "prefill d128"};
   char err[512];
   for (int i = 0; i < nrt; i++) {
@@ -143,9 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   k.qk_rows = tile(&r), k.qk_cols = tile(&r), k.pv_rows = tile(&r), k.pv_cols = tile(&r);
   const uint8_t nrt = u8(&r);
   k.regtile_count = nrt < 240 ? nrt % (ATTN_MAX_REGTILES + 3) : (int)u32(&r);
-  const int alloc = k.regtile_count > 0 && k.regtile_count <= ATTN_MAX_REGTILES + 2
-                        ? k.regtile_count
-                        : 0;
+  const int alloc =
+      k.regtile_count > 0 && k.regtile_count <= ATTN_MAX_REGTILES + 2 ? k.regtile_count : 0;
   attn_regtile *rts = alloc ? malloc((size_t)alloc * sizeof *rts) : NULL;
   char *names[ATTN_MAX_REGTILES + 2] = {0};
   for (int i = 0; i < alloc && rts; i++) {

@@ -25,8 +25,8 @@ static bool name_ok(const char *s, size_t max, bool slash) {
   if (n == 0 || n > max) return false;
   for (size_t i = 0; i < n; i++) {
     const char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '_' || c == '.' || c == '-' || (slash && c == '/')))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+          c == '.' || c == '-' || (slash && c == '/')))
       return false;
   }
   return true;
@@ -70,8 +70,7 @@ static void check_file(const attn_tune_file *f) {
       if (!strcmp(e->kernel, f->entries[j].kernel) && !strcmp(e->cls, f->entries[j].cls))
         fuzz_fail("entries %zu and %zu: the same (kernel, class)", j, i);
     if (!attn_tune_set(&again, e->kernel, e->cls, e->tile_q, e->tile_kv, err, sizeof err) ||
-        !attn_tune_set_variant(&again, e->kernel, e->cls, e->regtile, e->kv_split, err,
-                               sizeof err))
+        !attn_tune_set_variant(&again, e->kernel, e->cls, e->regtile, e->kv_split, err, sizeof err))
       fuzz_fail("entry %zu parsed but cannot be set: %s", i, err);
   }
   char *text = attn_tune_format(&again);
@@ -101,8 +100,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(err, 'x', sizeof err);
   const bool ok = attn_tune_parse(path, &f, NULL, err, sizeof err);
   const bool ok2 = attn_tune_parse_text(path, (const char *)data, size, &g, err2, sizeof err2);
-  if (ok != ok2) fuzz_fail("file and memory disagree: %d '%s' / %d '%s'", ok, ok ? "" : err, ok2,
-                           ok2 ? "" : err2);
+  if (ok != ok2)
+    fuzz_fail("file and memory disagree: %d '%s' / %d '%s'", ok, ok ? "" : err, ok2,
+              ok2 ? "" : err2);
   if (ok) {
     if (memcmp(&f, &g, sizeof f) != 0) fuzz_fail("file and memory parse differently");
     check_file(&f);
