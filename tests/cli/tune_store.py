@@ -104,7 +104,12 @@ def main():
             f.truncate(300_000_000)  # sparse: 300 MB of NUL bytes
         cases = [("/dev/zero", "is a character device"), (fifo, "is a FIFO"), (d, "is a directory"),
                  (big, "is 300000000 bytes, more than the 1048576 allowed")]
-        readers = [("bench", "--config", cfg, "--dry-run"), ("check", "--quick", "--kernel", "blocked")]
+        npy = os.path.join(d, "q.npy")
+        import numpy as np
+        np.save(npy, np.ones((1, 2, 4, 8), dtype=np.float32))
+        readers = [("bench", "--config", cfg, "--dry-run"), ("check", "--quick", "--kernel", "blocked"),
+                   ("run", "--kernel", "blocked", "--q", npy, "--k", npy, "--v", npy, "--out",
+                    os.path.join(d, "o.npy"))]
         for path, what in cases:
             for cmd in readers:
                 rc, out, err, dt = run(*cmd, "--tune-file", path, env=env)
@@ -130,6 +135,12 @@ def main():
                 check(rc == 1 and what in err and default in err and dt < 20,
                       f"a symlink to {target} at the default location: exit 1 (got {rc} in {dt:.1f} s: {err!r})")
                 os.remove(default)
+            os.mkdir(default)  # a directory at the default location
+            for cmd in (("bench", "--config", cfg, "--dry-run"), tune()):
+                rc, out, err, dt = run(*cmd, *(("--kernel", kernel) if cmd[0] == "tune" else ()), env=env)
+                check(rc == 1 and "is a directory" in err and default in err,
+                      f"{cmd[0]} with a directory at the default location: exit 1 (got {rc}: {err!r})")
+            os.rmdir(default)
         os.remove(big)
 
         # 2. An XDG_CONFIG_HOME too long for the default path: named as such.
@@ -142,9 +153,6 @@ def main():
               f"bench with a 5001-byte XDG_CONFIG_HOME: a note, built-in tiles (got {rc}: {err!r})")
 
         # 3. tune never replaces a file that is not a tuning file.
-        npy = os.path.join(d, "q.npy")
-        import numpy as np
-        np.save(npy, np.zeros((1, 2, 4, 8), dtype=np.float32))
         text = os.path.join(d, "notes.ini")
         with open(text, "w") as f:
             f.write("my notes\n")
