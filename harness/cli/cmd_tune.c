@@ -302,12 +302,17 @@ static int pick_kernels(const tune_args *a, const attn_kernel **ks, size_t *nk) 
   return -1;
 }
 
-static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const attn_problem *p) {
+// Adds (k, p's class) unless present; *dropped counts groups beyond kMaxGroups.
+static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const attn_problem *p,
+                      size_t *dropped) {
   char cls[32];
   attn_tune_class(p, cls, sizeof cls);
   for (size_t i = 0; i < *ng; i++)
     if (g[i].kernel == k && !strcmp(g[i].cls, cls)) return;  // the first shape stands for it
-  if (*ng == kMaxGroups) return;
+  if (*ng == kMaxGroups) {
+    ++*dropped;
+    return;
+  }
   g[*ng].kernel = k, g[*ng].problem = *p;
   snprintf(g[*ng].cls, sizeof g[*ng].cls, "%s", cls);
   (*ng)++;
@@ -396,6 +401,11 @@ int cmd_tune(int argc, char **argv) {
       return ATTNBENCH_EXIT_FAILURE;
     }
   }
+  // SIGINT/SIGTERM/SIGHUP from here on: remove the temporary (prepare's probe included)
+  // and the lock being held, exit 128 + signal.
+  char sig_message[ATTN_TUNE_PATH_MAX + 64];
+  snprintf(sig_message, sizeof sig_message, "attnbench tune: interrupted; %s not changed\n", path);
+  attn_fileio_catch_signals(sig_message);
   attn_output out;
   char err[ATTN_OUT_PATH_MAX + 512];
   const attn_input_file inputs[] = {{"--config", a.config}};
@@ -408,14 +418,10 @@ int cmd_tune(int argc, char **argv) {
   if (!read_target(path, &file, false)) return ATTNBENCH_EXIT_FAILURE;
   file.count = 0;
   attn_tune_machine_here(&file.machine);
-  // SIGINT/SIGTERM/SIGHUP: remove the temporary and the lock being held, exit 128 + sig.
-  char sig_message[ATTN_TUNE_PATH_MAX + 64];
-  snprintf(sig_message, sizeof sig_message, "attnbench tune: interrupted; %s not changed\n", path);
-  attn_fileio_catch_signals(sig_message);
 
   // The (kernel, shape class) groups.
   static tune_group groups[kMaxGroups];
-  size_t ng = 0;
+  size_t ng = 0, dropped = 0;
   if (a.config) {
     attn_bench_overrides ov = {.kernels = ks,
                                .kernel_count = nk,
@@ -428,7 +434,7 @@ int cmd_tune(int argc, char **argv) {
       return ATTNBENCH_EXIT_USAGE;
     }
     for (size_t i = 0; i < plan.count; i++)
-      add_group(groups, &ng, plan.points[i].kernel, &plan.points[i].problem);
+      add_group(groups, &ng, plan.points[i].kernel, &plan.points[i].problem, &dropped);
     attn_bench_plan_free(&plan);
   } else {
     const attn_problem shapes[] = {
@@ -438,12 +444,17 @@ int cmd_tune(int argc, char **argv) {
     };
     for (size_t i = 0; i < nk; i++)
       for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
-        add_group(groups, &ng, ks[i], &shapes[j]);
+        add_group(groups, &ng, ks[i], &shapes[j], &dropped);
   }
   if (ng == 0) {
     fprintf(stderr, "attnbench tune: the config has no shape to tune\n");
     return ATTNBENCH_EXIT_USAGE;
   }
+  if (dropped)
+    fprintf(stderr,
+            "attnbench tune: note: more than %d (kernel, shape class) groups; only the first %d "
+            "are tuned (fewer --kernel or a smaller config tunes the rest)\n",
+            kMaxGroups, kMaxGroups);
 
   char binding[512];
   attn_placement_bind(threads, binding, sizeof binding);
