@@ -680,7 +680,7 @@ int cmd_tune(int argc, char **argv) {
   if (ok && !text) snprintf(err, sizeof err, "out of memory");
   // Whatever tune writes must parse: the text is read back before it replaces anything.
   static attn_tune_file back;
-  char back_err[ATTN_TUNE_PATH_MAX + 512];
+  char back_err[ATTN_TUNE_PATH_MAX + 512] = "a different number of entries";
   if (text && (!attn_tune_parse_text(path, text, strlen(text), &back, back_err, sizeof back_err) ||
                back.count != merged.count)) {
     snprintf(err, sizeof err, "internal error: the text to write does not read back: %.1000s",

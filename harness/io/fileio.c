@@ -464,15 +464,26 @@ bool attn_read_regular_file(const char *path, size_t max_bytes, char **data, siz
                            kind_of(st.st_mode));
   }
   // Read at most max_bytes + 1 bytes whatever st_size said (the file may grow, and some
-  // files report size 0): one byte more than allowed is the "too large" verdict.
-  char *buf = malloc(max_bytes + 2);
+  // files report size 0): one byte more than allowed is the "too large" verdict. The
+  // buffer starts at st_size + 1 bytes (+ the NUL) and grows to the limit only if needed.
+  size_t cap = (size_t)st.st_size < max_bytes ? (size_t)st.st_size + 1 : max_bytes + 1;
+  char *buf = malloc(cap + 1);
   if (!buf) {
     close(fd);
     return attn_path_error(err, err_len, path, "out of memory reading it");
   }
   size_t n = 0;
   while (n <= max_bytes) {
-    const ssize_t r = read(fd, buf + n, max_bytes + 1 - n);
+    if (n == cap) {  // more than st_size said: room up to the limit
+      char *grown = realloc(buf, max_bytes + 2);
+      if (!grown) {
+        free(buf);
+        close(fd);
+        return attn_path_error(err, err_len, path, "out of memory reading it");
+      }
+      buf = grown, cap = max_bytes + 1;
+    }
+    const ssize_t r = read(fd, buf + n, cap - n);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       const int e = errno;

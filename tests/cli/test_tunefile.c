@@ -281,6 +281,10 @@ static void test_parse_refusals(const char *dir) {
     unlink(link);
     unlink(path);
   }
+  // A file whose size says 0 but has content (procfs) is read, up to the limit.
+  EXPECT(!attn_tune_parse("/proc/self/status", &f, &missing, err, sizeof err) &&
+             strstr(err, "/proc/self/status:1: "),
+         "/proc/self/status is read and parsed: '%s'", err);
   // 300 MB (sparse): refused from its size, without reading it.
   snprintf(path, sizeof path, "%s/big.ini", dir);
   const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
