@@ -217,7 +217,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
           "Check kernels against the float64 reference over a matrix of shapes (sequence\n"
           "lengths 1..1024 incl. cross both ways, head dims 1..256 incl. Dv != Dqk, MHA/GQA/\n"
           "MQA, batch > 1, causal on/off, uniform/normal/large-magnitude inputs). The\n"
-          "tolerance is per output element, derived from a float32 error bound (README).\n"
+          "tolerance is per output element, derived from a float32 error bound (docs/checker.md).\n"
           "Each (kernel, case) pair passes, fails, or is inconclusive (the bound cannot\n"
           "decide: inputs outside the kernel input domain, or a bound too loose to tell\n"
           "the softmax weights apart). Prints one line per failing or inconclusive pair,\n"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `attnbench tune` — search tile_q × tile_kv (then register-tile variants and kv_split)
 // for the tiled kernels on this machine and write the winners to a tuning file
-// (tunefile.h; docs/tuning.md "Tuning files").
+// (tunefile.h; docs/tuning-files.md).
 //
 // Groups: one per (kernel, shape class) among the shapes of --config (or the default set
 // below); the first shape of a class in the config stands for the class. The built-in
@@ -34,6 +34,13 @@
 // over --confirm rounds (each the median of --reps calls), and kept only if the median of
 // the per-round ratios tuned / default is at least kMinGain below 1 — one lucky median in
 // the search, on a shared machine, does not write a slower setting. Outside the budget.
+// stdout: one line per group with one ratio — the confirmed one, or the search's marked
+// unconfirmed (--confirm 0) — then "wrote PATH (...)".
+// The file (tunefile.h "The store"): refused up front if it is not a regular file or not
+// a tuning file; at the end this run's entries are merged into the file's current ones
+// under the lock "<file>.lock" (a concurrent tune's entries for other kernels and classes
+// stay), the text is parsed back before it replaces anything, and it is written through
+// a temporary + rename that SIGINT/SIGTERM/SIGHUP remove (io/fileio.h).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -93,15 +100,6 @@ static double median_of(double *x, int n) {
   return x[n / 2];
 }
 
-static int round_to(int64_t v, int step, int64_t cap) {
-  int64_t r = (v + step / 2) / step * step;
-  if (r < step) r = step;
-  const int64_t c = (cap + step - 1) / step * step;  // the problem's size, rounded up
-  if (r > c) r = c;
-  if (r > ATTN_MAX_TILE) r = ATTN_MAX_TILE / step * step;
-  return (int)r;
-}
-
 // The candidate grid of the header comment around the default tiles rq × rkv; [0] is the
 // default itself. Returns the count.
 static int candidates(const attn_kernel *k, const attn_problem *p, int rq, int rkv, int cq[],
@@ -113,8 +111,8 @@ static int candidates(const attn_kernel *k, const attn_problem *p, int rq, int r
   static const int fq[] = {2, 4, 6, 8}, fkv[] = {2, 4, 8};  // quarters: 1/2, 1, 3/2, 2
   for (size_t i = 0; i < sizeof fq / sizeof fq[0]; i++)
     for (size_t j = 0; j < sizeof fkv / sizeof fkv[0]; j++) {
-      const int q = round_to((int64_t)rq * fq[i] / 4, step_q, p->seq_q);
-      const int kv = round_to((int64_t)rkv * fkv[j] / 4, step_kv, p->seq_kv);
+      const int q = attn_tune_round_tile((int64_t)rq * fq[i] / 4, step_q, p->seq_q);
+      const int kv = attn_tune_round_tile((int64_t)rkv * fkv[j] / 4, step_kv, p->seq_kv);
       bool dup = false;
       for (int m = 0; m < n; m++) {
         // the rule's own tiles may not be register-tile multiples: compare clamped sizes
@@ -258,7 +256,7 @@ static int parse(tune_args *a, int argc, char **argv) {
           "  attnbench tune --config configs/llm.ini --kernel flash__avx512 --threads 2\n"
           "\nexit codes: 0 written, 1 a kernel failed or the file could not be written,\n"
           "2 bad command line, unknown kernel or bad config\n"
-          "File format and precedence: docs/tuning.md",
+          "File format and precedence: docs/tuning-files.md",
       .options = opts,
       .n_options = sizeof opts / sizeof opts[0],
   };
@@ -304,15 +302,51 @@ static int pick_kernels(const tune_args *a, const attn_kernel **ks, size_t *nk) 
   return -1;
 }
 
-static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const attn_problem *p) {
+// Adds (k, p's class) unless present; *dropped counts groups beyond kMaxGroups.
+static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const attn_problem *p,
+                      size_t *dropped) {
   char cls[32];
   attn_tune_class(p, cls, sizeof cls);
   for (size_t i = 0; i < *ng; i++)
     if (g[i].kernel == k && !strcmp(g[i].cls, cls)) return;  // the first shape stands for it
-  if (*ng == kMaxGroups) return;
+  if (*ng == kMaxGroups) {
+    ++*dropped;
+    return;
+  }
   g[*ng].kernel = k, g[*ng].problem = *p;
   snprintf(g[*ng].cls, sizeof g[*ng].cls, "%s", cls);
   (*ng)++;
+}
+
+// The tuning file now at path, to merge into (see the top of tunefile.h, "The store"):
+// true with its entries in *keep when it is a tuning file for this machine and build;
+// true with no entries when nothing is there, the file is empty, or it is a tuning file
+// for another machine or build (replaced, with a note when `note`). A file that is not a
+// tuning file is never replaced: false after the message.
+static bool read_target(const char *path, attn_tune_file *keep, bool note) {
+  static attn_tune_file old;
+  char err[ATTN_TUNE_PATH_MAX + 512], why[512];
+  bool missing = false;
+  keep->count = 0;
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) return true;
+  if (!attn_tune_parse(path, &old, &missing, err, sizeof err)) {
+    if (missing) return true;
+    fprintf(stderr,
+            "attnbench tune: %s\nattnbench tune: %s is not a tuning file attnbench can read: "
+            "refusing to replace it (remove it or choose another --tune-file)\n",
+            err, path);
+    return false;
+  }
+  if (!attn_tune_matches(&old, why, sizeof why)) {
+    if (note)
+      fprintf(stderr, "attnbench tune: note: replacing %s, not keeping its entries: %s\n", path,
+              why);
+    return true;
+  }
+  keep->count = old.count;
+  memcpy(keep->entries, old.entries, old.count * sizeof old.entries[0]);
+  return true;
 }
 
 // Allocates and fills Q, K, V, O for p. False when out of memory.
@@ -346,9 +380,9 @@ int cmd_tune(int argc, char **argv) {
     fprintf(stderr, "attnbench tune: --tune-file none: nowhere to write the results\n");
     return ATTNBENCH_EXIT_USAGE;
   } else {
-    if (!attn_tune_default_path(path, sizeof path)) {
-      fprintf(stderr,
-              "attnbench tune: neither XDG_CONFIG_HOME nor HOME is set: give --tune-file\n");
+    char why[256];
+    if (!attn_tune_default_path(path, sizeof path, why, sizeof why)) {
+      fprintf(stderr, "attnbench tune: no default tuning file: %s; give --tune-file\n", why);
       return ATTNBENCH_EXIT_USAGE;
     }
     char dir[ATTN_TUNE_PATH_MAX];
@@ -369,6 +403,11 @@ int cmd_tune(int argc, char **argv) {
       return ATTNBENCH_EXIT_FAILURE;
     }
   }
+  // SIGINT/SIGTERM/SIGHUP from here on: remove the temporary (prepare's probe included)
+  // and the lock being held, exit 128 + signal.
+  char sig_message[ATTN_TUNE_PATH_MAX + 64];
+  snprintf(sig_message, sizeof sig_message, "attnbench tune: interrupted; %s not changed\n", path);
+  attn_fileio_catch_signals(sig_message);
   attn_output out;
   char err[ATTN_OUT_PATH_MAX + 512];
   const attn_input_file inputs[] = {{"--config", a.config}};
@@ -376,10 +415,15 @@ int cmd_tune(int argc, char **argv) {
     fprintf(stderr, "attnbench tune: %s\n", err);
     return ATTNBENCH_EXIT_FAILURE;
   }
+  // Before the search: a file there must be one tune may replace (read_target).
+  static attn_tune_file file;  // this run's entries; merged into the file's at the end
+  if (!read_target(path, &file, false)) return ATTNBENCH_EXIT_FAILURE;
+  file.count = 0;
+  attn_tune_machine_here(&file.machine);
 
   // The (kernel, shape class) groups.
   static tune_group groups[kMaxGroups];
-  size_t ng = 0;
+  size_t ng = 0, dropped = 0;
   if (a.config) {
     attn_bench_overrides ov = {.kernels = ks,
                                .kernel_count = nk,
@@ -392,7 +436,7 @@ int cmd_tune(int argc, char **argv) {
       return ATTNBENCH_EXIT_USAGE;
     }
     for (size_t i = 0; i < plan.count; i++)
-      add_group(groups, &ng, plan.points[i].kernel, &plan.points[i].problem);
+      add_group(groups, &ng, plan.points[i].kernel, &plan.points[i].problem, &dropped);
     attn_bench_plan_free(&plan);
   } else {
     const attn_problem shapes[] = {
@@ -402,29 +446,17 @@ int cmd_tune(int argc, char **argv) {
     };
     for (size_t i = 0; i < nk; i++)
       for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
-        add_group(groups, &ng, ks[i], &shapes[j]);
+        add_group(groups, &ng, ks[i], &shapes[j], &dropped);
   }
   if (ng == 0) {
     fprintf(stderr, "attnbench tune: the config has no shape to tune\n");
     return ATTNBENCH_EXIT_USAGE;
   }
-
-  // Entries already in a matching file at the target are kept (other kernels, classes).
-  static attn_tune_file file;
-  static attn_tune_file old;
-  attn_tune_machine_here(&file.machine);
-  char why[512];
-  FILE *exists = fopen(path, "r");
-  if (exists) {
-    fclose(exists);
-    if (attn_tune_parse(path, &old, why, sizeof why) && attn_tune_matches(&old, why, sizeof why)) {
-      file.count = old.count;
-      memcpy(file.entries, old.entries, sizeof old.entries);
-    } else {
-      fprintf(stderr, "attnbench tune: note: replacing %s, not keeping its entries: %s\n", path,
-              why);
-    }
-  }
+  if (dropped)
+    fprintf(stderr,
+            "attnbench tune: note: more than %d (kernel, shape class) groups; only the first %d "
+            "are tuned (fewer --kernel or a smaller config tunes the rest)\n",
+            kMaxGroups, kMaxGroups);
 
   // Each group's default settings (resolve.h, without a tuning file: tune measures what
   // the file would replace), checked before any timing.
@@ -517,7 +549,6 @@ int cmd_tune(int argc, char **argv) {
     // Register-tile variants at the winning tiles, then kv_split (decode classes).
     ex.tile_q = cq[best], ex.tile_kv = ckv[best], ex.regtile = base.regtile,
     ex.kv_split = base.kv_split;
-    double tiles_t = best_t;
     int best_rt = base.regtile, best_kv = base.kv_split;
     for (int phase = 0; phase < 2; phase++) {
       const int n = phase == 0 ? nrt - 1 : nkv;
@@ -581,6 +612,7 @@ int cmd_tune(int argc, char **argv) {
     }
     // Confirmation (see the top): the choice against the built-in default, alternated.
     double confirm_ratio = 0;  // median tuned / default; 0: not confirmed by rounds
+    bool refuted = false;      // the rounds turned the search's choice down
     if (a.confirm > 0 && (best != 0 || best_rt != base.regtile || best_kv != base.kv_split)) {
       attn_exec tuned = ex;
       const attn_exec dflt = base;
@@ -609,45 +641,93 @@ int cmd_tune(int argc, char **argv) {
                 "attnbench tune: %s %s: not confirmed (tuned / built-in %.3f over %d alternated "
                 "rounds, not %.0f%% below 1): keeping the built-in default\n",
                 G->kernel->name, G->cls, confirm_ratio, a.confirm, kMinGain * 100);
-        best = 0, best_rt = base.regtile, best_kv = base.kv_split, best_t = tiles_t = rule_t;
-        confirm_ratio = 0;
+        best = 0, best_rt = base.regtile, best_kv = base.kv_split, best_t = rule_t;
+        confirm_ratio = 0, refuted = true;
       }
     }
     free(q), free(k), free(v), free(o);
-    if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best]) ||
-        !attn_tune_set_variant(&file, G->kernel->name, G->cls,
-                               nrt > 1 ? attn_kernel_regtile(G->kernel, best_rt).name : NULL,
-                               best_kv)) {
-      fprintf(stderr, "attnbench tune: more than %d entries\n", ATTN_TUNE_MAX_ENTRIES);
+    // The default's tiles (cq[0], ckv[0]) come from the resolver, not attn_tune_round_tile:
+    // attn_tune_set refuses anything a tuning file cannot hold (never written as is).
+    const char *rt_name = nrt > 1 ? attn_kernel_regtile(G->kernel, best_rt).name : NULL;
+    if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best], err, sizeof err) ||
+        !attn_tune_set_variant(&file, G->kernel->name, G->cls, rt_name, best_kv, err, sizeof err)) {
+      fprintf(stderr, "attnbench tune: cannot record the result: %s; %s not changed\n", err, path);
       return ATTNBENCH_EXIT_FAILURE;
     }
+    // One line per group, one ratio on it: the confirmed one when rounds ran, else the
+    // search's (said to be unconfirmed); the search's times are on stderr.
     char extra[96] = "";
-    if (nrt > 1)
-      snprintf(extra, sizeof extra, " regtile %s", attn_kernel_regtile(G->kernel, best_rt).name);
+    if (rt_name) snprintf(extra, sizeof extra, " regtile %s", rt_name);
     if (best_kv > 0)
       snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " kv_split %d", best_kv);
-    char confirmed[96] = "";
-    if (confirm_ratio > 0)
-      snprintf(confirmed, sizeof confirmed, "; confirmed %.2fx over %d alternated rounds",
+    char verdict[160];
+    const bool tuned = best != 0 || best_rt != base.regtile || best_kv != base.kv_split;
+    if (!tuned)
+      snprintf(verdict, sizeof verdict, "the built-in default%s",
+               refuted ? " (the search's choice was not confirmed)" : "");
+    else if (confirm_ratio > 0)
+      snprintf(verdict, sizeof verdict,
+               "tuned: %.2fx the built-in default's speed (median of %d alternated rounds)",
                1.0 / confirm_ratio, a.confirm);
-    printf(
-        "%-16s %-14s tile_q %4d tile_kv %4d%s  %.3f ms (built-in %d x %d: %.3f ms, %.2fx; "
-        "tiles alone %.3f ms%s)\n",
-        G->kernel->name, G->cls, cq[best], ckv[best], extra, best_t * 1e3, cq[0], ckv[0],
-        rule_t * 1e3, best_t > 0 ? rule_t / best_t : 1.0, tiles_t * 1e3, confirmed);
+    else
+      snprintf(verdict, sizeof verdict,
+               "tuned: %.2fx the built-in default's speed in the search, not confirmed "
+               "(--confirm 0)",
+               best_t > 0 ? rule_t / best_t : 1.0);
+    printf("%-16s %-14s tile_q %4d tile_kv %4d%s: %s; built-in %d x %d\n", G->kernel->name, G->cls,
+           cq[best], ckv[best], extra, verdict, cq[0], ckv[0]);
+    fflush(stdout);
   }
-  char *text = attn_tune_format(&file);
-  if (!text) {
-    fprintf(stderr, "attnbench tune: out of memory\n");
+
+  // Merge into the file as it is now, under its lock: another tune may have written it
+  // since this one started, and its entries for other (kernel, class) pairs stay.
+  if (!attn_output_lock_wait(&out, 60, err, sizeof err)) {
+    fprintf(stderr, "attnbench tune: %s; %s not changed\n", err, path);
     return ATTNBENCH_EXIT_FAILURE;
   }
-  const attn_buf part = {text, strlen(text)};
-  const bool ok = attn_output_write(&out, &part, 1, err, sizeof err);
+  static attn_tune_file merged;
+  memset(&merged, 0, sizeof merged);
+  if (!read_target(path, &merged, true)) {
+    attn_output_unlock(&out);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  const size_t kept = merged.count;
+  merged.machine = file.machine;
+  bool ok = true;
+  for (size_t i = 0; ok && i < file.count; i++) {
+    const attn_tune_entry *e = &file.entries[i];
+    ok =
+        attn_tune_set(&merged, e->kernel, e->cls, e->tile_q, e->tile_kv, err, sizeof err) &&
+        attn_tune_set_variant(&merged, e->kernel, e->cls, e->regtile, e->kv_split, err, sizeof err);
+  }
+  char *text = ok ? attn_tune_format(&merged) : NULL;
+  if (ok && !text) snprintf(err, sizeof err, "out of memory");
+  // Whatever tune writes must parse: the text is read back before it replaces anything.
+  static attn_tune_file back;
+  char back_err[ATTN_TUNE_PATH_MAX + 512] = "a different number of entries";
+  if (text && (!attn_tune_parse_text(path, text, strlen(text), &back, back_err, sizeof back_err) ||
+               back.count != merged.count)) {
+    snprintf(err, sizeof err, "internal error: the text to write does not read back: %.1000s",
+             back_err);
+    free(text);
+    text = NULL;
+  }
+  ok = text && attn_output_write(&out, &(attn_buf){text, strlen(text)}, 1, err, sizeof err);
   free(text);
+  attn_output_unlock(&out);
   if (!ok) {
-    fprintf(stderr, "attnbench tune: %s\n", err);
+    fprintf(stderr, "attnbench tune: %s; %s not changed\n", err, path);
     return ATTNBENCH_EXIT_FAILURE;
   }
-  printf("wrote %s (%zu entries) in %.1f s\n", path, file.count, attn_now_seconds() - start);
+  size_t kept_other = 0;  // the file's entries this run did not retune
+  for (size_t i = 0; i < kept; i++) {
+    bool mine = false;
+    for (size_t j = 0; j < file.count && !mine; j++)
+      mine = !strcmp(merged.entries[i].kernel, file.entries[j].kernel) &&
+             !strcmp(merged.entries[i].cls, file.entries[j].cls);
+    kept_other += !mine;
+  }
+  printf("wrote %s (%zu entries: %zu from this run, %zu kept) in %.1f s\n", path, merged.count,
+         file.count, kept_other, attn_now_seconds() - start);
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

@@ -376,10 +376,12 @@ bool attn_output_lock(attn_output *o, char *err, size_t err_len) {
         return attn_path_error(err, err_len, shown, "cannot lock: %s", strerror(e));
       pid[got > 0 ? got : 0] = '\0';
       pid[strcspn(pid, "\n")] = '\0';
-      return attn_path_error(err, err_len, shown,
-                             "is being written by another attnbench process (pid %s; lock "
-                             "file <out>.lock); wait for it or choose another --out",
-                             pid[0] ? pid : "unknown");
+      attn_path_error(err, err_len, shown,
+                      "is being written by another attnbench process (pid %s; lock "
+                      "file <out>.lock); wait for it or choose another --out",
+                      pid[0] ? pid : "unknown");
+      errno = EWOULDBLOCK;  // held: attn_output_lock_wait tries again
+      return false;
     }
     struct stat a, b;
     if (fstat(fd, &a) != 0 || stat(o->lock_path, &b) != 0 || a.st_dev != b.st_dev ||
@@ -409,4 +411,95 @@ void attn_output_unlock(attn_output *o) {
   unlink(o->lock_path);  // while still holding the lock
   close(o->lock_fd);
   o->lock_fd = -1;
+}
+
+bool attn_output_lock_wait(attn_output *o, double seconds, char *err, size_t err_len) {
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    errno = 0;
+    if (attn_output_lock(o, err, err_len)) return true;
+    if (errno != EWOULDBLOCK) return false;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) >= seconds)
+      return attn_path_error(err, err_len, o->given ? o->given : o->target,
+                             "still locked by another attnbench process after %.0f s (lock "
+                             "file %s)",
+                             seconds, o->lock_path);
+    const struct timespec pause = {0, 20 * 1000 * 1000};  // 20 ms
+    nanosleep(&pause, NULL);
+  }
+}
+
+// ── reading ─────────────────────────────────────────────────────────────────────────
+
+bool attn_read_regular_file(const char *path, size_t max_bytes, char **data, size_t *len,
+                            bool *missing, char *err, size_t err_len) {
+  *data = NULL, *len = 0;
+  if (missing) *missing = false;
+  if (!path || !*path) return attn_path_error(err, err_len, "(input)", "no path");
+  // stat before open: a FIFO or a device is refused without opening it (opening a FIFO
+  // blocks until a writer comes; a device may never end).
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (missing) *missing = errno == ENOENT;
+    return attn_path_error(err, err_len, path, "%s", strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode))
+    return attn_path_error(err, err_len, path, "is %s; expected a regular file",
+                           kind_of(st.st_mode));
+  if ((uintmax_t)st.st_size > (uintmax_t)max_bytes)
+    return attn_path_error(err, err_len, path, "is %jd bytes, more than the %zu allowed",
+                           (intmax_t)st.st_size, max_bytes);
+  // The name may be swapped for a FIFO between stat and open: O_NONBLOCK keeps that open
+  // from blocking, O_NOCTTY keeps a terminal from becoming ours; fstat checks again.
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (missing) *missing = errno == ENOENT;
+    return attn_path_error(err, err_len, path, "%s", strerror(errno));
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return attn_path_error(err, err_len, path, "is %s; expected a regular file",
+                           kind_of(st.st_mode));
+  }
+  // Read at most max_bytes + 1 bytes whatever st_size said (the file may grow, and some
+  // files report size 0): one byte more than allowed is the "too large" verdict. The
+  // buffer starts at st_size + 1 bytes (+ the NUL) and grows to the limit only if needed.
+  size_t cap = (size_t)st.st_size < max_bytes ? (size_t)st.st_size + 1 : max_bytes + 1;
+  char *buf = malloc(cap + 1);
+  if (!buf) {
+    close(fd);
+    return attn_path_error(err, err_len, path, "out of memory reading it");
+  }
+  size_t n = 0;
+  while (n <= max_bytes) {
+    if (n == cap) {  // more than st_size said: room up to the limit
+      char *grown = realloc(buf, max_bytes + 2);
+      if (!grown) {
+        free(buf);
+        close(fd);
+        return attn_path_error(err, err_len, path, "out of memory reading it");
+      }
+      buf = grown, cap = max_bytes + 1;
+    }
+    const ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      const int e = errno;
+      free(buf);
+      close(fd);
+      return attn_path_error(err, err_len, path, "read failed: %s", strerror(e));
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  if (n > max_bytes) {
+    free(buf);
+    return attn_path_error(err, err_len, path, "is more than the %zu bytes allowed", max_bytes);
+  }
+  buf[n] = '\0';
+  *data = buf, *len = n;
+  return true;
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 //
-// fileio.h — the one place that writes output files (libc + POSIX only, part of attnnpy so
-// the tests and the cross build have it). Used by the .npy writer, the `bench` results
-// writer and the SIGINT/SIGTERM handler, so the temporary's name is known here only.
+// fileio.h — the one place that writes output files, and reads whole small inputs (libc +
+// POSIX only, part of attnnpy so the tests and the cross build have it). Used by the .npy
+// writer, the `bench` results writer, `tune` and the SIGINT/SIGTERM handler, so the
+// temporary's name is known here only.
 //
-// The output contract (docs/cli.md, README "Reliability"):
+// The output contract (docs/cli.md "Files, signals and limits"):
 //   * an output path may name nothing yet (its directory must exist), a regular file, or a
 //     symlink that resolves to a regular file — then the TARGET is replaced and the link
 //     kept ("write through"). A directory, device node, FIFO, socket or dangling symlink
@@ -16,7 +17,10 @@
 //     target, and the directory fsync'ed. On any error the temporary is removed and the
 //     target untouched; SIGINT/SIGTERM/SIGHUP remove it too (attn_fileio_catch_signals);
 //   * a long-running writer (bench) holds an exclusive flock on "<target>.lock" holding
-//     its pid; a second writer fails at once naming that pid.
+//     its pid; a second writer fails at once naming that pid (a short read-modify-write,
+//     `tune` merging into the tuning file, waits for it instead: attn_output_lock_wait);
+//   * a file read as a whole (the tuning file) must be a regular file of bounded size,
+//     checked before it is opened, and is opened non-blocking (attn_read_regular_file).
 //
 // Error messages are "<path>: <reason>"; when the buffer is too small the PATH is
 // shortened (its start replaced by "...") so the reason always survives.
@@ -77,6 +81,20 @@ bool attn_write_file_atomic(const char *path, const attn_buf *parts, size_t n_pa
 // (which removes the lock file) or at process exit.
 bool attn_output_lock(attn_output *o, char *err, size_t err_len);
 void attn_output_unlock(attn_output *o);
+// attn_output_lock, waiting up to `seconds` while another process holds the lock (for a
+// short read-modify-write: `tune` merging its entries into the tuning file). Other
+// failures return at once.
+bool attn_output_lock_wait(attn_output *o, double seconds, char *err, size_t err_len);
+
+// The input side of the same policy: reads the whole of `path`, which must be a regular
+// file (or a symlink to one) of at most max_bytes. A directory, device, FIFO or socket is
+// refused before it is opened (and the open is non-blocking, so a name swapped for a FIFO
+// cannot hang the reader); a larger file is refused from its size, and at most
+// max_bytes + 1 bytes are ever read. On success *data is malloc'ed, NUL-terminated, *len
+// bytes long. On failure: false, err "<path>: <reason>", and *missing (may be NULL) tells
+// whether the reason was that nothing exists at path.
+bool attn_read_regular_file(const char *path, size_t max_bytes, char **data, size_t *len,
+                            bool *missing, char *err, size_t err_len);
 
 // Installs SIGINT/SIGTERM/SIGHUP handlers that write `message` (copied; may be NULL) to
 // stderr, remove every temporary being written and the lock file held, and _exit(128 +

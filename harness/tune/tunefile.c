@@ -14,6 +14,7 @@
 
 #include "cli/build_info.h"
 #include "common/cli_args.h"
+#include "io/fileio.h"
 #include "machine/cpu_ident.h"
 
 // Longest line accepted (inih's own line buffer is INI_MAX_LINE = 200 bytes).
@@ -21,6 +22,30 @@ enum { kMaxLine = 190 };
 
 static void copy(char *dst, size_t len, const char *src) {
   snprintf(dst, len, "%s", src);
+}
+
+// True if s has 1..max characters, each a letter, digit, '_', '-', '.' or one of `extra`:
+// the registry's rule for kernel names (attn_kernel_validate; extra "") and register-tile
+// variant names (extra "/").
+static bool valid_name(const char *s, size_t max, const char *extra) {
+  const size_t n = strlen(s);
+  if (n == 0 || n > max) return false;
+  for (; *s; s++)
+    if (!(*s == '_' || *s == '-' || *s == '.' || (*s >= '0' && *s <= '9') ||
+          (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || strchr(extra, *s)))
+      return false;
+  return true;
+}
+
+// The register-tile variant name's longest form (attn_kernel_validate: 1..31 characters).
+enum { kRegtileNameMax = 31 };
+
+static const char *const kClasses[] = {"prefill d64", "prefill d128", "prefill dlarge",
+                                       "decode d64",  "decode d128",  "decode dlarge"};
+static bool known_class(const char *cls) {
+  for (size_t i = 0; i < sizeof kClasses / sizeof kClasses[0]; i++)
+    if (!strcmp(cls, kClasses[i])) return true;
+  return false;
 }
 
 // Blanks (spaces) in place of anything that would break one INI value or a file name.
@@ -68,27 +93,53 @@ void attn_tune_class(const attn_problem *p, char *buf, size_t len) {
   snprintf(buf, len, "%s %s", phase, dim);
 }
 
-bool attn_tune_default_path(char *buf, size_t len) {
+int attn_tune_round_tile(int64_t v, int step, int64_t cap) {
+  if (step > ATTN_MAX_TILE) step = ATTN_MAX_TILE;  // no multiple in range: the largest tile
+  if (step < 1) step = 1;
+  if (v < 0) v = 0;
+  if (v > ATTN_MAX_TILE) v = ATTN_MAX_TILE;  // (v + step / 2) cannot overflow
+  if (cap < 1) cap = 1;
+  if (cap > ATTN_MAX_TILE) cap = ATTN_MAX_TILE;
+  int64_t r = (v + step / 2) / step * step;
+  if (r < step) r = step;
+  const int64_t c = (cap + step - 1) / step * step;  // the problem's size, rounded up
+  if (r > c) r = c;
+  if (r > ATTN_MAX_TILE) r = ATTN_MAX_TILE / step * step;  // ≥ step since step ≤ the limit
+  return (int)r;
+}
+
+bool attn_tune_default_path(char *buf, size_t len, char *why, size_t why_len) {
   const char *xdg = getenv("XDG_CONFIG_HOME");
   const char *home = getenv("HOME");
   attn_tune_machine m;
   attn_tune_machine_here(&m);
   int n;
+  const char *var = xdg && *xdg ? "XDG_CONFIG_HOME" : "HOME";
   if (xdg && *xdg)
     n = snprintf(buf, len, "%s/attnbench/tuning-%s-%d-%d-%d.ini", xdg, m.vendor, m.family, m.model,
                  m.stepping);
   else if (home && *home)
     n = snprintf(buf, len, "%s/.config/attnbench/tuning-%s-%d-%d-%d.ini", home, m.vendor, m.family,
                  m.model, m.stepping);
-  else
+  else {
+    if (why && why_len) snprintf(why, why_len, "neither XDG_CONFIG_HOME nor HOME is set");
     return false;
-  return n > 0 && (size_t)n < len;
+  }
+  if (n > 0 && (size_t)n < len) return true;
+  if (why && why_len)
+    snprintf(why, why_len,
+             "%s is %zu bytes long: the default tuning-file path under it would be %d bytes, "
+             "more than the %zu allowed",
+             var, strlen(getenv(var)), n, len ? len - 1 : 0);
+  if (len) buf[0] = '\0';
+  return false;
 }
 
 // ── parsing ─────────────────────────────────────────────────────────────────────────
 
 typedef struct parse_ctx {
-  FILE *f;
+  const char *text;  // the file's bytes: text[pos .. len) not read yet
+  size_t len, pos;
   const char *path;
   attn_tune_file *out;
   int line;                        // the line inih is processing (the reader counts them)
@@ -158,20 +209,32 @@ static void start_section(parse_ctx *c, char *section) {
     c->machine_section_seen = true, c->in_machine = true, c->machine_line = c->line;
     return;
   }
-  char kernel[64], phase[16], dim[16], extra[4];
-  const int n = sscanf(section, "%63s %15s %15s %3s", kernel, phase, dim, extra);
+  // Three blank-separated words; each is copied only if it fits (a longer one is an
+  // error below, never a truncated name).
+  char word[3][ATTN_KERNEL_NAME_MAX + 2];
+  int n = 0;
+  for (const char *s = section; *s;) {
+    while (*s == ' ' || *s == '\t') s++;
+    if (!*s) break;
+    const size_t w = strcspn(s, " \t");
+    if (n < 3)
+      snprintf(word[n], sizeof word[n], "%.*s", (int)(w < sizeof word[n] ? w : sizeof word[n] - 1),
+               s);
+    n++;
+    s += w;
+  }
   if (n != 3) {
     fail(c, c->line,
          "section [%s]: expected [machine] or [<kernel> <prefill|decode> <d64|d128|dlarge>]",
          section);
     return;
   }
-  for (const char *s = kernel; *s; s++)
-    if (!(*s == '_' || *s == '-' || *s == '.' || (*s >= '0' && *s <= '9') ||
-          (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) {
-      fail(c, c->line, "section [%s]: '%s' is not a kernel name", section, kernel);
-      return;
-    }
+  const char *kernel = word[0], *phase = word[1], *dim = word[2];
+  if (!valid_name(kernel, ATTN_KERNEL_NAME_MAX, "")) {
+    fail(c, c->line, "section [%s]: '%s' is not a kernel name (1..%d characters of [A-Za-z0-9_.-])",
+         section, kernel, ATTN_KERNEL_NAME_MAX);
+    return;
+  }
   if (strcmp(phase, "prefill") && strcmp(phase, "decode")) {
     fail(c, c->line, "section [%s]: unknown phase '%s' (expected prefill or decode)", section,
          phase);
@@ -182,8 +245,8 @@ static void start_section(parse_ctx *c, char *section) {
          section, dim);
     return;
   }
-  char cls[32];
-  snprintf(cls, sizeof cls, "%s %s", phase, dim);
+  char cls[32];  // phase and dim are known words here: "prefill dlarge" at most
+  snprintf(cls, sizeof cls, "%.7s %.6s", phase, dim);
   for (size_t i = 0; i < c->out->count; i++)
     if (!strcmp(c->out->entries[i].kernel, kernel) && !strcmp(c->out->entries[i].cls, cls)) {
       fail(c, c->line, "section [%s %s] appears twice", kernel, cls);
@@ -205,7 +268,8 @@ static char *read_line(char *str, int num, void *stream) {
   parse_ctx *c = stream;
   int n = 0, ch;
   bool any = false;
-  while ((ch = getc(c->f)) != EOF) {
+  while (c->pos < c->len) {
+    ch = (unsigned char)c->text[c->pos++];
     any = true;
     if (ch == '\0') {
       fail(c, c->line + 1, "NUL byte in line (is this a text file?)");
@@ -299,11 +363,7 @@ static int handler(void *user, const char *section, const char *name, const char
   c->entry_seen |= bit;
   if (bit == 4) {
     const attn_kernel *k = attn_kernel_find(e->kernel);
-    bool ok = value[0] && strlen(value) < sizeof e->regtile;
-    for (const char *s = value; ok && *s; s++)
-      ok = *s == '_' || *s == '-' || *s == '.' || *s == '/' || (*s >= '0' && *s <= '9') ||
-           (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z');
-    if (!ok)
+    if (!valid_name(value, kRegtileNameMax, "/"))
       return fail(c, c->line, "[%s %s]: regtile = '%s': expected a register-tile variant name",
                   e->kernel, e->cls, value);
     if (k && attn_kernel_regtile_find(k, value) < 0) {
@@ -330,22 +390,12 @@ static int handler(void *user, const char *section, const char *name, const char
   return 1;
 }
 
-bool attn_tune_parse(const char *path, attn_tune_file *f, char *err, size_t err_len) {
+bool attn_tune_parse_text(const char *path, const char *text, size_t len, attn_tune_file *f,
+                          char *err, size_t err_len) {
   memset(f, 0, sizeof *f);
-  parse_ctx c = {.path = path, .out = f};
-  c.f = fopen(path, "r");
-  if (!c.f) {
-    snprintf(err, err_len, "%s: %s", path, strerror(errno));
-    return false;
-  }
+  parse_ctx c = {.text = text, .len = len, .path = path, .out = f};
   const int rc = ini_parse_stream(read_line, &c, handler, &c);
-  const bool read_error = ferror(c.f);
-  fclose(c.f);
   if (!c.err_line) end_section(&c);
-  if (read_error) {
-    snprintf(err, err_len, "%s: read error", path);
-    return false;
-  }
   if (rc > 0 && (!c.err_line || rc < c.err_line))
     c.err_line = rc,
     snprintf(c.err, sizeof c.err, "syntax error (expected [section] or key = value)");
@@ -357,9 +407,27 @@ bool attn_tune_parse(const char *path, attn_tune_file *f, char *err, size_t err_
     fail(&c, 1, "no [machine] section (not a tuning file written by attnbench tune?)");
   if (c.err_line) {
     snprintf(err, err_len, "%s:%d: %s", path, c.err_line, c.err);
+    memset(f, 0, sizeof *f);
     return false;
   }
   return true;
+}
+
+bool attn_tune_parse(const char *path, attn_tune_file *f, bool *missing, char *err,
+                     size_t err_len) {
+  memset(f, 0, sizeof *f);
+  char *text;
+  size_t len;
+  if (!attn_read_regular_file(path, ATTN_TUNE_MAX_BYTES, &text, &len, missing, err, err_len)) {
+    // Say what was expected: "x: is a FIFO; expected a regular file" → "... (a tuning file)".
+    const size_t n = strlen(err);
+    if (n + 17 < err_len && strstr(err, "; expected a regular file"))
+      snprintf(err + n, err_len - n, " (a tuning file)");
+    return false;
+  }
+  const bool ok = attn_tune_parse_text(path, text, len, f, err, err_len);
+  free(text);
+  return ok;
 }
 
 bool attn_tune_matches(const attn_tune_file *f, char *why, size_t why_len) {
@@ -392,7 +460,7 @@ char *attn_tune_format(const attn_tune_file *f) {
   const attn_tune_machine *m = &f->machine;
   size_t n = (size_t)snprintf(s, cap,
                               "; attnbench tuning file, written by `attnbench tune` "
-                              "(format: docs/tuning.md)\n"
+                              "(format: docs/tuning-files.md)\n"
                               "[machine]\nvendor = %s\nfamily = %d\nmodel = %d\nstepping = %d\n"
                               "isa = %s\nbuild = %s\n",
                               m->vendor, m->family, m->model, m->stepping, m->isa, m->build);
@@ -408,13 +476,34 @@ char *attn_tune_format(const attn_tune_file *f) {
   return s;
 }
 
-bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int tile_q,
-                   int tile_kv) {
+bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int tile_q, int tile_kv,
+                   char *err, size_t err_len) {
+  if (!kernel || !valid_name(kernel, ATTN_KERNEL_NAME_MAX, "")) {
+    snprintf(
+        err, err_len,
+        "kernel name '%s' cannot be a tuning-file section (1..%d characters of [A-Za-z0-9_.-])",
+        kernel ? kernel : "(null)", ATTN_KERNEL_NAME_MAX);
+    return false;
+  }
+  if (!cls || !known_class(cls)) {
+    snprintf(err, err_len, "%s: unknown shape class '%s'", kernel, cls ? cls : "(null)");
+    return false;
+  }
+  if (tile_q < 1 || tile_q > ATTN_MAX_TILE || tile_kv < 1 || tile_kv > ATTN_MAX_TILE) {
+    snprintf(err, err_len, "%s %s: tile_q %d, tile_kv %d: a tuning file holds tiles in 1..%d",
+             kernel, cls, tile_q, tile_kv, ATTN_MAX_TILE);
+    return false;
+  }
   size_t i = 0;
   while (i < f->count && (strcmp(f->entries[i].kernel, kernel) || strcmp(f->entries[i].cls, cls)))
     i++;
   if (i == f->count) {
-    if (f->count == ATTN_TUNE_MAX_ENTRIES) return false;
+    if (f->count == ATTN_TUNE_MAX_ENTRIES) {
+      snprintf(err, err_len, "%s %s: the tuning file already holds %d entries, its limit", kernel,
+               cls, ATTN_TUNE_MAX_ENTRIES);
+      return false;
+    }
+    memset(&f->entries[i], 0, sizeof f->entries[i]);
     f->count++;
     copy(f->entries[i].kernel, sizeof f->entries[i].kernel, kernel);
     copy(f->entries[i].cls, sizeof f->entries[i].cls, cls);
@@ -424,14 +513,27 @@ bool attn_tune_set(attn_tune_file *f, const char *kernel, const char *cls, int t
 }
 
 bool attn_tune_set_variant(attn_tune_file *f, const char *kernel, const char *cls,
-                           const char *regtile, int kv_split) {
+                           const char *regtile, int kv_split, char *err, size_t err_len) {
+  if (regtile && regtile[0] && !valid_name(regtile, kRegtileNameMax, "/")) {
+    snprintf(err, err_len,
+             "%s %s: register-tile variant name '%s' cannot be written (1..%d characters of "
+             "[A-Za-z0-9/_.-])",
+             kernel, cls, regtile, kRegtileNameMax);
+    return false;
+  }
+  if (kv_split < 0 || kv_split > ATTN_MAX_KV_SPLIT) {
+    snprintf(err, err_len, "%s %s: kv_split %d is outside 0..%d", kernel, cls, kv_split,
+             ATTN_MAX_KV_SPLIT);
+    return false;
+  }
   for (size_t i = 0; i < f->count; i++) {
     attn_tune_entry *e = &f->entries[i];
     if (strcmp(e->kernel, kernel) || strcmp(e->cls, cls)) continue;
     copy(e->regtile, sizeof e->regtile, regtile ? regtile : "");
-    e->kv_split = kv_split > 0 ? kv_split : 0;
+    e->kv_split = kv_split;
     return true;
   }
+  snprintf(err, err_len, "%s %s: no such entry to set a variant of", kernel, cls);
   return false;
 }
 
@@ -456,21 +558,24 @@ int attn_tune_setup(const char *command, const char *flag) {
       return ATTNBENCH_EXIT_FAILURE;
     }
     copy(path, sizeof path, named);
-  } else if (!attn_tune_default_path(path, sizeof path)) {
-    return 0;
+  } else {
+    char why[256];
+    if (!attn_tune_default_path(path, sizeof path, why, sizeof why)) {
+      // No HOME at all is a plain environment (built-in rule, nothing said); a path that
+      // does not fit is worth a note.
+      const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+      if ((xdg && *xdg) || (home && *home))
+        fprintf(stderr, "attnbench %s: note: no default tuning file: %s; built-in tiles\n", command,
+                why);
+      return 0;
+    }
   }
-  FILE *probe = fopen(path, "r");
-  if (!probe) {
-    if (!named && errno == ENOENT) return 0;  // no default file: the built-in rule
-    fprintf(stderr, "attnbench %s: %s%s%s: %s\n", command, named ? what : "", named ? " " : "",
-            path, strerror(errno));
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  fclose(probe);
   static attn_tune_file f;  // large; one per process
-  char err[512];
-  if (!attn_tune_parse(path, &f, err, sizeof err)) {
-    fprintf(stderr, "attnbench %s: %s\n", command, err);
+  char err[ATTN_TUNE_PATH_MAX + 512];
+  bool missing = false;
+  if (!attn_tune_parse(path, &f, &missing, err, sizeof err)) {
+    if (missing && !named) return 0;  // no default file: the built-in rule
+    fprintf(stderr, "attnbench %s: %s%s%s\n", command, named ? what : "", named ? " " : "", err);
     return ATTNBENCH_EXIT_FAILURE;
   }
   char why[512];

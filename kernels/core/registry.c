@@ -83,14 +83,17 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
   if (!k->name) ATTN_FAIL("a kernel record has a NULL name");
   const size_t len = strlen(k->name);
   if (len == 0) ATTN_FAIL("a kernel record has an empty name");
-  if (len > ATTN_KERNEL_NAME_MAX)
-    ATTN_FAIL("kernel name '%.20s...' is longer than %d characters", k->name, ATTN_KERNEL_NAME_MAX);
   for (size_t i = 0; i < len; i++) {
     const char c = k->name[i];
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
-    if (!ok) ATTN_FAIL("kernel name '%s' has a character outside [A-Za-z0-9_.-]", k->name);
+    // Only the valid part is echoed: the rest may hold newlines or terminal escapes.
+    if (!ok)
+      ATTN_FAIL("kernel name '%.*s' has a character outside [A-Za-z0-9_.-] (byte 0x%02x at %zu)",
+                (int)i, k->name, (unsigned)(unsigned char)c, i);
   }
+  if (len > ATTN_KERNEL_NAME_MAX)
+    ATTN_FAIL("kernel name '%.20s...' is longer than %d characters", k->name, ATTN_KERNEL_NAME_MAX);
   if (!k->summary) ATTN_FAIL("kernel %s: summary is NULL", k->name);
   if (!k->run) ATTN_FAIL("kernel %s: run (the entry point) is NULL", k->name);
   const uint32_t isa_known = ATTN_ISA_AVX2 | ATTN_ISA_AVX512F | ATTN_ISA_NEON | ATTN_ISA_F16C |
@@ -118,9 +121,9 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
       if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
             *c == '_' || *c == '.' || *c == '-' || *c == '/'))
         ATTN_FAIL(
-            "kernel %s: register-tile variant name '%s' has a character outside "
-            "[A-Za-z0-9/_.-]",
-            k->name, r->name);
+            "kernel %s: register-tile variant name '%.*s' has a character outside "
+            "[A-Za-z0-9/_.-] (byte 0x%02x at %d)",
+            k->name, (int)(c - r->name), r->name, (unsigned)(unsigned char)*c, (int)(c - r->name));
     if (r->qk_rows < 0 || r->qk_cols < 0 || r->pv_rows < 0 || r->pv_cols < 0)
       ATTN_FAIL("kernel %s: register-tile variant %s: tile sizes must be >= 0", k->name, r->name);
     for (int j = 0; j < i; j++)

@@ -75,7 +75,7 @@ def main():
         rc, out, err = run("tune", "--config", cfg, "--kernel", kernel, "--budget", "2",
                            "--threads", "2", env=env)
         check(rc == 0, f"tune exits 0 (got {rc}: {err})")
-        m = re.search(r"wrote (\S+) \((\d+) entries\)", out)
+        m = re.search(r"wrote (\S+) \((\d+) entries: \2 from this run, 0 kept\)", out)
         check(m is not None, f"tune says what it wrote: {out!r}")
         if not m:
             return clitest.finish("tune_file")
@@ -106,17 +106,27 @@ def main():
         check(all(e.get("regtile") in variants for e in (pre, dec)),
               f"tune writes each section's winning variant: {pre} {dec}")
         # A choice other than the built-in default is only written after it won the
-        # alternated confirmation rounds (5 by default): its stdout line says so.
+        # alternated confirmation rounds (5 by default): its stdout line says so, with
+        # that ratio and no other (the search's medians are on stderr).
         check("5 confirmation round(s)" in err, f"the confirmation rounds are announced: {err!r}")
+        groups = 0
         for line in out.splitlines():
             g = re.match(r"\S+\s+\S+ \S+\s+tile_q\s+(\d+) tile_kv\s+(\d+) regtile (\S+)( kv_split \d+)?"
-                         r".*\(built-in (\d+) x (\d+):", line)
-            if not g:
+                         r": (.*); built-in (\d+) x (\d+)$", line)
+            if line.startswith("wrote "):
                 continue
-            tuned = (g.group(1), g.group(2)) != (g.group(5), g.group(6)) or \
+            if not check(g is not None, f"a group line: {line!r}"):
+                continue
+            groups += 1
+            tuned = (g.group(1), g.group(2)) != (g.group(6), g.group(7)) or \
                 g.group(3) != variants[0] or g.group(4) is not None
-            check(not tuned or "confirmed" in line,
-                  f"a tuned choice is written only confirmed: {line!r} {err!r}")
+            verdict = g.group(5)
+            check(verdict.startswith("tuned: ") and "median of 5 alternated rounds" in verdict
+                  if tuned else verdict.startswith("the built-in default"),
+                  f"a tuned choice is written only confirmed, and says so: {line!r} {err!r}")
+            check(len(re.findall(r"\d+(?:\.\d+)?x\b", verdict)) == (1 if tuned else 0),
+                  f"one ratio per line, the confirmed one: {line!r}")
+        check(groups == 2, f"one stdout line per group: {out!r}")
 
         # 2. bench uses the default file: says so, context and counters. To see the
         # file's tiles (not a coincidence with the rule), write distinctive ones.

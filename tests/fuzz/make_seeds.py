@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Writes the seed corpora tests/fuzz/corpus/{npy,config}/: small valid inputs and
-near-valid ones (one thing wrong each), so the fuzzers start from every branch of the
-parsers. Rerun after changing it: python3 tests/fuzz/make_seeds.py (no numpy needed)."""
+"""Writes the seed corpora tests/fuzz/corpus/{npy,config,tunefile,plugin_record}/: small
+valid inputs and near-valid ones (one thing wrong each), so the fuzzers start from every
+branch of the parsers. Rerun after changing it: python3 tests/fuzz/make_seeds.py (no numpy needed)."""
 import os
 import struct
 
@@ -112,12 +112,125 @@ CONFIG = {
 }
 
 
+MACHINE = """; attnbench tuning file, written by `attnbench tune` (format: docs/tuning.md)
+[machine]
+vendor = GenuineIntel
+family = 6
+model = 143
+stepping = 8
+isa = avx2 avx512f
+build = abc123 GNU-12.2.0 Release cflags-0123456789abcdef
+"""
+ENTRY = "\n[flash__avx512 prefill d64]\ntile_q = 128\ntile_kv = 256\nregtile = 12x32/8x32\n"
+TUNE_GOOD = MACHINE + ENTRY + "\n[tiled__avx2 decode d128]\ntile_q = 6\ntile_kv = 384\nkv_split = 4\n"
+NAME64 = "k" * 64
+
+TUNEFILE = {
+    "good": TUNE_GOOD,
+    "machine_only": MACHINE,
+    "all_classes": MACHINE + "".join("\n[p__x %s %s]\ntile_q = 8\ntile_kv = 32\n" % (ph, d)
+                                     for ph in ("prefill", "decode") for d in ("d64", "d128", "dlarge")),
+    "name64": MACHINE + "\n[%s decode dlarge]\ntile_q = 1048576\ntile_kv = 1\n"
+                        "regtile = abcdefghijklmnopqrstuvwxyz/1234\nkv_split = 4096\n" % NAME64,
+    "name65": MACHINE + "\n[%sk prefill d64]\ntile_q = 8\ntile_kv = 8\n" % NAME64,
+    "tile_zero": TUNE_GOOD.replace("tile_q = 128", "tile_q = 0"),
+    "tile_over": TUNE_GOOD.replace("tile_q = 128", "tile_q = 1048577"),
+    "kv_split_over": TUNE_GOOD.replace("kv_split = 4", "kv_split = 4097"),
+    "regtile_unknown": TUNE_GOOD.replace("regtile = 12x32/8x32", "regtile = 9x9/9x9"),
+    "regtile_chars": TUNE_GOOD.replace("regtile = 12x32/8x32", "regtile = a b"),
+    "no_machine": ENTRY,
+    "machine_twice": TUNE_GOOD + "[machine]\n",
+    "machine_missing_key": TUNE_GOOD.replace("stepping = 8\n", ""),
+    "machine_unknown_key": TUNE_GOOD.replace("[machine]\n", "[machine]\ncolour = blue\n"),
+    "section_twice": TUNE_GOOD + ENTRY,
+    "key_twice": TUNE_GOOD.replace("tile_kv = 256", "tile_kv = 256\ntile_kv = 128"),
+    "missing_tile": TUNE_GOOD.replace("tile_kv = 256\n", ""),
+    "unknown_phase": TUNE_GOOD.replace("prefill d64]", "warmup d64]"),
+    "unknown_bucket": TUNE_GOOD.replace("prefill d64]", "prefill d32]"),
+    "two_words": TUNE_GOOD.replace("[flash__avx512 prefill d64]", "[flash__avx512 prefill]"),
+    "indented": TUNE_GOOD.replace("\ntile_kv = 256", "\n  tile_kv = 256"),
+    "key_outside": "tile_q = 8\n" + TUNE_GOOD,
+    "no_equals": TUNE_GOOD + "just words\n",
+    "long_line": TUNE_GOOD + "; " + "x" * 300 + "\n",
+    "nul_byte": TUNE_GOOD.replace("tile_q = 128", "tile_q = 1\0" + "28"),
+    "crlf": TUNE_GOOD.replace("\n", "\r\n"),
+    "bom": "\ufeff" + TUNE_GOOD,
+    "comments": "# hash comment\n" + TUNE_GOOD.replace("tile_q = 128", "tile_q = 128 ; inline"),
+    "negative_model": TUNE_GOOD.replace("model = 143", "model = -1"),
+    "huge_family": TUNE_GOOD.replace("family = 6", "family = 99999999999"),
+    "empty": "",
+}
+
+
+def tile(v):
+    """fuzz_plugin_record's encoding of one tile value (see tile() there)."""
+    if 0 <= v < 64:
+        return bytes([v])
+    if 0 <= v <= (1 << 22):
+        return bytes([200]) + struct.pack(">I", v)
+    return bytes([230]) + struct.pack(">I", v & 0xFFFFFFFF)
+
+
+def text(s):
+    """A name: its length byte, then its bytes (None: the NULL name)."""
+    if s is None:
+        return b"\xff"
+    b = s.encode() if isinstance(s, str) else s
+    return bytes([len(b)]) + b
+
+
+def record(name, flags=0, isa=0, caps=0, vec=1, tiles=(0, 0, 0, 0), variants=()):
+    """One fuzz_plugin_record input: variants are (name, tiles or None = the record's)."""
+    out = text(name) + bytes([flags])
+    if flags & 4:
+        out += struct.pack(">I", isa)
+    if flags & 8:
+        out += struct.pack(">I", caps)
+    out += tile(vec) + b"".join(tile(t) for t in tiles) + bytes([len(variants)])
+    for vname, vt in variants:
+        out += text(vname) + (bytes([0]) if vt is None else bytes([255]) + b"".join(tile(t) for t in vt))
+    return out
+
+
+FLASH = dict(vec=16, tiles=(12, 32, 8, 32),
+             variants=(("12x32/8x32", None), ("6x64/8x48", (6, 64, 8, 48)), ("4x24/4x24", (4, 24, 4, 24))))
+PLUGIN_RECORD = {
+    "scalar": record("example__scalar"),
+    "flash_like": record("flash__fuzz", **FLASH),
+    "name64": record(NAME64, vec=8, tiles=(6, 16, 6, 16)),
+    "name65": record(NAME64 + "k"),
+    "name_newline": record("bad\nname"),
+    "name_escape": record("bad\x1b[2Jname"),
+    "name_empty": record(""),
+    "name_null": record(None),
+    "summary_null": record("k", flags=1),
+    "run_null": record("k", flags=2),
+    "isa_known": record("k", flags=4, isa=1),
+    "isa_unknown": record("k", flags=4, isa=1 << 31),
+    "caps_unknown": record("k", flags=8, caps=1 << 30),
+    "huge_register_tile": record("huge__rows", vec=16, tiles=(1 << 21, 1 << 21, 1 << 21, 1 << 21)),
+    "max_register_tile": record("max__rows", vec=16, tiles=(1 << 20, 1 << 20, 1 << 20, 1 << 20)),
+    "negative_tile": record("k", tiles=(-1, 8, 8, 8)),
+    "int_max_tile": record("k", tiles=(0x7FFFFFFF, 0x7FFFFFFF, 1, 1)),
+    "nine_variants": record("k", tiles=(1, 1, 1, 1), variants=tuple(("v%d" % i, None) for i in range(9))),
+    "eight_variants": record("k", tiles=(1, 1, 1, 1),
+                             variants=(("v0", None),) + tuple(("v%d" % i, (i, i, i, i)) for i in range(1, 8))),
+    "variant_twice": record("k", tiles=(2, 2, 2, 2), variants=(("a", None), ("a", (1, 1, 1, 1)))),
+    "variant0_differs": record("k", tiles=(2, 2, 2, 2), variants=(("a", (3, 3, 3, 3)),)),
+    "variant_name32": record("k", tiles=(2, 2, 2, 2), variants=(("v" * 32, None),)),
+    "variant_name31": record("k", tiles=(2, 2, 2, 2), variants=(("v" * 31, None),)),
+    "variant_name_blank": record("k", tiles=(2, 2, 2, 2), variants=(("a b", None),)),
+    "variant_huge": record("k", tiles=(2, 2, 2, 2), variants=(("a", None), ("b", (1 << 21, 1, 1, 1)))),
+}
+
+
 def main():
-    for sub, items in (("npy", NPY), ("config", CONFIG)):
+    for sub, items in (("npy", NPY), ("config", CONFIG), ("tunefile", TUNEFILE),
+                       ("plugin_record", PLUGIN_RECORD)):
         out = os.path.join(HERE, "corpus", sub)
         os.makedirs(out, exist_ok=True)
         for name, data in items.items():
-            ext = ".npy" if sub == "npy" else ".ini"
+            ext = {"npy": ".npy", "config": ".ini", "tunefile": ".ini", "plugin_record": ".bin"}[sub]
             with open(os.path.join(out, name + ext), "wb") as f:
                 f.write(data if isinstance(data, bytes) else data.encode())
     for ini in sorted(os.listdir(os.path.join(HERE, "..", "..", "configs"))):

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// A plug-in for tests/cli/tune_store.py: records the registry accepts at its limits, which
+// `tune` must therefore tune and write so that every command reads the file back —
+//   a kernel whose name has ATTN_KERNEL_NAME_MAX (64) characters, and
+//   a kernel whose register tile is 2^21 rows (above ATTN_MAX_TILE: no tile_q is a
+//   multiple of it, and rounding once gave tile_q = 0).
+// The kernels write zeros (tune times them; nothing checks their output) after a busy
+// loop as long as exec->tile_q: the smallest tile_q candidate wins the search and the
+// confirmation by far, so a candidate rounded to tile_q 0 would be the one written.
+#include <string.h>
+
+#include "attn.h"
+
+static int zero_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                    const void *v, float *o, void *workspace) {
+  (void)q, (void)k, (void)v, (void)workspace;
+  volatile int sink = 0;
+  for (int i = 0; i < exec->tile_q * 64; i++) sink = sink + i;
+  // O is batch × heads × seq_q × head_dim_v floats (attn.h; no attnkernels symbol here)
+  memset(o, 0, (size_t)(p->batch * p->heads * p->seq_q * p->head_dim_v) * sizeof *o);
+  return ATTN_OK;
+}
+
+static const attn_kernel kLongName = {
+    .name = "tune_plugin_sixty_four_characters_long_name_xxxxxxxxxxxxxxxxxxxx",
+    .summary = "tune test plug-in: a 64-character name",
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .run = zero_run,
+    .vec_width = 1,
+    .qk_rows = 4,
+    .qk_cols = 16,
+    .pv_rows = 4,
+    .pv_cols = 16,
+};
+
+static const attn_kernel kHugeTile = {
+    .name = "tune_plugin_huge_register_tile",
+    .summary = "tune test plug-in: a 2^21-row register tile",
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .run = zero_run,
+    .vec_width = 1,
+    .qk_rows = 1 << 21,
+    .qk_cols = 1 << 21,
+    .pv_rows = 1 << 21,
+    .pv_cols = 1 << 21,
+};
+
+static const attn_kernel *const kKernels[] = {&kLongName, &kHugeTile};
+
+static const attn_plugin kPlugin = {
+    .abi_version = ATTN_PLUGIN_ABI_VERSION,
+    .record_size = sizeof(attn_kernel),
+    .count = sizeof kKernels / sizeof kKernels[0],
+    .kernels = kKernels,
+};
+
+__attribute__((visibility("default"))) const attn_plugin *attn_plugin_v1(void) {
+  return &kPlugin;
+}
