@@ -42,8 +42,8 @@ double attn_rand_normal(uint64_t *state, attn_normal_form form) {
 void attn_rand_fill(float *x, size_t n, bool uniform, double magnitude, uint64_t seed) {
   uint64_t s = seed;
   for (size_t i = 0; i < n; i++) {
-    const double r =
-        uniform ? 2.0 * attn_rand_uniform(&s) - 1.0 : attn_rand_normal(&s, ATTN_NORMAL_U1_HALF_OPEN);
+    const double r = uniform ? 2.0 * attn_rand_uniform(&s) - 1.0
+                             : attn_rand_normal(&s, ATTN_NORMAL_U1_HALF_OPEN);
     x[i] = (float)(magnitude * r);
   }
 }

@@ -12,7 +12,6 @@
 #include "core/attn_internal.h"
 #include "core/convert.h"
 
-
 void attn_check_prepared_free(attn_check_prepared *pc) {
   if (!pc) return;
   free(pc->q);
@@ -306,3 +305,16 @@ attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const flo
   return pc;
 }
 
+bool attn_check_case_native(const attn_kernel *k, const attn_check_case *c) {
+  static const float kMarker = 0.0f;  // stands for a generated array: only presence counts
+  attn_problem p = attn_check_f32_view(&c->problem);
+  attn_options o = c->problem.opts ? *c->problem.opts : c->opts;
+  if (!c->problem.opts) {
+    if (c->gen & ATTN_CHECK_GEN_SLOPES) o.alibi_slopes = &kMarker;
+    if (c->gen & (ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_SINKS_HIGH)) o.sinks = &kMarker;
+    if (c->gen & ATTN_CHECK_GEN_MASK) o.mask = &kMarker;
+    o.lse = c->gen & ATTN_CHECK_GEN_LSE ? (float *)&o : NULL;  // a marker: LSE is wanted
+  }
+  p.opts = &o;
+  return attn_kernel_native(k, &p);
+}

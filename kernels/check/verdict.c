@@ -157,7 +157,25 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
   char err[256];
   const void *kk = pc->ks ? pc->ks : (const void *)pc->k,
              *vv = pc->vs ? pc->vs : (const void *)pc->v;
-  const int rc = attn_kernel_call(k, &p, exec, pc->q, kk, vv, o, err, sizeof err);
+  attn_run_info info;
+  const attn_problem pf = attn_check_f32_view(&p);
+  r->fallback = !attn_kernel_native(k, &pf);
+  const int rc = attn_kernel_call_info(k, &p, exec, pc->q, kk, vv, o, err, sizeof err, &info);
+  if (info.fp_leak) {  // whatever the output: the next kernel on this thread would inherit it
+    char given[128], returned[128];
+    attn_fp_env_describe(info.fp_given, given, sizeof given);
+    attn_fp_env_describe(info.fp_returned, returned, sizeof returned);
+    const bool fallback = r->fallback;
+    attn_check_output_lse(pc, o, lse_buf ? lse_buf + kGuard : NULL, r);
+    r->fallback = fallback, r->fp_leak = true;
+    snprintf(r->message, sizeof r->message,
+             "left the FP environment changed (restored by the caller): given %.110s, "
+             "returned %.110s",
+             given, returned);
+    free(buf);
+    free(lse_buf);
+    return set_verdict(r, ATTN_CHECK_FAIL);
+  }
   if (rc != ATTN_OK) {
     // Refusing inputs outside the domain is the contract, not a wrong answer.
     const bool refused = rc == ATTN_ERR_RANGE && pc->domain[0];
@@ -176,7 +194,9 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
       clobbered_lse += memcmp(&lse_buf[kGuard + n_lse + i], &kGuardBits, sizeof(float)) != 0;
     }
   }
+  const bool fallback = r->fallback;
   attn_check_output_lse(pc, o, lse_buf ? lse_buf + kGuard : NULL, r);
+  r->fallback = fallback;
   if (clobbered || clobbered_lse) {
     snprintf(r->message, sizeof r->message,
              "wrote %zu floats outside O and %zu outside LSE (guard zones)", clobbered,
