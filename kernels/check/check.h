@@ -176,6 +176,9 @@ attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const flo
 // It is what the storage type costs, not a kernel error (no verdict uses it). Returns
 // false (and zeros) when it is not known: F32 K/V, or stored inputs given directly.
 bool attn_check_storage_error(const attn_check_prepared *pc, double *max_abs, double *ratio);
+// max |ref| over O (finite elements): the scale of the storage type's relative error
+// max |ref32 − ref| / max |ref|.
+double attn_check_reference_max_abs(const attn_check_prepared *pc);
 void attn_check_prepared_free(attn_check_prepared *pc);
 const float *attn_check_reference_output(const attn_check_prepared *pc);
 

@@ -35,6 +35,9 @@ void attn_check_prepared_free(attn_check_prepared *pc) {
 const float *attn_check_reference_output(const attn_check_prepared *pc) {
   return pc->ref;
 }
+double attn_check_reference_max_abs(const attn_check_prepared *pc) {
+  return pc->ref_max_abs;
+}
 const double *attn_check_reference_lse(const attn_check_prepared *pc) {
   return pc->lse_ref;
 }
