@@ -83,6 +83,9 @@ void attn_output_unlock(attn_output *o);
 // signal). attn_fileio_release_signals restores the default actions.
 void attn_fileio_catch_signals(const char *message);
 void attn_fileio_release_signals(void);
+// Removes every temporary being written and the lock file held, now (async-signal-safe):
+// for a process that is about to end abnormally (a kernel's crash or exit(), isolate.h).
+void attn_fileio_remove_live(void);
 
 #ifdef __cplusplus
 }

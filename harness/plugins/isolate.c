@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Kernels in a forked child (isolate.h). Record framing: every record is preceded by an
 // 8-byte header {magic, size}; the completion record is a header with size 0.
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE  // on_exit: the status a kernel passed to exit()
 #include "plugins/isolate.h"
 
 #include <errno.h>
@@ -138,8 +138,8 @@ int attn_worker_read(attn_worker *w, void *rec, size_t size, double timeout_s) {
   return rc;
 }
 
-// "SIGSEGV" for the usual signals, else "signal N".
-static void signal_name(int sig, char *buf, size_t len) {
+// "SIGSEGV" for the usual signals, NULL for others (async-signal-safe: a table lookup).
+static const char *signal_abbrev(int sig) {
   static const struct {
     int sig;
     const char *name;
@@ -147,13 +147,18 @@ static void signal_name(int sig, char *buf, size_t len) {
                 {SIGFPE, "SIGFPE"},   {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"},
                 {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGTRAP, "SIGTRAP"},
                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}};
-  for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; i++) {
-    if (kNames[i].sig == sig) {
-      snprintf(buf, len, "%s", kNames[i].name);
-      return;
-    }
-  }
-  snprintf(buf, len, "signal %d", sig);
+  for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; i++)
+    if (kNames[i].sig == sig) return kNames[i].name;
+  return NULL;
+}
+
+// "SIGSEGV", or "signal N".
+static void signal_name(int sig, char *buf, size_t len) {
+  const char *a = signal_abbrev(sig);
+  if (a)
+    snprintf(buf, len, "%s", a);
+  else
+    snprintf(buf, len, "signal %d", sig);
 }
 
 bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len) {
@@ -182,4 +187,56 @@ bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len
     snprintf(why, why_len, "ended abnormally (wait status 0x%x)", (unsigned)status);
   }
   return false;
+}
+
+// ── the in-process guard ────────────────────────────────────────────────────────────
+
+static volatile sig_atomic_t g_armed;
+static char g_guard_prefix[512];  // "attnbench run: kernel mis_exit0"
+static const int kGuardSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+
+static void guard_write(const char *s) {
+  (void)!write(STDERR_FILENO, s, strlen(s));
+}
+
+static void guard_on_signal(int sig) {  // async-signal-safe calls only
+  const char *name = signal_abbrev(sig);
+  guard_write(g_guard_prefix);
+  guard_write(" was killed by ");
+  guard_write(name ? name : "a signal");
+  guard_write("; nothing written, temporaries and lock removed\n");
+  attn_fileio_remove_live();
+  _exit(1);
+}
+
+static void guard_on_exit(int status, void *arg) {
+  (void)arg;
+  if (!g_armed) return;
+  char msg[96];
+  snprintf(msg, sizeof msg, " called exit(%d)", status);
+  guard_write(g_guard_prefix);
+  guard_write(msg);
+  guard_write(" (the kernel ended the process); nothing written, temporaries and lock removed\n");
+  attn_fileio_remove_live();
+  _exit(1);
+}
+
+void attn_kernel_guard_arm(const char *command, const char *kernels) {
+  static bool registered;
+  if (!registered) registered = on_exit(guard_on_exit, NULL) == 0;
+  snprintf(g_guard_prefix, sizeof g_guard_prefix, "attnbench %s: kernel %s", command, kernels);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = guard_on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  for (size_t i = 0; i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
+    sigaction(kGuardSignals[i], &sa, NULL);
+  g_armed = 1;
+}
+
+void attn_kernel_guard_disarm(void) {
+  g_armed = 0;
+  for (size_t i = 0; i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
+    signal(kGuardSignals[i], SIG_DFL);
 }

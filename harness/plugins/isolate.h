@@ -66,6 +66,17 @@ int attn_worker_read(attn_worker *w, void *rec, size_t size, double timeout_s);
 // exit(0)", "timed out after 60 s". Returns true iff it completed.
 bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len);
 
+// ── in-process guard (bench, run) ───────────────────────────────────────────────────
+// Commands that time kernels or run one kernel in the process (bench, run) cannot fork
+// after their first OpenMP region; they arm this guard around their kernel calls instead.
+// While armed, a kernel that calls exit() (any code) or dies of SIGSEGV, SIGBUS, SIGILL,
+// SIGFPE or SIGABRT ends the command with one line "attnbench <command>: kernel <names>
+// called exit(N)" / "… killed by SIGSEGV", removes the temporaries and the lock file
+// (fileio.h) and exits 1: never exit 0 without its output, never a stale lock. kernels
+// names the kernel(s) that may be running (copied). Hangs are not caught here.
+void attn_kernel_guard_arm(const char *command, const char *kernels);
+void attn_kernel_guard_disarm(void);
+
 #ifdef __cplusplus
 }
 #endif

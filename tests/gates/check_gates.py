@@ -20,7 +20,7 @@ from clitest import check, run  # noqa: E402
 
 clitest.init()
 MASK0 = {"ATTNBENCH_ISA_MASK": "0"}
-LAST = re.compile(r"(\d+) passed, (\d+) failed, (\d+) inconclusive, (\d+) skipped")
+LAST = re.compile(r"(\d+) passed, (\d+) failed, (\d+) inconclusive, (\d+) skipped, \d+ fallback")
 
 
 def last_line(out):

@@ -28,6 +28,6 @@ rc, out, err = run("check", "--quick", "--no-progress", *args)
 rc_cases, cases, _ = run("check", "--quick", "--list-cases")
 n = len(cases.splitlines()) * len(names)
 last = out.rstrip("\n").splitlines()[-1] if out.strip() else ""
-check(rc == 0 and re.fullmatch(rf"{n} passed, 0 failed, 0 inconclusive, 0 skipped", last),
+check(rc == 0 and re.fullmatch(rf"{n} passed, 0 failed, 0 inconclusive, 0 skipped, 0 fallback", last),
       f"{isa} kernels {names}: all {n} pairs pass ({rc}: {last!r} {err.strip()})")
 clitest.finish(f"isa_check {isa}")

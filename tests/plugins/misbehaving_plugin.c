@@ -5,7 +5,7 @@
 // (caps 0: every option case runs the shared fallback) except where it misbehaves:
 //   MIS_EXIT0   exit(0) on the 7×7 cases
 //   MIS_ABORT   abort() on the 7×7 cases
-//   MIS_SEGV    a write through NULL on the 7×7 cases
+//   MIS_SEGV    a write to address 8 (unmapped) on the 7×7 cases
 //   MIS_HANG    never returns on the 7×7 cases
 //   MIS_FPTRAP  enables the divide-by-zero, invalid, overflow and underflow traps and
 //               returns with them enabled (every call)
@@ -26,7 +26,8 @@ static void misbehave(const attn_problem *p) {
 #elif defined(MIS_ABORT)
   if (IS_7X7(p)) abort();
 #elif defined(MIS_SEGV)
-  if (IS_7X7(p)) *(volatile int *)(uintptr_t)p->opts = 1;  // opts is NULL: caps 0
+  static volatile uintptr_t unmapped = 8;  // in the first page, never mapped
+  if (IS_7X7(p)) *(volatile int *)unmapped = 1;
 #elif defined(MIS_HANG)
   if (IS_7X7(p))
     for (volatile unsigned long spin = 0;; spin++) {

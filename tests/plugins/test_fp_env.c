@@ -19,14 +19,14 @@
 #include "core/attn_internal.h"
 
 static int g_fail;
-#define CHECK(cond, ...)                          \
-  do {                                            \
-    if (!(cond)) {                                \
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
       fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);               \
-      fputc('\n', stderr);                        \
-      g_fail = 1;                                 \
-    }                                             \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fputc('\n', stderr);                                 \
+      g_fail = 1;                                          \
+    }                                                      \
   } while (0)
 
 // Runs k on a prepared case's inputs into o (float32 K/V); returns the status.
@@ -48,7 +48,8 @@ static void compare_modes(const attn_check_case *c, int mode, int traps, const c
   const attn_problem *p = attn_check_problem(pc);
   float *q = malloc(attn_q_elems(p) * sizeof(float)), *kk = malloc(attn_k_elems(p) * sizeof(float));
   float *v = malloc(attn_v_elems(p) * sizeof(float));
-  float *o1 = malloc(attn_o_elems(p) * sizeof(float)), *o2 = malloc(attn_o_elems(p) * sizeof(float));
+  float *o1 = malloc(attn_o_elems(p) * sizeof(float)),
+        *o2 = malloc(attn_o_elems(p) * sizeof(float));
   attn_check_fill(c, q, kk, v);
   for (size_t i = 0; i < attn_kernel_count(); i++) {
     const attn_kernel *k = attn_kernel_at(i);
@@ -68,8 +69,8 @@ static void compare_modes(const attn_check_case *c, int mode, int traps, const c
       CHECK(rc1 == ATTN_OK && rc2 == ATTN_OK, "%s %s (%s): status %d / %d", k->name, desc, what,
             rc1, rc2);
       CHECK(memcmp(o1, o2, attn_o_elems(p) * sizeof(float)) == 0,
-            "%s %s threads=%d: output at %s differs from round-to-nearest", k->name, desc,
-            threads, what);
+            "%s %s threads=%d: output at %s differs from round-to-nearest", k->name, desc, threads,
+            what);
       CHECK(before == after && mode_after == mode,
             "%s %s: the caller's FP environment (%s) was not restored", k->name, desc, what);
     }
@@ -94,13 +95,19 @@ static size_t leaky_ws(const attn_problem *p, const attn_exec *exec) {
 
 int main(void) {
   attn_check_case cs[] = {
-      {.problem = attn_problem_make(2, 4, 2, 37, 53, 32, 16, true), .dist = ATTN_DIST_NORMAL,
+      {.problem = attn_problem_make(2, 4, 2, 37, 53, 32, 16, true),
+       .dist = ATTN_DIST_NORMAL,
        .seed = 11},
-      {.problem = attn_problem_make(1, 4, 1, 70, 90, 64, 64, false), .dist = ATTN_DIST_LARGE,
+      {.problem = attn_problem_make(1, 4, 1, 70, 90, 64, 64, false),
+       .dist = ATTN_DIST_LARGE,
        .seed = 12},
-      {.problem = attn_problem_make(1, 2, 2, 40, 31, 32, 32, true), .dist = ATTN_DIST_NORMAL,
+      {.problem = attn_problem_make(1, 2, 2, 40, 31, 32, 32, true),
+       .dist = ATTN_DIST_NORMAL,
        .seed = 13,
-       .opts = {.window = true, .window_left = 9, .window_right = 0, .softcap = 20.0f,
+       .opts = {.window = true,
+                .window_left = 9,
+                .window_right = 0,
+                .softcap = 20.0f,
                 .alibi_max_bias = 8.0f},
        .gen = ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK},
   };
@@ -113,9 +120,10 @@ int main(void) {
   }
 
   // 3. the leak is reported and repaired
-  static const attn_kernel kLeaky = {
-      .name = "fp_leaky", .summary = "leaves the FP environment changed", .run = leaky_run,
-      .workspace = leaky_ws};
+  static const attn_kernel kLeaky = {.name = "fp_leaky",
+                                     .summary = "leaves the FP environment changed",
+                                     .run = leaky_run,
+                                     .workspace = leaky_ws};
   char err[256];
   attn_check_prepared *pc = attn_check_prepare(&cs[0], err, sizeof err);
   CHECK(pc != NULL, "prepare: %s", err);
@@ -123,8 +131,7 @@ int main(void) {
     const uint64_t before = attn_fp_env_control();
     attn_check_result r;
     attn_check_kernel(&kLeaky, pc, NULL, &r);
-    CHECK(attn_fp_env_control() == before && fegetround() == FE_TONEAREST &&
-              fegetexcept() == 0,
+    CHECK(attn_fp_env_control() == before && fegetround() == FE_TONEAREST && fegetexcept() == 0,
           "the leaky kernel's FP environment reached the caller");
     CHECK(r.verdict == ATTN_CHECK_FAIL && r.fp_leak &&
               strstr(r.message, "left the FP environment changed") != NULL,
