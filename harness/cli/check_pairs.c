@@ -90,6 +90,23 @@ static void eval_pair(const attn_check_case *cc, const attn_check_prepared *pc,
   out->kind = PAIR_RESULT;
 }
 
+// eval_pair in this process (--isolate=none, or a built-in): a plug-in that ends the
+// process still ends it with its name, the case and exit 1 (isolate.h's guard), though
+// the reports are then not written — isolation is what keeps them.
+static void eval_guarded(const attn_check_case *cc, const char *desc, const attn_check_prepared *pc,
+                         const char *prep_err, const attn_kernel *k, const check_options *o,
+                         uint64_t budget, pair_outcome *out) {
+  const bool guard = attn_kernel_origin(k) != NULL;
+  if (guard) {
+    char who[400];
+    snprintf(who, sizeof who, "%s, case %s,", k->name, desc);
+    fflush(stdout);
+    attn_kernel_guard_arm("check", who);
+  }
+  eval_pair(cc, pc, prep_err, k, o, budget, out);
+  if (guard) attn_kernel_guard_disarm();
+}
+
 // Prepares case cc (NULL with the reason in err when refused by the memory budget or
 // impossible to prepare).
 static attn_check_prepared *prepare_case(const attn_check_case *cc, const check_options *o,
@@ -113,8 +130,8 @@ static void record_harness_failure(kernel_tally *t, check_totals *tot, const cha
   printf("FAIL %s %s: %s\n", t->k->name, desc, message);
   t->failed++, tot->failed++;
   if (tot->report)
-    check_report_add(tot->report, t->k->name, desc, CHECK_FAIL, CHECK_CODE_NONE, message, NAN,
-                     NAN, NAN, 0.0);
+    check_report_add(tot->report, t->k->name, desc, CHECK_FAIL, CHECK_CODE_NONE, message, NAN, NAN,
+                     NAN, 0.0);
 }
 
 // A pair of a kernel this CPU cannot run: counted (and reported) as skipped, no line.
@@ -146,7 +163,8 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
       if (!verbose) break;
       check_progress_clear(pg);
       printf("%s %s %s: max abs err %.3g, err/tol %.3g%s\n", r->fallback ? "fallback" : "ok  ",
-             t->k->name, desc, r->max_abs_err, r->worst_ratio, r->fallback ? " (not credited)" : "");
+             t->k->name, desc, r->max_abs_err, r->worst_ratio,
+             r->fallback ? " (not credited)" : "");
       break;
     case ATTN_CHECK_FAIL:
     case ATTN_CHECK_INCONCLUSIVE: {
@@ -157,16 +175,15 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
         t->inconclusive++, tot->inconclusive++, v = CHECK_INCONCLUSIVE;
       check_progress_clear(pg);
       printf("%s %s %s%s: max abs err %.3g, err/tol %.3g (worst at flat index %zu): %s\n",
-             fail ? "FAIL" : "INCONCLUSIVE", t->k->name, desc, tag, r->max_abs_err,
-             r->worst_ratio, r->worst_index, reason);
+             fail ? "FAIL" : "INCONCLUSIVE", t->k->name, desc, tag, r->max_abs_err, r->worst_ratio,
+             r->worst_index, reason);
       break;
     }
   }
   if (tot->report)
-    check_report_add(tot->report, t->k->name, desc, v,
-                     r->fallback ? CHECK_CODE_FALLBACK : CHECK_CODE_KERNEL,
-                     v == CHECK_PASS ? NULL : reason, r->max_abs_err, r->max_rel_err,
-                     r->worst_ratio, seconds);
+    check_report_add(
+        tot->report, t->k->name, desc, v, r->fallback ? CHECK_CODE_FALLBACK : CHECK_CODE_KERNEL,
+        v == CHECK_PASS ? NULL : reason, r->max_abs_err, r->max_rel_err, r->worst_ratio, seconds);
   fflush(stdout);
 }
 
@@ -225,7 +242,7 @@ void check_case(const attn_check_case *cc, size_t case_index, kernel_tally *sel,
     if (sel[i].isolated)
       po = &sel[i].iso[case_index];
     else if (!o->native_only || attn_check_case_native(sel[i].k, cc))
-      eval_pair(cc, pc, err, sel[i].k, o, budget, &here);
+      eval_guarded(cc, desc, pc, err, sel[i].k, o, budget, &here);
     record_outcome(&sel[i], tot, desc, po, o->verbose, pg);
   }
   attn_check_prepared_free(pc);
@@ -277,8 +294,8 @@ static bool run_kernel_isolated(const attn_check_case *cases, size_t n_cases, ke
       return false;
     }
     pair_outcome rec;
-    while (attn_worker_read(&w, &rec, sizeof rec, o->case_timeout) == 1 &&
-           rec.case_index >= next && rec.case_index < n_cases) {
+    while (attn_worker_read(&w, &rec, sizeof rec, o->case_timeout) == 1 && rec.case_index >= next &&
+           rec.case_index < n_cases) {
       t->iso[rec.case_index] = rec;
       next = rec.case_index + 1;
       if (pg->show) {
@@ -291,15 +308,15 @@ static bool run_kernel_isolated(const attn_check_case *cases, size_t n_cases, ke
     if (next >= n_cases) break;  // ended after its last case: nothing left to blame
     pair_outcome *po = &t->iso[next];
     *po = (pair_outcome){.kind = PAIR_HARNESS_FAIL, .case_index = (uint32_t)next};
-    snprintf(po->message, sizeof po->message, "kernel %s, in a worker process: %s",
-             t->k->name, why);
+    snprintf(po->message, sizeof po->message, "kernel %s, in a worker process: %s", t->k->name,
+             why);
     next++;
   }
   return true;
 }
 
-bool check_run_isolated(const attn_check_case *cases, size_t n_cases, kernel_tally *sel,
-                        long n_sel, const check_options *o, uint64_t budget, const progress *pg) {
+bool check_run_isolated(const attn_check_case *cases, size_t n_cases, kernel_tally *sel, long n_sel,
+                        const check_options *o, uint64_t budget, const progress *pg) {
   for (long i = 0; i < n_sel; i++) {
     if (!sel[i].isolated || sel[i].unavailable) continue;
     if (!(sel[i].iso = calloc(n_cases ? n_cases : 1, sizeof *sel[i].iso))) {
@@ -337,9 +354,8 @@ void check_print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, si
     const int len = (int)strlen(sel[i].k->name);
     if (len > w) w = len;
   }
-  printf("\n%-*s  %6s  %6s  %12s  %7s  %8s  %13s  %11s  %8s  %s\n", w, "kernel", "passed",
-         "failed", "inconclusive", "skipped", "fallback", "worst err/tol", "max rel err",
-         "time s", "run");
+  printf("\n%-*s  %6s  %6s  %12s  %7s  %8s  %13s  %11s  %8s  %s\n", w, "kernel", "passed", "failed",
+         "inconclusive", "skipped", "fallback", "worst err/tol", "max rel err", "time s", "run");
   for (long i = 0; i < n_sel; i++)
     printf("%-*s  %6zu  %6zu  %12zu  %7zu  %8zu  %13.3g  %11.3g  %8.2f  %s\n", w, sel[i].k->name,
            sel[i].passed, sel[i].failed, sel[i].inconclusive, sel[i].skipped, sel[i].fallback,

@@ -108,6 +108,12 @@ for what, phrase in named.items():
     ran = [r for r in doc["results"] if r["kernel"] == k and r["verdict"] in ("pass", "fallback")]
     expect(len(ran) == n_quick - len(seven), f"{k}: its other {n_quick - len(seven)} cases ran")
 
+# without isolation the process ends with the plug-in, but never with exit 0 and silence
+p = run("check", "--plugin", plugin("exit0"), "--quick", "--no-progress", "--kernel", "naive",
+        "--kernel", "mis_exit0", *FILTER, "--isolate=none")
+expect(p.returncode == 1 and "kernel mis_exit0, case B1" in p.stderr and "called exit(0)" in p.stderr,
+       f"--isolate=none with mis_exit0: rc {p.returncode}, stderr {p.stderr[-300:]!r}")
+
 # ── FP leaks: named failures, and a built-in after the plug-in is unharmed ──────────
 for what, phrase in (("fptrap", "unmasked exceptions 0x1d"), ("upward", "rounding up")):
     for iso in ("plugins", "none"):
