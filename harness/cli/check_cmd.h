@@ -21,7 +21,7 @@
 typedef struct check_options {
   cli_list names;
   bool quick, verbose, progress, no_progress, list_cases, allow_skips;
-  bool native_only;                    // --native-only: only the cases a kernel claims
+  bool native_only;  // --native-only: only the cases a kernel claims
   const char *filter;
   const char *config_path;             // --config: the cases of a sweep config (config_cases)
   const char *junit_path, *json_path;  // reports (check_report.h)
@@ -93,8 +93,8 @@ void check_progress_show(const progress *pg, size_t c, size_t n, const char *des
 // worker after one ends early), filling its iso[] outcomes. Must run before the
 // process's first OpenMP parallel region (isolate.h). False after an out-of-memory or
 // fork message (exit 1).
-bool check_run_isolated(const attn_check_case *cases, size_t n_cases, kernel_tally *sel,
-                        long n_sel, const check_options *o, uint64_t budget, const progress *pg);
+bool check_run_isolated(const attn_check_case *cases, size_t n_cases, kernel_tally *sel, long n_sel,
+                        const check_options *o, uint64_t budget, const progress *pg);
 
 // One case against every selected kernel: in-process kernels run on the case prepared
 // once, isolated ones contribute their iso[] outcome. Prints and tallies each pair.
@@ -112,8 +112,8 @@ typedef struct reports {
   check_report recs;
 } reports;
 
-bool check_prepare_reports(const check_options *o, const attn_input_file *inputs,
-                           size_t n_inputs, reports *rp);
+bool check_prepare_reports(const check_options *o, const attn_input_file *inputs, size_t n_inputs,
+                           reports *rp);
 bool check_write_reports(reports *rp, double seconds);
 
 // --o: check an output computed elsewhere. Returns the exit code.

@@ -13,8 +13,8 @@
 #include "io/npy.h"
 #include "io/qkv_inputs.h"
 
-bool check_prepare_reports(const check_options *o, const attn_input_file *inputs,
-                           size_t n_inputs, reports *rp) {
+bool check_prepare_reports(const check_options *o, const attn_input_file *inputs, size_t n_inputs,
+                           reports *rp) {
   char err[ATTN_OUT_PATH_MAX + 512];
   rp->want_junit = o->junit_path != NULL;
   rp->want_json = o->json_path != NULL;
@@ -88,7 +88,8 @@ int check_given_output(const check_options *o) {
                                     {"output checked (--o)", o->o_path},
                                     {"LSE checked (--lse)", o->opt.lse_path}};
   reports rp = {0};
-  if (!check_prepare_reports(o, inputs, o->opt.lse_path ? 5 : 4, &rp)) return ATTNBENCH_EXIT_FAILURE;
+  if (!check_prepare_reports(o, inputs, o->opt.lse_path ? 5 : 4, &rp))
+    return ATTNBENCH_EXIT_FAILURE;
   int rc = ATTNBENCH_EXIT_FAILURE;
   named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}};
   named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}};
@@ -155,16 +156,18 @@ int check_given_output(const check_options *o) {
       "check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
       verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index, r.message[0] ? "; " : "",
       r.message);
-  printf("%d passed, %d failed, %d inconclusive, 0 skipped, 0 fallback\n", r.verdict == ATTN_CHECK_PASS,
-         r.verdict == ATTN_CHECK_FAIL, r.verdict == ATTN_CHECK_INCONCLUSIVE);
+  printf("%d passed, %d failed, %d inconclusive, 0 skipped, 0 fallback\n",
+         r.verdict == ATTN_CHECK_PASS, r.verdict == ATTN_CHECK_FAIL,
+         r.verdict == ATTN_CHECK_INCONCLUSIVE);
   fflush(stdout);
   const check_verdict cv = r.verdict == ATTN_CHECK_PASS   ? CHECK_PASS
                            : r.verdict == ATTN_CHECK_FAIL ? CHECK_FAIL
                                                           : CHECK_INCONCLUSIVE;
   const char *reason = r.message[0] ? r.message : attn_check_verdict_name(r.verdict);
   if (rp.want_junit || rp.want_json)
-    check_report_add(&rp.recs, "output", o->o_path, cv, CHECK_CODE_NONE, cv == CHECK_PASS ? NULL : reason,
-                     r.max_abs_err, r.max_rel_err, r.worst_ratio, dt);
+    check_report_add(&rp.recs, "output", o->o_path, cv, CHECK_CODE_NONE,
+                     cv == CHECK_PASS ? NULL : reason, r.max_abs_err, r.max_rel_err, r.worst_ratio,
+                     dt);
   const bool written = check_write_reports(&rp, dt);
   rc = r.verdict == ATTN_CHECK_PASS && written ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 done:
