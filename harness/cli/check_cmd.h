@@ -42,6 +42,28 @@ typedef struct check_options {
   option_args opt;  // with --o: the attention options O was computed with (option_args.h)
 } check_options;
 
+// The options that decide how kernels are run for the gate: --native-only, --isolate,
+// --case-timeout (entries of check's option table; o a check_options *).
+#define ATTN_CHECK_GATE_OPTIONS(o)                                                         \
+  {.name = "native-only",                                                                  \
+   .kind = CLI_FLAG,                                                                       \
+   .dest = &(o)->native_only,                                                              \
+   .help =                                                                                 \
+       "only the cases each kernel claims (its caps): leave out the pairs that would run " \
+       "the shared fallback"},                                                             \
+      {.name = "isolate",                                                                  \
+       .kind = CLI_STRING,                                                                 \
+       .dest = &(o)->isolate_arg,                                                          \
+       .metavar = "WHICH",                                                                 \
+       .help =                                                                             \
+           "run kernels in worker processes, so a crash, exit() or hang is a named "       \
+           "failure: plugins (default), all, or none (no fork)"},                          \
+  {                                                                                        \
+    .name = "case-timeout", .kind = CLI_DOUBLE, .dest = &(o)->case_timeout,                \
+    .given = &(o)->case_timeout_given, .metavar = "SECONDS",                               \
+    .help = "an isolated kernel's limit per case, preparation included (default 60)"       \
+  }
+
 // One (kernel, case) pair's outcome: computed in the process or in a worker and sent
 // over its pipe (plain data, one atomic write).
 typedef enum pair_kind {

@@ -73,6 +73,38 @@ static long select_kernels(const cli_list *names, bool allow_skips, kernel_tally
   return refused ? -2 : n;
 }
 
+// Step 1b: what the option table cannot check: defaults, spellings, combinations.
+static cli_status check_options_after_parse(check_options *o) {
+  if (!o->kv_split_given) o->kv_split = -1;
+  if (o->isolate_arg && !attn_isolate_parse(o->isolate_arg, &o->isolate)) {
+    fprintf(stderr, "attnbench check: --isolate '%s': expected plugins, all or none\n",
+            o->isolate_arg);
+    return CLI_ERROR;
+  }
+  if (!o->case_timeout_given) o->case_timeout = ATTN_ISOLATE_DEFAULT_TIMEOUT;
+  if (!(o->case_timeout > 0.0 && o->case_timeout <= 1e6)) {
+    fprintf(stderr, "attnbench check: --case-timeout %g: expected seconds in (0, 1e6]\n",
+            o->case_timeout);
+    return CLI_ERROR;
+  }
+  if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
+  if (attn_placement_bind_bad("check", o->bind)) return CLI_ERROR;
+  if (o->progress && o->no_progress) {
+    fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
+    return CLI_ERROR;
+  }
+  const option_args *a = &o->opt;
+  if (!o->o_path && (a->window || a->align || a->softcap_given || a->alibi_given ||
+                     a->slopes_path || a->sinks_path || a->mask_path || a->lse_path)) {
+    fprintf(stderr,
+            "attnbench check: --window, --align, --softcap, --alibi, --alibi-slopes, --sinks, "
+            "--mask and --lse apply only with --o (the check matrix has its own option cases)\n");
+    return CLI_ERROR;
+  }
+  if (option_args_validate("check", a) >= 0) return CLI_ERROR;
+  return CLI_OK;
+}
+
 // Step 1: parse the command line. Returns CLI_OK or the status to exit with.
 static cli_status parse_options(int argc, char **argv, check_options *o) {
   const cli_option opts[] = {
@@ -129,23 +161,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->allow_skips,
        .help = "a --kernel that cannot run on this CPU counts its pairs as skipped instead "
                "of failing the command"},
-      {.name = "native-only",
-       .kind = CLI_FLAG,
-       .dest = &o->native_only,
-       .help = "only the cases each kernel claims (its caps): leave out the pairs that would "
-               "run the shared fallback"},
-      {.name = "isolate",
-       .kind = CLI_STRING,
-       .dest = &o->isolate_arg,
-       .metavar = "WHICH",
-       .help = "run kernels in worker processes, so a crash, exit() or hang is a named "
-               "failure: plugins (default), all, or none (no fork)"},
-      {.name = "case-timeout",
-       .kind = CLI_DOUBLE,
-       .dest = &o->case_timeout,
-       .given = &o->case_timeout_given,
-       .metavar = "SECONDS",
-       .help = "an isolated kernel's limit per case, preparation included (default 60)"},
+      ATTN_CHECK_GATE_OPTIONS(o),
       {.name = "junit",
        .kind = CLI_STRING,
        .dest = &o->junit_path,
@@ -237,34 +253,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;
-  if (!o->kv_split_given) o->kv_split = -1;
-  if (o->isolate_arg && !attn_isolate_parse(o->isolate_arg, &o->isolate)) {
-    fprintf(stderr, "attnbench check: --isolate '%s': expected plugins, all or none\n",
-            o->isolate_arg);
-    return CLI_ERROR;
-  }
-  if (!o->case_timeout_given) o->case_timeout = ATTN_ISOLATE_DEFAULT_TIMEOUT;
-  if (!(o->case_timeout > 0.0 && o->case_timeout <= 1e6)) {
-    fprintf(stderr, "attnbench check: --case-timeout %g: expected seconds in (0, 1e6]\n",
-            o->case_timeout);
-    return CLI_ERROR;
-  }
-  if (attn_placement_env_bad("check", &o->exec)) return CLI_ERROR;  // ATTNBENCH_TILE_*
-  if (attn_placement_bind_bad("check", o->bind)) return CLI_ERROR;
-  if (o->progress && o->no_progress) {
-    fprintf(stderr, "attnbench check: --progress and --no-progress exclude each other\n");
-    return CLI_ERROR;
-  }
-  const option_args *a = &o->opt;
-  if (!o->o_path && (a->window || a->align || a->softcap_given || a->alibi_given ||
-                     a->slopes_path || a->sinks_path || a->mask_path || a->lse_path)) {
-    fprintf(stderr,
-            "attnbench check: --window, --align, --softcap, --alibi, --alibi-slopes, --sinks, "
-            "--mask and --lse apply only with --o (the check matrix has its own option cases)\n");
-    return CLI_ERROR;
-  }
-  if (option_args_validate("check", a) >= 0) return CLI_ERROR;
-  return CLI_OK;
+  return check_options_after_parse(o);
 }
 
 static bool same_config_case(const attn_check_case *a, const attn_check_case *b) {
