@@ -62,6 +62,14 @@ void attn_worker_send(int fd, const void *rec, size_t size) {
   if (!write_all(fd, buf, sizeof h + size)) _exit(4);  // the parent has gone
 }
 
+// In a worker, exit() from a kernel ends the process at once with the kernel's status:
+// the parent's exit handlers (and a leak checker's, which would change the status) are
+// not the worker's to run.
+static void worker_on_exit(int status, void *arg) {
+  (void)arg;
+  _exit(status);
+}
+
 bool attn_worker_start(attn_worker *w, void (*fn)(void *arg, int fd), void *arg, char *err,
                        size_t err_len) {
   *w = (attn_worker){.pid = -1, .fd = -1};
@@ -85,6 +93,7 @@ bool attn_worker_start(attn_worker *w, void (*fn)(void *arg, int fd), void *arg,
     // signal to the worker just ends it, and the parent reports it.
     attn_fileio_release_signals();
     signal(SIGPIPE, SIG_DFL);
+    on_exit(worker_on_exit, NULL);
     fn(arg, fds[1]);
     const rec_header done = {kMagic, 0};
     fflush(stdout);
