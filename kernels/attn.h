@@ -524,9 +524,12 @@ const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len);
 
 // ── Floating-point environment ──────────────────────────────────────────────────────
 
-// Kernels bracket their work with these: enter sets flush-to-zero and denormals-are-zero
-// (x86 MXCSR, aarch64 FPCR.FZ) on the calling thread and returns the previous state;
-// leave restores it. OpenMP kernels call them inside the parallel region.
+// The kernels' FP environment: enter sets round-to-nearest, flush-to-zero and
+// denormals-are-zero and masks every exception (x86 MXCSR and x87 control word, aarch64
+// FPCR) on the calling thread and returns the previous state; leave restores it
+// exactly. attn_kernel_run brackets every kernel call (plug-ins too) with them, so a
+// caller's rounding mode or trap settings never reach a kernel and a kernel's never
+// reach the caller; OpenMP kernels call them inside the parallel region, per thread.
 typedef struct attn_fp_env {
   uint64_t saved;
 } attn_fp_env;

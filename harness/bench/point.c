@@ -11,6 +11,7 @@
 #include "bench/adjacent.h"
 #include "bench/inputs.h"
 #include "check/check.h"
+#include "check/inputs.h"
 #include "common/util.h"
 #include "core/convert.h"
 #include "machine/placement.h"
@@ -58,36 +59,15 @@ void attn_bench_release_buffers(void) {
 
 // ── the point's options (attention variants) ───────────────────────────────────────
 
-static uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
-
+// Both from the one seeded generator of the checker (check/inputs.h), in the forms these
+// arrays were first recorded with, so their values are unchanged.
 void attn_bench_sinks(int64_t heads, uint64_t seed, float *out) {
-  uint64_t st = seed;
-  for (int64_t h = 0; h < heads; h++) {
-    // Box–Muller on two uniforms in (0, 1]
-    const double u1 = ((double)(splitmix64(&st) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-    const double u2 = (double)(splitmix64(&st) >> 11) * (1.0 / 9007199254740992.0);
-    out[h] = (float)(2.0 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-  }
+  attn_rand_sinks(out, (size_t)heads, 0.0, seed, ATTN_NORMAL_U1_NONZERO);
 }
 
 void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out) {
-  uint64_t st = seed;
-  const size_t n = (size_t)seq_q * (size_t)seq_kv;
-  for (size_t t = 0; t < n; t++) {
-    const uint64_t r = splitmix64(&st);
-    if ((r & 7) == 0) {  // the low 3 bits: 1 in 8
-      out[t] = -INFINITY;
-      continue;
-    }
-    const double u1 = ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-    const double u2 = (double)(splitmix64(&st) >> 11) * (1.0 / 9007199254740992.0);
-    out[t] = (float)(2.0 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-  }
+  attn_rand_mask(out, (size_t)seq_q * (size_t)seq_kv, (size_t)seq_q, (size_t)seq_kv,
+                 ATTN_MASK_STYLE_BENCH, seed);
 }
 
 // A non-NULL stand-in for the sinks, mask and LSE arrays where only their presence matters

@@ -43,6 +43,7 @@
 #include "machine/placement.h"
 #include "machine/resolve.h"
 #include "machine/topology.h"
+#include "plugins/isolate.h"
 #include "tune/tunefile.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────
@@ -435,6 +436,22 @@ static void register_points(attn_bench_plan *plan, attn_bench_state *states, con
   }
 }
 
+// The names of the sweep's plug-in kernels, comma-separated ("" when none).
+static void plugin_kernels(const attn_bench_plan *plan, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < plan->count; i++) {
+    const attn_kernel *k = plan->points[i].kernel;
+    if (!attn_kernel_origin(k)) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; j++) seen = plan->points[j].kernel == k;
+    if (seen) continue;
+    const int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", k->name);
+    if (w < 0 || (size_t)w >= len - used) break;
+    used += (size_t)w;
+  }
+}
+
 // Runs the sweep once the plan is loaded; returns the exit code.
 // *out_used: the results file (set once it is chosen).
 static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a,
@@ -475,7 +492,13 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
                                 .plain_names = true,
                                 .progress = on_progress,
                                 .progress_user = &pg};
+  // A plug-in kernel that ends the process (exit(), a crash) ends the sweep with its
+  // name, exit 1, and no lock or temporary left behind (isolate.h, the in-process guard).
+  char plugins[512] = "";
+  plugin_kernels(plan, plugins, sizeof plugins);
+  if (plugins[0]) attn_kernel_guard_arm("bench", plugins);
   const size_t ran = attn_gb_run(&run);
+  attn_kernel_guard_disarm();
   attn_fileio_release_signals();
   close_results(&rf);
   if (ran == (size_t)-1 || rf.failed) return ATTNBENCH_EXIT_FAILURE;

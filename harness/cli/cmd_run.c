@@ -29,6 +29,7 @@
 #include "io/qkv_inputs.h"
 #include "machine/placement.h"  // thread binding
 #include "machine/resolve.h"    // the execution settings
+#include "plugins/isolate.h"    // the in-process guard around a plug-in kernel
 
 typedef struct run_args {
   const char *kernel_name, *q_path, *k_path, *v_path, *out_path;
@@ -301,9 +302,13 @@ static bool compute(const attn_kernel *kernel, const attn_problem *p, const attn
   char err[512];
   // OpenMP threads placed by the resolved mode (report printed by report()).
   attn_placement_bind(exec->threads, binding, binding_len);
+  // A plug-in that ends the process (exit(), a crash): its name, exit 1, no output
+  // (isolate.h, the in-process guard).
+  if (attn_kernel_origin(kernel)) attn_kernel_guard_arm("run", kernel->name);
   const double t0 = attn_now_seconds();
   const int krc = attn_kernel_call(kernel, p, exec, q, k, v, o, err, sizeof err);
   *seconds = attn_now_seconds() - t0;
+  if (attn_kernel_origin(kernel)) attn_kernel_guard_disarm();
   if (krc != ATTN_OK) {
     fprintf(stderr, "attnbench run: %s\n", err);
     return false;

@@ -21,7 +21,7 @@ static char *dup_or_null(const char *s, bool *oom) {
 }
 
 void check_report_add(check_report *r, const char *suite, const char *name, check_verdict v,
-                      const char *message, double max_abs_err, double max_rel_err,
+                      check_code code, const char *message, double max_abs_err, double max_rel_err,
                       double worst_ratio, double seconds) {
   if (r->oom) return;
   if (r->n == r->cap) {
@@ -36,6 +36,7 @@ void check_report_add(check_report *r, const char *suite, const char *name, chec
   check_record *c = &r->recs[r->n];
   *c = (check_record){.suite = suite,
                       .verdict = v,
+                      .code = code,
                       .max_abs_err = max_abs_err,
                       .max_rel_err = max_rel_err,
                       .worst_ratio = worst_ratio,
@@ -180,7 +181,7 @@ static bool write_buf(const sbuf *b, const attn_output *out, char *err, size_t e
 
 typedef struct suite_count {
   const char *name;
-  size_t tests, failures, errors, skipped;
+  size_t tests, failures, errors, skipped, fallback;  // skipped includes fallback
   double seconds;
 } suite_count;
 
@@ -195,7 +196,8 @@ static size_t count_suites(const check_report *r, suite_count *suites) {
     suites[s].tests++;
     suites[s].failures += c->verdict == CHECK_FAIL;
     suites[s].errors += c->verdict == CHECK_INCONCLUSIVE;
-    suites[s].skipped += c->verdict == CHECK_SKIPPED;
+    suites[s].skipped += c->verdict == CHECK_SKIPPED || c->verdict == CHECK_FALLBACK;
+    suites[s].fallback += c->verdict == CHECK_FALLBACK;
     suites[s].seconds += c->seconds;
   }
   return n;
@@ -237,13 +239,14 @@ bool check_report_write_junit(const check_report *r, const attn_output *out, dou
         sb_printf(&b, "/>\n");
         continue;
       }
-      static const char *const tag[] = {"", "failure", "error", "skipped"};
-      static const char *const type[] = {"", "fail", "inconclusive", ""};
+      static const char *const tag[] = {"", "failure", "error", "skipped", "skipped"};
+      static const char *const type[] = {"", "fail", "inconclusive", "", ""};
+      const bool skip = c->verdict == CHECK_SKIPPED || c->verdict == CHECK_FALLBACK;
       sb_printf(&b, ">\n      <%s", tag[c->verdict]);
-      if (c->verdict != CHECK_SKIPPED) sb_printf(&b, " type=\"%s\"", type[c->verdict]);
+      if (!skip) sb_printf(&b, " type=\"%s\"", type[c->verdict]);
       sb_printf(&b, " message=\"");
       sb_xml(&b, c->message ? c->message : "");
-      if (c->verdict == CHECK_SKIPPED) {
+      if (skip) {
         sb_printf(&b, "\"/>\n    </testcase>\n");
       } else if (isnan(c->max_abs_err)) {  // decided without running (refused, not prepared)
         sb_printf(&b, "\"/>\n    </testcase>\n");
@@ -267,24 +270,29 @@ bool check_report_write_json(const check_report *r, const attn_output *out, doub
   if (!suites)
     return attn_path_error(err, err_len, out->given ? out->given : out->target, "out of memory");
   const size_t ns = count_suites(r, suites);
-  size_t tot[4] = {0};
+  size_t tot[5] = {0};
   for (size_t i = 0; i < r->n; i++) tot[r->recs[i].verdict]++;
-  static const char *const verdict[] = {"pass", "fail", "inconclusive", "skipped"};
+  static const char *const verdict[] = {"pass", "fail", "inconclusive", "skipped", "fallback"};
+  static const char *const code[] = {"null", "\"kernel\"", "\"fallback\""};
   sbuf b = {0};
   sb_printf(&b, "{\n  \"format\": \"attnbench-check-1\",\n  \"attnbench_version\": ");
   sb_json_str(&b, ATTNBENCH_VERSION);
   sb_printf(&b,
             ",\n  \"passed\": %zu,\n  \"failed\": %zu,\n  \"inconclusive\": %zu,\n"
-            "  \"skipped\": %zu,\n  \"seconds\": ",
-            tot[CHECK_PASS], tot[CHECK_FAIL], tot[CHECK_INCONCLUSIVE], tot[CHECK_SKIPPED]);
+            "  \"skipped\": %zu,\n  \"fallback\": %zu,\n  \"seconds\": ",
+            tot[CHECK_PASS], tot[CHECK_FAIL], tot[CHECK_INCONCLUSIVE], tot[CHECK_SKIPPED],
+            tot[CHECK_FALLBACK]);
   sb_json_num(&b, seconds);
   sb_printf(&b, ",\n  \"kernels\": [");
   for (size_t s = 0; s < ns; s++) {
     sb_printf(&b, "%s\n    {\"name\": ", s ? "," : "");
     sb_json_str(&b, suites[s].name);
-    sb_printf(&b, ", \"passed\": %zu, \"failed\": %zu, \"inconclusive\": %zu, \"skipped\": %zu}",
+    sb_printf(&b,
+              ", \"passed\": %zu, \"failed\": %zu, \"inconclusive\": %zu, \"skipped\": %zu, "
+              "\"fallback\": %zu}",
               suites[s].tests - suites[s].failures - suites[s].errors - suites[s].skipped,
-              suites[s].failures, suites[s].errors, suites[s].skipped);
+              suites[s].failures, suites[s].errors, suites[s].skipped - suites[s].fallback,
+              suites[s].fallback);
   }
   sb_printf(&b, "%s],\n  \"results\": [", ns ? "\n  " : "");
   for (size_t i = 0; i < r->n; i++) {
@@ -293,7 +301,8 @@ bool check_report_write_json(const check_report *r, const attn_output *out, doub
     sb_json_str(&b, c->suite);
     sb_printf(&b, ", \"case\": ");
     sb_json_str(&b, c->name);
-    sb_printf(&b, ", \"verdict\": \"%s\", \"message\": ", verdict[c->verdict]);
+    sb_printf(&b, ", \"verdict\": \"%s\", \"code\": %s, \"message\": ", verdict[c->verdict],
+              code[c->code]);
     if (c->message)
       sb_json_str(&b, c->message);
     else

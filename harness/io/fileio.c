@@ -86,6 +86,12 @@ static void live_remove(int slot) {
 static pthread_t g_writer;
 static atomic_int g_writer_set;
 
+void attn_fileio_remove_live(void) {
+  // async-signal-safe calls only
+  for (int i = 0; i < kLiveSlots; i++)
+    if (atomic_load_explicit(&g_live_on[i], memory_order_acquire)) unlink(g_live[i]);
+}
+
 static void on_signal(int sig) {
   // async-signal-safe calls only
   if (atomic_load_explicit(&g_writer_set, memory_order_acquire) &&

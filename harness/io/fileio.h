@@ -101,6 +101,9 @@ bool attn_read_regular_file(const char *path, size_t max_bytes, char **data, siz
 // signal). attn_fileio_release_signals restores the default actions.
 void attn_fileio_catch_signals(const char *message);
 void attn_fileio_release_signals(void);
+// Removes every temporary being written and the lock file held, now (async-signal-safe):
+// for a process that is about to end abnormally (a kernel's crash or exit(), isolate.h).
+void attn_fileio_remove_live(void);
 
 #ifdef __cplusplus
 }

@@ -176,6 +176,9 @@ attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const flo
 // It is what the storage type costs, not a kernel error (no verdict uses it). Returns
 // false (and zeros) when it is not known: F32 K/V, or stored inputs given directly.
 bool attn_check_storage_error(const attn_check_prepared *pc, double *max_abs, double *ratio);
+// max |ref| over O (finite elements): the scale of the storage type's relative error
+// max |ref32 − ref| / max |ref|.
+double attn_check_reference_max_abs(const attn_check_prepared *pc);
 void attn_check_prepared_free(attn_check_prepared *pc);
 const float *attn_check_reference_output(const attn_check_prepared *pc);
 
@@ -195,11 +198,21 @@ typedef struct attn_check_result {
   double max_rel_err;  // max |o − ref| / max |ref|
   double worst_ratio;  // max |o − ref| / tol over elements (pass needs ≤ 1)
   size_t worst_index;  // flat index into O of the worst element
+  bool fallback;       // the shared portable path ran, not the kernel's own code: the case
+                       // uses an option the kernel does not claim (attn_kernel_native)
+  bool fp_leak;        // the kernel returned with the FP environment changed (a failure)
   char message[320];   // empty on pass; otherwise what failed or why inconclusive
 } attn_check_result;
 
+// Whether case c runs kernel k's own code (true) or the shared portable fallback (false):
+// the options the case uses, generated arrays included, against k->caps. The K/V type
+// does not enter (a kernel that does not read it gets float32 copies and runs its code).
+bool attn_check_case_native(const attn_kernel *k, const attn_check_case *c);
+
 // Runs kernel k on the prepared case (with guard zones around O) through
 // attn_kernel_call and compares. Returns r->pass (r->verdict has the three-way verdict).
+// r->fallback says whose code ran; a kernel that leaves the FP environment changed
+// (attn_kernel_call restores it) fails, with both states in the message.
 bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, const attn_exec *exec,
                        attn_check_result *r);
 

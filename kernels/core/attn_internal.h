@@ -122,6 +122,30 @@ size_t attn_fallback_workspace(const attn_problem *p);
 int attn_fallback_run(const attn_problem *p, const float *q, const void *k, const void *v, float *o,
                       void *workspace);
 
+// The FP environment's control state on the calling thread (fp_env.c: x86 MXCSR control
+// bits and the x87 control word; aarch64 FPCR), without exception flags; the state
+// attn_fp_env_enter set for a kernel (from env, its return value); and a one-line
+// description of a control state ("MXCSR 0x9fc0 (rounding nearest, …)").
+uint64_t attn_fp_env_control(void);
+uint64_t attn_fp_env_kernel_control(attn_fp_env env);
+void attn_fp_env_describe(uint64_t control, char *buf, size_t len);
+
+// What a kernel call did besides its output (attn_kernel_run_info, attn_kernel_call_info).
+typedef struct attn_run_info {
+  bool fallback;  // the shared portable path ran (an option the kernel does not claim),
+                  // not the kernel's own code (the K/V conversion alone does not count)
+  bool fp_leak;   // the kernel returned with another FP control state than it was given
+  uint64_t fp_given, fp_returned;  // those states (attn_fp_env_control) when fp_leak
+} attn_run_info;
+
+// attn_kernel_run / attn_kernel_call that also fill *info (not NULL).
+int attn_kernel_run_info(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                         const float *q, const void *kk, const void *v, float *o, void *workspace,
+                         attn_run_info *info);
+int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                          const float *q, const void *kk, const void *v, float *o, char *err,
+                          size_t err_len, attn_run_info *info);
+
 // Whether the CPU's cpuid vendor string is "AuthenticAMD" (cached; false off x86). For
 // built-in defaults measured to differ between vendors (docs/tuning.md); kernels read no
 // environment, so this is the CPU's answer whatever ATTNBENCH_ISA_MASK says.

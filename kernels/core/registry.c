@@ -298,7 +298,21 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
                     const float *q, const void *kk, const void *v, float *o, void *workspace,
                     bool *fallback) {
+  attn_run_info info;
+  const int rc = attn_kernel_run_info(k, p, exec, q, kk, v, o, workspace, &info);
+  if (fallback) *fallback = info.fallback;
+  return rc;
+}
+
+// The one place every kernel call goes through: the kernel (or the fallback) runs in the
+// kernels' FP environment (fp_env.c) and the caller's is restored afterwards, whatever
+// the kernel left — so a plug-in cannot change a caller's rounding or unmask a trap for
+// whatever runs next on this thread. What the kernel left is reported in info->fp_leak.
+int attn_kernel_run_info(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                         const float *q, const void *kk, const void *v, float *o, void *workspace,
+                         attn_run_info *info) {
   static const attn_exec kDefaultExec = {0};
+  *info = (attn_run_info){0};
   if (!exec) exec = &kDefaultExec;
   size_t kb;
   const size_t copies = kv_copy_bytes(k, p, &kb);
@@ -314,9 +328,14 @@ int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec
     workspace = (char *)workspace + round64_sat(copies);
   }
   const bool native = attn_kernel_native(k, p);
-  if (fallback) *fallback = !native;
-  if (native) return k->run(p, exec, q, kk, v, o, workspace);
-  return attn_fallback_run(p, q, kk, v, o, workspace);
+  info->fallback = !native;
+  const attn_fp_env env = attn_fp_env_enter();
+  const int rc = native ? k->run(p, exec, q, kk, v, o, workspace)
+                        : attn_fallback_run(p, q, kk, v, o, workspace);
+  const uint64_t given = attn_fp_env_kernel_control(env), returned = attn_fp_env_control();
+  attn_fp_env_leave(env);
+  if (returned != given) *info = (attn_run_info){info->fallback, true, given, returned};
+  return rc;
 }
 
 int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
@@ -364,7 +383,15 @@ int attn_exec_check(const attn_exec *exec, char *err, size_t err_len) {
 int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
                      const float *q, const void *kk, const void *v, float *o, char *err,
                      size_t err_len) {
+  attn_run_info info;
+  return attn_kernel_call_info(k, p, exec, q, kk, v, o, err, err_len, &info);
+}
+
+int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                          const float *q, const void *kk, const void *v, float *o, char *err,
+                          size_t err_len, attn_run_info *info) {
   static const attn_exec kDefaultExec = {0};
+  *info = (attn_run_info){0};
   if (!exec) exec = &kDefaultExec;
   if (!k) {
     if (err && err_len) snprintf(err, err_len, "kernel is NULL");
@@ -399,7 +426,7 @@ int attn_kernel_call(const attn_kernel *k, const attn_problem *p, const attn_exe
       return ATTN_ERR_NOMEM;
     }
   }
-  rc = attn_kernel_run(k, p, exec, q, kk, v, o, ws, NULL);
+  rc = attn_kernel_run_info(k, p, exec, q, kk, v, o, ws, info);
   free(ws);
   if (rc != ATTN_OK && err && err_len)
     snprintf(err, err_len, "kernel %s failed with status %d", k->name, rc);

@@ -210,10 +210,13 @@ def check_config(binary):
         r = subprocess.run([binary, "check", "--config", cfg, "--no-progress"], capture_output=True,
                            text=True, timeout=300)
         last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-        want = "%d passed, 0 failed, 0 inconclusive, %d skipped" % (N_COMBOS * n_kernels,
-                                                                     N_COMBOS * n_absent)
-        check(r.returncode == 0 and last == want, "every kernel passes every option: '%s' (want '%s'; %s)"
-              % (last, want, r.stderr.strip()))
+        # a pair of a kernel that does not claim an option passes on the shared fallback
+        m = re.fullmatch(r"(\d+) passed, 0 failed, 0 inconclusive, (\d+) skipped, (\d+) fallback", last)
+        want = (N_COMBOS * n_kernels, N_COMBOS * n_absent)
+        check(r.returncode == 0 and m is not None
+              and (int(m[1]) + int(m[3]), int(m[2])) == want,
+              "every kernel passes every option, itself or on the fallback: '%s' (want %d passed + "
+              "fallback, %d skipped; %s)" % (last, want[0], want[1], r.stderr.strip()))
         # a bad config is the bench's error (FILE:LINE, exit 2); --quick and --o do not apply
         bad = os.path.join(d, "bad.ini")
         with open(bad, "w") as f:
@@ -259,7 +262,7 @@ def llm(binary, configdir):
                         "--filter", "Dqk64 Dv64 causal normal window=127,0 sinks", "--no-progress"],
                        capture_output=True, text=True, timeout=300)
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-    check(r.returncode == 0 and last == "2 passed, 0 failed, 0 inconclusive, 0 skipped",
+    check(r.returncode == 0 and last == "2 passed, 0 failed, 0 inconclusive, 0 skipped, 0 fallback",
           "GPT-OSS's window + sinks case passes on naive and blocked ('%s'; %s)" % (last, r.stderr.strip()))
     # variants.ini: the speed figures
     path = os.path.join(configdir, "variants.ini")

@@ -37,7 +37,7 @@ with clitest.tempdir() as d:
         check(rc == 0, f"reference run ({se})")
         ref = np.load(path("ref.npy"))
         rc, w, out = verdict(ref, *causal)
-        check(rc == 0 and w == "pass" and out.strip().endswith("1 passed, 0 failed, 0 inconclusive, 0 skipped"),
+        check(rc == 0 and w == "pass" and out.strip().endswith("1 passed, 0 failed, 0 inconclusive, 0 skipped, 0 fallback"),
               f"the reference's output passes {causal} ({rc}: {out})")
         other = [] if causal else ["--causal"]
         rc, w, out = verdict(ref, *other)

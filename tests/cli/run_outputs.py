@@ -241,7 +241,7 @@ with clitest.tempdir() as d:
     summary = lines[-1] if lines else ""
     check(rc == 1 and refusals, f"check under 256 KiB: some pairs refused ({rc}: {se.strip()})")
     check(f" {len(refusals)} failed," in summary and not summary.startswith("0 passed")
-          and summary.endswith(" 0 inconclusive, 0 skipped"),
+          and summary.endswith(" 0 inconclusive, 0 skipped, 0 fallback"),
           f"check under 256 KiB: only the refused pairs fail ({summary!r})")
 
     # ── non-finite output ───────────────────────────────────────────────────────────────

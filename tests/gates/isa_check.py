@@ -28,6 +28,8 @@ rc, out, err = run("check", "--quick", "--no-progress", *args)
 rc_cases, cases, _ = run("check", "--quick", "--list-cases")
 n = len(cases.splitlines()) * len(names)
 last = out.rstrip("\n").splitlines()[-1] if out.strip() else ""
-check(rc == 0 and re.fullmatch(rf"{n} passed, 0 failed, 0 inconclusive, 0 skipped", last),
+# passes of the kernels' own code, plus the option cases they leave to the shared fallback
+m = re.fullmatch(r"(\d+) passed, 0 failed, 0 inconclusive, 0 skipped, (\d+) fallback", last)
+check(rc == 0 and m is not None and int(m[1]) > 0 and int(m[1]) + int(m[2]) == n,
       f"{isa} kernels {names}: all {n} pairs pass ({rc}: {last!r} {err.strip()})")
 clitest.finish(f"isa_check {isa}")

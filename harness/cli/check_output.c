@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// `attnbench check`'s report files (--junit, --json: check_report.h) and --o, the check of
+// an output computed outside attnbench against the reference of its inputs.
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/check_cmd.h"
+#include "cli/commands.h"
+#include "common/util.h"
+#include "io/npy.h"
+#include "io/qkv_inputs.h"
+
+bool check_prepare_reports(const check_options *o, const attn_input_file *inputs, size_t n_inputs,
+                           reports *rp) {
+  char err[ATTN_OUT_PATH_MAX + 512];
+  rp->want_junit = o->junit_path != NULL;
+  rp->want_json = o->json_path != NULL;
+  if (rp->want_junit &&
+      !attn_output_prepare(&rp->junit, o->junit_path, inputs, n_inputs, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: cannot write the JUnit report (--junit): %s\n", err);
+    return false;
+  }
+  if (rp->want_json) {
+    attn_input_file more[8];
+    size_t n = 0;
+    for (; n < n_inputs && n < 7; n++) more[n] = inputs[n];
+    if (rp->want_junit) more[n++] = (attn_input_file){"JUnit report (--junit)", o->junit_path};
+    if (!attn_output_prepare(&rp->json, o->json_path, more, n, err, sizeof err)) {
+      fprintf(stderr, "attnbench check: cannot write the JSON report (--json): %s\n", err);
+      return false;
+    }
+    if (rp->want_junit && strcmp(rp->junit.target, rp->json.target) == 0) {
+      fprintf(stderr, "attnbench check: --junit and --json name the same file (%s)\n",
+              o->json_path);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Writes the reports (after the closing line). False after a message.
+bool check_write_reports(reports *rp, double seconds) {
+  if (!rp->want_junit && !rp->want_json) return true;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  bool ok = true;
+  if (rp->recs.oom) {
+    fprintf(stderr, "attnbench check: out of memory collecting the report; none written\n");
+    return false;
+  }
+  if (rp->want_junit &&
+      !check_report_write_junit(&rp->recs, &rp->junit, seconds, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: cannot write the JUnit report: %s\n", err);
+    ok = false;
+  }
+  if (rp->want_json && !check_report_write_json(&rp->recs, &rp->json, seconds, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: cannot write the JSON report: %s\n", err);
+    ok = false;
+  }
+  return ok;
+}
+
+// --o: an output computed outside attnbench (PyTorch, ONNX Runtime, the user's own code)
+// against the float64 reference of its inputs, with the same per-element bound and the
+// same three verdicts as every kernel. One pair: "check: pass|FAIL|inconclusive (…)" and
+// the usual closing line; in the reports its suite is "output" and its case the O path.
+int check_given_output(const check_options *o) {
+  if (!o->q_path || !o->k_path || !o->v_path) {
+    fprintf(stderr,
+            "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (o->names.count || o->quick || o->filter || o->list_cases || o->allow_skips) {
+    fprintf(stderr,
+            "attnbench check: --o checks one given output; --kernel, --quick, --filter, "
+            "--list-cases and --allow-skips do not apply\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (o->scale_given && !isfinite((float)o->scale)) {
+    fprintf(stderr, "attnbench check: --scale %g does not fit in float32\n", o->scale);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  const attn_input_file inputs[] = {{"Q input (--q)", o->q_path},
+                                    {"K input (--k)", o->k_path},
+                                    {"V input (--v)", o->v_path},
+                                    {"output checked (--o)", o->o_path},
+                                    {"LSE checked (--lse)", o->opt.lse_path}};
+  reports rp = {0};
+  if (!check_prepare_reports(o, inputs, o->opt.lse_path ? 5 : 4, &rp))
+    return ATTNBENCH_EXIT_FAILURE;
+  int rc = ATTNBENCH_EXIT_FAILURE;
+  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}};
+  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}};
+  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", o->v_path, {0}};
+  npy_array out = {0}, lse = {0}, slopes = {0}, sinks = {0}, mask = {0};
+  attn_check_prepared *pc = NULL;
+  attn_problem p;
+  attn_options opts;
+  char err[ATTN_OUT_PATH_MAX + 512], sb[400];
+  if (!qkv_load("check", &q) || !qkv_load_kv("check", &k) || !qkv_load_kv("check", &v) ||
+      !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
+    goto done;
+  if (o->scale_given) p.scale = (float)o->scale;
+  if (!option_args_load("check", &o->opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
+  if (o->opt.lse_path) {
+    if (!npy_read_f32(o->opt.lse_path, &lse, err, sizeof err)) {
+      fprintf(stderr, "attnbench check: --lse: %s\n", err);
+      goto done;
+    }
+    const int64_t lw[3] = {p.batch, p.heads, p.seq_q};
+    if (lse.ndim != 3 || memcmp(lse.shape, lw, sizeof lw) != 0) {
+      char wb[128];
+      fprintf(stderr,
+              "attnbench check: --lse %s has shape %s; Q makes it %s [batch][heads][seq_q]\n",
+              o->opt.lse_path, npy_shape_string(lse.ndim, lse.shape, sb, sizeof sb),
+              npy_shape_string(3, lw, wb, sizeof wb));
+      goto done;
+    }
+    opts.lse = lse.data;  // marks the LSE as wanted; the check reads it as given
+  }
+  p.opts = &opts;
+  if (!attn_problem_validate(&p, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: %s\n", err);
+    goto done;
+  }
+  if (!npy_read_f32(o->o_path, &out, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: O: %s\n", err);
+    goto done;
+  }
+  const int64_t want[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
+  if (out.ndim != 4 || memcmp(out.shape, want, sizeof want) != 0) {
+    char wb[128];
+    fprintf(stderr,
+            "attnbench check: O (%s) has shape %s; Q, K and V make it %s "
+            "[batch][heads][seq_q][head_dim_v]\n",
+            o->o_path, npy_shape_string(out.ndim, out.shape, sb, sizeof sb),
+            npy_shape_string(4, want, wb, sizeof wb));
+    goto done;
+  }
+  const double t0 = attn_now_seconds();
+  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.half ? (const void *)k.a.half : k.a.data,
+                                 v.a.half ? (const void *)v.a.half : v.a.data, err, sizeof err);
+  if (!pc) {
+    fprintf(stderr, "attnbench check: cannot compute the reference: %s\n", err);
+    goto done;
+  }
+  attn_check_result r;
+  attn_check_output_lse(pc, out.data, o->opt.lse_path ? lse.data : NULL, &r);
+  const double dt = attn_now_seconds() - t0;
+  const char *verdict = r.verdict == ATTN_CHECK_PASS   ? "pass"
+                        : r.verdict == ATTN_CHECK_FAIL ? "FAIL"
+                                                       : "inconclusive";
+  printf(
+      "check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
+      verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index, r.message[0] ? "; " : "",
+      r.message);
+  printf("%d passed, %d failed, %d inconclusive, 0 skipped, 0 fallback\n",
+         r.verdict == ATTN_CHECK_PASS, r.verdict == ATTN_CHECK_FAIL,
+         r.verdict == ATTN_CHECK_INCONCLUSIVE);
+  fflush(stdout);
+  const check_verdict cv = r.verdict == ATTN_CHECK_PASS   ? CHECK_PASS
+                           : r.verdict == ATTN_CHECK_FAIL ? CHECK_FAIL
+                                                          : CHECK_INCONCLUSIVE;
+  const char *reason = r.message[0] ? r.message : attn_check_verdict_name(r.verdict);
+  if (rp.want_junit || rp.want_json)
+    check_report_add(&rp.recs, "output", o->o_path, cv, CHECK_CODE_NONE,
+                     cv == CHECK_PASS ? NULL : reason, r.max_abs_err, r.max_rel_err, r.worst_ratio,
+                     dt);
+  const bool written = check_write_reports(&rp, dt);
+  rc = r.verdict == ATTN_CHECK_PASS && written ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+done:
+  check_report_free(&rp.recs);
+  attn_check_prepared_free(pc);
+  npy_free(&out);
+  npy_free(&lse);
+  npy_free(&slopes);
+  npy_free(&sinks);
+  npy_free(&mask);
+  npy_free(&q.a);
+  npy_free(&k.a);
+  npy_free(&v.a);
+  return rc;
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+//
+// isolate.h — running kernels in a forked child process, so that a kernel that crashes
+// (any signal), aborts, calls exit() (with any code, 0 included) or never returns ends as
+// a named verdict of that kernel instead of taking the command down with it
+// (docs/reliability.md, "Kernel isolation").
+//
+// A worker is a child forked from the command; it runs a function that writes fixed-size
+// records to a pipe and ends with attn_worker_done (a completion record, then _exit(0)).
+// The parent reads the records with a per-record timeout. The worker ended normally only
+// when the completion record arrived: EOF without it is a kernel that ended the process
+// (attn_worker_end names how), a timeout is a kernel that did not return (the worker is
+// killed with SIGKILL).
+//
+// OpenMP: GNU libgomp cannot run a parallel region in a child forked after the parent
+// ran one (the child waits forever for the parent's thread pool). Callers therefore run
+// every isolated kernel before the parent's first parallel region; the child binds its
+// own threads.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum attn_isolate_mode {
+  ATTN_ISOLATE_PLUGINS = 0,  // plug-in kernels in a child, built-ins in the process
+  ATTN_ISOLATE_ALL = 1,      // every kernel in a child
+  ATTN_ISOLATE_NONE = 2,     // every kernel in the process (no fork; for timing)
+} attn_isolate_mode;
+
+// The command-line option --isolate=plugins|all|none and --case-timeout SECONDS.
+#define ATTN_ISOLATE_DEFAULT_TIMEOUT 60.0
+// "plugins", "all", "none" → *mode. False for anything else.
+bool attn_isolate_parse(const char *s, attn_isolate_mode *mode);
+// Whether kernel k runs in a child under mode.
+bool attn_isolate_wanted(attn_isolate_mode mode, const attn_kernel *k);
+
+typedef struct attn_worker {
+  pid_t pid;
+  int fd;          // read end of the record pipe
+  bool done;       // the completion record arrived
+  bool timed_out;  // a read timed out (the worker was killed)
+} attn_worker;
+
+// Forks a worker that runs fn(arg, fd) with fd the write end of the record pipe; fn
+// writes records with attn_worker_send and returns (the worker then sends the completion
+// record and _exit(0)s). stdout and stderr are flushed first. False with a message in err
+// when the pipe or the fork fails.
+bool attn_worker_start(attn_worker *w, void (*fn)(void *arg, int fd), void *arg, char *err,
+                       size_t err_len);
+// In the worker: writes one record of size bytes (size <= 4096 - 8: one atomic write).
+// A parent that went away ends the worker.
+void attn_worker_send(int fd, const void *rec, size_t size);
+// In the parent: the next record into rec (exactly size bytes). Returns 1 for a record,
+// 0 when the worker has ended (completion record or EOF: w->done says which), -1 when
+// no record came within timeout_s seconds (the worker is then killed: w->timed_out).
+int attn_worker_read(attn_worker *w, void *rec, size_t size, double timeout_s);
+// Reaps the worker (killing it first if it still runs) and, when it did not complete,
+// writes how it ended to why: "killed by SIGSEGV (Segmentation fault)", "called
+// exit(0)", "timed out after 60 s". Returns true iff it completed.
+bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len);
+
+// ── in-process guard (bench, run) ───────────────────────────────────────────────────
+// Commands that time kernels or run one kernel in the process (bench, run) cannot fork
+// after their first OpenMP region; they arm this guard around their kernel calls instead.
+// While armed, a kernel that calls exit() (any code) or dies of SIGSEGV, SIGBUS, SIGILL,
+// SIGFPE or SIGABRT ends the command with one line "attnbench <command>: kernel <names>
+// called exit(N)" / "… killed by SIGSEGV", removes the temporaries and the lock file
+// (fileio.h) and exits 1: never exit 0 without its output, never a stale lock. kernels
+// names the kernel(s) that may be running (copied). Hangs are not caught here.
+void attn_kernel_guard_arm(const char *command, const char *kernels);
+void attn_kernel_guard_disarm(void);
+
+#ifdef __cplusplus
+}
+#endif

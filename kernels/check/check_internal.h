@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// check_internal.h — the prepared case shared by the checker's files (not installed):
+// prepare.c builds it, tolerance.c fills its reference-derived bounds, verdict.c reads it.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "check/check.h"
+
+struct attn_check_prepared {
+  attn_problem p;  // p.opts points to opts below when the case has options
+  attn_options opts;
+  float *slopes, *sinks, *mask;  // copies of the options' arrays (NULL when absent)
+  float *lse_out;                // the reference kernel's LSE output (scratch)
+  double *lse_ref, *lse_tol;     // [batch][heads][seq_q], NULL unless LSE is checked
+  float *q, *k, *v;              // float32 inputs; K and V hold the *stored* values (kv_dtype)
+  void *ks, *vs;                 // K and V as stored (kv_dtype), what kernels get; NULL for F32
+  float *k32, *v32;              // the float32 K and V before storage (conversion cases only)
+  // The storage error (check.h): the reference on k32/v32 against the reference on the
+  // stored values. has_storage: k32/v32 were given (or generated) for a non-F32 type.
+  bool has_storage;
+  double storage_abs, storage_ratio;
+  float *ref;   // reference output, O layout
+  double *tol;  // per-element tolerance, O layout
+  double ref_max_abs;
+  // Why no verdict can be pass (check.h, "When the bound says nothing"): the inputs are
+  // outside the kernel input domain (domain[] holds attn_inputs_check's message), the
+  // reference or a tolerance is not finite, or the bound is uninformative somewhere.
+  char domain[256];
+  size_t n_nonfinite_ref, first_nonfinite_ref;
+  size_t n_weak, first_weak;     // elements whose bound admits every convex combination
+  double weak_tol, weak_spread;  // at first_weak: score part of tol, max_j |v_jd − o_d|
+};
+
+// The problem with float32 K/V: how the checker hands its float32 copies to the reference.
+attn_problem attn_check_f32_view(const attn_problem *p);
+
+// The per-element tolerances, the LSE reference and tolerance, the uninformative elements
+// and the reference's finiteness (check.h), from pc->ref, the inputs and the options.
+bool attn_check_tolerances(attn_check_prepared *pc, char *err, size_t err_len);

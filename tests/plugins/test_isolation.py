@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Kernel isolation and the honest gate (docs/reliability.md), with the misbehaving
+plug-ins of tests/plugins/misbehaving_plugin.c.
+
+    test_isolation.py ATTNBENCH PLUGIN_DIR
+
+For each plug-in that exits, aborts, segfaults, hangs or leaks FP state, `check` must
+fail the (kernel, case) pairs it broke with a verdict naming the kernel, the case and
+what happened — in the text, the summary line, JUnit and JSON — report every other
+pair (naive's among them), and exit 1. A wrong plug-in that claims no option gets no
+credit for the option cases the shared fallback ran. `bench` and `run` must not exit 0
+(nor leave bench's lock) when a plug-in ends the process.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+EXE, DIR = sys.argv[1], sys.argv[2]
+LAST = re.compile(r"(\d+) passed, (\d+) failed, (\d+) inconclusive, (\d+) skipped, (\d+) fallback")
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def run(*args, timeout=300):
+    e = dict(os.environ)
+    e.pop("ATTNBENCH_PLUGINS", None)
+    return subprocess.run([EXE, *args], capture_output=True, text=True, env=e, timeout=timeout)
+
+
+def plugin(what):
+    return os.path.join(DIR, f"mis_{what}.so")
+
+
+# The 7x7 cases and others around them (a short list keeps the hang's timeouts cheap).
+FILTER = ("--filter", "Skv7 ")
+
+
+def check_run(what, *extra, flt=FILTER):
+    """check --quick of naive and mis_<what>, with reports; returns (rc, text, totals,
+    junit {(suite, case): kind}, json)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        junit, js = os.path.join(tmp, "j.xml"), os.path.join(tmp, "j.json")
+        p = run("check", "--plugin", plugin(what), "--quick", "--no-progress", "--kernel", "naive",
+                "--kernel", f"mis_{what}", "--junit", junit, "--json", js, *flt, *extra)
+        lines = p.stdout.rstrip("\n").splitlines()
+        m = LAST.fullmatch(lines[-1]) if lines else None
+        tot = tuple(int(x) for x in m.groups()) if m else None
+        cases = {}
+        try:
+            for ts in ET.parse(junit).getroot():
+                for tc in ts:
+                    kids = [c.tag for c in tc]
+                    cases[(ts.get("name"), tc.get("name"))] = (kids[0] if kids else "pass",
+                                                               [c.get("message") for c in tc])
+            doc = json.load(open(js))
+        except (OSError, ET.ParseError, ValueError) as e:
+            expect(False, f"mis_{what}: reports not written or unreadable: {e}")
+            cases, doc = {}, {"results": []}
+        return p, tot, cases, doc
+
+
+listed = run("check", "--quick", "--list-cases", *FILTER).stdout.splitlines()
+n_quick = len(listed)
+seven = [c for c in listed if " Sq7 Skv7 " in c]
+expect(len(seven) >= 1, "the quick matrix has 7x7 cases")
+
+# ── a crash, an abort, exit(0), a hang: named failures on the 7x7 cases only ────────
+named = {
+    "exit0": "called exit(0)",
+    "abort": "killed by SIGABRT",
+    "segv": "killed by SIGSEGV",
+    "hang": "timed out after 5 s",
+}
+for what, phrase in named.items():
+    extra = ("--case-timeout", "5") if what == "hang" else ()
+    p, tot, junit, doc = check_run(what, *extra)
+    k = f"mis_{what}"
+    bad = [l for l in p.stdout.splitlines() if l.startswith(f"FAIL {k} ")]
+    expect(p.returncode == 1, f"{k}: exit code {p.returncode}, want 1")
+    expect(len(bad) == len(seven) and all(phrase in l and " Sq7 Skv7 " in l for l in bad),
+           f"{k}: one named failure per 7x7 case with '{phrase}': {bad}")
+    expect(tot is not None and tot[1] == len(seven) and tot[0] >= n_quick,
+           f"{k}: summary counts the {len(seven)} failures and naive's passes: {tot}")
+    expect(all(junit.get(("naive", c), ("?",))[0] == "pass" for c in seven) and
+           sum(v[0] == "pass" for (s, _), v in junit.items() if s == "naive") == n_quick,
+           f"{k}: naive's results are all in the JUnit report")
+    fails = [(c, v) for (s, c), v in junit.items() if s == k and v[0] == "failure"]
+    expect(sorted(c for c, _ in fails) == sorted(seven) and all(phrase in v[1][0] for _, v in fails),
+           f"{k}: JUnit failures name what happened: {fails}")
+    jf = [r for r in doc["results"] if r["kernel"] == k and r["verdict"] == "fail"]
+    expect(len(jf) == len(seven) and all(phrase in r["message"] and r["code"] is None for r in jf),
+           f"{k}: JSON failures name what happened: {jf}")
+    expect(sum(r["kernel"] == "naive" and r["verdict"] == "pass" for r in doc["results"]) == n_quick,
+           f"{k}: naive's results are all in the JSON report")
+    # the plug-in's other cases ran after the crash (a new worker): passes or fallback
+    ran = [r for r in doc["results"] if r["kernel"] == k and r["verdict"] in ("pass", "fallback")]
+    expect(len(ran) == n_quick - len(seven), f"{k}: its other {n_quick - len(seven)} cases ran")
+
+# without isolation the process ends with the plug-in, but never with exit 0 and silence
+p = run("check", "--plugin", plugin("exit0"), "--quick", "--no-progress", "--kernel", "naive",
+        "--kernel", "mis_exit0", *FILTER, "--isolate=none")
+expect(p.returncode == 1 and "kernel mis_exit0, case B1" in p.stderr and "called exit(0)" in p.stderr,
+       f"--isolate=none with mis_exit0: rc {p.returncode}, stderr {p.stderr[-300:]!r}")
+
+# ── FP leaks: named failures, and a built-in after the plug-in is unharmed ──────────
+for what, phrase in (("fptrap", "unmasked exceptions 0x1d"), ("upward", "rounding up")):
+    for iso in ("plugins", "none"):
+        p = run("check", "--plugin", plugin(what), "--quick", "--no-progress", "--kernel",
+                f"mis_{what}", "--kernel", "naive", "--kernel", "blocked", f"--isolate={iso}",
+                *FILTER)
+        lines = p.stdout.splitlines()
+        m = LAST.fullmatch(lines[-1]) if lines else None
+        bad = [l for l in lines if l.startswith(f"FAIL mis_{what} ")]
+        expect(p.returncode == 1 and m is not None and p.returncode >= 0,
+               f"mis_{what} --isolate={iso}: rc {p.returncode}, {lines[-1:]}, {p.stderr[-300:]}")
+        expect(bad and all("left the FP environment changed" in l and phrase in l for l in bad),
+               f"mis_{what} --isolate={iso}: FP leak named ({bad[:1]})")
+        expect(m is not None and int(m[1]) == 2 * n_quick and int(m[2]) == len(bad),
+               f"mis_{what} --isolate={iso}: naive and blocked pass every case after the leaks "
+               f"({lines[-1:]})")
+
+# ── the honest gate: a wrong plug-in claiming no option ─────────────────────────────
+n_all = len(run("check", "--quick", "--list-cases").stdout.splitlines())
+p, tot, junit, doc = check_run("wrong", flt=())
+opt_cases = {c for (s, c), v in junit.items() if s == "mis_wrong" and v[0] == "skipped"}
+expect(p.returncode == 1 and tot is not None and tot[4] == len(opt_cases) > 0,
+       f"mis_wrong: fallback pairs counted apart ({tot}, {len(opt_cases)} skipped in JUnit)")
+expect(all(junit[("mis_wrong", c)][1] == ["ran the shared fallback, not this kernel's code"]
+           for c in opt_cases), "mis_wrong: JUnit gives the fallback reason")
+jw = [r for r in doc["results"] if r["kernel"] == "mis_wrong"]
+expect(all((r["verdict"] == "fallback") == (r["code"] == "fallback") for r in jw if r["verdict"] == "fallback")
+       and doc["fallback"] == len(opt_cases)
+       and [k for k in doc["kernels"] if k["name"] == "mis_wrong"][0]["fallback"] == len(opt_cases),
+       "mis_wrong: JSON fallback verdicts, code and counts")
+expect(all(r["code"] == "kernel" for r in jw if r["verdict"] in ("pass", "fail")),
+       "mis_wrong: its own code's pairs say code 'kernel'")
+passes = [r for r in jw if r["verdict"] == "pass"]
+expect(all(" Skv1 " in r["case"] for r in passes),
+       f"mis_wrong: only cases where uniform weights are right pass: {[r['case'] for r in passes]}")
+row = [l for l in p.stdout.splitlines() if l.startswith("mis_wrong ")]
+expect(row and row[0].split()[5] == str(len(opt_cases)), f"mis_wrong: table's fallback column {row}")
+# --native-only: only what it claims
+p = run("check", "--plugin", plugin("wrong"), "--quick", "--no-progress", "--kernel", "mis_wrong",
+        "--native-only")
+m = LAST.fullmatch(p.stdout.splitlines()[-1]) if p.stdout else None
+expect(p.returncode == 1 and m is not None and int(m[5]) == 0
+       and int(m[1]) + int(m[2]) == n_all - len(opt_cases) and "--native-only left out" in p.stderr,
+       f"--native-only: the fallback pairs are left out ({p.stdout.splitlines()[-1:]}, {p.stderr[-200:]})")
+
+# ── bench and run with a plug-in that ends the process ──────────────────────────────
+with tempfile.TemporaryDirectory() as tmp:
+    ini = os.path.join(tmp, "seven.ini")
+    with open(ini, "w") as f:
+        f.write("[seven]\nkernels = naive\nbatch = 1\nheads = 2\nkv_heads = 2\nhead_dim = 16\n"
+                "seq_len = 7\ncausal = false\nthreads = 1\nrepetitions = 1\nmin_time = 0.01\n")
+    for what in ("exit0", "segv"):
+        res = os.path.join(tmp, f"r_{what}.json")
+        p = run("bench", "--plugin", plugin(what), "--config", ini, "--kernel", "naive",
+                "--kernel", f"mis_{what}", "--out", res, "--quiet", "--no-probe")
+        left = [n for n in os.listdir(tmp) if n.startswith(f"r_{what}.json")]
+        expect(p.returncode == 1 and f"mis_{what}" in p.stderr and named[what] in p.stderr,
+               f"bench with mis_{what}: rc {p.returncode}, stderr {p.stderr[-400:]!r}")
+        expect(not any(n.endswith(".lock") for n in left), f"bench with mis_{what} left {left}")
+        rng = np.random.default_rng(7)
+        qkv = []
+        for name in "qkv":
+            qkv += [f"--{name}", os.path.join(tmp, f"{name}.npy")]
+            np.save(qkv[-1], rng.standard_normal((1, 2, 7, 16), dtype=np.float32))
+        out = os.path.join(tmp, f"o_{what}.npy")
+        p = run("run", "--plugin", plugin(what), "--kernel", f"mis_{what}", *qkv, "--out", out)
+        expect(p.returncode == 1 and named[what] in p.stderr and not os.path.exists(out),
+               f"run with mis_{what}: rc {p.returncode}, output {os.path.exists(out)}, "
+               f"stderr {p.stderr[-300:]!r}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{len(failures)} failure(s)" if failures else "plugins_isolation: all checks passed")
+sys.exit(1 if failures else 0)
