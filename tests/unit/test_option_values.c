@@ -180,7 +180,7 @@ done:
 
 static void test_sweep(void) {
   const double sub_max = nextafter((double)FLT_MIN, 0.0);  // the largest subnormal float
-  const double sub_min = 0x1p-149;                          // the smallest subnormal float
+  const double sub_min = 0x1p-149;                         // the smallest subnormal float
   const double fmin = (double)FLT_MIN, fmax_ = (double)FLT_MAX;
   const sweep_value values[] = {
       // scale: subnormal reads as 0 in a kernel (all scores 0), not in the reference
@@ -256,9 +256,10 @@ static void test_sweep(void) {
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
     for (size_t s = 0; s < sizeof kShapes / sizeof kShapes[0]; s++)
       sweep_one(&values[i], &kShapes[s]);
-  printf("sweep: %d refused, %d accepted (%d kernel runs passing the check, %d of them inside a "
-         "bound too loose for a verdict)\n",
-         g_refused, g_agreed, g_kernel_runs, g_loose);
+  printf(
+      "sweep: %d refused, %d accepted (%d kernel runs passing the check, %d of them inside a "
+      "bound too loose for a verdict)\n",
+      g_refused, g_agreed, g_kernel_runs, g_loose);
 }
 
 // Refused at validation with the option and its range in the message; the end points of
@@ -283,7 +284,8 @@ static void test_messages_and_end_points(void) {
   p.scale = 0.25f;
 
   o.softcap = 1e-45f;
-  expect_refused(&p, "softcap must be 0 (none) or in [1.17549e-38, 1.84467e+19] (got 1.40129846e-45)");
+  expect_refused(&p,
+                 "softcap must be 0 (none) or in [1.17549e-38, 1.84467e+19] (got 1.40129846e-45)");
   o.softcap = 0x1.8p126f;
   expect_refused(&p, "softcap must be 0 (none) or in [");
   o.softcap = ATTN_SOFTCAP_MIN;
@@ -293,7 +295,8 @@ static void test_messages_and_end_points(void) {
   o.softcap = 0.0f;
 
   o.alibi_max_bias = 1e-45f;
-  expect_refused(&p, "alibi max_bias must be 0 (none) or in [1.17549e-38, 126] (got 1.40129846e-45)");
+  expect_refused(&p,
+                 "alibi max_bias must be 0 (none) or in [1.17549e-38, 126] (got 1.40129846e-45)");
   o.alibi_max_bias = 127.0f;
   expect_refused(&p, "alibi max_bias must be 0 (none) or in [1.17549e-38, 126] (got 127)");
   o.alibi_max_bias = ATTN_ALIBI_MAX_BIAS_MIN;
