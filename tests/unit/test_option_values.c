@@ -171,6 +171,9 @@ static void sweep_one(const sweep_value *sv, const shape *sh) {
            "%s: %s %s (err/tol %.3g, max abs err %.3g): %s", label, kern->name,
            attn_check_verdict_name(r.verdict), r.worst_ratio, r.max_abs_err, r.message);
     g_loose += loose;
+    if (g_verbose)
+      printf("agreed   %s: %s %s, err/tol %.3g, max abs err %.3g\n", label, kern->name,
+             attn_check_verdict_name(r.verdict), r.worst_ratio, r.max_abs_err);
   }
   attn_check_prepared_free(pc);
   g_agreed++;
@@ -179,8 +182,8 @@ done:
 }
 
 static void test_sweep(void) {
-  const double sub_max = nextafter((double)FLT_MIN, 0.0);  // the largest subnormal float
-  const double sub_min = 0x1p-149;                         // the smallest subnormal float
+  const double sub_max = (double)nextafterf(FLT_MIN, 0.0f);  // the largest subnormal float
+  const double sub_min = 0x1p-149;                           // the smallest subnormal float
   const double fmin = (double)FLT_MIN, fmax_ = (double)FLT_MAX;
   const sweep_value values[] = {
       // scale: subnormal reads as 0 in a kernel (all scores 0), not in the reference
