@@ -109,6 +109,15 @@ static bool tensor_fits(int64_t a, int64_t b, int64_t c, int64_t d) {
   return true;
 }
 
+// x is subnormal, from its bits: a comparison with 0 or FLT_MIN would read a subnormal as
+// 0 when the caller runs with denormals-are-zero, and the checks below must not depend on
+// the caller's FP environment.
+static bool float_subnormal(float x) {
+  uint32_t w;
+  memcpy(&w, &x, sizeof w);
+  return (w & 0x7F800000u) == 0 && (w & 0x007FFFFFu) != 0;
+}
+
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
   if (!p) return fail(err, err_len, "problem is NULL");
   const struct {
@@ -126,7 +135,7 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
     return fail(err, err_len, "heads (%lld) must be a multiple of kv_heads (%lld)",
                 (long long)p->heads, (long long)p->kv_heads);
   if (!isfinite(p->scale)) return fail(err, err_len, "scale must be finite (got %g)", p->scale);
-  if (p->scale != 0.0f && fabsf(p->scale) < FLT_MIN)
+  if (float_subnormal(p->scale))
     return fail(err, err_len,
                 "scale %g is subnormal: kernels flush it to 0 (FTZ/DAZ); give 0 or a scale with "
                 "%g <= |scale| <= %g",
@@ -174,14 +183,16 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
     // 0). Above ATTN_SOFTCAP_MAX a score small enough that s·(1/c) flushes (|s| < c·2^-126)
     // would lose more than 2^-62 of itself; within [FLT_MIN, 2^64] c, 1/c and the loss
     // are harmless, and kernels and the reference read the same c.
-    if (!(o->softcap == 0.0f ||
+    if (float_subnormal(o->softcap) ||
+        !(o->softcap == 0.0f ||
           (o->softcap >= ATTN_SOFTCAP_MIN && o->softcap <= (float)ATTN_SOFTCAP_MAX)))
       return fail(err, err_len, "softcap must be 0 (none) or in [%g, %g] (got %.9g)",
                   (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX, (double)o->softcap);
     // alibi max_bias: the smallest slope of the rule is 2^-max_bias (head n−1), so up to
     // 126 every slope is a normal float32; a subnormal max_bias reads as 0 (off) in
     // kernels while the reference derives slopes of 1 from it.
-    if (!(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
+    if (float_subnormal(o->alibi_max_bias) ||
+        !(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
                                         o->alibi_max_bias <= ATTN_ALIBI_MAX_BIAS_MAX)))
       return fail(err, err_len, "alibi max_bias must be 0 (none) or in [%g, %g] (got %.9g)",
                   (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
@@ -452,7 +463,7 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
                           "%.3g",
                           (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT);
       // a subnormal slope reads as 0 in a kernel (DAZ) and not in the reference
-      if (o->alibi_slopes && o->alibi_slopes[h] != 0.0f && fabsf(o->alibi_slopes[h]) < FLT_MIN)
+      if (o->alibi_slopes && float_subnormal(o->alibi_slopes[h]))
         return range_fail(err, err_len,
                           "ALiBi slope[%lld] = %g is subnormal: slopes must be 0 or normal "
                           "float32 (|slope| >= %g)",

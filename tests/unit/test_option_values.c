@@ -311,6 +311,23 @@ static void test_messages_and_end_points(void) {
     EXPECT(fabsf(attn_alibi_slope(&p, h)) >= FLT_MIN, "slope %lld = %g", (long long)h,
            (double)attn_alibi_slope(&p, h));
   o.alibi_max_bias = 0.0f;
+
+  // The same refusals when the caller runs with FTZ/DAZ (a plug-in or a kernel left it
+  // set): there a subnormal compares equal to 0, so the checks read bits, not values.
+  const attn_fp_env env = attn_fp_env_enter();
+  p.scale = 1e-40f;
+  const bool scale_ok = attn_problem_validate(&p, NULL, 0);
+  p.scale = 0.25f;
+  o.softcap = 1e-40f;
+  const bool softcap_ok = attn_problem_validate(&p, NULL, 0);
+  o.softcap = 0.0f;
+  o.alibi_max_bias = 1e-40f;
+  const bool bias_ok = attn_problem_validate(&p, NULL, 0);
+  o.alibi_max_bias = 0.0f;
+  attn_fp_env_leave(env);
+  EXPECT(!scale_ok && !softcap_ok && !bias_ok,
+         "under FTZ/DAZ a subnormal was accepted: scale %d softcap %d max_bias %d", scale_ok,
+         softcap_ok, bias_ok);
 }
 
 // The input checks of the class: subnormal explicit slopes, a pre-scaled Q that overflows.
