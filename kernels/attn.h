@@ -96,6 +96,10 @@
 //          in base 2 multiplies by log2(e) < 1.5 — all far below FLT_MAX ≈ 2^128 (the
 //          2^8 margin also covers rounding growth (1+u)^Dqk ≤ e^(Dqk·2^-24) for
 //          head_dim_qk ≤ 2^26);
+//       2b. for |scale| > 1 also |scale| · max_i ‖q_i‖₂ ≤ ATTN_SCORE_LIMIT and |scale| ·
+//          max_j ‖k_j‖₂ ≤ ATTN_SCORE_LIMIT, per batch and K/V group: kernels may pre-scale
+//          an operand (Q̂ = scale·Q), which must stay finite even when the other is tiny or
+//          zero (2 alone allows ‖k‖ = 0 with scale·q = inf, and inf·0 = NaN);
 //       3. seq_kv · max|v| ≤ ATTN_VALUE_LIMIT: the unnormalised accumulator Σ_j e^(s_j−m)·v_j
 //          has weights ≤ 1, so it stays below FLT_MAX with the same margin.
 //     Within it, a score more than ~87 below its row maximum gets a probability below
@@ -130,14 +134,25 @@ typedef enum attn_align {
 // The options of a problem (see "Attention variants"). Zero-initialised = none: no
 // window, bottom-right alignment, no softcap, no ALiBi, no sinks, no mask, no LSE.
 // The arrays are owned by the caller and must outlive the kernel call.
+// The ranges of the option scalars that kernels (under FTZ/DAZ, see "Numerics contract:
+// flush-to-zero") and the double reference read alike; attn_problem_validate refuses the
+// rest. A subnormal value would read as 0 in a kernel and not in the reference; a softcap
+// above 2^126 has a subnormal 1/c; above 2^64 a score small enough that s·(1/c) flushes
+// loses more than 2^-62 of itself; max_bias above 126 gives subnormal slopes (the smallest
+// is 2^-max_bias). The scale is 0 or |scale| in [FLT_MIN, FLT_MAX] (FLT_MIN = 2^-126).
+#define ATTN_SOFTCAP_MIN 0x1p-126f  // FLT_MIN
+#define ATTN_SOFTCAP_MAX 0x1p64
+#define ATTN_ALIBI_MAX_BIAS_MIN 0x1p-126f  // FLT_MIN
+#define ATTN_ALIBI_MAX_BIAS_MAX 126.0f
+
 typedef struct attn_options {
   attn_align align;
-  bool window;                // true: the window (window_left, window_right) applies
-  int64_t window_left;        // keys left of the aligned diagonal, >= 0 or ATTN_WINDOW_UNBOUNDED
-  int64_t window_right;       // keys right of it, >= 0 or ATTN_WINDOW_UNBOUNDED
-  float softcap;              // c > 0 and finite: s ← c·tanh(s/c); 0 = off
-  float alibi_max_bias;       // > 0 and finite: standard slopes; 0 = off (or explicit slopes)
-  const float *alibi_slopes;  // [heads] finite; NULL = none. Not with alibi_max_bias
+  bool window;           // true: the window (window_left, window_right) applies
+  int64_t window_left;   // keys left of the aligned diagonal, >= 0 or ATTN_WINDOW_UNBOUNDED
+  int64_t window_right;  // keys right of it, >= 0 or ATTN_WINDOW_UNBOUNDED
+  float softcap;         // c in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX]: s ← c·tanh(s/c); 0 = off
+  float alibi_max_bias;  // in [ATTN_ALIBI_MAX_BIAS_MIN, _MAX]: standard slopes; 0 = off
+  const float *alibi_slopes;  // [heads] 0 or normal, finite; NULL = none. Not with max_bias
   const float *sinks;         // [heads] finite logits; NULL = none
   const float *mask;          // [seq_q][seq_kv] or [batch][heads][seq_q][seq_kv]; NULL = none
   bool mask_per_head;         // mask has the 4-D (batch, head) layout
@@ -205,12 +220,14 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 
 // Checks every field. Returns true if the problem is valid; otherwise false and a
 // one-line, human-readable reason in err (if err != NULL). Rejects: sizes < 1,
-// heads % kv_heads != 0, non-finite scale, any tensor whose element or byte count
-// overflows size_t, a kv_dtype outside attn_dtype, Q8_0 with head_dim_qk or head_dim_v
-// not a multiple of 32; and among the options: an alignment other than the two, a window
-// side < 0 other than ATTN_WINDOW_UNBOUNDED, softcap < 0 or non-finite, alibi_max_bias
-// < 0 or non-finite, both alibi_max_bias and alibi_slopes, a mask or LSE tensor whose
-// size overflows. (Array contents are inputs: attn_inputs_check checks them.)
+// heads % kv_heads != 0, a scale that is non-finite or subnormal, any tensor whose element
+// or byte count overflows size_t, a kv_dtype outside attn_dtype, Q8_0 with head_dim_qk or
+// head_dim_v not a multiple of 32; and among the options: an alignment other than the two,
+// a window side < 0 other than ATTN_WINDOW_UNBOUNDED, a softcap other than 0 or in
+// [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an alibi_max_bias other than 0 or in
+// [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX], both alibi_max_bias and
+// alibi_slopes, a mask or LSE tensor whose size overflows. (Array contents are inputs:
+// attn_inputs_check checks them.)
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 
 // The input domain (see "Numerics contract" above). 2^120 ≈ 1.33e36.
@@ -219,10 +236,11 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 
 // Checks that the inputs of a valid problem lie in the input domain: every element finite,
 // scores and the V accumulation safely inside float32 (conditions 1–3 above); with options
-// also: ALiBi slopes and sinks finite, |sink| ≤ ATTN_SCORE_LIMIT, |slope|·max(seq_q,
-// seq_kv)·2 ≤ ATTN_SCORE_LIMIT, mask values finite or −inf with |finite| ≤ ATTN_SCORE_LIMIT
-// (so every final score stays below 3·2^120, inside float32 with a 2^6 margin). O(size of
-// the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
+// also: ALiBi slopes and sinks finite, slopes 0 or normal (|slope| ≥ FLT_MIN: a subnormal
+// slope reads as 0 in a kernel, not in the reference), |sink| ≤ ATTN_SCORE_LIMIT,
+// |slope|·max(seq_q, seq_kv)·2 ≤ ATTN_SCORE_LIMIT, mask values finite or −inf with |finite| ≤
+// ATTN_SCORE_LIMIT (so every final score stays below 3·2^120, inside float32 with a 2^6 margin).
+// O(size of the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
 // tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
 // "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
 // K and V are p->kv_dtype tensors; the conditions apply to their stored values.

@@ -154,12 +154,74 @@ class Point:
 _UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
+class ResultsError(ValueError):
+    """A results file that is not what `attnbench bench` writes: one line saying what is
+    wrong (the callers print it after the file's name)."""
+
+
+def _finite_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _check_entry(i, b):
+    """Raises ResultsError unless benchmarks[i] has the fields load() reads, of the right
+    types, and every number in it is finite."""
+    if not isinstance(b, dict):
+        raise ResultsError("benchmarks[%d] is %s, not an object" % (i, type(b).__name__))
+    name = b.get("name")
+    if not isinstance(name, str) or not name:
+        raise ResultsError("benchmarks[%d]: 'name' is %r, not a non-empty string" % (i, name))
+    where = "benchmarks[%d] (%s)" % (i, name[:80])
+    for key in ("run_name", "label", "run_type", "aggregate_name", "error_message"):
+        if key in b and not isinstance(b[key], str):
+            raise ResultsError("%s: '%s' is %r, not a string" % (where, key, b[key]))
+    if "run_name" in b and not b["run_name"]:
+        raise ResultsError("%s: 'run_name' is empty" % where)
+    for k, v in b.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ResultsError("%s: '%s' is %r, not a finite number" % (where, k, v))
+    if b.get("error_occurred"):
+        return
+    if "time_unit" in b and b["time_unit"] not in _UNIT:
+        raise ResultsError("%s: 'time_unit' is %r, not one of %s" % (
+            where, b["time_unit"], ", ".join(_UNIT)))
+    t = b.get("real_time")
+    if not _finite_number(t) or t < 0:
+        raise ResultsError("%s: 'real_time' is %r, not a finite number >= 0" % (where, t))
+
+
+def load_doc(path):
+    """The results file as parsed JSON, after checking the schema load() relies on: an
+    object with a 'benchmarks' list of entries as _check_entry wants and, if present, a
+    'context' object. Raises OSError or ResultsError (a ValueError) with one line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except UnicodeDecodeError as e:
+        raise ResultsError("not UTF-8 text (byte %d)" % e.start) from None
+    except RecursionError:
+        raise ResultsError("JSON nested too deeply") from None
+    except json.JSONDecodeError as e:
+        raise ResultsError("not JSON: %s" % e) from None
+    if not isinstance(doc, dict):
+        raise ResultsError("the top level is %s, not an object with a 'benchmarks' list"
+                           % type(doc).__name__)
+    if not isinstance(doc.get("benchmarks"), list):
+        raise ResultsError("'benchmarks' is %s, not a list" % (
+            "missing" if "benchmarks" not in doc else type(doc["benchmarks"]).__name__))
+    if not isinstance(doc.get("context", {}), dict):
+        raise ResultsError("'context' is %s, not an object" % type(doc["context"]).__name__)
+    for i, b in enumerate(doc["benchmarks"]):
+        _check_entry(i, b)
+    return doc
+
+
 def load(path):
-    """Returns (context dict, {name: Point}) in file order."""
-    with open(path) as f:
-        doc = json.load(f)
+    """Returns (context dict, {name: Point}) in file order. Raises OSError or ResultsError
+    (a ValueError: one line on what is wrong) for a file that is not a results file."""
+    doc = load_doc(path)
     points = {}
-    for b in doc.get("benchmarks", []):
+    for b in doc["benchmarks"]:
         name = b.get("run_name", b["name"])
         p = points.get(name)
         if p is None:
@@ -206,8 +268,10 @@ def peaks(context):
         if k.startswith("peak_fma_gflops_"):
             isa, _, t = k[len("peak_fma_gflops_"):].rpartition("_T")
             try:
-                out[(isa, int(t))] = float(v)
-            except ValueError:
+                x = float(v)
+                if math.isfinite(x):
+                    out[(isa, int(t))] = x
+            except (TypeError, ValueError):
                 pass
     return out
 
@@ -218,8 +282,10 @@ def bandwidths(context):
     for k, v in context.items():
         if k.startswith("read_bandwidth_gbs_T"):
             try:
-                out[int(k[len("read_bandwidth_gbs_T"):])] = float(v)
-            except ValueError:
+                x = float(v)
+                if math.isfinite(x):
+                    out[int(k[len("read_bandwidth_gbs_T"):])] = x
+            except (TypeError, ValueError):
                 pass
     return out
 

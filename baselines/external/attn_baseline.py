@@ -33,8 +33,9 @@ of attn_options.NAMES; none if absent) and may refine that with supports(problem
 (ok, why); a point using any other is not run (exit 4, "does not support …"), so a
 framework is never timed on a problem it does not compute.
 
-The result JSON has inputs_digest: the digest of the Q, K, V it ran on (harness/bench/
-inputs.h; the same sum `attnbench bench` records for every point).
+The result JSON has inputs_digest: the digest of the problem it ran (harness/bench/
+inputs.h: Q, K, V, the option arrays, the sizes and option values; the same sum `attnbench
+bench` records for every point).
 Exit codes: 0 ok, 1 the baseline failed, 2 bad command line, 3 the baseline is not
 installed (message says how to install it), 4 the baseline does not support the point's
 options (message says which).
@@ -61,12 +62,16 @@ EXIT_UNSUPPORTED = 4
 
 
 def inputs_digest(*arrays):
-    """Σ_t bits(x_t) · ((2t + 1) · 0x9E3779B1) mod 2^32 over the float32 elements of the
-    arrays concatenated in order (harness/bench/inputs.h)."""
+    """Σ_t w_t · ((2t + 1) · 0x9E3779B1) mod 2^32 over the words of the arrays concatenated
+    in order: the bits of float32 elements, uint32 arrays as they are (harness/bench/
+    inputs.h)."""
     import numpy as np
     total, t0, chunk = 0, 0, 1 << 20
     for a in arrays:
-        w = np.ascontiguousarray(a, dtype=np.float32).reshape(-1).view(np.uint32)
+        if isinstance(a, np.ndarray) and a.dtype == np.uint32:
+            w = np.ascontiguousarray(a).reshape(-1)
+        else:
+            w = np.ascontiguousarray(a, dtype=np.float32).reshape(-1).view(np.uint32)
         for s in range(0, w.size, chunk):
             part = w[s:s + chunk].astype(np.uint64)
             t = np.arange(t0 + s, t0 + s + part.size, dtype=np.uint64)
@@ -75,6 +80,37 @@ def inputs_digest(*arrays):
                 & 0xFFFFFFFF
         t0 += w.size
     return total
+
+
+def problem_digest(p, q, k, v):
+    """The digest of harness/bench/inputs.h over the problem this runner computes: Q, K, V,
+    the option arrays it loaded (slopes, sinks, mask), then the sizes and option scalars
+    (ATTN_BENCH_DIGEST_SCALARS words). A replaced option file or value gives another
+    digest than the export's."""
+    import numpy as np
+    o = p.get("options") or {}
+    arrays = [q, k, v] + [o[key] for key in ("alibi_slopes", "sinks", "mask")
+                          if o.get(key) is not None]
+    bits = lambda x: int(np.array(x, dtype=np.float32).view(np.uint32))  # noqa: E731
+    words = []
+
+    def pair(x):  # an int64 as (low, high) 32-bit words, two's complement
+        x &= 0xFFFFFFFFFFFFFFFF
+        words.extend((x & 0xFFFFFFFF, x >> 32))
+
+    for key in ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v"):
+        pair(int(p[key]))
+    win = o.get("window")
+    words += [int(bool(p["causal"])), bits(p["scale"]), int(o.get("align") == "top-left"),
+              int(win is not None)]
+    for side in (win if win is not None else (0, 0)):
+        pair(-1 if side is None else int(side))
+    mask = o.get("mask")
+    words += [bits(o.get("softcap") or 0.0), bits(o.get("alibi_max_bias") or 0.0),
+              int(o.get("alibi_slopes") is not None), int(o.get("sinks") is not None),
+              int(mask is not None), int(mask is not None and np.ndim(mask) == 4),
+              int(bool(o.get("lse")))]
+    return inputs_digest(*arrays, np.array(words, dtype=np.uint32))
 
 
 def parse_window(text):
@@ -265,7 +301,7 @@ def cmd_run(a):
               "kv_storage": getattr(mod, "KV_STORAGE", "f32"),
               "warmup": a.warmup, "repetitions": a.repetitions, "min_time": a.min_time,
               "input_copies": a.input_copies, "times_s": times,
-              "inputs_digest": inputs_digest(q, k, v),
+              "inputs_digest": problem_digest(p, q, k, v),
               "options": sorted(attn_options.used(p)),
               "median_s": statistics.median(times), "info": info}
     if a.json:

@@ -31,12 +31,56 @@ static uint32_t digest_add(uint32_t d, const float *x, size_t n, uint32_t *t) {
   return d;
 }
 
+// The same sum over 32-bit words that are not float32 elements (the scalar block).
+static uint32_t digest_words(uint32_t d, const uint32_t *w, size_t n, uint32_t *t) {
+  for (size_t i = 0; i < n; i++, (*t)++) d += w[i] * ((2u * *t + 1u) * 0x9E3779B1u);
+  return d;
+}
+
+static uint32_t float_bits(float x) {
+  uint32_t w;
+  memcpy(&w, &x, sizeof w);
+  return w;
+}
+
 uint32_t attn_bench_inputs_digest(const attn_problem *p, const float *q, const float *k,
                                   const float *v) {
   uint32_t t = 0, d = 0;
   d = digest_add(d, q, attn_q_elems(p), &t);
   d = digest_add(d, k, attn_k_elems(p), &t);
-  return digest_add(d, v, attn_v_elems(p), &t);
+  d = digest_add(d, v, attn_v_elems(p), &t);
+  const attn_options none = {0}, *o = p->opts ? p->opts : &none;
+  const size_t heads = (size_t)p->heads;
+  const size_t mask_n =
+      (o->mask_per_head ? (size_t)p->batch * heads : 1) * (size_t)p->seq_q * (size_t)p->seq_kv;
+  if (o->alibi_slopes) d = digest_add(d, o->alibi_slopes, heads, &t);
+  if (o->sinks) d = digest_add(d, o->sinks, heads, &t);
+  if (o->mask) d = digest_add(d, o->mask, mask_n, &t);
+  // the scalar block (inputs.h): sizes and window sides as (low, high) word pairs
+  const uint64_t wl = o->window ? (uint64_t)o->window_left : 0,
+                 wr = o->window ? (uint64_t)o->window_right : 0;
+  const int64_t dims[7] = {p->batch,  p->heads,       p->kv_heads,  p->seq_q,
+                           p->seq_kv, p->head_dim_qk, p->head_dim_v};
+  uint32_t w[ATTN_BENCH_DIGEST_SCALARS];
+  size_t n = 0;
+  for (int i = 0; i < 7; i++) {
+    w[n++] = (uint32_t)((uint64_t)dims[i] & 0xFFFFFFFFu);
+    w[n++] = (uint32_t)((uint64_t)dims[i] >> 32);
+  }
+  w[n++] = p->causal ? 1u : 0u;
+  w[n++] = float_bits(p->scale);
+  w[n++] = o->align == ATTN_ALIGN_TOP_LEFT ? 1u : 0u;
+  w[n++] = o->window ? 1u : 0u;
+  w[n++] = (uint32_t)(wl & 0xFFFFFFFFu), w[n++] = (uint32_t)(wl >> 32);
+  w[n++] = (uint32_t)(wr & 0xFFFFFFFFu), w[n++] = (uint32_t)(wr >> 32);
+  w[n++] = float_bits(o->softcap);
+  w[n++] = float_bits(o->alibi_max_bias);
+  w[n++] = o->alibi_slopes ? 1u : 0u;
+  w[n++] = o->sinks ? 1u : 0u;
+  w[n++] = o->mask ? 1u : 0u;
+  w[n++] = o->mask && o->mask_per_head ? 1u : 0u;
+  w[n++] = o->lse ? 1u : 0u;
+  return digest_words(d, w, n, &t);
 }
 
 // ── a growable text buffer for the index ──────────────────────────────────────────────
@@ -157,22 +201,6 @@ static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sb
          write_npy(dir, f[1], k, 4, sk, err, err_len) &&
          write_npy(dir, f[2], v, 4, sv, err, err_len);
   }
-  char key[sizeof pt->name];
-  point_key(pt, key, sizeof key);
-  sb_printf(ix, "%s\n  \"in%zu\": {\"key\": ", n ? "," : "", n);
-  sb_string(ix, key);
-  sb_printf(ix, ", \"q\": \"%s\", \"k\": \"%s\", \"v\": \"%s\", \"digest\": %lu,\n", f[0], f[1],
-            f[2], ok ? (unsigned long)attn_bench_inputs_digest(p, q, k, v) : 0ul);
-  sb_printf(ix,
-            "   \"problem\": {\"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, \"seq_q\": "
-            "%lld, \"seq_kv\": %lld, \"head_dim_qk\": %lld, \"head_dim_v\": %lld, \"causal\": "
-            "%s, \"scale\": %.9g}",
-            (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
-            (long long)p->seq_kv, (long long)p->head_dim_qk, (long long)p->head_dim_v,
-            p->causal ? "true" : "false", (double)p->scale);
-  free(q);
-  free(k);
-  free(v);
   // A sweep's option keys (pt->opts) become the attn_options the point runner attaches
   // (bench/point.c: the same generators and seeds), or the plan's own (p->opts).
   attn_options swept = {0};
@@ -196,6 +224,26 @@ static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sb
     swept.lse = pt->opts.lse ? (float *)&swept : NULL;  // only "wanted" is exported
     o = &swept;
   }
+  // The digest of the problem as the point runs it: Q, K, V, the option arrays and values.
+  attn_problem pd = *p;
+  pd.opts = o;
+  const unsigned long digest = ok ? (unsigned long)attn_bench_inputs_digest(&pd, q, k, v) : 0ul;
+  free(q);
+  free(k);
+  free(v);
+  char key[sizeof pt->name];
+  point_key(pt, key, sizeof key);
+  sb_printf(ix, "%s\n  \"in%zu\": {\"key\": ", n ? "," : "", n);
+  sb_string(ix, key);
+  sb_printf(ix, ", \"q\": \"%s\", \"k\": \"%s\", \"v\": \"%s\", \"digest\": %lu,\n", f[0], f[1],
+            f[2], digest);
+  sb_printf(ix,
+            "   \"problem\": {\"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, \"seq_q\": "
+            "%lld, \"seq_kv\": %lld, \"head_dim_qk\": %lld, \"head_dim_v\": %lld, \"causal\": "
+            "%s, \"scale\": %.9g}",
+            (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
+            (long long)p->seq_kv, (long long)p->head_dim_qk, (long long)p->head_dim_v,
+            p->causal ? "true" : "false", (double)p->scale);
   if (o && ok) {  // the options as attn_options holds them; arrays as files
     sb_printf(ix,
               ",\n   \"options\": {\"align\": \"%s\", \"window\": %s, \"window_left\": %lld, "
@@ -241,9 +289,10 @@ bool attn_bench_export_inputs(const attn_bench_plan *plan, const char *dir, char
   bool ok = set_of && first;
   if (!ok) snprintf(err, err_len, "out of memory for %zu points", plan->count);
   sb_printf(&ix,
-            "{\"format\": \"attnbench-inputs-1\",\n \"generator\": \"attn_check_fill, normal "
+            "{\"format\": \"attnbench-inputs-2\",\n \"generator\": \"attn_check_fill, normal "
             "distribution (kernels/check)\",\n \"seed\": %d,\n \"digest\": \"sum of "
-            "bits(Q|K|V)[t] * ((2t+1) * 0x9E3779B1) mod 2^32 (harness/bench/inputs.h)\",\n "
+            "w[t] * ((2t+1) * 0x9E3779B1) mod 2^32, w = bits of Q|K|V|slopes|sinks|mask, then "
+            "the sizes and option scalars (harness/bench/inputs.h)\",\n "
             "\"inputs\": {",
             ATTN_BENCH_SEED);
   size_t sets = 0;

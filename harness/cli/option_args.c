@@ -66,14 +66,23 @@ int option_args_validate(const char *cmd, const option_args *a) {
     fprintf(stderr, "attnbench %s: --align '%s': want top-left or bottom-right\n", cmd, a->align);
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (a->softcap_given && !(a->softcap > 0 && isfinite((float)a->softcap))) {
-    fprintf(stderr, "attnbench %s: --softcap %g: want a finite float32 value > 0\n", cmd,
-            a->softcap);
+  // The ranges are attn_problem_validate's, checked here on the float32 value the kernels
+  // get: 1e-50 > 0 as typed rounds to 0, which would mean "off".
+  if (a->softcap_given &&
+      !((float)a->softcap >= ATTN_SOFTCAP_MIN && (float)a->softcap <= (float)ATTN_SOFTCAP_MAX)) {
+    fprintf(stderr,
+            "attnbench %s: --softcap %g: want C in [%g, %g] as float32 (smaller values flush "
+            "to 0 in kernels)\n",
+            cmd, a->softcap, (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX);
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (a->alibi_given && !(a->alibi > 0 && isfinite((float)a->alibi))) {
-    fprintf(stderr, "attnbench %s: --alibi %g: want a finite float32 max_bias > 0\n", cmd,
-            a->alibi);
+  if (a->alibi_given &&
+      !((float)a->alibi >= ATTN_ALIBI_MAX_BIAS_MIN && (float)a->alibi <= ATTN_ALIBI_MAX_BIAS_MAX)) {
+    fprintf(stderr,
+            "attnbench %s: --alibi %g: want MAX_BIAS in [%g, %g] as float32 (smaller values "
+            "flush to 0 in kernels; above %g the slopes 2^-max_bias... do)\n",
+            cmd, a->alibi, (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
+            (double)ATTN_ALIBI_MAX_BIAS_MAX);
     return ATTNBENCH_EXIT_USAGE;
   }
   if (a->alibi_given && a->slopes_path) {

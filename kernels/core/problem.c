@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Problem construction, validation and size arithmetic (see attn.h for the contract).
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,6 +109,15 @@ static bool tensor_fits(int64_t a, int64_t b, int64_t c, int64_t d) {
   return true;
 }
 
+// x is subnormal, from its bits: a comparison with 0 or FLT_MIN would read a subnormal as
+// 0 when the caller runs with denormals-are-zero, and the checks below must not depend on
+// the caller's FP environment.
+static bool float_subnormal(float x) {
+  uint32_t w;
+  memcpy(&w, &x, sizeof w);
+  return (w & 0x7F800000u) == 0 && (w & 0x007FFFFFu) != 0;
+}
+
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
   if (!p) return fail(err, err_len, "problem is NULL");
   const struct {
@@ -125,6 +135,11 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
     return fail(err, err_len, "heads (%lld) must be a multiple of kv_heads (%lld)",
                 (long long)p->heads, (long long)p->kv_heads);
   if (!isfinite(p->scale)) return fail(err, err_len, "scale must be finite (got %g)", p->scale);
+  if (float_subnormal(p->scale))
+    return fail(err, err_len,
+                "scale %g is subnormal: kernels flush it to 0 (FTZ/DAZ); give 0 or a scale with "
+                "%g <= |scale| <= %g",
+                (double)p->scale, (double)FLT_MIN, (double)FLT_MAX);
   if (!tensor_fits(p->batch, p->heads, p->seq_q, p->head_dim_qk))
     return fail(err, err_len, "Q tensor %lldx%lldx%lldx%lld overflows size_t bytes",
                 (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
@@ -163,11 +178,24 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
         return fail(err, err_len, "window right must be >= 0 or unbounded (got %lld)",
                     (long long)o->window_right);
     }
-    if (!(o->softcap >= 0.0f) || !isfinite(o->softcap))
-      return fail(err, err_len, "softcap must be > 0 and finite, or 0 for none (got %g)",
-                  (double)o->softcap);
-    if (!(o->alibi_max_bias >= 0.0f) || !isfinite(o->alibi_max_bias))
-      return fail(err, err_len, "alibi max_bias must be > 0 and finite, or 0 for none (got %g)",
+    // softcap c: kernels compute c·tanh(s·(1/c)) under FTZ/DAZ. A subnormal c reads as 0
+    // (off) there; c > 2^126 has a subnormal 1/c, which reads as 0 (every score capped to
+    // 0). Above ATTN_SOFTCAP_MAX a score small enough that s·(1/c) flushes (|s| < c·2^-126)
+    // would lose more than 2^-62 of itself; within [FLT_MIN, 2^64] c, 1/c and the loss
+    // are harmless, and kernels and the reference read the same c.
+    if (float_subnormal(o->softcap) ||
+        !(o->softcap == 0.0f ||
+          (o->softcap >= ATTN_SOFTCAP_MIN && o->softcap <= (float)ATTN_SOFTCAP_MAX)))
+      return fail(err, err_len, "softcap must be 0 (none) or in [%g, %g] (got %.9g)",
+                  (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX, (double)o->softcap);
+    // alibi max_bias: the smallest slope of the rule is 2^-max_bias (head n−1), so up to
+    // 126 every slope is a normal float32; a subnormal max_bias reads as 0 (off) in
+    // kernels while the reference derives slopes of 1 from it.
+    if (float_subnormal(o->alibi_max_bias) ||
+        !(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
+                                        o->alibi_max_bias <= ATTN_ALIBI_MAX_BIAS_MAX)))
+      return fail(err, err_len, "alibi max_bias must be 0 (none) or in [%g, %g] (got %.9g)",
+                  (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
                   (double)o->alibi_max_bias);
     if (o->alibi_max_bias > 0.0f && o->alibi_slopes)
       return fail(err, err_len, "give ALiBi either max_bias or explicit slopes, not both");
@@ -396,6 +424,17 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
                           "%.3g*%.3g*%.3g = %.3g exceeds the limit %.3g (batch %lld, K/V head "
                           "%lld; Euclidean row norms)",
                           s, qn, kn, bound, ATTN_SCORE_LIMIT, (long long)b, (long long)g);
+      // 2b. a pre-scaled operand (scale·Q, or scale·K) stays finite: with ‖k‖ < 1 the
+      // bound above allows |scale|·‖q‖ up to 2^128 and beyond. (|scale| ≤ 1 cannot grow
+      // an element.)
+      const double sa = fabs((double)p->scale), big = fmax(qn, kn);
+      if (sa > 1.0 && sa * big > ATTN_SCORE_LIMIT)
+        return range_fail(err, err_len,
+                          "the scaled %s may overflow float32: |scale|*max|%s| = %.3g*%.3g = "
+                          "%.3g exceeds the limit %.3g (batch %lld, K/V head %lld; Euclidean "
+                          "row norms)",
+                          qn >= kn ? "queries" : "keys", qn >= kn ? "q" : "k", sa, big, sa * big,
+                          ATTN_SCORE_LIMIT, (long long)b, (long long)g);
     }
   }
   // 3. the V accumulation: seq_kv·max|v|
@@ -423,6 +462,12 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
                           "ALiBi slope[%lld] = %g is not finite or |slope|*2*max(seq) exceeds "
                           "%.3g",
                           (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT);
+      // a subnormal slope reads as 0 in a kernel (DAZ) and not in the reference
+      if (o->alibi_slopes && float_subnormal(o->alibi_slopes[h]))
+        return range_fail(err, err_len,
+                          "ALiBi slope[%lld] = %g is subnormal: slopes must be 0 or normal "
+                          "float32 (|slope| >= %g)",
+                          (long long)h, (double)o->alibi_slopes[h], (double)FLT_MIN);
       if (o->sinks && !(fabs((double)o->sinks[h]) <= ATTN_SCORE_LIMIT))
         return range_fail(err, err_len,
                           "sink[%lld] = %g is not finite or exceeds %.3g in magnitude",

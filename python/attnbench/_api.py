@@ -2,6 +2,7 @@
 """The Python side of attnbench: array checks, the ctypes calls, errors as exceptions."""
 
 import ctypes
+import numbers
 import operator
 import os
 from typing import NamedTuple, Optional, Tuple
@@ -160,6 +161,10 @@ def _view(x, what):
 
 
 def _tensor(x, what, writable=False):
+    if isinstance(x, np.ma.MaskedArray):  # the kernels would read the masked-out values too
+        raise DtypeError(f"{what}: a numpy.ma.MaskedArray, whose mask the kernels would ignore; "
+                         f"pass {what}.filled(value) (or numpy.asarray({what}) to use the "
+                         f"data as it is)")
     a = _view(x, what)
     if a.dtype != np.float32:
         raise DtypeError(f"{what}: dtype {a.dtype}, expected float32 "
@@ -195,14 +200,21 @@ def _problem(q, k, v, causal, scale):
     if scale is None:
         has_scale, sc = 0, 0.0
     else:
+        # a real number (int, float, NumPy scalars), not a bool or a string that float()
+        # would also take ("0.5", True)
+        if isinstance(scale, (bool, np.bool_)) or not isinstance(scale, numbers.Real):
+            raise InvalidProblemError(f"scale: {scale!r} ({type(scale).__name__}) is not a real "
+                                      f"number; pass a float such as 0.125")
         try:
             has_scale, sc = 1, float(scale)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InvalidProblemError(f"scale: {scale!r} is not a number") from None
     return q, k, v, dims, 1 if causal else 0, has_scale, sc, (b, h, sq, dv)
 
 
 def _int_option(x, name):
+    if isinstance(x, (bool, np.bool_)):  # operator.index(True) is 1
+        raise InvalidOptionError(f"{name}: {x!r} is a bool, not an integer")
     try:
         n = operator.index(x)
     except TypeError:

@@ -146,6 +146,31 @@ def test_errors():
            contains="threads")
     raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, tile_q=-1)
     raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, threads=1.5)
+    # strict argument types: scale a real number (not a str or bool), threads and tiles
+    # ints (not bools); a masked array is refused (its mask would be ignored)
+    raises(ab.InvalidProblemError, ab.run, "naive", q, k, v, scale="0.5", contains="real number")
+    raises(ab.InvalidProblemError, ab.run, "naive", q, k, v, scale=b"0.5")
+    raises(ab.InvalidProblemError, ab.run, "naive", q, k, v, scale=True, contains="real number")
+    raises(ab.InvalidProblemError, ab.check, "naive", q, k, v, scale=np.True_)
+    raises(ab.InvalidProblemError, ab.reference, q, k, v, scale=1 + 0j)
+    raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, threads=True, contains="bool")
+    raises(ab.InvalidOptionError, ab.check, "naive", q, k, v, threads=False, contains="bool")
+    raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, tile_q=np.True_, contains="bool")
+    raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, tile_kv=True, contains="bool")
+    raises(ab.InvalidProblemError, ab.run, "naive", q, k, v, scale=1e-45, contains="subnormal")
+    for good in (0.25, 1, np.float32(0.25), np.float64(0.25), np.int64(1)):
+        o = ab.run("naive", q, k, v, scale=good, threads=np.int64(1))
+        expect(np.array_equal(o, ab.run("naive", q, k, v, scale=float(good))),
+               f"scale={good!r} ({type(good).__name__}) reads as float({good!r})")
+    qm = np.ma.masked_array(q, mask=np.zeros(q.shape, bool))
+    qm[0, 0, 0, 0] = np.ma.masked
+    raises(ab.DtypeError, ab.run, "naive", qm, k, v, contains="MaskedArray")
+    raises(ab.DtypeError, ab.run, "naive", q, np.ma.masked_array(k), v, contains="k: a numpy.ma")
+    raises(ab.DtypeError, ab.check, "naive", q, k, np.ma.masked_array(v), contains="MaskedArray")
+    raises(ab.DtypeError, ab.run, "naive", q, k, v, out=np.ma.masked_array(np.empty(
+        (1, 4, 8, 16), np.float32)), contains="out: a numpy.ma")
+    raises(ab.DtypeError, ab.check_output, np.ma.masked_array(np.empty((1, 4, 8, 16), np.float32)),
+           q, k, v, contains="o: a numpy.ma")
     raises(ab.UnknownKernelError, ab.run, "no_such_kernel", q, k, v, contains="no_such_kernel")
     raises(ab.UnknownKernelError, ab.check, "no_such_kernel", q, k, v)
     raises(LookupError, ab.run, "no_such_kernel", q, k, v)

@@ -252,16 +252,60 @@ cold_inputs = true
 """
 
 
+CONFIG_MASK = """[masked]
+kernels = naive
+batch = 1
+heads = 2
+head_dim = 8
+seq_len = 6
+seq_kv = 9
+causal = false
+threads = 1
+repetitions = 1
+min_time = 0.001
+mask = random
+"""
+
+
 def digest(*arrays):
     """The digest of bench/inputs.h, written here independently of attn_baseline.py: the
-    wrapping sum of bits(x_t) * ((2t + 1) * 0x9E3779B1) mod 2^32, in Python integers."""
+    wrapping sum of w_t * ((2t + 1) * 0x9E3779B1) mod 2^32, in Python integers, over the
+    bits of the float32 arrays' elements, then (a list of ints) the scalar words."""
     import numpy as np
-    words = np.concatenate([np.ascontiguousarray(a, np.float32).reshape(-1).view(np.uint32)
-                            for a in arrays]).tolist()
+    words = []
+    for a in arrays:
+        if isinstance(a, list):
+            words += a
+        else:
+            words += np.ascontiguousarray(a, np.float32).reshape(-1).view(np.uint32).tolist()
     total = 0
     for t, w in enumerate(words):
         total = (total + w * (((2 * t + 1) * 0x9E3779B1) & 0xFFFFFFFF)) & 0xFFFFFFFF
     return total
+
+
+def set_digest(exp, s):
+    """The digest of an exported input set from its files and index entry: Q, K, V, the
+    option arrays, then the scalar block of bench/inputs.h (sizes, causal, scale, options)."""
+    import numpy as np
+    p, o = s["problem"], s.get("options") or {}
+    arrays = [np.load(os.path.join(exp, s[t])) for t in ("q", "k", "v")]
+    arrays += [np.load(os.path.join(exp, o[key])) for key in ("alibi_slopes", "sinks", "mask")
+               if o.get(key)]
+    f32 = lambda x: int(np.array([x], np.float32).view(np.uint32)[0])  # noqa: E731
+    w = []
+    for key in ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v"):
+        w += [p[key] & 0xFFFFFFFF, (p[key] >> 32) & 0xFFFFFFFF]
+    win = bool(o.get("window"))
+    w += [int(p["causal"]), f32(p["scale"]), int(o.get("align") == "top-left"), int(win)]
+    for key in ("window_left", "window_right"):
+        x = (o[key] if win else 0) & 0xFFFFFFFFFFFFFFFF
+        w += [x & 0xFFFFFFFF, x >> 32]
+    mask = np.load(os.path.join(exp, o["mask"])) if o.get("mask") else None
+    w += [f32(o.get("softcap", 0)), f32(o.get("alibi_max_bias", 0)), int(bool(o.get("alibi_slopes"))),
+          int(bool(o.get("sinks"))), int(mask is not None), int(mask is not None and mask.ndim == 4),
+          int(bool(o.get("lse")))]
+    return digest(*arrays, w)
 
 
 def kernel_digests(res):
@@ -294,8 +338,9 @@ def inputs(attnbench):
             p = s["problem"]
             assert q.shape == (p["batch"], p["heads"], p["seq_q"], p["head_dim_qk"]), q.shape
             assert k.shape == (p["batch"], p["kv_heads"], p["seq_kv"], p["head_dim_qk"])
-            got = digest(q, k, v)
+            got = set_digest(exp, s)
             assert got == s["digest"] == want, (name, got, s["digest"], want)
+            assert digest(q, k, v) != want, "the digest must cover more than Q, K and V"
             sets.add(ix["points"][name]["inputs"])
         assert len(sets) == 2, "one input set per shape expected: %s" % sets
         cold = [n for n in ix["points"] if n.endswith("/cold")]
@@ -343,7 +388,41 @@ def inputs(attnbench):
         assert r.returncode == 1, "other inputs than the kernels' must fail the run"
         bad = [e for e in entries(res, "numpy_attention") if e.get("error_occurred")]
         assert bad and "other inputs" in bad[0]["error_message"], bad
-    print("inputs: export == timed inputs (digests), baselines ran on them, corruption refused")
+
+    # With an option array: the digest covers it. The baseline runs on the export (same
+    # digest as the kernels); with the mask file replaced (one entry) the run is refused.
+    with tempfile.TemporaryDirectory() as d:
+        exp = os.path.join(d, "inputs")
+        res = sweep(attnbench, d, ["--export-inputs", exp], CONFIG_MASK)
+        with open(os.path.join(exp, "index.json")) as f:
+            ix = json.load(f)
+        kd = kernel_digests(res)
+        masked = [s for s in ix["inputs"].values() if (s.get("options") or {}).get("mask")]
+        assert masked, "the sweep has a mask point"
+        for name, want in kd.items():
+            s = ix["inputs"][ix["points"][name]["inputs"]]
+            assert set_digest(exp, s) == s["digest"] == want, (name, s["digest"], want)
+        r = run([PY, os.path.join(ROOT, "scripts", "bench-baselines"), res, "--baselines",
+                 os.path.join(HERE, "numpy_attention.py"), "--python", PY, "--attnbench",
+                 attnbench, "--min-time", "0.001", "--inputs", exp])
+        assert r.returncode == 0, "the baseline must pass on the exported inputs with a mask"
+        es = [e for e in entries(res, "numpy_attention") if e.get("run_type") == "iteration"]
+        assert es and {int(e["inputs_digest"]) for e in es} <= set(kd.values()), (es, kd)
+        mpath = os.path.join(exp, masked[0]["options"]["mask"])
+        m = np.load(mpath)
+        flat = m.reshape(-1)
+        i = int(np.flatnonzero(np.isfinite(flat))[0])
+        flat[i] += 1.0
+        np.save(mpath, m)
+        assert set_digest(exp, masked[0]) != masked[0]["digest"], "mask replaced, same digest"
+        r = run([PY, os.path.join(ROOT, "scripts", "bench-baselines"), res, "--baselines",
+                 os.path.join(HERE, "numpy_attention.py"), "--python", PY, "--attnbench",
+                 attnbench, "--min-time", "0.001", "--inputs", exp])
+        assert r.returncode == 1, "a replaced mask must fail the run"
+        bad = [e for e in entries(res, "numpy_attention") if e.get("error_occurred")]
+        assert bad and "other inputs" in bad[0]["error_message"], bad
+    print("inputs: export == timed inputs (digests of Q, K, V, option arrays and values), "
+          "baselines ran on them, corruption of Q or of the mask refused")
     return 0
 
 
@@ -502,18 +581,17 @@ def options(attnbench):
                    False)
         assert r.returncode == 4 and "softcap" in r.stderr, r.stderr
 
-        # Through bench-baselines: the point's options come from the export's index.
+        # Through bench-baselines: the point's options come from the export's index (a
+        # sweep with them: the digest covers the option values, so an index edited to add
+        # options would read as another problem than the kernels').
         exp = os.path.join(d, "inputs")
-        res = sweep(attnbench, d, ["--export-inputs", exp])
-        ixp = os.path.join(exp, "index.json")
-        with open(ixp) as f:
+        res = sweep(attnbench, d, ["--export-inputs", exp],
+                    CONFIG + "window = 4:0\nsoftcap = 0.25\n")
+        with open(os.path.join(exp, "index.json")) as f:
             ix = json.load(f)
-        for s in ix["inputs"].values():  # as a point with options exports them
-            s["options"] = {"align": "bottom-right", "window": True, "window_left": 4,
-                            "window_right": 0, "softcap": 0.25, "alibi_max_bias": 0,
-                            "lse": False}
-        with open(ixp, "w") as f:
-            json.dump(ix, f)
+        for s in ix["inputs"].values():
+            o = s.get("options") or {}
+            assert o.get("window") and o.get("window_left") == 4 and o.get("softcap") == 0.25, s
         bb = [PY, os.path.join(ROOT, "scripts", "bench-baselines"), res, "--python", PY,
               "--attnbench", attnbench, "--min-time", "0.001", "--inputs", exp, "--baselines"]
         r = run(bb + [npb])

@@ -91,6 +91,34 @@ with tempfile.TemporaryDirectory() as tmp:
         rc, out, err = run("--kernel", "blocked", *base, *extra, "--out", o_path)
         check(rc == want_rc and want_msg in err,
               f"{extra}: want exit {want_rc} and '{want_msg}', got {rc}: {err.strip()}")
+    # option values kernels (FTZ/DAZ) and the reference would read differently: subnormal,
+    # rounding to 0 in float32 (1e-50 > 0 as typed), a subnormal 1/softcap or ALiBi slope
+    flush = [
+        (["--softcap", "1e-45"], 2, "--softcap 1e-45: want C in [1.17549e-38, 1.84467e+19]"),
+        (["--softcap", "1e-50"], 2, "--softcap 1e-50: want C in ["),
+        (["--softcap", "1e20"], 2, "--softcap 1e+20: want C in ["),
+        (["--alibi", "1e-45"], 2, "--alibi 1e-45: want MAX_BIAS in [1.17549e-38, 126]"),
+        (["--alibi", "127"], 2, "--alibi 127: want MAX_BIAS in ["),
+        (["--scale", "1e-45"], 1, "scale 1.4013e-45 is subnormal"),
+        (["--scale", "-1e-39"], 1, "is subnormal"),
+    ]
+    for extra, want_rc, want_msg in flush:
+        rc, out, err = run("--kernel", "flash__avx2", *base, *extra, "--out", o_path)
+        if rc == 2 and "unknown kernel" in err:  # not an x86 build: a portable kernel
+            rc, out, err = run("--kernel", "blocked", *base, *extra, "--out", o_path)
+        check(rc == want_rc and want_msg in err and len(err.strip().splitlines()) == 1,
+              f"{extra}: want exit {want_rc} and one line with '{want_msg}', got {rc}: "
+              f"{err.strip()}")
+    sub_slopes = os.path.join(tmp, "sub_slopes.npy")
+    np.save(sub_slopes, np.array([0.5, 1e-40, 0.25, 0.125], np.float32))
+    rc, out, err = run("--kernel", "blocked", *base, "--alibi-slopes", sub_slopes, "--out", o_path)
+    check(rc == 1 and "ALiBi slope[1]" in err and "is subnormal" in err,
+          f"subnormal slope: {rc}: {err.strip()}")
+    # the smallest normal values are accepted and agree with the reference
+    for extra in (["--softcap", "1.1754944e-38"], ["--alibi", "1.1754944e-38"],
+                  ["--alibi", "126"], ["--scale", "1.1754944e-38"]):
+        rc, out, err = run("--kernel", "blocked", *base, *extra, "--out", o_path, "--check")
+        check(rc == 0 and "check: pass" in out, f"{extra}: {rc}: {out} {err.strip()}")
     # a NaN sink is an input outside the domain: refused by the kernel call, exit 1
     nan_sinks = os.path.join(tmp, "nan_sinks.npy")
     np.save(nan_sinks, np.array([0, np.nan, 0, 0], np.float32))

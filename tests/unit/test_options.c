@@ -45,14 +45,14 @@ static void test_validation(void) {
   EXPECT(attn_problem_validate(&p, NULL, 0), "window (inf, 3) is valid");
   o.window = false;
   o.softcap = -1.0f;
-  expect_invalid(&p, "softcap must be > 0 and finite");
+  expect_invalid(&p, "softcap must be 0 (none) or in [");
   o.softcap = INFINITY;
-  expect_invalid(&p, "softcap must be > 0 and finite");
+  expect_invalid(&p, "softcap must be 0 (none) or in [");
   o.softcap = NAN;
-  expect_invalid(&p, "softcap must be > 0 and finite");
+  expect_invalid(&p, "softcap must be 0 (none) or in [");
   o.softcap = 30.0f;
   o.alibi_max_bias = -8.0f;
-  expect_invalid(&p, "alibi max_bias must be > 0");
+  expect_invalid(&p, "alibi max_bias must be 0 (none) or in [");
   const float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
   o.alibi_max_bias = 8.0f, o.alibi_slopes = slopes;
   expect_invalid(&p, "not both");
