@@ -118,10 +118,12 @@ def commits_apart(a, b):
     return int(r.stdout) if r.returncode == 0 and r.stdout.strip().isdigit() else None
 
 
-def run_warnings(files):
+def run_warnings(files, labels=None):
     """Lines warning that the files were not made alike: other commits (or uncommitted
     changes), attnbench versions, builds, baseline versions or repetition counts. A
-    difference in any of them can explain a speed-up as well as the hardware can."""
+    difference in any of them can explain a speed-up as well as the hardware can.
+    labels name the files (default: base, file 1, file 2, ...)."""
+    labels = labels or ["base"] + ["file %d" % i for i in range(1, len(files))]
     out = []
     base_name, (bctx, bpts) = files[0]
 
@@ -136,30 +138,31 @@ def run_warnings(files):
         return {k: v.get("version") for k, v in meta.items() if isinstance(v, dict)}
 
     for i, (name, (ctx, pts)) in enumerate(files[1:], 1):
-        who = "file %d" % i
+        who = labels[i]
         for key, what in (("git_commit", "commits"), ("attnbench_version", "attnbench versions"),
                           ("compiler", "compilers"), ("cflags", "compiler flags"),
                           ("build_type", "build types")):
             va, vb = bctx.get(key), ctx.get(key)
             if va != vb:
                 apart = commits_apart(va, vb) if key == "git_commit" else None
-                out.append("warning: base and %s come from different %s (%s vs %s%s)" % (
-                    who, what, va or "not recorded", vb or "not recorded",
+                out.append("warning: %s and %s come from different %s (%s vs %s%s)" % (
+                    labels[0], who, what, va or "not recorded", vb or "not recorded",
                     ", %d commits apart" % apart if apart is not None else ""))
-        dirty = [w for w, c in (("base", bctx), (who, ctx)) if str(c.get("git_commit", "")).endswith("-dirty")]
+        dirty = [w for w, c in ((labels[0], bctx), (who, ctx))
+                 if str(c.get("git_commit", "")).endswith("-dirty")]
         if dirty:
             out.append("warning: %s built with uncommitted changes (commit ...-dirty)"
                        % " and ".join(dirty))
         va, vb = baseline_versions(bctx), baseline_versions(ctx)
         for k in sorted(set(va) & set(vb)):
             if va[k] != vb[k]:
-                out.append("warning: base and %s ran %s in different versions (%s vs %s)"
-                           % (who, k, va[k], vb[k]))
+                out.append("warning: %s and %s ran %s in different versions (%s vs %s)"
+                           % (labels[0], who, k, va[k], vb[k]))
         ra, rb = reps(bpts), reps(pts)
         if ra != rb:
-            out.append("warning: base and %s have different repetition counts (%s vs %s): "
+            out.append("warning: %s and %s have different repetition counts (%s vs %s): "
                        "their noise estimates differ" % (
-                           who, "/".join(map(str, ra)) or "none", "/".join(map(str, rb)) or "none"))
+                           labels[0], who, "/".join(map(str, ra)) or "none", "/".join(map(str, rb)) or "none"))
     return out
 
 

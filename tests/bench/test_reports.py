@@ -234,9 +234,83 @@ def compare(sdir):
               "files alike: no warning (%s)" % [ln for ln in r.stdout.splitlines() if "warning" in ln])
 
 
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def report(sdir, *results):
+    """Renders the committed results files into one page, loads it in headless chromium
+    and checks what the browser shows: every table (rendered with rows), every plot
+    decoded, no script error, nothing fetched from outside the page."""
+    chromium = find_chromium()
+    if not chromium:
+        print("SKIP: no chromium (apt-get install chromium; .ci/run installs it)")
+        return 77
+    sys.path.insert(0, sdir)
+    import attnresults
+    if not check(len(results) >= 2, "give at least two results files (%s)" % (results,)):
+        return 1
+    with tempfile.TemporaryDirectory() as d:
+        page = os.path.join(d, "report.html")
+        r = run([os.path.join(sdir, "report"), *results, "-o", page])
+        if not check(r.returncode == 0 and r.stdout.strip() == page,
+                     "scripts/report renders %d files (%s)" % (len(results), r.stderr.strip())):
+            return 1
+        with open(page, encoding="utf-8") as f:
+            text = f.read()
+        refs = re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', text)
+        check(refs and all(u.startswith("data:image/png;base64,") or u.startswith("#") for u in refs),
+              "the page refers to nothing outside itself (%s)" % [u[:40] for u in refs
+                                                                  if not u.startswith(("data:", "#"))])
+        check(not re.search(r"@import|url\(|<link", text), "no stylesheet or font to fetch")
+        # what the page must show: per file its machine, summary and points tables (and
+        # errors if any), three plots; the side-by-side tables
+        want_tables = {"machines", "compare"}
+        want_rows = {}
+        for i, path in enumerate(results):
+            ctx, pts = attnresults.load(path)
+            want_tables |= {"machine-%d" % i, "summary-%d" % i, "points-%d" % i}
+            if any(p.error for p in pts.values()):
+                want_tables.add("errors-%d" % i)
+            want_rows["points-%d" % i] = sum(1 for p in pts.values() if not p.error)
+            want_rows["summary-%d" % i] = len({p.shape for p in pts.values() if not p.error and p.gflops
+                                               and not p.get("baseline") and not p.get("check_failed")})
+        with tempfile.TemporaryDirectory() as prof:
+            r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                "--user-data-dir=" + prof, "--dump-dom", "file://" + page],
+                               capture_output=True, text=True, timeout=300)
+        dom = r.stdout
+        check(r.returncode == 0 and "<body" in dom, "chromium loads the page (exit %d)" % r.returncode)
+        body = re.search(r"<body([^>]*)>", dom)
+        attrs = dict(re.findall(r'data-([a-z]+)="([^"]*)"', body.group(1))) if body else {}
+        shown = set(attrs.get("tables", "").split())
+        check(shown == want_tables, "the browser shows every table with rows (missing %s, "
+              "unexpected %s)" % (sorted(want_tables - shown), sorted(shown - want_tables)))
+        n_img = 3 * len(results)
+        check(attrs.get("images") == "%d/%d" % (n_img, n_img),
+              "the browser decoded all %d plots (%s)" % (n_img, attrs.get("images")))
+        check("errors" not in attrs, "no script error (%s)" % attrs.get("errors"))
+        for tid, n in want_rows.items():
+            m = re.search(r'<table id="%s">.*?<tbody>(.*?)</tbody>' % re.escape(tid), dom, re.S)
+            rows = m.group(1).count("<tr>") if m else -1
+            check(rows == n, "table %s has one row per point/shape (%d, want %d)" % (tid, rows, n))
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{not json")
+        r = run([os.path.join(sdir, "report"), results[0], bad, "-o", os.path.join(d, "x.html")])
+        check(r.returncode == 1 and "cannot read" in r.stderr and len(r.stderr.splitlines()) == 1
+              and not os.path.exists(os.path.join(d, "x.html")),
+              "an unreadable file: one-line error, exit 1, no page (%s)" % r.stderr.strip())
+    return 0
+
+
 def main():
     mode = sys.argv[1]
-    rc = {"plots": plots, "summary": summary, "compare": compare}[mode](*sys.argv[2:])
+    rc = {"plots": plots, "summary": summary, "compare": compare, "report": report}[mode](*sys.argv[2:])
     if rc == 77:
         return 77
     if FAILED:
