@@ -47,7 +47,8 @@
 typedef struct progress {
   double start;
   size_t errors, finished;
-  bool quiet;
+  bool quiet;  // nothing per point
+  bool show;   // a line per finished point (else only failed points get one)
 } progress;
 
 static void format_duration(double s, char *buf, size_t len) {
@@ -73,7 +74,7 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
   progress *pg = user;
   pg->finished++;
   if (r->error) pg->errors++;
-  if (pg->quiet) return;
+  if (pg->quiet || (!pg->show && !r->error)) return;
   const double elapsed = attn_now_seconds() - pg->start;
   char eta[32];
   format_duration(done ? elapsed / (double)done * (double)(total - done) : 0, eta, sizeof eta);
@@ -104,7 +105,7 @@ typedef struct bench_args {
   const char *config, *out;
   cli_list kernels, gb_flags;
   cli_int_list threads;
-  bool dry_run, no_probe, no_adjacent_probe, quiet;
+  bool dry_run, no_probe, no_adjacent_probe, quiet, progress, no_progress;
   const char *bind;        // --bind (placement.h)
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
@@ -170,6 +171,14 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .help = "do not probe the bandwidth right before and after each timed run of a "
                "memory-bound point (no %adj_bw counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
+      {.name = "progress",
+       .kind = CLI_FLAG,
+       .dest = &a->progress,
+       .help = "a [k/N] line per point on stderr even when it is not a terminal"},
+      {.name = "no-progress",
+       .kind = CLI_FLAG,
+       .dest = &a->no_progress,
+       .help = "no [k/N] line per point (failed points still get one)"},
       ATTN_PLACEMENT_BIND_OPTION(&a->bind),
       {.name = "export-inputs",
        .kind = CLI_STRING,
@@ -190,7 +199,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       .summary = "benchmark kernels over a sweep config with Google Benchmark; JSON results",
       .epilog =
           "Google Benchmark flags pass through, e.g. --benchmark_repetitions=10,\n"
-          "--benchmark_min_time=0.5, --benchmark_format=console.\n"
+          "--benchmark_min_time=0.5, --benchmark_format=console (every counter) or\n"
+          "--benchmark_format=compact (time, GFLOP/s, GB/s, % of roofline, % adjacent bw).\n"
           "--benchmark_filter=REGEX selects points by the names --dry-run prints (POSIX\n"
           "extended regex; ^ and $ anchor on those names; a leading '-' negates); a filter\n"
           "matching no point is an error (exit 2).\n"
@@ -208,6 +218,10 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_placement_env_bad("bench", NULL)) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_*
   if (attn_placement_bind_bad("bench", a->bind)) return ATTNBENCH_EXIT_USAGE;
+  if (a->progress && a->no_progress) {
+    fprintf(stderr, "attnbench bench: --progress and --no-progress exclude each other\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
   if (a->baselines && (!*a->baselines || strchr(a->baselines, ' '))) {
     fprintf(stderr,
             "attnbench bench: --baselines '%s': want comma-separated names (no spaces) or 'all'\n",
@@ -255,8 +269,9 @@ static int split_benchmark_flags(char *argv0, bench_args *a) {
       a->gb_argv[a->gb_argc++] = (char *)f;  // points into argv
     }
   }
-  if (strcmp(a->display, "none") && strcmp(a->display, "console") && strcmp(a->display, "json")) {
-    fprintf(stderr, "attnbench bench: --benchmark_format must be console, json or none\n");
+  if (strcmp(a->display, "none") && strcmp(a->display, "console") &&
+      strcmp(a->display, "compact") && strcmp(a->display, "json")) {
+    fprintf(stderr, "attnbench bench: --benchmark_format must be console, compact, json or none\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (gb_out) {
@@ -457,7 +472,9 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
   snprintf(msg, sizeof msg,
            "\nattnbench bench: interrupted; the points finished so far are in %s\n", out);
   attn_fileio_catch_signals(msg);  // removes temporaries and the lock file
-  progress pg = {.quiet = a->quiet};
+  // [k/N] lines: on a terminal, or when asked (--progress); failures always (not --quiet)
+  progress pg = {.quiet = a->quiet,
+                 .show = !a->no_progress && (a->progress || isatty(STDERR_FILENO))};
   results_file rf = {.pg = &pg};
   if (!open_results(&rf, out, a->config)) {
     attn_fileio_release_signals();
