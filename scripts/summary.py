@@ -89,6 +89,25 @@ def timing_notes(context, has_external, apart_minutes=APART_MINUTES):
                 context.get("date", "?"), context.get("baselines_date"), load)]
 
 
+def baselines_run_lines(context):
+    """Which external baselines ran and which did not, and why (context baselines_run /
+    baselines_not_run, written by scripts/bench-baselines); [] for files without them."""
+    import json
+    out = []
+    try:
+        ran = json.loads(context.get("baselines_run") or "{}")
+        not_run = json.loads(context.get("baselines_not_run") or "{}")
+    except ValueError:
+        return out
+    if ran:
+        out.append("external baselines run: " + ", ".join(
+            "%s (%d points)" % (k, v.get("points", 0)) for k, v in sorted(ran.items())))
+    if not_run:
+        out.append("external baselines not run: " + "; ".join(
+            "%s (%s)" % kv for kv in sorted(not_run.items())))
+    return out
+
+
 def option_costs(points):
     """[(kernel, threads, base shape label, options, time ratio, GFLOP/s ratio, fallback)]
     for every option point whose kernel, threads and shape also ran without options."""
@@ -233,6 +252,8 @@ def main(argv=None):
                              " — best kernel %.2fx" % (best.gflops / p.gflops) if best else ""))
     for note in timing_notes(context, has_ext):
         print(note)
+    for line in baselines_run_lines(context):
+        print(line)
     print_option_costs(option_costs(points))
     if errors:
         print("%d points failed or were refused (see error_message in the file), e.g. %s: %s"

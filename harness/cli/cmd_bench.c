@@ -109,6 +109,8 @@ typedef struct bench_args {
   const char *bind;        // --bind (placement.h)
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
+  const char *bl_venv;     // --baselines-venv DIR (else $ATTNBENCH_BASELINES_VENV, …)
+  bool require_bl;         // --require-baselines: a baseline that cannot run is an error
   const char *tune_file;   // --tune-file (tunefile.h)
   const char *regtile;     // --regtile (NULL: the config's, else environment / file / 0)
   int kv_split;            // --kv-split, with kv_split_given
@@ -191,6 +193,17 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .metavar = "LIST",
        .help = "then run external baselines on the points' own inputs into the same file: "
                "torch_sdpa,ort_attention,ggml_flash_attn,… or FILE.py, or 'all' (installed ones)"},
+      {.name = "baselines-venv",
+       .kind = CLI_STRING,
+       .dest = &a->bl_venv,
+       .metavar = "DIR",
+       .help = "the baselines' virtual environment (default $ATTNBENCH_BASELINES_VENV, else "
+               ".venv-baselines)"},
+      {.name = "require-baselines",
+       .kind = CLI_FLAG,
+       .dest = &a->require_bl,
+       .help = "with --baselines: a baseline that cannot run (not installed) fails the command, "
+               "also with 'all'"},
       ATTN_TUNE_FILE_OPTION(&a->tune_file, ATTN_TUNE_FILE_HELP),
       ATTN_PLACEMENT_VARIANT_OPTIONS(&a->regtile, &a->kv_split, &a->kv_split_given),
   };
@@ -226,6 +239,11 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     fprintf(stderr,
             "attnbench bench: --baselines '%s': want comma-separated names (no spaces) or 'all'\n",
             a->baselines);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if ((a->bl_venv || a->require_bl) && !a->baselines) {
+    fprintf(stderr,
+            "attnbench bench: --baselines-venv and --require-baselines go with --baselines\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (a->baselines && a->dry_run) {
@@ -616,14 +634,21 @@ typedef struct baselines_run {
   bool ready;                   // the pre-flight found something to run
 } baselines_run;
 
-// "python3 SCRIPT ARGS… [--baselines LIST]" into argv (LIST omitted for "all").
-static int run_script(const baselines_run *br, const char *list, const char *const *args,
+// "python3 SCRIPT ARGS… [--venv DIR] [--require] [--baselines LIST]" into argv (LIST
+// omitted for "all").
+static int run_script(const bench_args *a, const baselines_run *br, const char *const *args,
                       size_t n_args) {
-  char *argv[16];
+  const char *list = a->baselines;
+  char *argv[20];
   size_t n = 0;
   argv[n++] = "python3";
   argv[n++] = (char *)br->script;
   for (size_t i = 0; i < n_args && n < 12; i++) argv[n++] = (char *)args[i];
+  if (a->bl_venv) {
+    argv[n++] = "--venv";
+    argv[n++] = (char *)a->bl_venv;
+  }
+  if (a->require_bl) argv[n++] = "--require";
   if (strcmp(list, "all") != 0) {
     argv[n++] = "--baselines";
     argv[n++] = (char *)list;
@@ -643,7 +668,7 @@ static int baselines_prepare(const bench_args *a, const attn_bench_plan *plan, b
     }
     // 0: ready; 3: nothing installed and none named (a note says how to install them).
     const char *args[] = {"--preflight"};
-    const int rc = run_script(br, a->baselines, args, 1);
+    const int rc = run_script(a, br, args, 1);
     if (rc != 0 && rc != 3) {
       fprintf(stderr, "attnbench bench: --baselines %s: not ready (see above); nothing was run\n",
               a->baselines);
@@ -680,8 +705,12 @@ static int baselines_finish(const bench_args *a, baselines_run *br, const char *
   int rc = ATTNBENCH_EXIT_OK;
   if (br->ready && out && is_file(out)) {
     const char *args[] = {out, "--inputs", br->dir, "--attnbench", br->exe};
-    const int st = run_script(br, a->baselines, args, 5);
+    const int st = run_script(a, br, args, 5);
     rc = st == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  } else if (a->baselines && !br->ready) {  // 'all' with nothing installed: said at the end too
+    fprintf(stderr,
+            "baselines: none ran (none installed; the notes before the sweep say why; "
+            "scripts/setup-baselines installs them)\n");
   }
   if (br->temporary) remove_export(br->dir);
   return rc;
