@@ -152,7 +152,7 @@ min_time = 0.15
         with open(path, "w") as f:
             f.write(cfg)
         out = os.path.join(d, "res.json")
-        p = subprocess.Popen([binary, "bench", "--config", path, "--out", out, "--no-probe"],
+        p = subprocess.Popen([binary, "bench", "--config", path, "--out", out, "--no-probe", "--progress"],
                              stderr=subprocess.PIPE, text=True)
         finished = 0
         deadline = time.time() + 120
@@ -213,7 +213,7 @@ def outputs(binary):
                  ("in a missing directory", os.path.join(d, "no", "r.json"), "No such file or directory")]
         for what, out, msg in cases:
             t0 = time.time()
-            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--progress",
                                 "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=60)
             check(r.returncode == 1, "--out %s: exit 1 (got %d: %s)" % (what, r.returncode, r.stderr.strip()))
             check("cannot write results" in r.stderr and msg in r.stderr,
