@@ -280,7 +280,8 @@ def report(sdir, *results):
             want_rows["summary-%d" % i] = len({p.shape for p in pts.values() if not p.error and p.gflops
                                                and not p.get("baseline") and not p.get("check_failed")})
         with tempfile.TemporaryDirectory() as prof:
-            r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+            # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers have a small /dev/shm
+            r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                                 "--user-data-dir=" + prof, "--dump-dom", "file://" + page],
                                capture_output=True, text=True, timeout=300)
         dom = r.stdout
