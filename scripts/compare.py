@@ -26,14 +26,24 @@ efficiency does, an exact product:
 printed as "0.57x = 0.80x limit x 0.71x efficiency", where t_roof = max(flop / FMA
 peak, bytes / read bandwidth) is each point's roofline time on its own machine (the
 limit ratio is that of the bound that applies there) and eff its % of roofline / 100.
+A point without a split says "no split: note N", and note N under the table names the
+file and the number it lacks (e.g. a file from before the roofline counters measured no
+read bandwidth at T1).
+
+Before the table, warnings name what differs between the files besides the machine:
+the commit (and how many commits apart, when this checkout has both), uncommitted
+changes, the attnbench version, compiler, flags, build type, the external baselines'
+versions and the repetition counts.
 
 usage: scripts/compare.py A.json B.json [C.json ...] [--by-shape] [--csv results.csv] [--all]
 """
 import argparse
 import csv
+import json
 import math
 import os
 import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,6 +79,91 @@ def decompose(a, actx, b, bctx):
         return None
     eff_a, eff_b = ta / a.median_s, tb / b.median_s
     return a.median_s / b.median_s, ta / tb, eff_b / eff_a
+
+
+def missing_split(a, actx, b, bctx, names=("base", "the other file")):
+    """Why decompose() has no split for b against a: one line naming the file and the
+    number that is missing (each point's roofline time needs its flop and either its own
+    roofline_GFLOP/s counter or the FMA peak counter and the context's read bandwidth at
+    the point's thread count)."""
+    for p, ctx, who in ((a, actx, names[0]), (b, bctx, names[1])):
+        if not p.median_s:
+            return "%s has no time for this point" % who
+        if p.get("roofline_GFLOP/s"):
+            continue
+        if not p.get("flop") or not p.get("bytes"):
+            return "%s's entry has no flop/bytes counters (no roofline)" % who
+        if not p.get("peak_GFLOP/s"):
+            return "%s has no FMA peak for %s (no peak_GFLOP/s counter)" % (who, p.kernel)
+        if attnresults.bandwidths(ctx).get(p.threads) is None:
+            return ("%s measured no read bandwidth at T%d (no read_bandwidth_gbs_T%d in its "
+                    "context, no roofline_GFLOP/s counter: a file from before the roofline "
+                    "counters)" % (who, p.threads, p.threads))
+    return "the roofline time is unknown"
+
+
+def commits_apart(a, b):
+    """How many commits lie between two recorded git_commit values (either side of their
+    merge base) in the repository this script is in, or None when git or either commit
+    is not available."""
+    if not a or not b:
+        return None
+    a, b = (str(c).replace("-dirty", "") for c in (a, b))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        r = subprocess.run(["git", "-C", root, "rev-list", "--count", "%s...%s" % (a, b)],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(r.stdout) if r.returncode == 0 and r.stdout.strip().isdigit() else None
+
+
+def run_warnings(files, labels=None):
+    """Lines warning that the files were not made alike: other commits (or uncommitted
+    changes), attnbench versions, builds, baseline versions or repetition counts. A
+    difference in any of them can explain a speed-up as well as the hardware can.
+    labels name the files (default: base, file 1, file 2, ...)."""
+    labels = labels or ["base"] + ["file %d" % i for i in range(1, len(files))]
+    out = []
+    base_name, (bctx, bpts) = files[0]
+
+    def reps(pts):
+        return sorted({len(p.times) for p in pts.values() if not p.error and p.times})
+
+    def baseline_versions(ctx):
+        try:
+            meta = json.loads(ctx.get("baselines") or "{}")
+        except ValueError:
+            return {}
+        return {k: v.get("version") for k, v in meta.items() if isinstance(v, dict)}
+
+    for i, (name, (ctx, pts)) in enumerate(files[1:], 1):
+        who = labels[i]
+        for key, what in (("git_commit", "commits"), ("attnbench_version", "attnbench versions"),
+                          ("compiler", "compilers"), ("cflags", "compiler flags"),
+                          ("build_type", "build types")):
+            va, vb = bctx.get(key), ctx.get(key)
+            if va != vb:
+                apart = commits_apart(va, vb) if key == "git_commit" else None
+                out.append("warning: %s and %s come from different %s (%s vs %s%s)" % (
+                    labels[0], who, what, va or "not recorded", vb or "not recorded",
+                    ", %d commits apart" % apart if apart is not None else ""))
+        dirty = [w for w, c in ((labels[0], bctx), (who, ctx))
+                 if str(c.get("git_commit", "")).endswith("-dirty")]
+        if dirty:
+            out.append("warning: %s built with uncommitted changes (commit ...-dirty)"
+                       % " and ".join(dirty))
+        va, vb = baseline_versions(bctx), baseline_versions(ctx)
+        for k in sorted(set(va) & set(vb)):
+            if va[k] != vb[k]:
+                out.append("warning: %s and %s ran %s in different versions (%s vs %s)"
+                           % (labels[0], who, k, va[k], vb[k]))
+        ra, rb = reps(bpts), reps(pts)
+        if ra != rb:
+            out.append("warning: %s and %s have different repetition counts (%s vs %s): "
+                       "their noise estimates differ" % (
+                           labels[0], who, "/".join(map(str, ra)) or "none", "/".join(map(str, rb)) or "none"))
+    return out
 
 
 def fmt_num(v):
@@ -169,6 +264,8 @@ def main(argv=None):
             i, name, ctx.get("cpu_model", "?"), attnresults.machine(ctx)["uarch"],
             ctx.get("host_name", "?"), ctx.get("git_commit", "?")))
     print_machines(files)
+    for w in run_warnings(files):
+        print(w)
     width = max([len(n) for n in base] + [10])
     # --by-shape: which kernel (and threads) each file's best point is
     kw = max([len("%s T%d" % (p.kernel, p.threads)) for _, (_, pts) in files for p in pts.values()]
@@ -185,6 +282,7 @@ def main(argv=None):
             "= hardware limit x kernel efficiency", "")
     print(header.rstrip())
     flagged = {"faster": 0, "SLOWER": 0}
+    notes = {}  # reason a point has no limit x efficiency split -> [number, points]
     shown = 0
     for name, a in base.items():
         others = [(pts.get(name), ctx) for _, (ctx, pts) in files[1:]]
@@ -206,7 +304,13 @@ def main(argv=None):
             flagged[v] = flagged.get(v, 0) + 1
             ocv = "-" if o.cv is None else "%.1f%%" % (100 * o.cv)
             d = decompose(a, base_ctx, o, octx)
-            split = ("= %.2fx limit x %.2fx efficiency" % (d[1], d[2]) if d else "").ljust(36)
+            if d:
+                split = "= %.2fx limit x %.2fx efficiency" % (d[1], d[2])
+            else:  # numbered reasons, printed under the table
+                why = missing_split(a, base_ctx, o, octx, ("base", "file %d" % (others.index((o, octx)) + 1)))
+                notes.setdefault(why, [len(notes) + 1, 0])[1] += 1
+                split = "no split: note %d" % notes[why][0]
+            split = split.ljust(36)
             line += "  |   %10s %6s%s %6.2fx %s %-7s" % (fmt_time(o.median_s), ocv, who(o),
                                                          a.median_s / o.median_s, split, v)
         print(line.rstrip())
@@ -214,6 +318,9 @@ def main(argv=None):
     print("%d points compared; %d faster, %d SLOWER beyond noise (speedup = base time / time"
           " = limit ratio x efficiency ratio: roofline time base / other, %% of roofline "
           "other / base)" % (shown, flagged["faster"], flagged["SLOWER"]))
+    for why, (num, count) in sorted(notes.items(), key=lambda kv: kv[1][0]):
+        print("note %d: no limit x efficiency split for %d point%s: %s" % (
+            num, count, "" if count == 1 else "s", why))
     return 0
 
 

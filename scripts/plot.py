@@ -13,8 +13,12 @@
                          thread count
 
 Every point shows the spread of its repetitions (min to max) as an error bar; every
-kernel has one colour in all plots (and in every results file: kernel_color); the legend
-names the kernel's thread count.
+kernel has one colour in all plots (and in every results file: kernel_color), each
+framework (PyTorch, ONNX Runtime, OpenVINO, ggml) a strong hue no kernel uses; the legend
+names the kernel's thread count (and a baseline's framework) and sits right of the panels,
+never over data. The roofline draws one ceiling per thread count and ISA of the plotted
+kernels (AVX2 kernels against the AVX2 peak, AVX-512 ones against AVX-512's; kernels
+without an ISA against the highest peak), each bent down by the read bandwidth.
 
 usage: scripts/plot.py RESULTS.json [--out-dir DIR]
 """
@@ -46,22 +50,104 @@ def panel_title(key):
 
 
 # One colour per kernel, the same in every plot and every file: the built-in kernels
-# have fixed colours (each ISA family its own hue, the widest ISA the strongest), any
-# other name (plug-ins, external baselines) a colour picked by a stable hash of the name.
+# have fixed colours (each ISA family its own hue, the widest ISA the strongest); the
+# frameworks (external baselines, scripts/bench-baselines) strong hues no built-in kernel
+# uses, one per framework (variants of one framework: shades of its hue); any other name
+# (plug-ins, new baselines) a colour picked by a stable hash of the name.
 KERNEL_COLORS = {
     "reference": "#000000", "naive": "#7f7f7f", "blocked": "#bcbd22", "blas": "#9467bd",
     "tiled__avx2": "#9ecae1", "tiled__avx512": "#1f77b4", "tiled__neon": "#17becf",
     "omp__avx2": "#98df8a", "omp__avx512": "#2ca02c", "omp__neon": "#006d2c",
     "flash__avx2": "#ff9896", "flash__avx512": "#d62728", "flash__neon": "#ff7f0e",
 }
-OTHER_COLORS = ["#8c564b", "#e377c2", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
-                "#5254a3", "#b5cf6b", "#e7ba52", "#ad494a", "#a55194", "#6b6ecf", "#c49c94"]
+# (name prefix, framework, colours of its baselines in order of FRAMEWORK_BASELINES)
+FRAMEWORK_COLORS = (("torch", "PyTorch", "#ff00cc"), ("ort", "ONNX Runtime", "#00bfc4"),
+                    ("openvino", "OpenVINO", "#3a0ca3"), ("ov_", "OpenVINO", "#3a0ca3"),
+                    ("ggml", "ggml", "#ff9900"))
+# Baselines of one framework besides its first: darker shades of the framework's hue.
+FRAMEWORK_SHADES = {"ggml_flash_attn_f16": "#c77c00", "ggml_flash_attn_q8_0": "#8f5a00"}
+OTHER_COLORS = ["#393b79", "#637939", "#843c39", "#7b4173", "#5254a3", "#b5cf6b",
+                "#e7ba52", "#ad494a", "#a55194", "#6b6ecf", "#8c6d31", "#00441b"]
+
+
+def framework(name):
+    """The framework an external baseline's name belongs to ("PyTorch", ...), or None."""
+    for prefix, fw, _ in FRAMEWORK_COLORS:
+        if name.startswith(prefix):
+            return fw
+    return None
 
 
 def kernel_color(name):
     if name in KERNEL_COLORS:
         return KERNEL_COLORS[name]
+    if name in FRAMEWORK_SHADES:
+        return FRAMEWORK_SHADES[name]
+    for prefix, _, color in FRAMEWORK_COLORS:
+        if name.startswith(prefix):
+            return color
     return OTHER_COLORS[zlib.crc32(name.encode()) % len(OTHER_COLORS)]
+
+
+def kernel_isa(name, isas):
+    """The ISA of the peak a kernel is scored against: the peak_fma ISA (context key,
+    e.g. "avx512f") that the kernel's "__<isa>" suffix names ("avx512" -> "avx512f"),
+    or None for kernels without one (blocked, blas, frameworks: any ISA)."""
+    suffix = name.rpartition("__")[2] if "__" in name else ""
+    if not suffix:
+        return None
+    for isa in sorted(isas):
+        if isa == suffix or isa.startswith(suffix):
+            return isa
+    return None
+
+
+def ceilings(points, context):
+    """The roofline ceilings the plotted points are measured against: [(threads, isa,
+    FMA peak GFLOP/s or None, read bandwidth GB/s or None)], one per (thread count, ISA
+    of a plotted kernel); kernels without an ISA (blocked, blas, frameworks) add the
+    thread count's highest peak. isa is None when the context has no peak for it."""
+    peaks = attnresults.peaks(context)
+    bws = attnresults.bandwidths(context)
+    isas = {i for i, _ in peaks}
+    out = set()
+    for p in points:
+        t = p.threads
+        at_t = {i: v for (i, tt), v in peaks.items() if tt == t and v > 0}
+        isa = kernel_isa(p.kernel, isas)
+        if isa is None or isa not in at_t:
+            isa = max(at_t, key=at_t.get) if at_t else None
+        out.add((t, isa, at_t.get(isa), bws.get(t)))
+    return sorted(out, key=lambda c: (c[0], c[2] or 0))
+
+
+def outside_legend(fig, axes, variants=None):
+    """One legend for the whole figure, right of every panel, so it never covers data:
+    the union of the panels' entries (each label once). With variants ({line style:
+    label}), one entry per kernel (its colour and marker: the label's first word and
+    framework) and one per line style instead of one per line."""
+    seen = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    if not seen:
+        return None
+    handles, labels = list(seen.values()), list(seen)
+    if variants:
+        from matplotlib.lines import Line2D
+        kernels = {}
+        for h, lab in zip(handles, labels):
+            name = lab.split(" T")[0]
+            if name not in kernels:
+                line = h[0] if isinstance(h, tuple) else getattr(h, "lines", [h])[0]
+                kernels[name] = Line2D([], [], color=line.get_color(), marker=line.get_marker(),
+                                       ms=4, lw=1.5)
+        handles = list(kernels.values()) + [Line2D([], [], color="black", lw=1, ls=ls)
+                                            for ls in variants]
+        labels = list(kernels) + list(variants.values())
+    ncol = 1 + len(labels) // 28
+    return fig.legend(handles, labels, loc="upper left", fontsize=7,
+                      bbox_to_anchor=(1.0, 1.0), ncol=ncol, frameon=False)
 
 
 def line_tags(points):
@@ -94,6 +180,24 @@ def yerr(points, values):
     return [lo, hi]
 
 
+LINE_STYLES = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)),
+               (0, (8, 2, 2, 2))]
+
+
+def panel_series(pts):
+    """(x key, x label, {(kernel, variant): [points]}) of one panel; variant = the thread
+    count and the other dims that vary (seq_kv in cross sweeps)."""
+    xk, xlabel = x_axis(pts)
+    tags = line_tags(pts)
+    lines = {}
+    for p in pts:
+        extra = ("T%d" % p.threads,) + tuple(fmt % int(p.get(k, 0)) for k, fmt in tags)
+        if xk == "Sq" and p.get("Skv") != p.get("Sq"):
+            extra += ("Skv%d" % int(p.get("Skv")),)
+        lines.setdefault((p.kernel, extra), []).append(p)
+    return xk, xlabel, lines
+
+
 def series_plot(points, metric, ylabel, title, path, context=None, mark_limit=False):
     """metric(point) -> value or None."""
     # entries without a shape (e.g. external baselines that carry only a label) have no x
@@ -108,30 +212,25 @@ def series_plot(points, metric, ylabel, title, path, context=None, mark_limit=Fa
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
-    styles = ["-", "--", ":", "-."]
+    panel_lines = {key: panel_series(panels[key]) for key in keys}
+    # one line style per variant (thread count, other dims) in every panel: the legend
+    # then names each kernel (colour) and each variant (style) once
+    variants = sorted({e for key in keys for _, e in panel_lines[key][2]})
     for ax, key in zip(axes.flat, keys):
-        pts = panels[key]
-        xk, xlabel = x_axis(pts)
-        tags = line_tags(pts)
-        lines = {}
-        for p in pts:
-            # the thread count always; other dims (seq_kv in cross sweeps) fold into lines
-            extra = ("T%d" % p.threads,) + tuple(fmt % int(p.get(k, 0)) for k, fmt in tags)
-            if xk == "Sq" and p.get("Skv") != p.get("Sq"):
-                extra += ("Skv%d" % int(p.get("Skv")),)
-            lines.setdefault((p.kernel, extra), []).append(p)
-        variants = sorted({e for _, e in lines})
+        xk, xlabel, lines = panel_lines[key]
         for (kernel, extra), lp in sorted(lines.items()):
+            style = LINE_STYLES[variants.index(extra) % len(LINE_STYLES)]
             lp.sort(key=lambda p: p.get(xk))
             xs, ys = [p.get(xk) for p in lp], [metric(p) for p in lp]
             color = kernel_color(kernel)
             # External baselines (PyTorch, ONNX Runtime, ggml): diamonds, thin lines and
-            # "(ext)" in the legend, so they never pass for attnbench kernels.
+            # the framework (or "ext") in the legend, so they never pass for attnbench kernels.
             ext = bool(lp[0].get("baseline"))
             ax.errorbar(xs, ys, yerr=yerr(lp, ys), marker="D" if ext else "o", ms=3.5 if ext else 3,
                         capsize=2, elinewidth=0.8, lw=0.9 if ext else 1.5, color=color,
-                        linestyle=styles[variants.index(extra) % len(styles)],
-                        label=" ".join((kernel + (" (ext)" if ext else ""),) + extra))
+                        linestyle=style,
+                        label=" ".join((kernel + (" (%s)" % (framework(kernel) or "ext") if ext else ""),)
+                                     + extra))
             if mark_limit:  # bandwidth-bound points as squares
                 mem = [(x, y) for p, x, y in zip(lp, xs, ys) if p.limit(context) == "bandwidth"]
                 if mem:
@@ -142,14 +241,29 @@ def series_plot(points, metric, ylabel, title, path, context=None, mark_limit=Fa
         ax.set_ylabel(ylabel)
         ax.set_title(panel_title(key), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # kernels by colour, variants by line style while each style is one variant; else
+    # one entry per line
+    outside_legend(fig, list(axes.flat)[:n],
+                   {LINE_STYLES[i]: " ".join(v) for i, v in enumerate(variants)}
+                   if len(variants) <= len(LINE_STYLES) else None)
+    save(fig, path)
     plt.close(fig)
     return True
+
+
+def save(fig, path):
+    """Writes the figure (legend outside the panels included) atomically: a temporary
+    file renamed over path. path may also be a file object (scripts/report)."""
+    if not isinstance(path, str):
+        fig.savefig(path, dpi=110, bbox_inches="tight", format="png")
+        return
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    os.replace(tmp, path)
 
 
 def roofline(points, context, title, path):
@@ -167,28 +281,24 @@ def roofline(points, context, title, path):
             ys = [p.gflops for p in kp]
             ax.errorbar([p.get("flop") / p.get("bytes") for p in kp], ys, yerr=yerr(kp, ys),
                         fmt=markers[threads.index(t) % len(markers)], ms=4, capsize=2,
-                        elinewidth=0.8, color=kernel_color(k), label="%s T%d" % (k, t))
+                        elinewidth=0.8, color=kernel_color(k),
+                        label="%s%s T%d" % (k, " (%s)" % framework(k) if framework(k) else "", t))
     ai = [p.get("flop") / p.get("bytes") for p in ok]
     lo, hi = min(ai) / 2, max(ai) * 2
-    peaks = attnresults.peaks(context)
-    bws = attnresults.bandwidths(context)
     grays = ["dimgray", "black", "gray", "silver"]
-    for i, t in enumerate(threads):  # the roofline at t threads: best ISA's peak, bandwidth
-        tp = {isa: v for (isa, tt), v in peaks.items() if tt == t and v > 0}
-        bw = bws.get(t)
-        col = grays[i % len(grays)]
-        if tp:
-            isa, v = max(tp.items(), key=lambda kv: kv[1])
+    styles = ["--", ":", "-.", (0, (5, 1))]
+    isas = sorted({c[1] for c in ceilings(ok, context) if c[1]})
+    for t, isa, v, bw in ceilings(ok, context):  # min(FMA peak of the ISA, intensity x bandwidth)
+        col = grays[threads.index(t) % len(grays)]
+        if v:
             ridge = v / bw if bw else lo
             xs = [lo, max(lo, min(hi, ridge)), hi] if bw else [lo, hi]
             ys = [min(v, bw * x) if bw else v for x in xs]
-            ax.plot(xs, ys, color=col, lw=0.9, ls="--")
-            ax.text(hi / 1.05, v * 1.06, "T%d: FMA %s %.0f GFLOP/s%s" % (
-                t, isa, v, ", %.0f GB/s" % bw if bw else ""), fontsize=7, color=col, ha="right")
+            ax.plot(xs, ys, color=col, lw=0.9, ls=styles[isas.index(isa) % len(styles)],
+                    label="T%d: FMA %s %.0f GFLOP/s%s" % (t, isa, v, ", %.0f GB/s" % bw if bw else ""))
         elif bw:
-            ax.plot([lo, hi], [bw * lo, bw * hi], color=col, lw=0.9, ls="--")
-            ax.text(lo * 1.05, bw * lo * 1.25, "T%d: read bandwidth %.0f GB/s" % (t, bw),
-                    fontsize=7, color=col)
+            ax.plot([lo, hi], [bw * lo, bw * hi], color=col, lw=0.9, ls="--",
+                    label="T%d: read bandwidth %.0f GB/s" % (t, bw))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -196,9 +306,9 @@ def roofline(points, context, title, path):
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    outside_legend(fig, [ax])
+    save(fig, path)
     plt.close(fig)
     return True
 

@@ -20,12 +20,92 @@ the efficiency; for the other options the flop are equal and both give the cost)
 usage: scripts/summary.py RESULTS.json [--baseline KERNEL]
 """
 import argparse
+import datetime
 import os
 import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attnresults  # noqa: E402
+
+
+def spread_pct(p):
+    """The spread of a point's repetitions: (slowest - fastest) / median time, in %;
+    None with fewer than two repetitions."""
+    ts = [t for t in p.times if t > 0]
+    if len(ts) < 2 or not p.median_s:
+        return None
+    return 100.0 * (max(ts) - min(ts)) / p.median_s
+
+
+def fmt_spread(v):
+    return "-" if v is None else "%.1f%%" % v
+
+
+def parse_date(text):
+    """A results file's ISO 8601 date ("2026-12-02T11:20:36+00:00") as an aware datetime,
+    or None."""
+    if not text:
+        return None
+    try:
+        d = datetime.datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return d if d.tzinfo else d.replace(tzinfo=datetime.timezone.utc)
+
+
+# Points timed further apart than this are flagged: a shared or thermally drifting
+# machine changes speed over minutes (the reference runs saw bandwidth move by 20%).
+APART_MINUTES = 10.0
+
+
+def timing_notes(context, has_external, apart_minutes=APART_MINUTES):
+    """Warnings about points of this file that a ratio compares but that were not timed
+    together: the external baselines are timed by scripts/bench-baselines after the
+    kernel sweep, in another process (context date = the sweep's start, baselines_date =
+    the baselines' start, load_avg / baselines_load_avg = the 1-minute load then).
+    Returns a list of lines (empty: nothing to warn about)."""
+    if not has_external:
+        return []
+    start, ext = parse_date(context.get("date")), parse_date(context.get("baselines_date"))
+    if ext is None:
+        return ["warning: the external baselines were timed after the kernel sweep, in another "
+                "process, at a time this file does not record (made before bench-baselines "
+                "recorded baselines_date): their ratios may compare different machine states"]
+    minutes = (ext - start).total_seconds() / 60.0 if start else None
+    if minutes is not None and abs(minutes) < apart_minutes:
+        return []
+    la = context.get("load_avg")
+    lb = context.get("baselines_load_avg")
+    load = ""
+    if isinstance(la, list) and la and lb is not None:
+        load = "; load average %.2f at the sweep's start, %.2f at the baselines' start" % (
+            float(la[0]), float(lb[0] if isinstance(lb, list) else lb))
+    return ["warning: kernels and external baselines were timed in different runs, %s "
+            "apart (kernel sweep from %s, baselines from %s%s): the ratios compare different "
+            "machine states (ratio@bw, where shown, corrects memory-bound shapes for "
+            "bandwidth drift)" % (
+                "%.0f minutes" % minutes if minutes is not None else "an unknown time",
+                context.get("date", "?"), context.get("baselines_date"), load)]
+
+
+def baselines_run_lines(context):
+    """Which external baselines ran and which did not, and why (context baselines_run /
+    baselines_not_run, written by scripts/bench-baselines); [] for files without them."""
+    import json
+    out = []
+    try:
+        ran = json.loads(context.get("baselines_run") or "{}")
+        not_run = json.loads(context.get("baselines_not_run") or "{}")
+    except ValueError:
+        return out
+    if ran:
+        out.append("external baselines run: " + ", ".join(
+            "%s (%d points)" % (k, v.get("points", 0)) for k, v in sorted(ran.items())))
+    if not_run:
+        out.append("external baselines not run: " + "; ".join(
+            "%s (%s)" % kv for kv in sorted(not_run.items())))
+    return out
 
 
 def option_costs(points):
@@ -108,42 +188,43 @@ def main(argv=None):
             adj_ratios.append(adj_ratio)
         kern = "%s T%d%s" % (best.kernel, best.threads, " (fallback)" if best.fallback else "")
         fallbacks += best.fallback
-        rows.append((best.shape_label(), kern, best.gflops,
+        rows.append((best.shape_label(), kern, best.gflops, spread_pct(best),
                      best.get("GB/s"), best.roofline_pct(context), best.limit(context),
                      base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
-                     ext.gflops if ext else None, ratio, best.get("%adj_bw"), ext_adj,
+                     ext.gflops if ext else None, spread_pct(ext) if ext else None, ratio, best.get("%adj_bw"), ext_adj,
                      adj_ratio))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])
-    w2 = max(len(r[8]) for r in rows + [("",) * 8 + ("best external",)])
+    w2 = max(len(r[9]) for r in rows + [("",) * 9 + ("best external",)])
     has_ext = bool(external)
-    has_adj = any(r[11] is not None for r in rows)
-    has_ext_adj = any(r[12] is not None for r in rows)
-    head = "%-*s  %-*s  %9s  %7s  %6s  %-9s  %9s  %8s" % (
-        w0, "shape", w1, "best kernel", "GFLOP/s", "GB/s", "%roof", "limit", args.baseline,
-        "speedup")
+    has_adj = any(r[13] is not None for r in rows)
+    has_ext_adj = any(r[14] is not None for r in rows)
+    head = "%-*s  %-*s  %9s  %6s  %7s  %6s  %-9s  %9s  %8s" % (
+        w0, "shape", w1, "best kernel", "GFLOP/s", "spread", "GB/s", "%roof", "limit",
+        args.baseline, "speedup")
     if has_adj:
         head += "  %6s" % "%adj"
     if has_ext:
-        head += "  %-*s  %9s  %7s" % (w2, "best external", "GFLOP/s", "ratio")
+        head += "  %-*s  %9s  %6s  %7s" % (w2, "best external", "GFLOP/s", "spread", "ratio")
     if has_ext_adj:
         head += "  %6s  %8s" % ("%adj", "ratio@bw")
     print(head)
-    for label, kern, g, gb, rl, lim, bg, su, en, eg, er, adj, eadj, ar in rows:
-        line = "%-*s  %-*s  %9.2f  %7s  %6s  %-9s  %9s  %8s" % (
-            w0, label, w1, kern, g, "-" if gb is None else "%.2f" % gb,
+    for label, kern, g, spr, gb, rl, lim, bg, su, en, eg, espr, er, adj, eadj, ar in rows:
+        line = "%-*s  %-*s  %9.2f  %6s  %7s  %6s  %-9s  %9s  %8s" % (
+            w0, label, w1, kern, g, fmt_spread(spr), "-" if gb is None else "%.2f" % gb,
             "-" if rl is None else "%.1f" % rl, lim or "-",
             "-" if bg is None else "%.2f" % bg, "-" if su is None else "%.2fx" % su)
         if has_adj:
             line += "  %6s" % ("-" if adj is None else "%.1f" % adj)
         if has_ext:
-            line += "  %-*s  %9s  %7s" % (w2, en, "-" if eg is None else "%.2f" % eg,
-                                         "-" if er is None else "%.2fx" % er)
+            line += "  %-*s  %9s  %6s  %7s" % (w2, en, "-" if eg is None else "%.2f" % eg,
+                                               fmt_spread(espr), "-" if er is None else "%.2fx" % er)
         if has_ext_adj:
             line += "  %6s  %8s" % ("-" if eadj is None else "%.1f" % eadj,
                                     "-" if ar is None else "%.2fx" % ar)
         print(line)
+    print("spread = (slowest - fastest repetition) / median time (- : one repetition)")
     print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
           "bandwidth) as measured in this run (limit: the larger term)")
     if has_adj:
@@ -169,6 +250,10 @@ def main(argv=None):
         print("failed its check, timed with --time-failed (not in the ratios): %s T%d %.2f "
               "GFLOP/s%s" % (p.kernel, p.threads, p.gflops,
                              " — best kernel %.2fx" % (best.gflops / p.gflops) if best else ""))
+    for note in timing_notes(context, has_ext):
+        print(note)
+    for line in baselines_run_lines(context):
+        print(line)
     print_option_costs(option_costs(points))
     if errors:
         print("%d points failed or were refused (see error_message in the file), e.g. %s: %s"

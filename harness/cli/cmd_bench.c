@@ -50,7 +50,8 @@
 typedef struct progress {
   double start;
   size_t errors, finished;
-  bool quiet;
+  bool quiet;  // nothing per point
+  bool show;   // a line per finished point (else only failed points get one)
 } progress;
 
 static void format_duration(double s, char *buf, size_t len) {
@@ -76,7 +77,7 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
   progress *pg = user;
   pg->finished++;
   if (r->error) pg->errors++;
-  if (pg->quiet) return;
+  if (pg->quiet || (!pg->show && !r->error)) return;
   const double elapsed = attn_now_seconds() - pg->start;
   char eta[32];
   format_duration(done ? elapsed / (double)done * (double)(total - done) : 0, eta, sizeof eta);
@@ -107,10 +108,12 @@ typedef struct bench_args {
   const char *config, *out;
   cli_list kernels, gb_flags;
   cli_int_list threads;
-  bool dry_run, no_probe, no_adjacent_probe, quiet;
+  bool dry_run, no_probe, no_adjacent_probe, quiet, progress, no_progress;
   exec_args x;             // --tile-q/-kv, --regtile, --kv-split, --bind, --tune-file, --explain
   const char *export_dir;  // --export-inputs (bench/inputs.h)
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
+  const char *bl_venv;     // --baselines-venv DIR (else $ATTNBENCH_BASELINES_VENV, …)
+  bool require_bl;         // --require-baselines: a baseline that cannot run is an error
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -169,6 +172,14 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .help = "do not probe the bandwidth right before and after each timed run of a "
                "memory-bound point (no %adj_bw counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
+      {.name = "progress",
+       .kind = CLI_FLAG,
+       .dest = &a->progress,
+       .help = "a [k/N] line per point on stderr even when it is not a terminal"},
+      {.name = "no-progress",
+       .kind = CLI_FLAG,
+       .dest = &a->no_progress,
+       .help = "no [k/N] line per point (failed points still get one)"},
       {.name = "export-inputs",
        .kind = CLI_STRING,
        .dest = &a->export_dir,
@@ -180,13 +191,25 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .metavar = "LIST",
        .help = "then run external baselines on the points' own inputs into the same file: "
                "torch_sdpa,ort_attention,ggml_flash_attn,… or FILE.py, or 'all' (installed ones)"},
+      {.name = "baselines-venv",
+       .kind = CLI_STRING,
+       .dest = &a->bl_venv,
+       .metavar = "DIR",
+       .help = "the baselines' virtual environment (default $ATTNBENCH_BASELINES_VENV, else "
+               ".venv-baselines)"},
+      {.name = "require-baselines",
+       .kind = CLI_FLAG,
+       .dest = &a->require_bl,
+       .help = "with --baselines: a baseline that cannot run (not installed) fails the command, "
+               "also with 'all'"},
   };
   const cli_spec spec = {
       .command = "bench",
       .summary = "benchmark kernels over a sweep config with Google Benchmark; JSON results",
       .epilog =
           "Google Benchmark flags pass through, e.g. --benchmark_repetitions=10,\n"
-          "--benchmark_min_time=0.5, --benchmark_format=console.\n"
+          "--benchmark_min_time=0.5, --benchmark_format=console (every counter) or\n"
+          "--benchmark_format=compact (time, GFLOP/s, GB/s, % of roofline, % adjacent bw).\n"
           "--benchmark_filter=REGEX selects points by the names --dry-run prints (POSIX\n"
           "extended regex; ^ and $ anchor on those names; a leading '-' negates); a filter\n"
           "matching no point is an error (exit 2).\n"
@@ -204,10 +227,19 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_resolve_env_bad("bench")) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
   if (attn_placement_bind_bad("bench", a->x.bind)) return ATTNBENCH_EXIT_USAGE;
+  if (a->progress && a->no_progress) {
+    fprintf(stderr, "attnbench bench: --progress and --no-progress exclude each other\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
   if (a->baselines && (!*a->baselines || strchr(a->baselines, ' '))) {
     fprintf(stderr,
             "attnbench bench: --baselines '%s': want comma-separated names (no spaces) or 'all'\n",
             a->baselines);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if ((a->bl_venv || a->require_bl) && !a->baselines) {
+    fprintf(stderr,
+            "attnbench bench: --baselines-venv and --require-baselines go with --baselines\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (a->baselines && a->dry_run) {
@@ -251,8 +283,9 @@ static int split_benchmark_flags(char *argv0, bench_args *a) {
       a->gb_argv[a->gb_argc++] = (char *)f;  // points into argv
     }
   }
-  if (strcmp(a->display, "none") && strcmp(a->display, "console") && strcmp(a->display, "json")) {
-    fprintf(stderr, "attnbench bench: --benchmark_format must be console, json or none\n");
+  if (strcmp(a->display, "none") && strcmp(a->display, "console") &&
+      strcmp(a->display, "compact") && strcmp(a->display, "json")) {
+    fprintf(stderr, "attnbench bench: --benchmark_format must be console, compact, json or none\n");
     return ATTNBENCH_EXIT_USAGE;
   }
   if (gb_out) {
@@ -469,7 +502,9 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
   snprintf(msg, sizeof msg,
            "\nattnbench bench: interrupted; the points finished so far are in %s\n", out);
   attn_fileio_catch_signals(msg);  // removes temporaries and the lock file
-  progress pg = {.quiet = a->quiet};
+  // [k/N] lines: on a terminal, or when asked (--progress); failures always (not --quiet)
+  progress pg = {.quiet = a->quiet,
+                 .show = !a->no_progress && (a->progress || isatty(STDERR_FILENO))};
   results_file rf = {.pg = &pg};
   if (!open_results(&rf, out, a->config)) {
     attn_fileio_release_signals();
@@ -617,14 +652,21 @@ typedef struct baselines_run {
   bool ready;                   // the pre-flight found something to run
 } baselines_run;
 
-// "python3 SCRIPT ARGS… [--baselines LIST]" into argv (LIST omitted for "all").
-static int run_script(const baselines_run *br, const char *list, const char *const *args,
+// "python3 SCRIPT ARGS… [--venv DIR] [--require] [--baselines LIST]" into argv (LIST
+// omitted for "all").
+static int run_script(const bench_args *a, const baselines_run *br, const char *const *args,
                       size_t n_args) {
-  char *argv[16];
+  const char *list = a->baselines;
+  char *argv[20];
   size_t n = 0;
   argv[n++] = "python3";
   argv[n++] = (char *)br->script;
   for (size_t i = 0; i < n_args && n < 12; i++) argv[n++] = (char *)args[i];
+  if (a->bl_venv) {
+    argv[n++] = "--venv";
+    argv[n++] = (char *)a->bl_venv;
+  }
+  if (a->require_bl) argv[n++] = "--require";
   if (strcmp(list, "all") != 0) {
     argv[n++] = "--baselines";
     argv[n++] = (char *)list;
@@ -644,7 +686,7 @@ static int baselines_prepare(const bench_args *a, const attn_bench_plan *plan, b
     }
     // 0: ready; 3: nothing installed and none named (a note says how to install them).
     const char *args[] = {"--preflight"};
-    const int rc = run_script(br, a->baselines, args, 1);
+    const int rc = run_script(a, br, args, 1);
     if (rc != 0 && rc != 3) {
       fprintf(stderr, "attnbench bench: --baselines %s: not ready (see above); nothing was run\n",
               a->baselines);
@@ -681,8 +723,12 @@ static int baselines_finish(const bench_args *a, baselines_run *br, const char *
   int rc = ATTNBENCH_EXIT_OK;
   if (br->ready && out && is_file(out)) {
     const char *args[] = {out, "--inputs", br->dir, "--attnbench", br->exe};
-    const int st = run_script(br, a->baselines, args, 5);
+    const int st = run_script(a, br, args, 5);
     rc = st == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  } else if (a->baselines && !br->ready) {  // 'all' with nothing installed: said at the end too
+    fprintf(stderr,
+            "baselines: none ran (none installed; the notes before the sweep say why; "
+            "scripts/setup-baselines installs them)\n");
   }
   if (br->temporary) remove_export(br->dir);
   return rc;

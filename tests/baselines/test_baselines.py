@@ -187,8 +187,9 @@ def time_failed(attnbench):
 
 def venv_python(name):
     """The baseline environment's Python if NAME is installed there, else None (printed)."""
-    py = os.environ.get("ATTNBENCH_BASELINES_PYTHON",
-                        os.path.join(ROOT, ".venv-baselines", "bin", "python"))
+    venv = os.environ.get("ATTNBENCH_BASELINES_VENV")  # the one name; the older one after
+    py = (os.path.join(venv, "bin", "python") if venv else
+          os.environ.get("ATTNBENCH_BASELINES_PYTHON", os.path.join(ROOT, ".venv-baselines", "bin", "python")))
     if not os.path.exists(py):
         print("SKIPPED: %s: no baseline environment at %s (scripts/setup-baselines)" % (name, py))
         return None

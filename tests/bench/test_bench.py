@@ -152,7 +152,7 @@ min_time = 0.15
         with open(path, "w") as f:
             f.write(cfg)
         out = os.path.join(d, "res.json")
-        p = subprocess.Popen([binary, "bench", "--config", path, "--out", out, "--no-probe"],
+        p = subprocess.Popen([binary, "bench", "--config", path, "--out", out, "--no-probe", "--progress"],
                              stderr=subprocess.PIPE, text=True)
         finished = 0
         deadline = time.time() + 120
@@ -213,7 +213,7 @@ def outputs(binary):
                  ("in a missing directory", os.path.join(d, "no", "r.json"), "No such file or directory")]
         for what, out, msg in cases:
             t0 = time.time()
-            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--progress",
                                 "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=60)
             check(r.returncode == 1, "--out %s: exit 1 (got %d: %s)" % (what, r.returncode, r.stderr.strip()))
             check("cannot write results" in r.stderr and msg in r.stderr,
@@ -325,7 +325,7 @@ def diskfull(binary):
             with open(cfg, "w") as f:
                 f.write(TINY)
             out = os.path.join(mnt, "res.json")
-            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--progress",
                                 "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=120)
             err = r.stderr
             check(r.returncode == 1, "disk full: exit 1 (got %d)" % r.returncode)
@@ -354,7 +354,7 @@ def diskfull(binary):
                         f.write(b"\0" * 4096)
                 except OSError:
                     pass
-            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe",
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--progress",
                                 "--benchmark_min_time=0.001"], capture_output=True, text=True, timeout=120)
             check(r.returncode == 1 and "No space left on device" in r.stderr,
                   "full from the start: exit 1 naming the cause (%d: %s)" % (r.returncode, r.stderr.strip()))
@@ -482,7 +482,8 @@ def adjacent(binary):
         runs = {}
         for tag, extra in (("on", []), ("off", ["--no-adjacent-probe"]), ("noprobe", ["--no-probe"])):
             out = os.path.join(d, tag + ".json")
-            r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--benchmark_min_time=0.01"] + extra,
+            r = subprocess.run([binary, "bench", "--config", path, "--out", out, "--progress",
+                                "--benchmark_min_time=0.01"] + extra,
                                capture_output=True, text=True, timeout=600)
             check(r.returncode == 0, "%s: bench runs (%s)" % (tag, r.stderr.strip()[-300:]))
             if tag == "on":

@@ -49,7 +49,7 @@ def check(cond, what):
 def run_once(binary, d, cfg, delay, sig):
     """One run in directory d; returns (outcome, reported points, planned count)."""
     out = os.path.join(d, "res.json")
-    p = subprocess.Popen([binary, "bench", "--config", cfg, "--out", out, "--no-probe"],
+    p = subprocess.Popen([binary, "bench", "--config", cfg, "--out", out, "--no-probe", "--progress"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if delay is not None:
         time.sleep(delay)

@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <regex.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -48,6 +49,66 @@ class NullReporter : public benchmark::BenchmarkReporter {
     return true;
   }
   void ReportRuns(const std::vector<Run> &) override {}
+};
+
+// --benchmark_format=compact: one line per run with the columns people read — time, CPU
+// time, iterations, GFLOP/s, GB/s, % of roofline (else % of peak) and % of the adjacent
+// bandwidth — instead of the console reporter's every counter (46 columns, most of them
+// shape constants or zero). Every counter stays in the results file.
+class CompactReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context &) override {
+    size_t w = 9;
+    for (const std::string &n : RegisteredNames()) w = std::max(w, n.size() + 7);  // "_median"
+    width_ = static_cast<int>(w);
+    std::fprintf(stdout, "%-*s %13s %13s %10s %9s %9s %7s %7s\n", width_, "Benchmark", "Time",
+                 "CPU", "Iterations", "GFLOP/s", "GB/s", "%roof", "%adj");
+    std::fflush(stdout);
+    return true;
+  }
+
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const Run &r : runs) {
+      const std::string name = r.benchmark_name();
+      if (r.error_occurred) {
+        std::fprintf(stdout, "%-*s ERROR: %s\n", width_, name.c_str(), r.error_message.c_str());
+        continue;
+      }
+      char t[32], c[32];
+      const bool pct =
+          r.run_type == Run::RT_Aggregate && r.aggregate_unit == benchmark::kPercentage;
+      if (pct) {
+        std::snprintf(t, sizeof t, "%.2f %%", 100.0 * r.real_accumulated_time);
+        std::snprintf(c, sizeof c, "%.2f %%", 100.0 * r.cpu_accumulated_time);
+      } else {
+        const char *unit = benchmark::GetTimeUnitString(r.time_unit);
+        std::snprintf(t, sizeof t, "%.4g %s", r.GetAdjustedRealTime(), unit);
+        std::snprintf(c, sizeof c, "%.4g %s", r.GetAdjustedCPUTime(), unit);
+      }
+      std::fprintf(
+          stdout, "%-*s %13s %13s %10lld %9s %9s %7s %7s\n", width_, name.c_str(), t, c,
+          static_cast<long long>(r.iterations), Counter(r, "GFLOP/s", "%.2f", pct).c_str(),
+          Counter(r, "GB/s", "%.2f", pct).c_str(),
+          Counter(r, r.counters.count("%roofline") ? "%roofline" : "%peak", "%.1f", pct).c_str(),
+          Counter(r, "%adj_bw", "%.1f", pct).c_str());
+    }
+    std::fflush(stdout);
+  }
+
+ private:
+  // A counter's value (on a cv row: the counter's cv, as a percentage), "-" if absent.
+  static std::string Counter(const Run &r, const char *name, const char *fmt, bool pct) {
+    const auto it = r.counters.find(name);
+    if (it == r.counters.end()) return "-";
+    char buf[32];
+    if (pct)
+      std::snprintf(buf, sizeof buf, "%.2f %%", 100.0 * it->second.value);
+    else
+      std::snprintf(buf, sizeof buf, fmt, it->second.value);
+    return buf;
+  }
+
+  int width_ = 40;
 };
 
 // Forwards to the display reporter, keeps the JSON document in memory and rewrites the
@@ -248,6 +309,8 @@ size_t attn_gb_run(const attn_gb_run_opts *opts) {
     shown.reset(new benchmark::JSONReporter);
   } else if (display == "none") {
     shown.reset(new NullReporter);
+  } else if (display == "compact") {
+    shown.reset(new CompactReporter);
   } else {
     shown.reset(new benchmark::ConsoleReporter(opts->color
                                                    ? benchmark::ConsoleReporter::OO_ColorTabular

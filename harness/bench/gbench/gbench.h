@@ -102,7 +102,7 @@ typedef bool (*attn_gb_save_fn)(void *user, const char *json, size_t len);
 typedef struct attn_gb_run_opts {
   attn_gb_save_fn save_json;  // optional: see attn_gb_save_fn
   void *save_user;
-  const char *display;           // "console" (default), "json" or "none" — on stdout
+  const char *display;           // "console" (default), "compact", "json" or "none" — on stdout
   bool color;                    // console colours
   bool display_aggregates_only;  // with repetitions, show only the aggregates on stdout
                                  // (the results file keeps every repetition)
