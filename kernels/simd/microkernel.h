@@ -136,8 +136,8 @@ static inline const float *vk_pad_v(const float *v, int64_t n, int64_t dv, int64
 
 // The same, and also copied when V is not vector-aligned (malloc's 16-byte alignment, a
 // view into a larger array), so that no vector load of the micro-kernel straddles two
-// cache lines — on AVX-512 every one would (docs/tuning.md: one copy per K/V tile costs
-// less). buf (vector-aligned) must hold n·dvp floats whatever dv.
+// cache lines — on AVX-512 every one would; one copy per K/V tile costs less
+// (docs/design.md). buf (vector-aligned) must hold n·dvp floats whatever dv.
 static inline const float *vk_aligned_v(const float *v, int64_t n, int64_t dv, int64_t dvp,
                                         float *buf) {
   if ((uintptr_t)v % (VF_W * sizeof(float)) != 0) return vk_copy_v(v, n, dv, dvp, buf);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // tiled__avx512 — single-thread tiled attention, AVX-512F (16 lanes). The algorithm is
 // tiled/tiled_body.h; this file only picks the register tile for 32 zmm registers:
-//   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (8×32 is 88% of the FMA bound in
-//         llvm-mca, 8×48 99%: docs/mca.md);  P·V: 8 rows × 32 columns = 16.
+//   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (11 loads per 24 FMAs; why not 8×32:
+//         docs/design.md);  P·V: 8 rows × 32 columns = 16.
 #include "simd/vec_avx512.h"
 
 #include "tiled/tiled_tiles.h"

@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     else if (argv[i][0] == '-') {
       fprintf(stderr,
               "kernel_speed: unknown option %s (see the comment at the top of "
-              "tests/perf/kernel_speed.c)\n",
+              "tools/kernel_speed.c)\n",
               argv[i]);
       return 2;
     } else if (n_only < 32)
