@@ -130,7 +130,7 @@ FL_INLINE vf_t fl_sum_lanes(const float *a) {  // pairwise adds keep the keys in
                     vpaddq_f32(vld1q_f32(a + 8), vld1q_f32(a + 12)));
 }
 #else
-#error "flash_decode.h: fl_sum_lanes for this ISA"
+#error "flash_decode_rows.h: fl_sum_lanes for this ISA"
 #endif
 
 // One vector of K/V row `row` (type t) at element e, widened: e is a multiple of VF_W, so
