@@ -26,8 +26,9 @@
 //                          see flash_decode_lanes.h
 // The pieces: the task split (flash_plan.h), the register-tile passes (flash_tiles.h,
 // over the shared micro-kernel and packers of simd/microkernel.h), the decode paths
-// (flash_decode_rows.h, flash_decode_lanes.h), the next-tile prefetch cursor (simd/prefetch.h); this file is the
-// driver — one task (fl_task) in named steps, and the entry points.
+// (flash_decode_rows.h, flash_decode_lanes.h), the next-tile prefetch cursor
+// (simd/prefetch.h); this file is the driver — one task (fl_task) in named steps, and the
+// entry points.
 //
 // ── The algorithm (Dao 2023, FlashAttention-2; online softmax, Milakov & Gimelshein
 // 2018) for one task (see flash/flash_plan.h) holding `rows` query rows:
@@ -65,11 +66,11 @@
 #include "flash/flash_plan.h"
 #include "simd/softmax.h"
 
-#if !defined(FL_QK_MR) || !defined(FL_QK_NV) || !defined(FL_PV_MR) || !defined(FL_PV_NV) ||   \
-    !defined(FL_RUN) || !defined(FL_WORKSPACE) || !defined(FL_LINKAGE) ||                      \
-    !defined(FL_ROW_BLOCK) || !defined(FL_PLAN_NR) || !defined(FL_DEC_ROWS) ||                 \
-    !defined(VK_K_UNROLL) || !defined(VK_PF_LOCALITY) || !defined(FL_DEC_KEYS1) ||             \
-    !defined(FL_DEC_PF_V_PV) || !defined(FL_RV_W) || !defined(FL_LANES_MAX_ROWS) ||            \
+#if !defined(FL_QK_MR) || !defined(FL_QK_NV) || !defined(FL_PV_MR) || !defined(FL_PV_NV) || \
+    !defined(FL_RUN) || !defined(FL_WORKSPACE) || !defined(FL_LINKAGE) ||                   \
+    !defined(FL_ROW_BLOCK) || !defined(FL_PLAN_NR) || !defined(FL_DEC_ROWS) ||              \
+    !defined(VK_K_UNROLL) || !defined(VK_PF_LOCALITY) || !defined(FL_DEC_KEYS1) ||          \
+    !defined(FL_DEC_PF_V_PV) || !defined(FL_RV_W) || !defined(FL_LANES_MAX_ROWS) ||         \
     !defined(FL_DEC_BLOCK)
 #error "flash_body.h: the ISA file defines every parameter listed at the top of this file"
 #endif
@@ -95,7 +96,10 @@
 #pragma push_macro("FL_QK_MR")
 #undef FL_QK_MR
 #define FL_QK_MR FL_DEC_ROWS
+// The decode paths: fused rows (flash_decode_rows.h, which says how a task's path is
+// chosen) ...
 #include "flash/flash_decode_rows.h"
+// ... and rows in vector lanes.
 #include "flash/flash_decode_lanes.h"
 #pragma pop_macro("FL_QK_MR")
 

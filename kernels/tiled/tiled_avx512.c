@@ -4,14 +4,13 @@
 //   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (11 loads per 24 FMAs; why not 8×32:
 //         docs/design.md);  P·V: 8 rows × 32 columns = 16.
 #include "simd/vec_avx512.h"
-
 #include "tiled/tiled_tiles.h"
 
 #define TILED_MR TILED_AVX512_MR
 #define TILED_NRV TILED_AVX512_NRV
 #define TILED_NV TILED_AVX512_NV
 #define TILED_DIRECT_ROWS 32
-#define VK_K_UNROLL 2     // micro-kernel k loop unrolled 2× (same FMA order; docs/design.md)
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (same FMA order; docs/design.md)
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
 _Static_assert(VF_W == TILED_AVX512_LANES, "tiled_tiles.h: the vector width of vec_avx512.h");

@@ -27,7 +27,7 @@
 
 // The register-tile fields of a kernel record (attn.h) for tiled__<isa>'s tiles; ISA is
 // AVX2, AVX512 or NEON.
-#define TILED_TILES_RECORD(ISA)                                                  \
-  .vec_width = TILED_##ISA##_LANES, .qk_rows = TILED_##ISA##_MR,                 \
+#define TILED_TILES_RECORD(ISA)                                                    \
+  .vec_width = TILED_##ISA##_LANES, .qk_rows = TILED_##ISA##_MR,                   \
   .qk_cols = TILED_##ISA##_NRV * TILED_##ISA##_LANES, .pv_rows = TILED_##ISA##_MR, \
   .pv_cols = TILED_##ISA##_NV * TILED_##ISA##_LANES
