@@ -40,8 +40,8 @@
 // values (test_flash_kv_types), and the result depends on the shape only.
 #define FL_ROW_KEYS 32  // keys per block: whole score vectors and key groups (asserted below)
 #define FL_ROW_NV 8     // acc vectors per pass over a block's V rows, one row
-// Rows per group, 1 to 4 (the group switch below has cases up to 4): 4 rows share each
-// widened K/V vector four times (docs/design.md).
+// Rows per group, 1 to 4 (the group switch below has cases up to 4): at 4, each widened
+// K/V vector serves four rows (docs/design.md).
 #define FL_KV_RG 4
 #if FL_KV_RG < 1 || FL_KV_RG > 4
 #error "FL_KV_RG: 1 to 4 rows per group"
@@ -74,7 +74,7 @@
 // requests too are spread evenly. Without the prefetch the hardware prefetchers do not
 // follow the scores' loads (NK rows at once, in d order; docs/design.md).
 #define FL_DEC_PF_BLOCKS 1    // one block ahead
-#define FL_DEC_PF_LOCALITY 2  // into L2: a block's K and V rows do not all fit L1
+#define FL_DEC_PF_LOCALITY 2  // into L2 (faster than into L1: docs/design.md)
 // Every 64-byte line of [p, p + bytes).
 FL_INLINE void fl_dec_pf(const char *p, size_t bytes) {
   if (!FL_DEC_PF_BLOCKS || bytes == 0) return;
