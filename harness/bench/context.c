@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/gbench/gbench.h"
+#include "bench/inputs.h"
 #include "bench/point.h"
 #include "cli/build_info.h"
 #include "machine/cpu_ident.h"

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/point.h"
 #include "check/check.h"
 #include "io/fileio.h"
 #include "io/npy.h"

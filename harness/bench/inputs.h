@@ -5,7 +5,7 @@
 //
 // A point's Q, K and V are a function of its problem only: attn_check_fill with the
 // normal distribution and ATTN_BENCH_SEED. Cold points rotate over copies with the same
-// contents (bench/point.h), so one set describes every copy.
+// contents (attn_bench_input_copies below), so one set describes every copy.
 //
 // The digest identifies the problem and its values: over the unsigned 32-bit words w_t
 //     digest = Σ_t w_t · ((2t + 1) · 0x9E3779B1)   mod 2^32
@@ -47,6 +47,37 @@ void attn_bench_fill_inputs(const attn_problem *p, float *q, float *k, float *v)
 // The digest above (p->opts's arrays and values included; K and V as float32).
 uint32_t attn_bench_inputs_digest(const attn_problem *p, const float *q, const float *k,
                                   const float *v);
+
+// The point runner (bench/point.c) defines the three functions below with the buffers it
+// fills; they are declared here, with the seeds, because they describe the inputs.
+
+// cold_inputs points: how many copies of Q, K, V and O the timed loop rotates over (one
+// per call, in turn), so that together they are at least ATTN_BENCH_COLD_LLC_FACTOR × the
+// last-level cache (hwloc; all LLCs together) and at least ATTN_BENCH_COLD_MIN_BYTES:
+// every call then reads its inputs from DRAM, as one decode step of a model whose KV cache
+// spans many layers does, instead of finding part of them in the cache where the previous
+// call left them (MQA decode at seq_kv 32768: 32 MiB of K+V against a 32 MiB L3).
+// 1 for other points; at most ATTN_BENCH_COLD_MAX_COPIES.
+#define ATTN_BENCH_COLD_LLC_FACTOR 4
+#define ATTN_BENCH_COLD_MIN_BYTES ((uint64_t)64 << 20)
+#define ATTN_BENCH_COLD_MAX_COPIES 64
+int attn_bench_input_copies(const attn_bench_point *pt);
+
+// The sink logits of a point with sinks = on: sinks[h] = 2·N(0,1) for h < heads, a normal
+// deviate (Box–Muller over splitmix64 from `seed`) scaled like the check matrix's sinks
+// (ATTN_CHECK_GEN_SINKS): the same order as the scores of normal Q and K at the default
+// scale, so the sink takes a visible but not dominant share of each row. Every point uses
+// seed ATTN_BENCH_SINK_SEED, so its sinks depend on the head count only.
+#define ATTN_BENCH_SINK_SEED UINT64_C(20240608)
+void attn_bench_sinks(int64_t heads, uint64_t seed, float *out);
+
+// The additive mask of a point with mask = random: mask[i][j] for i < seq_q, j < seq_kv
+// (broadcast over batch and heads), −inf with probability 1/8, else 2·N(0,1) (splitmix64
+// from `seed`, Box–Muller): keys removed at random plus a bias of the scores' size, so no
+// key range can be skipped and about 1/8 of the pairs are masked. Seed
+// ATTN_BENCH_MASK_SEED; the reduced check shape gets the mask of its own size.
+#define ATTN_BENCH_MASK_SEED UINT64_C(20240609)
+void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out);
 
 // Writes into directory dir (created if missing; files of an earlier export are replaced):
 //   in<N>.q.npy, in<N>.k.npy, in<N>.v.npy        one set per distinct input (shape and

@@ -47,18 +47,6 @@ typedef struct attn_bench_state {
   double storage_abs, storage_ratio;
 } attn_bench_state;
 
-// cold_inputs points: how many copies of Q, K, V and O the timed loop rotates over (one
-// per call, in turn), so that together they are at least ATTN_BENCH_COLD_LLC_FACTOR × the
-// last-level cache (hwloc; all LLCs together) and at least ATTN_BENCH_COLD_MIN_BYTES:
-// every call then reads its inputs from DRAM, as one decode step of a model whose KV cache
-// spans many layers does, instead of finding part of them in the cache where the previous
-// call left them (MQA decode at seq_kv 32768: 32 MiB of K+V against a 32 MiB L3).
-// 1 for other points; at most ATTN_BENCH_COLD_MAX_COPIES.
-#define ATTN_BENCH_COLD_LLC_FACTOR 4
-#define ATTN_BENCH_COLD_MIN_BYTES ((uint64_t)64 << 20)
-#define ATTN_BENCH_COLD_MAX_COPIES 64
-int attn_bench_input_copies(const attn_bench_point *pt);
-
 // Bytes the point needs: inputs + output (× input copies) + workspace + what the check
 // needs on top.
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt);
@@ -82,22 +70,6 @@ uint32_t attn_bench_peak_isa(const attn_kernel *k);
 // The %roofline counter is 100 · t_roof / measured time.
 double attn_bench_roofline_seconds(double flop, double bytes, double peak_gflops,
                                    double bandwidth_gbs, bool *memory_bound);
-
-// The sink logits of a point with sinks = on: sinks[h] = 2·N(0,1) for h < heads, a normal
-// deviate (Box–Muller over splitmix64 from `seed`) scaled like the check matrix's sinks
-// (ATTN_CHECK_GEN_SINKS): the same order as the scores of normal Q and K at the default
-// scale, so the sink takes a visible but not dominant share of each row. Every point uses
-// seed ATTN_BENCH_SINK_SEED, so its sinks depend on the head count only.
-#define ATTN_BENCH_SINK_SEED UINT64_C(20240608)
-void attn_bench_sinks(int64_t heads, uint64_t seed, float *out);
-
-// The additive mask of a point with mask = random: mask[i][j] for i < seq_q, j < seq_kv
-// (broadcast over batch and heads), −inf with probability 1/8, else 2·N(0,1) (splitmix64
-// from `seed`, Box–Muller): keys removed at random plus a bias of the scores' size, so no
-// key range can be skipped and about 1/8 of the pairs are masked. Seed
-// ATTN_BENCH_MASK_SEED; the reduced check shape gets the mask of its own size.
-#define ATTN_BENCH_MASK_SEED UINT64_C(20240609)
-void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out);
 
 // The Google Benchmark run callback; user is an attn_bench_state*.
 void attn_bench_run_point(attn_gb_state *st, void *user);

@@ -147,6 +147,6 @@ int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const att
                           size_t err_len, attn_run_info *info);
 
 // Whether the CPU's cpuid vendor string is "AuthenticAMD" (cached; false off x86). For
-// built-in defaults measured to differ between vendors (docs/tuning.md); kernels read no
+// built-in defaults measured to differ between vendors (docs/design.md); kernels read no
 // environment, so this is the CPU's answer whatever ATTNBENCH_ISA_MASK says.
 bool attn_cpu_vendor_amd(void);

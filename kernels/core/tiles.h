@@ -22,7 +22,7 @@
 //            half is left for the K/V rows streaming in to be packed. Rounded down to a
 //            multiple of 8, within [8, 256] (256 rows per task still gives 8 tasks per
 //            head at seq 2048, enough to balance 2–16 threads).
-// The measurements behind it are in docs/tuning.md.
+// The measurements behind it are in docs/design.md.
 #pragma once
 
 #include <stddef.h>

@@ -4,9 +4,9 @@
 // entry points for attn_exec.regtile = 2.
 #include "flash/flash_avx2.h"
 
-// The k loop not unrolled here: with flash_avx2.h's 4× unroll, gcc 12 keeps one of the 3×4
-// Q·Kᵀ tile's 12 accumulators on the stack (a store-to-load chain per k step, 44% of the
-// FMA bound in microkernel_speed on Zen 3; not unrolled: 90–95%). Same FMA order, same bits.
+// The k loop not unrolled here: with flash_avx2.h's 4× unroll, gcc keeps one of the 3×4
+// Q·Kᵀ tile's 12 accumulators on the stack (a store-to-load chain per k step;
+// docs/design.md). Same FMA order, same bits.
 #undef VK_K_UNROLL
 #define VK_K_UNROLL 1
 

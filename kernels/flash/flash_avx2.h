@@ -9,24 +9,27 @@
 
 #include "attn.h"
 #include "simd/vec_avx2.h"
+// The decode row vector: one ymm, 8 rows (flash_decode_lanes.h).
+#include "flash/flash_rv_vf.h"
 
-#define VK_K_UNROLL 4  // micro-kernel k loop unrolled 4× (docs/tuning.md)
+#define VK_K_UNROLL 4  // micro-kernel k loop unrolled 4× (same FMA order; docs/design.md)
+// The next-tile prefetch (simd/prefetch.h) asks for L1 (prefetcht0).
+#define VK_PF_LOCALITY 3
 
 // The default variant's plan and paths, for every variant (flash_body.h).
 #define FL_DEC_ROWS 6  // fewer rows: the fused decode pass
-// Fused decode rows (flash_decode.h): float32 groups of 1–4 rows prefetch the next block's
-// V rows with their P·V passes on AMD CPUs (Zen 4: f32 decode 20–28% faster; f16 the same,
-// q8_0 5–15% slower) and with the scores elsewhere, as measured in docs/tuning.md. A
-// run-time choice, once per call (-DFL_DEC_PF_V_PV_FIXED=N: a fixed N, for A/B builds).
-#ifndef FL_DEC_PF_V_PV_FIXED
+// Fused decode rows (flash_decode_rows.h): float32 groups of 1–4 rows prefetch the next
+// block's V rows with their P·V passes on AMD CPUs and with the scores on others, and the
+// other K/V types with the scores everywhere (each the faster where measured:
+// docs/design.md). A run-time choice, once per call; the output bits are the same.
 #define FL_DEC_PF_V_PV(t) ((t) == ATTN_DTYPE_F32 && attn_cpu_vendor_amd() ? 4 : 0)
-#endif
-// One decode row reads its K rows one at a time, front to back (flash_decode.h): MHA
-// decode on Zen 3 1.2–1.6× faster than 8 rows interleaved (f16/bf16 1.5–2.1×), the
-// same bits; measured in docs/tuning.md.
-#ifndef FL_DEC_KEYS1  // -DFL_DEC_KEYS1=N: another value, for A/B builds
+// One decode row reads its K rows one at a time, front to back (flash_decode_rows.h), the
+// order the hardware prefetchers follow best; the same bits as interleaved rows.
 #define FL_DEC_KEYS1 1
-#endif
+// Rows in vector lanes (flash_decode_lanes.h): up to two row vectors (16 rows), in blocks
+// of 64 keys (also the prefetch distance).
+#define FL_LANES_MAX_ROWS (2 * FL_RV_W)
+#define FL_DEC_BLOCK 64
 #define FL_PLAN_NR 16    // tile_kv a multiple of 16 keys
 #define FL_ROW_BLOCK 36  // rows per Q·Kᵀ → softmax → P·V block
 #define FL_LINKAGE       // the variants' entry points are called from flash_avx2.c

@@ -3,7 +3,7 @@
 // algorithm is flash/flash_body.h and the task split flash/flash_plan.h; this file only
 // picks the default register tiles for 32 zmm registers:
 //   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (+3 K vectors, 1 broadcast): 11 loads
-//         per 24 FMAs, at the FMA bound on Intel models (8×32 is not: docs/mca.md)
+//         per 24 FMAs (why not 8×32: docs/design.md)
 //   P·V:  6 query rows × 64 columns = 24 accumulators (+4 V vectors, 1 broadcast)
 // and holds the record, whose entry points dispatch on attn_exec.regtile to this
 // instance or another variant's (flash_<tiles>_avx512.c; the list: flash_avx512.h).

@@ -10,12 +10,11 @@
 #include "attn.h"
 #include "simd/vec_avx512.h"
 
-// Decode row vectors (flash_decode.h, fl_lanes): 8-lane __m256, one lane per row of an
-// MQA decode task (8 rows per K/V head). With an even head_dim the scores use zmm
+// Decode row vectors (flash_decode_lanes.h, fl_lanes): 8-lane __m256, one lane per row of
+// an MQA decode task (8 rows per K/V head). With an even head_dim the scores use zmm
 // registers, the 8 rows twice over a pair of head_dim elements (fl_lanes_qk_pairs: 16 keys
 // per pass); the one-element loop (odd head_dim) has 16 ymm registers (no AVX512VL here): 8
-// score accumulators, the Q̂ᵀ row vector and the broadcast K element. Why these choices:
-// docs/tuning.md.
+// score accumulators, the Q̂ᵀ row vector and the broadcast K element (docs/design.md).
 #define FL_RV_W 8
 typedef __m256 fl_rv_t;
 static inline fl_rv_t fl_rv_zero(void) {
@@ -32,23 +31,17 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 }
 #define FL_LANES_MAX_ROWS 8  // 9–16 rows take the packed register tiles
 #define FL_DEC_BLOCK 32      // keys per decode block (and prefetch distance)
-// Fused decode rows (flash_decode.h): single rows (MHA) prefetch the next block's V rows
-// with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs (Zen 4: 15–20%
-// faster f32 decode) and with the scores elsewhere (Sapphire Rapids: 4–17% faster), as
-// measured in docs/tuning.md. A run-time choice, once per call (-DFL_DEC_PF_V_PV_FIXED=N:
-// a fixed N, for A/B builds).
-#ifndef FL_DEC_PF_V_PV_FIXED
+// Fused decode rows (flash_decode_rows.h): single rows (MHA) prefetch the next block's V
+// rows with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs and with
+// the scores on others (each the faster where measured: docs/design.md). A run-time
+// choice, once per call; the output bits are the same either way.
 #define FL_DEC_PF_V_PV(t) (attn_cpu_vendor_amd() ? 4 : 1)
-#endif
 
-// One decode row reads its K rows one at a time, front to back (flash_decode.h): MHA
-// decode on Zen 4 1.10–1.16× faster on 1 thread than 16 rows interleaved (2 threads: the
-// same, bandwidth-bound), the same bits; measured in docs/tuning.md.
-#ifndef FL_DEC_KEYS1  // -DFL_DEC_KEYS1=N: another value, for A/B builds
+// One decode row reads its K rows one at a time, front to back (flash_decode_rows.h), the
+// order the hardware prefetchers follow best; the same bits as interleaved rows.
 #define FL_DEC_KEYS1 1
-#endif
 
-#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (same FMA order; docs/design.md)
 // The spread-out next-tile prefetch (simd/prefetch.h) asks for L2 (prefetcht1), not L1:
 // the next K and V tiles (2 × 64 KiB at D128) do not fit L1 anyway.
 #define VK_PF_LOCALITY 2

@@ -1,29 +1,34 @@
 // SPDX-License-Identifier: MIT
 // flash_body.h — the FlashAttention-2-style kernel body, written once for every ISA.
-// An ISA file (flash_avx512.c, flash_avx2.c, flash_neon.c) includes its
-// SIMD mapping header (simd/vec_<isa>.h: vf_t, VF_W, vf_load, vf_fma, vf_exp, …),
-// defines the register tiles and names below, then includes this file.
+// An ISA file (flash_avx512.c, flash_avx2.c, flash_neon.c, and the register-tile variants
+// flash_<tiles>_<isa>.c) includes its SIMD mapping header (simd/vec_<isa>.h: vf_t, VF_W,
+// vf_load, vf_fma, vf_exp, …), defines every parameter below (there are no defaults:
+// what a kernel runs is written in its ISA file), then includes this file.
 //   FL_QK_MR, FL_QK_NV     Q·Kᵀ register tile: MR query rows × NV vectors of keys
 //   FL_PV_MR, FL_PV_NV     P·V register tile:  MR query rows × NV vectors of head_dim_v
 //   FL_RUN, FL_WORKSPACE   names of the kernel's run / workspace functions
-// and optionally:
+//   FL_LINKAGE             of FL_RUN / FL_WORKSPACE (static, or empty when another file
+//                          of the kernel calls them)
+//   FL_ROW_BLOCK           rows per Q·Kᵀ → softmax → P·V block: a common multiple of
+//                          FL_QK_MR and FL_PV_MR
+//   FL_PLAN_NR             the plan's tile_kv multiple
 //   FL_DEC_ROWS            a number: tasks of fewer rows take the fused decode pass
-//                          (default FL_QK_MR)
-//   FL_PLAN_NR             the plan's tile_kv multiple (default FL_QK_NV·VF_W)
-//   FL_LINKAGE             of FL_RUN / FL_WORKSPACE (default static)
 //     A register-tile variant of a kernel (another file with other FL_QK_* / FL_PV_*)
 //     keeps its default's FL_DEC_ROWS, FL_PLAN_NR and FL_ROW_BLOCK: then the plan, the
 //     path of every task and each output element's FMA order (k, then key order, fixed
 //     by the micro-kernel) are the default's, and so are the output bits.
-//   VK_PF_LOCALITY         __builtin_prefetch locality of the next-tile prefetch
-//                          (simd/prefetch.h; default 3)
-//   FL_RV_W + fl_rv_t, fl_rv_zero/load/store/fma_bcast   the decode row vector (default:
-//                          vf_t itself), FL_LANES_MAX_ROWS, FL_DEC_NK, FL_DEC_BLOCK — see
-//                          "Decode rows in vector lanes" in flash_decode.h
+//   VK_K_UNROLL, VK_PF_LOCALITY   the micro-kernel's k-loop unroll (simd/microkernel.h)
+//                          and the next-tile prefetch's locality (simd/prefetch.h)
+//   FL_DEC_KEYS1, FL_DEC_PF_V_PV(t)   the fused decode rows' key interleave and V
+//                          prefetch (flash_decode_rows.h)
+//   FL_RV_W + fl_rv_t, fl_rv_zero/load/store/fma_bcast   the decode row vector (vf_t
+//                          itself: flash/flash_rv_vf.h), FL_LANES_MAX_ROWS, FL_DEC_BLOCK —
+//                          see flash_decode_lanes.h
 // The pieces: the task split (flash_plan.h), the register-tile passes (flash_tiles.h,
 // over the shared micro-kernel and packers of simd/microkernel.h), the decode paths
-// (flash_decode.h), the next-tile prefetch cursor (simd/prefetch.h); this file is the
-// driver — one task (fl_task) in named steps, and the entry points.
+// (flash_decode_rows.h, flash_decode_lanes.h), the next-tile prefetch cursor
+// (simd/prefetch.h); this file is the driver — one task (fl_task) in named steps, and the
+// entry points.
 //
 // ── The algorithm (Dao 2023, FlashAttention-2; online softmax, Milakov & Gimelshein
 // 2018) for one task (see flash/flash_plan.h) holding `rows` query rows:
@@ -61,12 +66,19 @@
 #include "flash/flash_plan.h"
 #include "simd/softmax.h"
 
+#if !defined(FL_QK_MR) || !defined(FL_QK_NV) || !defined(FL_PV_MR) || !defined(FL_PV_NV) || \
+    !defined(FL_RUN) || !defined(FL_WORKSPACE) || !defined(FL_LINKAGE) ||                   \
+    !defined(FL_ROW_BLOCK) || !defined(FL_PLAN_NR) || !defined(FL_DEC_ROWS) ||              \
+    !defined(VK_K_UNROLL) || !defined(VK_PF_LOCALITY) || !defined(FL_DEC_KEYS1) ||          \
+    !defined(FL_DEC_PF_V_PV) || !defined(FL_RV_W) || !defined(FL_LANES_MAX_ROWS) ||         \
+    !defined(FL_DEC_BLOCK)
+#error "flash_body.h: the ISA file defines every parameter listed at the top of this file"
+#endif
 #if FL_PV_MR < 4 || FL_PV_MR > 8 || FL_QK_MR > 16
 #error "register tiles: 4 <= FL_PV_MR <= 8, FL_QK_MR <= 16"
 #endif
-// Rows per Q·Kᵀ → softmax → P·V block: a common multiple of both register tiles' rows.
-#ifndef FL_ROW_BLOCK
-#define FL_ROW_BLOCK (FL_QK_MR * FL_PV_MR)
+#if FL_ROW_BLOCK % FL_QK_MR != 0 || FL_ROW_BLOCK % FL_PV_MR != 0
+#error "FL_ROW_BLOCK: a common multiple of FL_QK_MR and FL_PV_MR"
 #endif
 
 #define FL_INLINE static inline __attribute__((always_inline))
@@ -79,23 +91,17 @@
 // The micro-kernel's accumulator arrays sized to this kernel's register tiles.
 #define VK_MR_MAX (FL_QK_MR > FL_PV_MR ? FL_QK_MR : FL_PV_MR)
 #define VK_NV_MAX (FL_QK_NV > FL_PV_NV ? FL_QK_NV : FL_PV_NV)
-#ifndef FL_PLAN_NR
-#define FL_PLAN_NR (FL_QK_NV * VF_W)
-#endif
-#ifndef FL_LINKAGE
-#define FL_LINKAGE static
-#endif
 #include "flash/flash_tiles.h"
-#ifdef FL_DEC_ROWS  // a number: the decode paths size their row arrays by it, as FL_QK_MR
+// FL_DEC_ROWS, a number: the decode paths size their row arrays by it, as FL_QK_MR.
 #pragma push_macro("FL_QK_MR")
 #undef FL_QK_MR
 #define FL_QK_MR FL_DEC_ROWS
-#include "flash/flash_decode.h"
+// The decode paths: fused rows (flash_decode_rows.h, which says how a task's path is
+// chosen) ...
+#include "flash/flash_decode_rows.h"
+// ... and rows in vector lanes.
+#include "flash/flash_decode_lanes.h"
 #pragma pop_macro("FL_QK_MR")
-#else
-#define FL_DEC_ROWS FL_QK_MR
-#include "flash/flash_decode.h"
-#endif
 
 // ── One task, in steps ───────────────────────────────────────────────────────────────
 // The rows and keys of task t (row hh·nq + r = query head h0 + hh at position i0 + r).

@@ -5,6 +5,8 @@
 //   Q·Kᵀ: 8 query rows × 8 keys  = 16 accumulators (+2 K vectors, 1 broadcast)
 //   P·V:  6 query rows × 16 columns = 24 accumulators (+4 V vectors, 1 broadcast)
 #include "simd/vec_neon.h"
+// The decode row vector: one q register, 4 rows (flash_decode_lanes.h).
+#include "flash/flash_rv_vf.h"
 
 #define FL_QK_MR 8
 #define FL_QK_NV 2
@@ -12,6 +14,22 @@
 #define FL_PV_NV 4
 #define FL_RUN flash_neon_run
 #define FL_WORKSPACE flash_neon_workspace
+#define FL_LINKAGE static  // one variant: the record below calls the entry points directly
+// The plan and paths (flash_body.h): row blocks of 48 rows (both tiles' multiple), tile_kv
+// a multiple of the Q·Kᵀ tile's 8 keys, the fused decode pass below FL_QK_MR rows.
+#define FL_ROW_BLOCK (FL_QK_MR * FL_PV_MR)
+#define FL_PLAN_NR (FL_QK_NV * VF_W)
+#define FL_DEC_ROWS 8
+#define VK_K_UNROLL 1     // micro-kernel k loop not unrolled
+#define VK_PF_LOCALITY 3  // next-tile prefetch into L1
+// Fused decode rows (flash_decode_rows.h): one row interleaves the K rows of all its score
+// accumulators; every group prefetches V with the scores.
+#define FL_DEC_KEYS1 FL_DEC_ACC
+#define FL_DEC_PF_V_PV(t) 0
+// Rows in vector lanes (flash_decode_lanes.h): up to two row vectors (8 rows), in blocks of
+// 64 keys (also the prefetch distance).
+#define FL_LANES_MAX_ROWS (2 * FL_RV_W)
+#define FL_DEC_BLOCK 64
 #include "flash/flash_body.h"
 
 const attn_kernel attn_kernel_flash__neon = {

@@ -3,8 +3,8 @@
 // (fl_qk_tile) and acc = α·acc + P·V̂ (fl_pv_tile), both built from the shared
 // micro-kernel vk_tile (simd/microkernel.h), with causal skipping by each row's limit.
 // Used by the tiled pass of flash_body.h and (P·V) by the rows-in-lanes decode path
-// (flash_decode.h). Each inner-loop iteration of the micro-kernel advances the next-tile
-// prefetch cursor (simd/prefetch.h). Included by flash_body.h only.
+// (flash_decode_lanes.h). Each inner-loop iteration of the micro-kernel advances the
+// next-tile prefetch cursor (simd/prefetch.h). Included by flash_body.h only.
 #pragma once
 
 #include "simd/microkernel.h"

@@ -24,6 +24,7 @@
 
 #include "core/attn_internal.h"
 #include "core/tiles.h"
+#include "tiled/tiled_tiles.h"
 
 // Query rows per task: the tile rule's tile_q (or the user's).
 static int64_t block_rows(const attn_problem *p, const attn_exec *exec) {
@@ -122,12 +123,7 @@ const attn_kernel attn_kernel_omp__avx2 = {
     .caps = OMP_CAPS,
     .workspace = omp_avx2_workspace,
     .run = omp_avx2_run,
-    // tiled__avx2's register tiles (test_simd_kernels checks that they agree).
-    .vec_width = 8,
-    .qk_rows = 6,
-    .qk_cols = 16,
-    .pv_rows = 6,
-    .pv_cols = 16,
+    TILED_TILES_RECORD(AVX2),  // the tiles of tiled__avx2, which runs each task
 };
 
 OMP_ENTRY_POINTS(avx512)
@@ -140,12 +136,7 @@ const attn_kernel attn_kernel_omp__avx512 = {
     .caps = OMP_CAPS,
     .workspace = omp_avx512_workspace,
     .run = omp_avx512_run,
-    // tiled__avx512's register tiles (test_simd_kernels checks that they agree).
-    .vec_width = 16,
-    .qk_rows = 8,
-    .qk_cols = 48,
-    .pv_rows = 8,
-    .pv_cols = 32,
+    TILED_TILES_RECORD(AVX512),  // the tiles of tiled__avx512, which runs each task
 };
 #endif
 
@@ -160,11 +151,6 @@ const attn_kernel attn_kernel_omp__neon = {
     .caps = OMP_CAPS,
     .workspace = omp_neon_workspace,
     .run = omp_neon_run,
-    // tiled__neon's register tiles (test_simd_kernels checks that they agree).
-    .vec_width = 4,
-    .qk_rows = 8,
-    .qk_cols = 8,
-    .pv_rows = 8,
-    .pv_cols = 8,
+    TILED_TILES_RECORD(NEON),  // the tiles of tiled__neon, which runs each task
 };
 #endif

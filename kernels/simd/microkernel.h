@@ -17,7 +17,7 @@
 //           VK_INIT_SCALED  init_r = alpha[r] · C[r]    (P·V after the max moved)
 //     out_scale != NULL: C[r] is stored as (init_r + Σ …) · *out_scale
 //     prefetch != 0: one vk_pf_step(pf) per k (prefetch.h), after B's loads
-// mr ≤ VK_MR_MAX and nv ≤ VK_NV_MAX (an includer may size them to its tiles); every call
+// mr ≤ VK_MR_MAX and nv ≤ VK_NV_MAX (the includer sizes them to its tiles); every call
 // site passes compile-time constants for mr, nv and prefetch (init may be a run-time
 // choice between LOAD and SCALED), and the function is always inlined, so the mr × nv
 // accumulators live in registers and the loops are fully unrolled. The FMA order is
@@ -30,21 +30,17 @@
 
 #include "simd/prefetch.h"
 
-#ifndef VK_MR_MAX
-#define VK_MR_MAX 16
-#endif
-#ifndef VK_NV_MAX
-#define VK_NV_MAX 8
+// The includer defines, before including:
+//   VK_MR_MAX, VK_NV_MAX  the accumulator array's rows and vectors (its largest tile)
+//   VK_K_UNROLL           k steps per iteration of the k loop (1: not unrolled): fewer loop
+//                         branches per FMA, one loop exit per VK_K_UNROLL steps to predict;
+//                         the FMA order is the same for every value (docs/design.md)
+//   VK_PF_LOCALITY        the next-tile prefetch's locality (prefetch.h)
+#if !defined(VK_MR_MAX) || !defined(VK_NV_MAX) || !defined(VK_K_UNROLL)
+#error "microkernel.h: define VK_MR_MAX, VK_NV_MAX and VK_K_UNROLL before including"
 #endif
 
 #define VK_INLINE static inline __attribute__((always_inline))
-
-// How many k steps one iteration of the micro-kernel's k loop does (an ISA file may set
-// it before including; the FMA order is unchanged): fewer loop branches per FMA, one
-// loop-exit per VK_K_UNROLL steps to predict. Measured per ISA: docs/tuning.md.
-#ifndef VK_K_UNROLL
-#define VK_K_UNROLL 1
-#endif
 #define VK_PRAGMA(x) _Pragma(#x)
 #define VK_UNROLL(n) VK_PRAGMA(GCC unroll n)
 
@@ -140,8 +136,8 @@ static inline const float *vk_pad_v(const float *v, int64_t n, int64_t dv, int64
 
 // The same, and also copied when V is not vector-aligned (malloc's 16-byte alignment, a
 // view into a larger array), so that no vector load of the micro-kernel straddles two
-// cache lines — on AVX-512 every one would (docs/tuning.md: one copy per K/V tile costs
-// less). buf (vector-aligned) must hold n·dvp floats whatever dv.
+// cache lines — on AVX-512 every one would; one copy per K/V tile costs less
+// (docs/design.md). buf (vector-aligned) must hold n·dvp floats whatever dv.
 static inline const float *vk_aligned_v(const float *v, int64_t n, int64_t dv, int64_t dvp,
                                         float *buf) {
   if ((uintptr_t)v % (VF_W * sizeof(float)) != 0) return vk_copy_v(v, n, dv, dvp, buf);

@@ -7,16 +7,16 @@
 // the range is done it moves on to the second one. A kernel that streams K and V from
 // memory with little arithmetic per byte calls one step per inner-loop iteration, so the
 // requests are spread over the tile's whole compute time instead of filling the core's
-// miss queue in one burst (what was measured: docs/tuning.md).
+// miss queue in one burst (docs/design.md).
 //
-// VK_PF_LOCALITY (define before including; default 3 = prefetcht0 into L1) is the
-// __builtin_prefetch locality of vk_pf_step; vk_pf_step_l2 always uses 2 (into L2).
+// VK_PF_LOCALITY (the includer defines it: 3 = prefetcht0 into L1, 2 = prefetcht1 into
+// L2) is the __builtin_prefetch locality of vk_pf_step; vk_pf_step_l2 always uses 2.
 #pragma once
 
 #include <stdint.h>
 
-#ifndef VK_PF_LOCALITY
-#define VK_PF_LOCALITY 3
+#if !defined(VK_PF_LOCALITY)
+#error "prefetch.h: define VK_PF_LOCALITY before including"
 #endif
 
 typedef struct vk_pf {
@@ -26,8 +26,7 @@ typedef struct vk_pf {
 
 // The move to the second range happens in the step that finishes the first, so that once
 // both are done a step is one compare and a not-taken branch: the micro-kernels call it
-// every k step, and most of their steps come after the next tile has been requested
-// (docs/tuning.md, "AMD EPYC Zen 4, December 1").
+// every k step, and most of their steps come after the next tile has been requested.
 #define VK_PF_STEP_FN(name, locality)                                      \
   static inline __attribute__((always_inline)) void name(vk_pf *c) {       \
     if (c->p < c->end) {                                                   \

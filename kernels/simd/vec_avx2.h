@@ -112,9 +112,9 @@ static inline vf_t vf_round_magic(vf_t t) {
 // p·2^n for integral float n where the product is a normal float: n added to p's exponent
 // field (an integer add; multiplying by 2^n is exact there too, so the bits are the
 // same). It replaces the multiply at the end of vf_exp's dependency chain by a 1-cycle
-// integer add and takes it off the two FMA/multiply pipes (Zen 3: a stand-alone exp
-// loop 15–23% faster; docs/tuning.md). A NaN n converts to 0x80000000, which the shift clears: p —
-// then NaN as well — is returned unchanged, so NaN still flows through vf_exp.
+// integer add and takes it off the two FMA/multiply pipes (docs/design.md). A NaN n
+// converts to 0x80000000, which the shift clears: p — then NaN as well — is returned
+// unchanged, so NaN still flows through vf_exp.
 #define VF_HAVE_SCALE_EXP 1
 static inline vf_t vf_scale_exp(vf_t p, vf_t n) {
   const __m256i sh = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT
 // tiled__avx512 — single-thread tiled attention, AVX-512F (16 lanes). The algorithm is
 // tiled/tiled_body.h; this file only picks the register tile for 32 zmm registers:
-//   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (8×32 is 88% of the FMA bound in
-//         llvm-mca, 8×48 99%: docs/mca.md);  P·V: 8 rows × 32 columns = 16.
+//   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (11 loads per 24 FMAs; why not 8×32:
+//         docs/design.md);  P·V: 8 rows × 32 columns = 16.
 #include "simd/vec_avx512.h"
+#include "tiled/tiled_tiles.h"
 
-#define TILED_MR 8
-#define TILED_NRV 3
-#define TILED_NV 2
+#define TILED_MR TILED_AVX512_MR
+#define TILED_NRV TILED_AVX512_NRV
+#define TILED_NV TILED_AVX512_NV
 #define TILED_DIRECT_ROWS 32
-#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (docs/tuning.md)
+#define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (same FMA order; docs/design.md)
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
+_Static_assert(VF_W == TILED_AVX512_LANES, "tiled_tiles.h: the vector width of vec_avx512.h");
 
 const attn_kernel attn_kernel_tiled__avx512 = {
     .name = "tiled__avx512",

@@ -42,6 +42,11 @@
 #include "core/attn_internal.h"
 #include "core/tiles.h"
 #include "simd/kv_widen.h"
+// The micro-kernel's accumulator array: 16 rows × 8 vectors bounds every tile a tiled
+// ISA file picks (tiled_tiles.h); the calls' constant mr and nv keep it in registers.
+#define VK_MR_MAX 16
+#define VK_NV_MAX 8
+#define VK_PF_LOCALITY 3  // (the tiled kernels call the micro-kernel without its prefetch)
 #include "simd/microkernel.h"
 
 #define TILED_KP (TILED_NRV * VF_W)  // keys per packed K panel

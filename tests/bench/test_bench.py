@@ -400,7 +400,7 @@ def cold(binary):
 
 
 def kv_types(binary):
-    """kv_dtype = f32, f16, bf16, q8_0 (issue 15): one point per type, named .../<type>/T1
+    """kv_dtype = f32, f16, bf16, q8_0: one point per type, named .../<type>/T1
     (f32 unchanged); counter kv_dtype holds the code; bytes (and so GB/s and the roofline)
     count K/V as stored; each non-f32 point reports its storage error, the f32 one none;
     every point passes its check."""
@@ -888,7 +888,7 @@ def synthetic(sdir):
     import compare
     with tempfile.TemporaryDirectory() as d:
         a, b, b_old = (os.path.join(d, n) for n in ("a.json", "b.json", "b_old.json"))
-        # an external baseline entry (the lead's: counter baseline = 1 and a label) must be tolerated
+        # an external baseline entry (counter baseline = 1 and a label) must be tolerated
         ext = synth_point("torch_sdpa", (1, 8, 8, 2048, 2048, 64), 2, 1e9, 1e6, jitter(0.02), 100.0, 20.0)
         for e in ext:
             e["baseline"] = 1

@@ -15,6 +15,7 @@
 #include "attn.h"
 #include "bench/config.h"
 #include "bench/gbench/gbench.h"
+#include "bench/inputs.h"
 #include "bench/point.h"
 
 static int failures;

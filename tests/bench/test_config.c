@@ -237,7 +237,7 @@ static void test_file_kinds(void) {
          "a 1 MiB config: '%s'", err);
 }
 
-// kv_dtype (issue 15): a list, swept; the names and problems carry the type; a bad value
+// kv_dtype: a list, swept; the names and problems carry the type; a bad value
 // or a type the shape cannot take (q8_0 with head_dim 16) is FILE:LINE at the key.
 static void test_kv_dtype(void) {
   const char *text =

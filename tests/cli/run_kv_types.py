@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""K/V element types through the CLI (issue 15): `attnbench run --kv-dtype f16|bf16|q8_0`
+"""K/V element types through the CLI: `attnbench run --kv-dtype f16|bf16|q8_0`
 stores float32 K/V as the type (round to nearest even; q8_0 blocks of 32 with scale
 max|x|/127) and the kernels' O must match attention computed here in float64 NumPy on the
 values so stored (the conversion emulated independently in NumPy); --check prints the

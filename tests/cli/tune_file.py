@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""`attnbench tune` and tuning files (harness/tunefile.h, docs/tuning.md), end to end on a
+"""`attnbench tune` and tuning files (harness/tunefile.h, docs/tuning-files.md), end to end on a
 tiny config with a small budget:
 
   * tune writes the file at the default location (XDG_CONFIG_HOME) and at --tune-file,

@@ -112,7 +112,7 @@ CONFIG = {
 }
 
 
-MACHINE = """; attnbench tuning file, written by `attnbench tune` (format: docs/tuning.md)
+MACHINE = """; attnbench tuning file, written by `attnbench tune` (format: docs/tuning-files.md)
 [machine]
 vendor = GenuineIntel
 family = 6

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""CI gates that cannot pass vacuously (issue 13): `attnbench check` fails when a
+"""CI gates that cannot pass vacuously: `attnbench check` fails when a
 --kernel cannot run on this CPU (unless --allow-skips, which reports its pairs as
 skipped) and when nothing was checked; --junit / --json write one record per (kernel,
 case) with skips as skips, failures and inconclusive pairs with their message, suite =

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""CTest hygiene for CI gates (issue 13):
+"""CTest hygiene for CI gates:
   1. every registered test carries at least one label, all from the documented set
      (README "Tests and CI"), and each suite label selects tests (`ctest -N -L`);
   2. a test that skips (exit 77 under SKIP_RETURN_CODE) is a skip in CTest's JUnit
@@ -55,7 +55,7 @@ check(len(tests) > 0, "the build registers tests")
 by_label = {}
 for t in tests:
     labels = props(t).get("LABELS") or []
-    check(labels, f"test {t['name']} has a label (set it in the labels block of tests/CMakeLists.txt)")
+    check(labels, f"test {t['name']} has a label (set it in its folder's CMakeLists.txt; see tests/CMakeLists.txt)")
     unknown = sorted(set(labels) - KNOWN)
     check(not unknown, f"test {t['name']}: labels {unknown} are not documented suite labels {sorted(KNOWN)}")
     for lb in labels:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The flash kernels compute every attention option natively (issue 14):
+// The flash kernels compute every attention option natively:
 //   1. every flash kernel this CPU runs declares ATTN_CAP_OPT_ALL, and on every case it
 //      is native: attn_kernel_run reports no fallback;
 //   2. every option case of the check matrix, plus cases built from the kernel record's

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Issue 9 through the CLI (numerics): the input domain is refused with exit 1 and no
+"""The input domain through the CLI (numerics): the input domain is refused with exit 1 and no
 output; `run --check` on an in-domain case whose bound is uninformative prints
 `check: inconclusive (reason)` and exits 1; subnormal inputs pass `--check` on every
 float kernel; a malformed ATTNBENCH_ISA_MASK is exit 2 once at start-up; the OpenMP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The checker's three verdicts (kernels/check/check.h): a pass must mean something.
-//  - Issue 9's reproduction (Q (1,2,4,8), K/V (1,2,5,8), every Q and K element ±3e38, V
+//  - Huge scores (Q (1,2,4,8), K/V (1,2,5,8), every Q and K element ±3e38, V
 //    normal): an output of zeros passed with err/tol 1.79e-143; now it is inconclusive,
 //    and every kernel (which refuses such inputs) is inconclusive too — never pass.
 //  - Inside the domain but with a bound too loose to tell the weights apart (scale 1e30):
@@ -60,7 +60,7 @@ static attn_check_verdict verdict_of(const attn_check_prepared *pc, const float 
   return r->verdict;
 }
 
-// A test-only kernel that writes zeros (the failure of issue 9's tiled/omp/flash).
+// A test-only kernel that writes zeros (what tiled/omp/flash once output on huge scores).
 static int zeros_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                      const void *v, float *o, void *ws) {
   (void)exec, (void)q, (void)k, (void)v, (void)ws;
@@ -77,7 +77,7 @@ int main(void) {
          "verdict names");
   attn_check_result r;
 
-  {  // 1. issue 9: Q, K of ±3e38, V standard normal
+  {  // 1. Q, K of ±3e38, V standard normal
     inputs x = make();
     uint64_t sv = 21;
     for (size_t i = 0; i < attn_v_elems(&x.p); i++) {  // Box–Muller from (0, 1) uniforms

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // One thread cap for every source (attn.h, ATTN_MAX_THREADS) and tiles clamped to the
-// problem in every kernel (issue 9).
+// problem in every kernel.
 //   test_exec_limits              exec.threads < 0, > cap, the OpenMP default set above
 //                                 the cap in-process (omp_set_num_threads); tiles of 2^20
 //                                 on a 4×5 problem; a workspace size near SIZE_MAX.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The FP32-accumulation test (issue 15). seq_kv = 131072 keys of F16 K/V whose scores are
+// The FP32-accumulation test. seq_kv = 131072 keys of F16 K/V whose scores are
 // all nearly equal (|s| < 0.01) and whose values are about 1, so the unnormalised weighted
 // sum Σ_j e^(s_j − m)·v_j of a row reaches about 131072 — past 65504, FP16's largest finite
 // value, and far past 2048, where FP16's spacing (2) swallows a +1. A kernel that

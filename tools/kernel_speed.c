@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// kernel_speed — a small, temporary speed probe for single-thread kernels (until the
-// Google Benchmark harness lands): for each selected kernel and shape it prints the
-// median time of --reps runs, GFLOP/s (FLOPs = attn_flops: 4·B·H·Sq·Skv·D unmasked)
-// and % of the measured single-thread FMA peak of the kernel's ISA (harness/peak), plus
-// the fastest run's % of peak (useful on a shared, noisy machine).
+// kernel_speed — a small speed probe for single-thread kernels (docs/perf-tools.md; the
+// benchmark with checks and result files is `attnbench bench`): for each selected kernel
+// and shape it prints the median time of --reps runs, GFLOP/s (FLOPs = attn_flops:
+// 4·B·H·Sq·Skv·D unmasked) and % of the measured single-thread FMA peak of the kernel's
+// ISA (harness/peak), plus the fastest run's % of peak (useful on a shared, noisy machine).
 //
 //   build/kernel_speed [--reps N] [--causal] [--tile-q N] [--tile-kv N] [--seq N]...
 //                      [--kv N] [--dim N]... [kernel...]
@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
     else if (argv[i][0] == '-') {
       fprintf(stderr,
               "kernel_speed: unknown option %s (see the comment at the top of "
-              "tests/perf/kernel_speed.c)\n",
+              "tools/kernel_speed.c)\n",
               argv[i]);
       return 2;
     } else if (n_only < 32)

@@ -5,6 +5,10 @@
 #include <stdint.h>
 
 #include "mk_speed.h"
+// The micro-kernel's accumulator array bounds every tile timed here;
+// VK_K_UNROLL and VK_PF_LOCALITY are the flash ISA header's.
+#define VK_MR_MAX 16
+#define VK_NV_MAX 8
 #include "simd/microkernel.h"
 #include "simd/softmax.h"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ss_speed_body.h — stream_speed's loops, compiled once per ISA (ss_speed_avx2.c,
 // ss_speed_avx512.c define SS_OPS and include the ISA's vec_*.h first). The loops stand
-// for flash decode's inner loops with everything else taken away (docs/tuning.md,
-// "twelfth sitting"): what widening K costs next to the FMAs, and which read orders the
+// for flash decode's inner loops with everything else taken away (docs/perf-tools.md):
+// what widening K costs next to the FMAs, and which read orders the
 // hardware prefetchers follow while the core is busy with arithmetic.
 #include <math.h>
 #include <string.h>

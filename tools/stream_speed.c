@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // stream_speed — flash decode's inner loops with everything else taken away, one thread
 // (pin it: taskset -c 1). Not a test: it measures, so that a decode change can be reasoned
-// about against what the core and its prefetchers do alone (docs/tuning.md, "twelfth
-// sitting"). Two parts:
+// about against what the core and its prefetchers do alone (docs/perf-tools.md). Two
+// parts:
 //   widening  K of each type in L1, each widened vector used by 4 query rows (flash
 //             decode's G = 4 Q·Kᵀ groups): GFLOP/s and % of the measured FMA peak.
 //   streams   two arrays (K, V) read in blocks with a fixed number of vector FMAs per line
