@@ -17,6 +17,7 @@
 #include "machine/placement.h"
 #include "machine/resolve.h"
 #include "machine/topology.h"
+#include "plugins/isolate.h"  // the hang watch around kernel calls
 
 enum { kSeed = ATTN_BENCH_SEED };
 
@@ -332,7 +333,9 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
   }
   attn_check_result r;
   s->has_storage = attn_check_storage_error(pc, &s->storage_abs, &s->storage_ratio);
+  attn_kernel_guard_call_begin();
   s->check_pass = attn_check_kernel(pt->kernel, pc, exec, &r);
+  attn_kernel_guard_call_end();
   if (s->check_pass) return;
   const int n = snprintf(s->check_message, sizeof s->check_message,
                          "%s the correctness check%s: %s (max abs err %.3g, %.3gx tolerance)",
@@ -510,8 +513,10 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)
   while (attn_gb_keep_running(st)) {
     float *o = g_buf.o[c];
+    attn_kernel_guard_call_begin();  // the hang watch (isolate.h): two relaxed increments
     const int rc = attn_kernel_run(pt->kernel, p, &exec, g_buf.q[c], g_buf.k[c], g_buf.v[c], o,
                                    g_buf.ws, &fallback);
+    attn_kernel_guard_call_end();
     c = c + 1 == g_buf.copies ? 0 : c + 1;
     if (rc != ATTN_OK) {
       char msg[64];

@@ -57,11 +57,7 @@ typedef struct check_options {
        .help =                                                                             \
            "run kernels in worker processes, so a crash, exit() or hang is a named "       \
            "failure: plugins (default), all, or none (no fork)"},                          \
-  {                                                                                        \
-    .name = "case-timeout", .kind = CLI_DOUBLE, .dest = &(o)->case_timeout,                \
-    .given = &(o)->case_timeout_given, .metavar = "SECONDS",                               \
-    .help = "an isolated kernel's limit per case, preparation included (default 60)"       \
-  }
+      ATTN_CASE_TIMEOUT_OPTION(&(o)->case_timeout, &(o)->case_timeout_given)
 
 // One (kernel, case) pair's outcome: computed in the process or in a worker and sent
 // over its pipe (plain data, one atomic write).

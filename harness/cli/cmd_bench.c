@@ -114,6 +114,8 @@ typedef struct bench_args {
   const char *baselines;   // --baselines LIST: scripts/bench-baselines after the sweep
   const char *bl_venv;     // --baselines-venv DIR (else $ATTNBENCH_BASELINES_VENV, …)
   bool require_bl;         // --require-baselines: a baseline that cannot run is an error
+  double case_timeout;     // --case-timeout: a plug-in kernel's call limit (isolate.h)
+  bool case_timeout_given;
   // from the --benchmark_* flags attnbench interprets itself
   const char *display;
   const char *filter;  // --benchmark_filter (NULL: every point)
@@ -172,6 +174,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
        .help = "do not probe the bandwidth right before and after each timed run of a "
                "memory-bound point (no %adj_bw counter)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "no progress lines on stderr"},
+      ATTN_CASE_TIMEOUT_OPTION(&a->case_timeout, &a->case_timeout_given),
       {.name = "progress",
        .kind = CLI_FLAG,
        .dest = &a->progress,
@@ -227,6 +230,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   if (st != CLI_OK) return cli_exit_code(st);
   if (attn_resolve_env_bad("bench")) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
   if (attn_placement_bind_bad("bench", a->x.bind)) return ATTNBENCH_EXIT_USAGE;
+  if (!attn_case_timeout_settle("bench", &a->case_timeout, a->case_timeout_given))
+    return ATTNBENCH_EXIT_USAGE;
   if (a->progress && a->no_progress) {
     fprintf(stderr, "attnbench bench: --progress and --no-progress exclude each other\n");
     return ATTNBENCH_EXIT_USAGE;
@@ -527,11 +532,14 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
                                 .plain_names = true,
                                 .progress = on_progress,
                                 .progress_user = &pg};
-  // A plug-in kernel that ends the process (exit(), a crash) ends the sweep with its
+  // A plug-in kernel that ends the process (exit(), a crash) or hangs ends the sweep with its
   // name, exit 1, and no lock or temporary left behind (isolate.h, the in-process guard).
   char plugins[512] = "";
   plugin_kernels(plan, plugins, sizeof plugins);
-  if (plugins[0]) attn_kernel_guard_arm("bench", plugins);
+  if (plugins[0]) {
+    attn_kernel_guard_arm("bench", plugins);
+    attn_kernel_guard_watch(a->case_timeout);  // a call past --case-timeout: a hang
+  }
   const size_t ran = attn_gb_run(&run);
   attn_kernel_guard_disarm();
   attn_fileio_release_signals();

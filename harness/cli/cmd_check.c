@@ -80,12 +80,7 @@ static cli_status check_options_after_parse(check_options *o) {
             o->isolate_arg);
     return CLI_ERROR;
   }
-  if (!o->case_timeout_given) o->case_timeout = ATTN_ISOLATE_DEFAULT_TIMEOUT;
-  if (!(o->case_timeout > 0.0 && o->case_timeout <= 1e6)) {
-    fprintf(stderr, "attnbench check: --case-timeout %g: expected seconds in (0, 1e6]\n",
-            o->case_timeout);
-    return CLI_ERROR;
-  }
+  if (!attn_case_timeout_settle("check", &o->case_timeout, o->case_timeout_given)) return CLI_ERROR;
   if (attn_resolve_env_bad("check")) return CLI_ERROR;  // ATTNBENCH_TILE_* etc.
   if (attn_placement_bind_bad("check", o->x.bind)) return CLI_ERROR;
   exec_args_layer(&o->x, &o->cli);

@@ -40,6 +40,8 @@ typedef struct run_args {
   option_args opt;            // attention options (attn.h, "Attention variants"; option_args.h)
   const char *kv_dtype_name;  // --kv-dtype (NULL: as read)
   attn_dtype kv_dtype;
+  double case_timeout;  // --case-timeout: a plug-in kernel's call limit (isolate.h's watch)
+  bool case_timeout_given;
 } run_args;
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
@@ -51,6 +53,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .metavar = "NAME",
        .required = true,
        .help = "kernel to run (see `attnbench list`)"},
+      ATTN_CASE_TIMEOUT_OPTION(&a->case_timeout, &a->case_timeout_given),
       {.name = "q",
        .kind = CLI_STRING,
        .dest = &a->q_path,
@@ -121,6 +124,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (!attn_case_timeout_settle("run", &a->case_timeout, a->case_timeout_given))
+    return ATTNBENCH_EXIT_USAGE;
   if (a->scale_given && !isfinite((float)a->scale)) {
     fprintf(stderr, "attnbench run: --scale %g does not fit in float32\n", a->scale);
     return ATTNBENCH_EXIT_USAGE;
@@ -297,16 +302,21 @@ static int settle(const attn_kernel *kernel, const attn_problem *p, run_args *a)
 
 // Binding, the kernel call. On success *seconds is the call's wall time.
 static bool compute(const attn_kernel *kernel, const attn_problem *p, const attn_exec *exec,
-                    const float *q, const void *k, const void *v, float *o, double *seconds,
-                    char *binding, size_t binding_len) {
+                    const float *q, const void *k, const void *v, float *o, double timeout,
+                    double *seconds, char *binding, size_t binding_len) {
   char err[512];
   // OpenMP threads placed by the resolved mode (report printed by report()).
   attn_placement_bind(exec->threads, binding, binding_len);
-  // A plug-in that ends the process (exit(), a crash): its name, exit 1, no output
-  // (isolate.h, the in-process guard).
-  if (attn_kernel_origin(kernel)) attn_kernel_guard_arm("run", kernel->name);
+  // A plug-in that ends the process (exit(), a crash) or hangs past --case-timeout: its
+  // name, exit 1, no output (isolate.h, the in-process guard and its watch).
+  if (attn_kernel_origin(kernel)) {
+    attn_kernel_guard_arm("run", kernel->name);
+    attn_kernel_guard_watch(timeout);
+  }
   const double t0 = attn_now_seconds();
+  attn_kernel_guard_call_begin();
   const int krc = attn_kernel_call(kernel, p, exec, q, k, v, o, err, sizeof err);
+  attn_kernel_guard_call_end();
   *seconds = attn_now_seconds() - t0;
   if (attn_kernel_origin(kernel)) attn_kernel_guard_disarm();
   if (krc != ATTN_OK) {
@@ -466,8 +476,8 @@ int cmd_run(int argc, char **argv) {
   attn_check_result cr = {0};
   double storage = 0, storage_ratio = 0;
   bool has_storage = false;
-  if (!compute(kernel, &p, &a.settings.exec, q.a.data, kv.k, kv.v, o, &seconds, binding,
-               sizeof binding) ||
+  if (!compute(kernel, &p, &a.settings.exec, q.a.data, kv.k, kv.v, o, a.case_timeout, &seconds,
+               binding, sizeof binding) ||
       !output_finite(kernel, &p, o, a.allow_nonfinite) ||
       (a.verify && !verify_output(kernel, &p, q.a.data, &kv, o, lse, &cr, &storage, &storage_ratio,
                                   &has_storage)))

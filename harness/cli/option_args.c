@@ -9,6 +9,7 @@
 #include "common/cli_args.h"
 #include "machine/placement.h"
 #include "machine/resolve.h"
+#include "plugins/isolate.h"  // ATTN_ISOLATE_DEFAULT_TIMEOUT
 #include "tune/tunefile.h"
 
 int exec_args_setup(const char *cmd, const exec_args *a) {
@@ -154,4 +155,12 @@ bool option_args_load(const char *cmd, const option_args *a, const attn_problem 
     o->mask_per_head = four;
   }
   return true;
+}
+
+bool attn_case_timeout_settle(const char *command, double *seconds, bool given) {
+  if (!given) *seconds = ATTN_ISOLATE_DEFAULT_TIMEOUT;
+  if (*seconds > 0.0 && *seconds <= 1e6) return true;
+  fprintf(stderr, "attnbench %s: --case-timeout %g: expected seconds in (0, 1e6]\n", command,
+          *seconds);
+  return false;
 }

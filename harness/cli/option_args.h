@@ -75,6 +75,19 @@ typedef struct exec_args {
    .help = "print each execution setting (threads, bind, tiles, regtile, kv_split) and "   \
            "where it came from: command line > config > environment > tuning file > "      \
            "machine rule > kernel default"}
+// --case-timeout SECONDS: how long one kernel call (check: one case in a worker, its
+// preparation included) may take before a plug-in kernel is declared hung (isolate.h).
+// d a double *, g a bool * set when given. Check with attn_case_timeout_settle.
+#define ATTN_CASE_TIMEOUT_OPTION(d, g)                                                    \
+  {                                                                                        \
+    .name = "case-timeout", .kind = CLI_DOUBLE, .dest = (d), .given = (g),                 \
+    .metavar = "SECONDS",                                                                  \
+    .help = "a plug-in kernel's limit per case or call before it counts as hung "          \
+            "(default 60)"                                                                 \
+  }
+// The default when not given; false (with one line on stderr) outside (0, 1e6] seconds.
+bool attn_case_timeout_settle(const char *command, double *seconds, bool given);
+
 // Every option of exec_args (run, check).
 #define ATTN_EXEC_ARGS_CLI(a)                                                              \
   ATTN_EXEC_THREADS_OPTION(&(a)->threads, CLI_INT, ATTN_EXEC_THREADS_HELP),                \

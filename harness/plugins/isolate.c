@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +204,7 @@ bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len
 
 static volatile sig_atomic_t g_armed;
 static char g_guard_prefix[512];  // "attnbench run: kernel mis_exit0"
+static const char *g_guard_outcome = "; nothing written, temporaries and lock removed\n";
 static const int kGuardSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 static void guard_write(const char *s) {
@@ -213,7 +216,7 @@ static void guard_on_signal(int sig) {  // async-signal-safe calls only
   guard_write(g_guard_prefix);
   guard_write(" was killed by ");
   guard_write(name ? name : "a signal");
-  guard_write("; nothing written, temporaries and lock removed\n");
+  guard_write(g_guard_outcome);
   attn_fileio_remove_live();
   _exit(1);
 }
@@ -225,7 +228,8 @@ static void guard_on_exit(int status, void *arg) {
   snprintf(msg, sizeof msg, " called exit(%d)", status);
   guard_write(g_guard_prefix);
   guard_write(msg);
-  guard_write(" (the kernel ended the process); nothing written, temporaries and lock removed\n");
+  guard_write(" (the kernel ended the process)");
+  guard_write(g_guard_outcome);
   attn_fileio_remove_live();
   _exit(1);
 }
@@ -234,6 +238,12 @@ void attn_kernel_guard_arm(const char *command, const char *kernels) {
   static bool registered;
   if (!registered) registered = on_exit(guard_on_exit, NULL) == 0;
   snprintf(g_guard_prefix, sizeof g_guard_prefix, "attnbench %s: kernel %s", command, kernels);
+  // bench saves its results file after every point (atomic replace), so it keeps the
+  // points finished before the kernel ended the process.
+  g_guard_outcome = strcmp(command, "bench") == 0
+                        ? "; the results file keeps the points finished before, temporaries "
+                          "and lock removed\n"
+                        : "; nothing written, temporaries and lock removed\n";
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = guard_on_signal;
@@ -248,4 +258,69 @@ void attn_kernel_guard_disarm(void) {
   g_armed = 0;
   for (size_t i = 0; i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
     signal(kGuardSignals[i], SIG_DFL);
+}
+
+// ── the in-process hang watch ───────────────────────────────────────────────────────
+// g_call_seq is odd while a bracketed call runs; the watcher remembers the odd value it
+// first saw and when, and ends the command once that same call has run timeout_s seconds.
+
+static atomic_ulong g_call_seq;
+static _Atomic double g_watch_timeout;  // seconds; 0: no watch
+
+void attn_kernel_guard_call_begin(void) {
+  atomic_fetch_add_explicit(&g_call_seq, 1, memory_order_relaxed);
+}
+
+void attn_kernel_guard_call_end(void) {
+  atomic_fetch_add_explicit(&g_call_seq, 1, memory_order_relaxed);
+}
+
+static double monotonic_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *watch_main(void *arg) {
+  (void)arg;
+  unsigned long seen = 0;
+  double since = 0;
+  const struct timespec quarter = {.tv_sec = 0, .tv_nsec = 250000000L};
+  for (;;) {
+    nanosleep(&quarter, NULL);
+    const double limit = atomic_load(&g_watch_timeout);
+    const unsigned long seq = atomic_load_explicit(&g_call_seq, memory_order_relaxed);
+    if (!g_armed || limit <= 0 || !(seq & 1u)) {
+      seen = 0;
+      continue;
+    }
+    const double now = monotonic_seconds();
+    if (seq != seen) {
+      seen = seq;
+      since = now;
+      continue;
+    }
+    if (now - since < limit) continue;
+    char msg[160];
+    snprintf(msg, sizeof msg, " did not return within %g s (a hang; --case-timeout sets the limit)",
+             limit);
+    guard_write(g_guard_prefix);
+    guard_write(msg);
+    guard_write(g_guard_outcome);
+    attn_fileio_remove_live();
+    _exit(1);
+  }
+  return NULL;
+}
+
+void attn_kernel_guard_watch(double timeout_s) {
+  static bool started;
+  atomic_store(&g_watch_timeout, timeout_s > 0 ? timeout_s : 0);
+  if (started || timeout_s <= 0) return;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  started = pthread_create(&t, &attr, watch_main, NULL) == 0;
+  pthread_attr_destroy(&attr);
 }

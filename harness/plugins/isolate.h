@@ -73,9 +73,17 @@ bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len
 // SIGFPE or SIGABRT ends the command with one line "attnbench <command>: kernel <names>
 // called exit(N)" / "… killed by SIGSEGV", removes the temporaries and the lock file
 // (fileio.h) and exits 1: never exit 0 without its output, never a stale lock. kernels
-// names the kernel(s) that may be running (copied). Hangs are not caught here.
+// names the kernel(s) that may be running (copied).
 void attn_kernel_guard_arm(const char *command, const char *kernels);
 void attn_kernel_guard_disarm(void);
+// Hangs: with a watch set (timeout_s > 0, after arm), a kernel call bracketed by
+// attn_kernel_guard_call_begin/_end that has not returned after timeout_s seconds ends the
+// command the same way ("… did not return within N s"). The markers are two relaxed atomic
+// increments (no system call in the timed loop); a watcher thread, started on the first
+// watch, looks four times a second while the guard is armed and sleeps otherwise.
+void attn_kernel_guard_watch(double timeout_s);
+void attn_kernel_guard_call_begin(void);
+void attn_kernel_guard_call_end(void);
 
 #ifdef __cplusplus
 }

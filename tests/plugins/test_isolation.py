@@ -165,12 +165,18 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(ini, "w") as f:
         f.write("[seven]\nkernels = naive\nbatch = 1\nheads = 2\nkv_heads = 2\nhead_dim = 16\n"
                 "seq_len = 7\ncausal = false\nthreads = 1\nrepetitions = 1\nmin_time = 0.01\n")
-    for what in ("exit0", "segv"):
+    # what the in-process guard says (isolate.h): no worker, the command itself ends
+    inproc = {"exit0": "called exit(0)", "segv": "killed by SIGSEGV",
+              "hang": "did not return within 2 s"}
+    for what in ("exit0", "segv", "hang"):
         res = os.path.join(tmp, f"r_{what}.json")
+        # a hang: --case-timeout 2 ends it (the in-process watch), the default would be 60 s
+        limit = ["--case-timeout", "2"] if what == "hang" else []
         p = run("bench", "--plugin", plugin(what), "--config", ini, "--kernel", "naive",
-                "--kernel", f"mis_{what}", "--out", res, "--quiet", "--no-probe")
+                "--kernel", f"mis_{what}", "--out", res, "--quiet", "--no-probe", *limit,
+                timeout=60)
         left = [n for n in os.listdir(tmp) if n.startswith(f"r_{what}.json")]
-        expect(p.returncode == 1 and f"mis_{what}" in p.stderr and named[what] in p.stderr,
+        expect(p.returncode == 1 and f"mis_{what}" in p.stderr and inproc[what] in p.stderr,
                f"bench with mis_{what}: rc {p.returncode}, stderr {p.stderr[-400:]!r}")
         expect(not any(n.endswith(".lock") for n in left), f"bench with mis_{what} left {left}")
         rng = np.random.default_rng(7)
@@ -179,8 +185,9 @@ with tempfile.TemporaryDirectory() as tmp:
             qkv += [f"--{name}", os.path.join(tmp, f"{name}.npy")]
             np.save(qkv[-1], rng.standard_normal((1, 2, 7, 16), dtype=np.float32))
         out = os.path.join(tmp, f"o_{what}.npy")
-        p = run("run", "--plugin", plugin(what), "--kernel", f"mis_{what}", *qkv, "--out", out)
-        expect(p.returncode == 1 and named[what] in p.stderr and not os.path.exists(out),
+        p = run("run", "--plugin", plugin(what), "--kernel", f"mis_{what}", *qkv, "--out", out,
+                *limit, timeout=60)
+        expect(p.returncode == 1 and inproc[what] in p.stderr and not os.path.exists(out),
                f"run with mis_{what}: rc {p.returncode}, output {os.path.exists(out)}, "
                f"stderr {p.stderr[-300:]!r}")
 
