@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 
 #include "check/check.h"
+#include "check/inputs.h"  // attn_rand_sinks, attn_rand_mask
+#include "common/util.h"   // attn_tensor_bytes
 #include "io/fileio.h"
 #include "io/npy.h"
+#include "machine/topology.h"  // the LLC size
 
 void attn_bench_fill_inputs(const attn_problem *p, float *q, float *k, float *v) {
   attn_problem shape = *p;
@@ -328,4 +331,30 @@ bool attn_bench_export_inputs(const attn_bench_plan *plan, const char *dir, char
   free(set_of);
   free(first);
   return ok;
+}
+
+// ── what the timed copies and the option arrays hold (declared in inputs.h) ──────────
+
+// Both from the one seeded generator of the checker (check/inputs.h), in the forms these
+// arrays were first recorded with, so their values are unchanged.
+void attn_bench_sinks(int64_t heads, uint64_t seed, float *out) {
+  attn_rand_sinks(out, (size_t)heads, 0.0, seed, ATTN_NORMAL_U1_NONZERO);
+}
+
+void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out) {
+  attn_rand_mask(out, (size_t)seq_q * (size_t)seq_kv, (size_t)seq_q, (size_t)seq_kv,
+                 ATTN_MASK_STYLE_BENCH, seed);
+}
+
+// The copies of Q, K, V, O a cold point cycles through: enough to exceed the LLC by
+// ATTN_BENCH_COLD_LLC_FACTOR (at least ATTN_BENCH_COLD_MIN_BYTES), at most
+// ATTN_BENCH_COLD_MAX_COPIES; a warm point has one.
+int attn_bench_input_copies(const attn_bench_point *pt) {
+  if (!pt->cold_inputs) return 1;
+  const uint64_t llc = attn_topology_llc_bytes(attn_topology_get());
+  uint64_t want = ATTN_BENCH_COLD_LLC_FACTOR * llc;
+  if (want < ATTN_BENCH_COLD_MIN_BYTES) want = ATTN_BENCH_COLD_MIN_BYTES;
+  const uint64_t one = attn_tensor_bytes(&pt->problem);
+  const uint64_t n = one ? (want + one - 1) / one : 1;
+  return n < 1 ? 1 : n > ATTN_BENCH_COLD_MAX_COPIES ? ATTN_BENCH_COLD_MAX_COPIES : (int)n;
 }

@@ -60,17 +60,6 @@ void attn_bench_release_buffers(void) {
 
 // ── the point's options (attention variants) ───────────────────────────────────────
 
-// Both from the one seeded generator of the checker (check/inputs.h), in the forms these
-// arrays were first recorded with, so their values are unchanged.
-void attn_bench_sinks(int64_t heads, uint64_t seed, float *out) {
-  attn_rand_sinks(out, (size_t)heads, 0.0, seed, ATTN_NORMAL_U1_NONZERO);
-}
-
-void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out) {
-  attn_rand_mask(out, (size_t)seq_q * (size_t)seq_kv, (size_t)seq_q, (size_t)seq_kv,
-                 ATTN_MASK_STYLE_BENCH, seed);
-}
-
 // A non-NULL stand-in for the sinks, mask and LSE arrays where only their presence matters
 // (flops, tiles, workspace sizes, validation): never read or written through.
 static float g_presence_marker;
@@ -208,16 +197,6 @@ attn_problem attn_bench_check_shape(const attn_problem *p) {
 
 static uint64_t tensor_bytes(const attn_problem *p) {
   return attn_tensor_bytes(p);
-}
-
-int attn_bench_input_copies(const attn_bench_point *pt) {
-  if (!pt->cold_inputs) return 1;
-  const uint64_t llc = attn_topology_llc_bytes(attn_topology_get());
-  uint64_t want = ATTN_BENCH_COLD_LLC_FACTOR * llc;
-  if (want < ATTN_BENCH_COLD_MIN_BYTES) want = ATTN_BENCH_COLD_MIN_BYTES;
-  const uint64_t one = tensor_bytes(&pt->problem);
-  const uint64_t n = one ? (want + one - 1) / one : 1;
-  return n < 1 ? 1 : n > ATTN_BENCH_COLD_MAX_COPIES ? ATTN_BENCH_COLD_MAX_COPIES : (int)n;
 }
 
 uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {

@@ -65,27 +65,6 @@ uint32_t attn_dtype_cap(attn_dtype t) {
   return 0;
 }
 
-size_t attn_kv_row_bytes(attn_dtype t, int64_t dim) {
-  if (dim < 1) return 0;
-  const uint64_t n = (uint64_t)dim;
-  uint64_t bytes;
-  switch (t) {
-    case ATTN_DTYPE_F32:
-      bytes = n > UINT64_MAX / 4 ? UINT64_MAX : 4 * n;
-      break;
-    case ATTN_DTYPE_F16:
-    case ATTN_DTYPE_BF16:
-      bytes = 2 * n;  // dim < 2^63
-      break;
-    case ATTN_DTYPE_Q8_0:
-      bytes = (n + ATTN_Q8_0_BLOCK - 1) / ATTN_Q8_0_BLOCK * sizeof(attn_block_q8_0);
-      break;
-    default:
-      return 0;
-  }
-  return bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
-}
-
 static bool fail(char *err, size_t err_len, const char *fmt, ...) {
   if (err && err_len) {
     va_list ap;
