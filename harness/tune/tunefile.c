@@ -20,8 +20,12 @@
 // Longest line accepted (inih's own line buffer is INI_MAX_LINE = 200 bytes).
 enum { kMaxLine = 190 };
 
+// src into dst[len], cut at len - 1 bytes (callers pass text validated to fit).
 static void copy(char *dst, size_t len, const char *src) {
-  snprintf(dst, len, "%s", src);
+  if (!len) return;
+  const size_t n = strnlen(src, len - 1);
+  memcpy(dst, src, n);
+  dst[n] = '\0';
 }
 
 // True if s has 1..max characters, each a letter, digit, '_', '-', '.' or one of `extra`:
