@@ -14,8 +14,8 @@
 static int zero_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                     const void *v, float *o, void *workspace) {
   (void)q, (void)k, (void)v, (void)workspace;
-  volatile int sink = 0;
-  for (int i = 0; i < exec->tile_q * 64; i++) sink = sink + i;
+  volatile unsigned sink = 0;  // wraps by definition (UBSan: no signed overflow)
+  for (int i = 0; i < exec->tile_q * 64; i++) sink = sink + (unsigned)i;
   // O is batch × heads × seq_q × head_dim_v floats (attn.h; no attnkernels symbol here)
   memset(o, 0, (size_t)(p->batch * p->heads * p->seq_q * p->head_dim_v) * sizeof *o);
   return ATTN_OK;

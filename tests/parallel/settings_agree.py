@@ -53,6 +53,11 @@ def blocks(text):
 
 def main():
     exe, lib, pkg = sys.argv[1:4]
+    # A sanitizer build's library cannot load into an uninstrumented Python (ASan must come
+    # first): there the Python leg is left out, and says so; the Release build runs it.
+    py_leg = "--no-python" not in sys.argv[4:]
+    if not py_leg:
+        print("note: the Python module's leg is left out (sanitizer build)")
     names = subprocess.run([exe, "list", "--available"], capture_output=True,
                            text=True).stdout.split()
     kernels = [k for k in ("flash__avx512", "flash__avx2", "flash__neon") if k in names]
@@ -111,7 +116,7 @@ def main():
                                    "0.001", "--reps", "1", "--confirm", "0", "--tune-file",
                                    tuned, "--explain"] + cli, env).stdout
             threads = cli[cli.index("--threads") + 1] if "--threads" in cli else 0
-            if with_python:
+            if with_python and py_leg:
                 got["python"] = python(env, threads).stdout
             parsed = {}
             for name, text in got.items():
