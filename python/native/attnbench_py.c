@@ -185,11 +185,12 @@ static int settings_of(const attn_kernel *k, const attn_problem *p, int threads,
 }
 
 // What every entry point starts from: kernel `name` (NULL: none, *kern = NULL), the
-// problem and its resolved settings (settings_of). ATTN_OK or the first error.
+// problem and its resolved settings (settings_of). ATTN_OK (err empty) or the first error.
 static int setup_of(const char *name, const int64_t *dims, int causal, int has_scale, double scale,
                     int threads, int tile_q, int tile_kv, const char *regtile, int kv_split,
                     const attn_kernel **kern, attn_problem *p, attn_settings *s, char *err,
                     size_t err_len) {
+  if (err_len) err[0] = '\0';
   *kern = NULL;
   int rc = name ? kernel_of(name, kern, err, err_len) : ATTN_OK;
   if (rc == ATTN_OK) rc = problem_of(dims, causal, has_scale, scale, p, err, err_len);
@@ -206,7 +207,6 @@ ATTNPY_EXPORT int attnpy_settings(const char *name, const int64_t *dims, int cau
                                   double scale, int threads, int tile_q, int tile_kv,
                                   const char *regtile, int kv_split, int *values, int *sources,
                                   char *explain, size_t explain_len, char *err, size_t err_len) {
-  if (err_len) err[0] = '\0';
   const attn_kernel *kern;
   attn_problem p;
   attn_settings s;
@@ -233,7 +233,6 @@ ATTNPY_EXPORT int attnpy_run(const char *name, const int64_t *dims, int causal, 
                              double scale, int threads, int tile_q, int tile_kv,
                              const char *regtile, int kv_split, const float *q, const float *k,
                              const float *v, float *o, char *err, size_t err_len) {
-  if (err_len) err[0] = '\0';
   const attn_kernel *kern;
   attn_problem p;
   attn_settings s;
@@ -253,7 +252,6 @@ ATTNPY_EXPORT int attnpy_check(const char *name, const int64_t *dims, int causal
                                const char *regtile, int kv_split, const float *q, const float *k,
                                const float *v, const float *o, float *ref, int *verdict,
                                double *stats, char *message, size_t message_len) {
-  if (message_len) message[0] = '\0';
   const attn_kernel *kern;
   attn_problem p;
   attn_settings s;
