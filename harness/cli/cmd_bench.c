@@ -216,8 +216,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
           "with the exported inputs; its environment comes from scripts/setup-baselines\n"
           "(docs/baselines.md).\n"
           "Config format, counters and results files: docs/benchmarking.md",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
       .passthrough_prefix = "benchmark_",
       .passthrough = &a->gb_flags,
   };

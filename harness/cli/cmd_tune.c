@@ -257,8 +257,7 @@ static int parse(tune_args *a, int argc, char **argv) {
           "\nexit codes: 0 written, 1 a kernel failed or the file could not be written,\n"
           "2 bad command line, unknown kernel or bad config\n"
           "File format and precedence: docs/tuning-files.md",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
