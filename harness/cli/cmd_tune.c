@@ -61,6 +61,7 @@
 #include "io/fileio.h"
 #include "machine/placement.h"
 #include "machine/resolve.h"
+#include "tune/tune_store.h"
 #include "tune/tunefile.h"
 
 typedef struct tune_args {
@@ -315,37 +316,6 @@ static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const att
   g[*ng].kernel = k, g[*ng].problem = *p;
   snprintf(g[*ng].cls, sizeof g[*ng].cls, "%s", cls);
   (*ng)++;
-}
-
-// The tuning file now at path, to merge into (see the top of tunefile.h, "The store"):
-// true with its entries in *keep when it is a tuning file for this machine and build;
-// true with no entries when nothing is there, the file is empty, or it is a tuning file
-// for another machine or build (replaced, with a note when `note`). A file that is not a
-// tuning file is never replaced: false after the message.
-static bool read_target(const char *path, attn_tune_file *keep, bool note) {
-  static attn_tune_file old;
-  char err[ATTN_TUNE_PATH_MAX + 512], why[512];
-  bool missing = false;
-  keep->count = 0;
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) return true;
-  if (!attn_tune_parse(path, &old, &missing, err, sizeof err)) {
-    if (missing) return true;
-    fprintf(stderr,
-            "attnbench tune: %s\nattnbench tune: %s is not a tuning file attnbench can read: "
-            "refusing to replace it (remove it or choose another --tune-file)\n",
-            err, path);
-    return false;
-  }
-  if (!attn_tune_matches(&old, why, sizeof why)) {
-    if (note)
-      fprintf(stderr, "attnbench tune: note: replacing %s, not keeping its entries: %s\n", path,
-              why);
-    return true;
-  }
-  keep->count = old.count;
-  memcpy(keep->entries, old.entries, old.count * sizeof old.entries[0]);
-  return true;
 }
 
 // Allocates and fills Q, K, V, O for p. False when out of memory.
@@ -695,63 +665,6 @@ out:
   return rc;
 }
 
-// Merges this run's entries (*file) into the file at path as it is now, under its lock:
-// another tune may have written it since this one started, and its entries for other
-// (kernel, class) pairs stay. Prints the "wrote" line. The exit code.
-static int merge_and_write(attn_output *out, const char *path, const attn_tune_file *file,
-                           double start) {
-  char err[ATTN_OUT_PATH_MAX + 512];
-  if (!attn_output_lock_wait(out, 60, err, sizeof err)) {
-    fprintf(stderr, "attnbench tune: %s; %s not changed\n", err, path);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  static attn_tune_file merged;
-  memset(&merged, 0, sizeof merged);
-  if (!read_target(path, &merged, true)) {
-    attn_output_unlock(out);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  const size_t kept = merged.count;
-  merged.machine = file->machine;
-  bool ok = true;
-  for (size_t i = 0; ok && i < file->count; i++) {
-    const attn_tune_entry *e = &file->entries[i];
-    ok =
-        attn_tune_set(&merged, e->kernel, e->cls, e->tile_q, e->tile_kv, err, sizeof err) &&
-        attn_tune_set_variant(&merged, e->kernel, e->cls, e->regtile, e->kv_split, err, sizeof err);
-  }
-  char *text = ok ? attn_tune_format(&merged) : NULL;
-  if (ok && !text) snprintf(err, sizeof err, "out of memory");
-  // Whatever tune writes must parse: the text is read back before it replaces anything.
-  static attn_tune_file back;
-  char back_err[ATTN_TUNE_PATH_MAX + 512] = "a different number of entries";
-  if (text && (!attn_tune_parse_text(path, text, strlen(text), &back, back_err, sizeof back_err) ||
-               back.count != merged.count)) {
-    snprintf(err, sizeof err, "internal error: the text to write does not read back: %.1000s",
-             back_err);
-    free(text);
-    text = NULL;
-  }
-  ok = text && attn_output_write(out, &(attn_buf){text, strlen(text)}, 1, err, sizeof err);
-  free(text);
-  attn_output_unlock(out);
-  if (!ok) {
-    fprintf(stderr, "attnbench tune: %s; %s not changed\n", err, path);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  size_t kept_other = 0;  // the file's entries this run did not retune
-  for (size_t i = 0; i < kept; i++) {
-    bool mine = false;
-    for (size_t j = 0; j < file->count && !mine; j++)
-      mine = !strcmp(merged.entries[i].kernel, file->entries[j].kernel) &&
-             !strcmp(merged.entries[i].cls, file->entries[j].cls);
-    kept_other += !mine;
-  }
-  printf("wrote %s (%zu entries: %zu from this run, %zu kept) in %.1f s\n", path, merged.count,
-         file->count, kept_other, attn_now_seconds() - start);
-  return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
-}
-
 int cmd_tune(int argc, char **argv) {
   tune_args a = {.budget = 60, .reps = 3, .confirm = 5};
   int rc = parse(&a, argc, argv);
@@ -776,9 +689,9 @@ int cmd_tune(int argc, char **argv) {
     fprintf(stderr, "attnbench tune: %s\n", err);
     return ATTNBENCH_EXIT_FAILURE;
   }
-  // Before the search: a file there must be one tune may replace (read_target).
+  // Before the search: a file there must be one tune may replace (tune/tune_store.h).
   static attn_tune_file file;  // this run's entries; merged into the file's at the end
-  if (!read_target(path, &file, false)) return ATTNBENCH_EXIT_FAILURE;
+  if (!attn_tune_read_target(path, &file, false)) return ATTNBENCH_EXIT_FAILURE;
   file.count = 0;
   attn_tune_machine_here(&file.machine);
 
@@ -812,5 +725,9 @@ int cmd_tune(int argc, char **argv) {
     if (share < 0) share = 0;  // spent: the rule's tiles only
     if ((rc = tune_group_run(&a, groups, g, ng, &dflts[g], share, &file, path)) >= 0) return rc;
   }
-  return merge_and_write(&out, path, &file, start);
+  size_t total, kept_other;
+  if (!attn_tune_merge_write(&out, path, &file, &total, &kept_other)) return ATTNBENCH_EXIT_FAILURE;
+  printf("wrote %s (%zu entries: %zu from this run, %zu kept) in %.1f s\n", path, total, file.count,
+         kept_other, attn_now_seconds() - start);
+  return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }
