@@ -24,6 +24,7 @@ is "bandwidth" when the bytes term is the larger (decode), else "FMA" (prefill).
 import json
 import math
 import statistics
+import sys
 
 SHAPE_KEYS = ("B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal")
 # The option counters and their value when absent (no option; -1 = unbounded window side).
@@ -251,6 +252,16 @@ def load(path):
             mean = statistics.fmean(p.times)
             p.cv = statistics.stdev(p.times) / mean if mean > 0 else None
     return doc.get("context", {}), points
+
+
+def load_or_report(path, prog):
+    """load(path), or None after "PROG: cannot read PATH: why" on stderr (a script's
+    one-line error for a missing or malformed results file)."""
+    try:
+        return load(path)
+    except (OSError, ValueError, KeyError) as e:
+        print("%s: cannot read %s: %s" % (prog, path, e), file=sys.stderr)
+        return None
 
 
 def _counters(b):

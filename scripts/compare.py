@@ -239,11 +239,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     files = []
     for path in args.results:
-        try:
-            files.append((path, attnresults.load(path)))
-        except (OSError, ValueError, KeyError) as e:
-            print("compare.py: cannot read %s: %s" % (path, e), file=sys.stderr)
+        loaded = attnresults.load_or_report(path, "compare.py")
+        if loaded is None:
             return 1
+        files.append((path, loaded))
     if args.csv:
         write_csv(args.csv, files)
         print("wrote %s" % args.csv, file=sys.stderr)

@@ -318,11 +318,10 @@ def main(argv=None):
     ap.add_argument("results")
     ap.add_argument("--out-dir", help="where the PNGs go (default: next to RESULTS)")
     args = ap.parse_args(argv)
-    try:
-        context, points = attnresults.load(args.results)
-    except (OSError, ValueError, KeyError) as e:
-        print("plot.py: cannot read %s: %s" % (args.results, e), file=sys.stderr)
+    loaded = attnresults.load_or_report(args.results, "plot.py")
+    if loaded is None:
         return 1
+    context, points = loaded
     pts = list(points.values())
     if not any(not p.error for p in pts):
         print("plot.py: %s has no successful benchmark points" % args.results, file=sys.stderr)

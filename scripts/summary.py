@@ -146,11 +146,10 @@ def main(argv=None):
     ap.add_argument("results")
     ap.add_argument("--baseline", default="blas", help="kernel to compare with (default blas)")
     args = ap.parse_args(argv)
-    try:
-        context, points = attnresults.load(args.results)
-    except (OSError, ValueError, KeyError) as e:
-        print("summary.py: cannot read %s: %s" % (args.results, e), file=sys.stderr)
+    loaded = attnresults.load_or_report(args.results, "summary.py")
+    if loaded is None:
         return 1
+    context, points = loaded
     shapes = {}
     errors = [p for p in points.values() if p.error]
     external = {}

@@ -87,249 +87,312 @@ static int parse_list(const char *opt, const char *s, int *out, int cap) {
   return n;
 }
 
-int main(int argc, char **argv) {
+// The command line.
+typedef struct speed_args {
   const char *kernels[16];
-  int nk = 0, threads[8] = {0}, nthreads = 0, reps = 5, bw = 0, rotate = 1, offset = 0;
-  int64_t batch = 1, heads = 8, kv_heads = 0, seq = 2048, seq_q = 0, d = 64;
-  attn_exec base = {0};
-  bool causal = false, ab = false, want_sinks = false, want_lse = false;
-  attn_options opt = {0};
-  attn_dtype dts[ATTN_DTYPE_COUNT] = {ATTN_DTYPE_F32};
-  int ndt = 1;
+  int nk, threads[8], nthreads, reps, bw, rotate, offset;
+  int64_t batch, heads, kv_heads, seq, seq_q, d;
+  attn_exec base;
+  bool causal, ab, want_sinks, want_lse;
+  attn_options opt;
+  attn_dtype dts[ATTN_DTYPE_COUNT];
+  int ndt;
+} speed_args;
+
+// --kv-dtype's list into a->dts; false after a message.
+static bool parse_dtypes(const char *v, speed_args *a) {
+  a->ndt = 0;
+  for (const char *x = v; x;) {
+    const char *c = strchr(x, ',');
+    char name[16];
+    const size_t len = c ? (size_t)(c - x) : strlen(x);
+    snprintf(name, sizeof name, "%.*s", (int)(len < 15 ? len : 15), x);
+    if (a->ndt == ATTN_DTYPE_COUNT || len > 15 || !attn_dtype_parse(name, &a->dts[a->ndt])) {
+      fprintf(stderr, "flash_speed: --kv-dtype: '%s' is not a list of f32, f16, bf16, q8_0\n", v);
+      return false;
+    }
+    a->ndt++;
+    x = c ? c + 1 : NULL;
+  }
+  return true;
+}
+
+// Fills *a from argv (defaults first). -1, or the exit code after a message.
+static int parse_args(int argc, char **argv, speed_args *a) {
+  *a = (speed_args){.reps = 5,
+                    .rotate = 1,
+                    .batch = 1,
+                    .heads = 8,
+                    .seq = 2048,
+                    .d = 64,
+                    .dts = {ATTN_DTYPE_F32},
+                    .ndt = 1};
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
+    const char *o = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--causal"))
-      causal = true;
-    else if (!strcmp(a, "--bandwidth"))
-      bw = 1;
-    else if (!strcmp(a, "--ab"))
-      ab = true;
-    else if (!strcmp(a, "--sinks"))
-      want_sinks = true;
-    else if (!strcmp(a, "--lse"))
-      want_lse = true;
+    if (!strcmp(o, "--causal"))
+      a->causal = true;
+    else if (!strcmp(o, "--bandwidth"))
+      a->bw = 1;
+    else if (!strcmp(o, "--ab"))
+      a->ab = true;
+    else if (!strcmp(o, "--sinks"))
+      a->want_sinks = true;
+    else if (!strcmp(o, "--lse"))
+      a->want_lse = true;
     else if (!v) {
-      fprintf(stderr, "flash_speed: %s needs a value\n", a);
+      fprintf(stderr, "flash_speed: %s needs a value\n", o);
       return 2;
-    } else if (!strcmp(a, "--kernel") && nk < 16)
-      kernels[nk++] = v, i++;
-    else if (!strcmp(a, "--threads"))
-      nthreads = parse_list(a, v, threads, 8), i++;
-    else if (!strcmp(a, "--reps"))
-      reps = (int)number(a, v, 1, 1000), i++;
-    else if (!strcmp(a, "--rotate"))
-      rotate = (int)number(a, v, 1, 64), i++;
-    else if (!strcmp(a, "--offset")) {
-      offset = (int)number(a, v, 0, 60), i++;
-      if (offset % 4) {
+    } else if (!strcmp(o, "--kernel") && a->nk < 16)
+      a->kernels[a->nk++] = v, i++;
+    else if (!strcmp(o, "--threads"))
+      a->nthreads = parse_list(o, v, a->threads, 8), i++;
+    else if (!strcmp(o, "--reps"))
+      a->reps = (int)number(o, v, 1, 1000), i++;
+    else if (!strcmp(o, "--rotate"))
+      a->rotate = (int)number(o, v, 1, 64), i++;
+    else if (!strcmp(o, "--offset")) {
+      a->offset = (int)number(o, v, 0, 60), i++;
+      if (a->offset % 4) {
         fprintf(stderr, "flash_speed: --offset %d is not a multiple of 4 (float alignment)\n",
-                offset);
+                a->offset);
         return 2;
       }
-    } else if (!strcmp(a, "--batch"))
-      batch = number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--heads"))
-      heads = number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--kv-heads"))
-      kv_heads = number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--seq"))
-      seq = number(a, v, 1, 1 << 30), i++;
-    else if (!strcmp(a, "--seq-q"))
-      seq_q = number(a, v, 1, 1 << 30), i++;
-    else if (!strcmp(a, "--d"))
-      d = number(a, v, 1, 1 << 16), i++;
-    else if (!strcmp(a, "--tile-q"))
-      base.tile_q = (int)number(a, v, 0, 1 << 20), i++;
-    else if (!strcmp(a, "--kv-dtype")) {
-      ndt = 0;
-      for (const char *x = v; x;) {
-        const char *c = strchr(x, ',');
-        char name[16];
-        const size_t len = c ? (size_t)(c - x) : strlen(x);
-        snprintf(name, sizeof name, "%.*s", (int)(len < 15 ? len : 15), x);
-        if (ndt == ATTN_DTYPE_COUNT || len > 15 || !attn_dtype_parse(name, &dts[ndt])) {
-          fprintf(stderr, "flash_speed: --kv-dtype: '%s' is not a list of f32, f16, bf16, q8_0\n",
-                  v);
-          return 2;
-        }
-        ndt++;
-        x = c ? c + 1 : NULL;
-      }
+    } else if (!strcmp(o, "--batch"))
+      a->batch = number(o, v, 1, 1 << 20), i++;
+    else if (!strcmp(o, "--heads"))
+      a->heads = number(o, v, 1, 1 << 20), i++;
+    else if (!strcmp(o, "--kv-heads"))
+      a->kv_heads = number(o, v, 1, 1 << 20), i++;
+    else if (!strcmp(o, "--seq"))
+      a->seq = number(o, v, 1, 1 << 30), i++;
+    else if (!strcmp(o, "--seq-q"))
+      a->seq_q = number(o, v, 1, 1 << 30), i++;
+    else if (!strcmp(o, "--d"))
+      a->d = number(o, v, 1, 1 << 16), i++;
+    else if (!strcmp(o, "--tile-q"))
+      a->base.tile_q = (int)number(o, v, 0, 1 << 20), i++;
+    else if (!strcmp(o, "--kv-dtype")) {
+      if (!parse_dtypes(v, a)) return 2;
       i++;
-    } else if (!strcmp(a, "--tile-kv"))
-      base.tile_kv = (int)number(a, v, 0, 1 << 20), i++;
-    else if (!strcmp(a, "--regtile"))
-      base.regtile = (int)number(a, v, 0, 63), i++;
-    else if (!strcmp(a, "--window"))
-      opt.window = true, opt.window_left = number(a, v, 1, 1 << 30) - 1, i++;
-    else if (!strcmp(a, "--window-right"))
-      opt.window_right = number(a, v, 0, 1 << 30), i++;
-    else if (!strcmp(a, "--softcap"))
-      opt.softcap = (float)number(a, v, 1, 1 << 20), i++;
-    else if (!strcmp(a, "--alibi"))
-      opt.alibi_max_bias = (float)number(a, v, 1, 64), i++;
+    } else if (!strcmp(o, "--tile-kv"))
+      a->base.tile_kv = (int)number(o, v, 0, 1 << 20), i++;
+    else if (!strcmp(o, "--regtile"))
+      a->base.regtile = (int)number(o, v, 0, 63), i++;
+    else if (!strcmp(o, "--window"))
+      a->opt.window = true, a->opt.window_left = number(o, v, 1, 1 << 30) - 1, i++;
+    else if (!strcmp(o, "--window-right"))
+      a->opt.window_right = number(o, v, 0, 1 << 30), i++;
+    else if (!strcmp(o, "--softcap"))
+      a->opt.softcap = (float)number(o, v, 1, 1 << 20), i++;
+    else if (!strcmp(o, "--alibi"))
+      a->opt.alibi_max_bias = (float)number(o, v, 1, 64), i++;
     else {
-      fprintf(stderr, "flash_speed: unknown option %s\n", a);
+      fprintf(stderr, "flash_speed: unknown option %s\n", o);
       return 2;
     }
   }
-  if (nk == 0) kernels[nk++] = "flash__avx512";
-  if (nthreads == 0) threads[nthreads++] = 0;
-  if (kv_heads == 0) kv_heads = heads;
-  if (seq_q == 0) seq_q = seq;
+  if (a->nk == 0) a->kernels[a->nk++] = "flash__avx512";
+  if (a->nthreads == 0) a->threads[a->nthreads++] = 0;
+  if (a->kv_heads == 0) a->kv_heads = a->heads;
+  if (a->seq_q == 0) a->seq_q = a->seq;
+  return -1;
+}
 
-  if (bw) {
+// The variants timed alternately: each K/V type, plain and (--ab) with the options; without
+// --ab every variant has the options (if any were given). pv[x] stores K/V as dts[vdt[x]].
+enum { kMaxVariants = 2 * ATTN_DTYPE_COUNT, kMaxCopies = 64 };
+typedef struct speed_variants {
+  attn_problem pv[kMaxVariants];
+  int vdt[kMaxVariants], nv;
+} speed_variants;
+
+// The `rotate` copies of the inputs, for every K/V type (*b: what to free).
+typedef struct speed_inputs {
+  float *qs[kMaxCopies], *os[kMaxCopies];
+  void *ks[ATTN_DTYPE_COUNT][kMaxCopies], *vs[ATTN_DTYPE_COUNT][kMaxCopies];
+  void *qb[kMaxCopies], *ob[kMaxCopies], *kbs[ATTN_DTYPE_COUNT][kMaxCopies],
+      *vbs[ATTN_DTYPE_COUNT][kMaxCopies];
+  double kv_bytes[ATTN_DTYPE_COUNT];  // K and V as stored, per type
+} speed_inputs;
+
+// Allocates and fills the copies of in for p. False after a message (out of memory).
+static bool make_inputs(const speed_args *a, const attn_problem *p, speed_inputs *in) {
+  const int64_t d = a->d;
+  const size_t krows = attn_k_elems(p) / (size_t)d, vrows = attn_v_elems(p) / (size_t)d;
+  for (int di = 0; di < a->ndt; di++)
+    in->kv_bytes[di] = (double)(krows + vrows) * (double)attn_kv_row_bytes(a->dts[di], d);
+  float *kf = malloc(attn_k_elems(p) * sizeof(float)),
+        *vf = malloc(attn_v_elems(p) * sizeof(float));
+  if (!kf || !vf) {
+    fprintf(stderr, "flash_speed: out of memory\n");
+    return false;
+  }
+  for (int c = 0; c < a->rotate; c++) {
+    in->qs[c] = alloc_at(attn_q_elems(p) * sizeof(float), a->offset, &in->qb[c]);
+    in->os[c] = alloc_at(attn_o_elems(p) * sizeof(float), a->offset, &in->ob[c]);
+    if (!in->qs[c] || !in->os[c]) {
+      fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, a->rotate);
+      return false;
+    }
+    fill(in->qs[c], attn_q_elems(p), 1), fill(kf, attn_k_elems(p), 2);
+    fill(vf, attn_v_elems(p), 3);
+    for (int di = 0; di < a->ndt; di++) {
+      const size_t row = attn_kv_row_bytes(a->dts[di], d);
+      in->ks[di][c] = alloc_at(krows * row, a->offset, &in->kbs[di][c]);
+      in->vs[di][c] = alloc_at(vrows * row, a->offset, &in->vbs[di][c]);
+      if (!in->ks[di][c] || !in->vs[di][c]) {
+        fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, a->rotate);
+        return false;
+      }
+      attn_quantize_rows(a->dts[di], kf, krows, d, in->ks[di][c]);
+      attn_quantize_rows(a->dts[di], vf, vrows, d, in->vs[di][c]);
+    }
+    memset(in->os[c], 0, attn_o_elems(p) * sizeof(float));  // touched: no first-call faults
+  }
+  free(kf), free(vf);
+  return true;
+}
+
+static void free_inputs(const speed_args *a, speed_inputs *in) {
+  for (int c = 0; c < a->rotate; c++) {
+    free(in->qb[c]), free(in->ob[c]);
+    for (int di = 0; di < a->ndt; di++) free(in->kbs[di][c]), free(in->vbs[di][c]);
+  }
+}
+
+// The problem line and the table's column heads.
+static void print_header(const speed_args *a, const speed_variants *vs, const attn_problem *p) {
+  char names[128];
+  const char *opt_names =
+      attn_option_names(attn_problem_options_used(&vs->pv[vs->nv - 1]), names, sizeof names);
+  printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)p->batch,
+         (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q, (long long)p->seq_kv,
+         (long long)a->d, a->causal ? "causal" : "non-causal", a->reps);
+  if (a->rotate > 1) printf(", %d rotating input copies", a->rotate);
+  printf(", options %s%s", opt_names, a->ab ? " (B) vs none (A)" : "");
+  if (a->offset) printf(", inputs %d bytes past 64-byte boundaries", a->offset);
+  if (vs->nv > 1) printf(", variants timed alternately");
+  printf("\n");
+  printf("%-16s %-5s %-4s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "opts", "T",
+         "median ms", "min ms", "GFLOP/s", "KV GB/s", "vs first", "RSS MiB", "in+out MiB");
+}
+
+// Times every variant of kr at `threads` threads (0: OpenMP's default) and prints one row
+// per variant. 0, or the exit code after a message.
+static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
+                       const speed_variants *vs, const speed_inputs *in, double io_mib) {
+  const int nv = vs->nv, reps = a->reps, rotate = a->rotate;
+  attn_exec ex = a->base;
+  ex.threads = threads;
+  static double t[kMaxVariants][1000];
+  void *ws[kMaxVariants] = {NULL};
+  bool fb[kMaxVariants] = {false};
+  char err[256];
+  for (int x = 0; x < nv; x++) {
+    const int di = vs->vdt[x];
+    // The warm-up call goes through attn_kernel_call, which validates the problem and
+    // every copy's inputs (an O(inputs) scan of the input domain) once; the timed calls
+    // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
+    // times it.
+    for (int c = 0; c < rotate; c++) {
+      if (attn_kernel_call(kr, &vs->pv[x], &ex, in->qs[c], in->ks[di][c], in->vs[di][c], in->os[c],
+                           err, sizeof err) != ATTN_OK) {
+        fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
+        return 1;
+      }
+    }
+    const size_t ws_bytes = attn_kernel_workspace(kr, &vs->pv[x], &ex);
+    ws[x] = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
+    if (ws_bytes && !ws[x]) {
+      fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
+              ws_bytes);
+      return 1;
+    }
+  }
+  for (int r = 0; r < reps; r++) {
+    const int c = (r + 1) % rotate;  // the warm-up call used copy 0
+    for (int y = 0; y < nv; y++) {
+      const int x = (y + r) % nv;  // the order rotates: no variant always runs first
+      const int di = vs->vdt[x];
+      const double t0 = omp_get_wtime();
+      attn_kernel_run(kr, &vs->pv[x], &ex, in->qs[c], in->ks[di][c], in->vs[di][c], in->os[c],
+                      ws[x], &fb[x]);
+      t[x][r] = omp_get_wtime() - t0;
+    }
+  }
+  double med0 = 0.0;
+  for (int x = 0; x < nv; x++) {
+    const int di = vs->vdt[x];
+    const attn_problem *pv = &vs->pv[x];
+    free(ws[x]);
+    qsort(t[x], (size_t)reps, sizeof(double), cmp_double);
+    const double med = t[x][reps / 2];
+    if (x == 0) med0 = med;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("%-16s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n", kr->name,
+           attn_dtype_name(a->dts[di]), pv->opts && attn_problem_options_used(pv) ? "B" : "-",
+           threads ? threads : omp_get_max_threads(), med * 1e3, t[x][0] * 1e3,
+           attn_flops(pv) / med / 1e9, in->kv_bytes[di] / med / 1e9, med0 / med,
+           (double)ru.ru_maxrss / 1024.0, io_mib + in->kv_bytes[di] / 1048576.0,
+           fb[x] ? "  (portable fallback)" : "");
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static speed_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+
+  if (a.bw) {
     attn_bandwidth b;
     if (attn_bandwidth_read(0, 0, 0, &b) == 0)
       printf("read bandwidth: %.1f GB/s best, %.1f median (%d threads, %zu MiB, %s)\n", b.best_gbs,
              b.median_gbs, b.threads, b.bytes >> 20, b.ok ? "verified" : "SUM MISMATCH");
   }
 
-  attn_problem p = attn_problem_make(batch, heads, kv_heads, seq_q, seq, d, d, causal);
-  float *sinks = malloc((size_t)heads * sizeof(float));
-  float *lse = malloc((size_t)(batch * heads * seq_q) * sizeof(float));
+  attn_problem p =
+      attn_problem_make(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq, a.d, a.d, a.causal);
+  float *sinks = malloc((size_t)a.heads * sizeof(float));
+  float *lse = malloc((size_t)(a.batch * a.heads * a.seq_q) * sizeof(float));
   if (!sinks || !lse) {
     fprintf(stderr, "flash_speed: out of memory\n");
     return 1;
   }
-  for (int64_t h = 0; h < heads; h++) sinks[h] = 0.5f;
-  if (want_sinks) opt.sinks = sinks;
-  if (want_lse) opt.lse = lse;
-  // The variants timed alternately: each K/V type, plain and (--ab) with the options; without
-  // --ab every variant has the options (if any were given).
-  enum { kMaxVariants = 2 * ATTN_DTYPE_COUNT };
-  attn_problem pv[kMaxVariants];
-  int vdt[kMaxVariants], nv = 0;
-  for (int di = 0; di < ndt; di++)
-    for (int b = 0; b < (ab ? 2 : 1); b++) {
-      pv[nv] = p;
-      pv[nv].kv_dtype = dts[di];
-      pv[nv].opts = !ab || b ? &opt : NULL;
-      vdt[nv++] = di;
+  for (int64_t h = 0; h < a.heads; h++) sinks[h] = 0.5f;
+  if (a.want_sinks) a.opt.sinks = sinks;
+  if (a.want_lse) a.opt.lse = lse;
+  static speed_variants vs;
+  for (int di = 0; di < a.ndt; di++)
+    for (int b = 0; b < (a.ab ? 2 : 1); b++) {
+      vs.pv[vs.nv] = p;
+      vs.pv[vs.nv].kv_dtype = a.dts[di];
+      vs.pv[vs.nv].opts = !a.ab || b ? &a.opt : NULL;
+      vs.vdt[vs.nv++] = di;
     }
   char err[256];
-  for (int x = 0; x < nv; x++) {
-    if (!attn_problem_validate(&pv[x], err, sizeof err)) {
+  for (int x = 0; x < vs.nv; x++) {
+    if (!attn_problem_validate(&vs.pv[x], err, sizeof err)) {
       fprintf(stderr, "flash_speed: %s\n", err);
       return 2;
     }
   }
-  const size_t krows = attn_k_elems(&p) / (size_t)d, vrows = attn_v_elems(&p) / (size_t)d;
-  float *qs[64], *os[64];
-  void *ks[ATTN_DTYPE_COUNT][64], *vs[ATTN_DTYPE_COUNT][64];
-  void *qb[64], *ob[64], *kbs[ATTN_DTYPE_COUNT][64], *vbs[ATTN_DTYPE_COUNT][64];  // to free
-  double kv_bytes[ATTN_DTYPE_COUNT];
-  for (int di = 0; di < ndt; di++)
-    kv_bytes[di] = (double)(krows + vrows) * (double)attn_kv_row_bytes(dts[di], d);
-  float *kf = malloc(attn_k_elems(&p) * sizeof(float)),
-        *vf = malloc(attn_v_elems(&p) * sizeof(float));
-  if (!kf || !vf) {
-    fprintf(stderr, "flash_speed: out of memory\n");
-    return 1;
-  }
-  for (int c = 0; c < rotate; c++) {
-    qs[c] = alloc_at(attn_q_elems(&p) * sizeof(float), offset, &qb[c]);
-    os[c] = alloc_at(attn_o_elems(&p) * sizeof(float), offset, &ob[c]);
-    if (!qs[c] || !os[c]) {
-      fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
-      return 1;
-    }
-    fill(qs[c], attn_q_elems(&p), 1), fill(kf, attn_k_elems(&p), 2);
-    fill(vf, attn_v_elems(&p), 3);
-    for (int di = 0; di < ndt; di++) {
-      ks[di][c] = alloc_at(krows * attn_kv_row_bytes(dts[di], d), offset, &kbs[di][c]);
-      vs[di][c] = alloc_at(vrows * attn_kv_row_bytes(dts[di], d), offset, &vbs[di][c]);
-      if (!ks[di][c] || !vs[di][c]) {
-        fprintf(stderr, "flash_speed: out of memory (copy %d of %d)\n", c + 1, rotate);
-        return 1;
-      }
-      attn_quantize_rows(dts[di], kf, krows, d, ks[di][c]);
-      attn_quantize_rows(dts[di], vf, vrows, d, vs[di][c]);
-    }
-    memset(os[c], 0, attn_o_elems(&p) * sizeof(float));  // touched: no first-call faults
-  }
-  free(kf), free(vf);
-  char names[128];
-  const char *opt_names =
-      attn_option_names(attn_problem_options_used(&pv[nv - 1]), names, sizeof names);
-  double io_mib = (double)(attn_q_elems(&p) + attn_o_elems(&p)) * 4.0 / 1048576.0;
-  printf("B%lld H%lld KV%lld Sq%lld Skv%lld D%lld %s, %d reps (median)", (long long)batch,
-         (long long)heads, (long long)kv_heads, (long long)seq_q, (long long)seq, (long long)d,
-         causal ? "causal" : "non-causal", reps);
-  if (rotate > 1) printf(", %d rotating input copies", rotate);
-  printf(", options %s%s", opt_names, ab ? " (B) vs none (A)" : "");
-  if (offset) printf(", inputs %d bytes past 64-byte boundaries", offset);
-  if (nv > 1) printf(", variants timed alternately");
-  printf("\n");
-  printf("%-16s %-5s %-4s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "opts", "T",
-         "median ms", "min ms", "GFLOP/s", "KV GB/s", "vs first", "RSS MiB", "in+out MiB");
-  for (int ki = 0; ki < nk; ki++) {
-    const attn_kernel *kr = attn_kernel_find(kernels[ki]);
+  static speed_inputs in;
+  if (!make_inputs(&a, &p, &in)) return 1;
+  const double io_mib = (double)(attn_q_elems(&p) + attn_o_elems(&p)) * 4.0 / 1048576.0;
+  print_header(&a, &vs, &p);
+  for (int ki = 0; ki < a.nk; ki++) {
+    const attn_kernel *kr = attn_kernel_find(a.kernels[ki]);
     if (!kr || !attn_kernel_available(kr, NULL, 0)) {
-      fprintf(stderr, "flash_speed: kernel %s not found or not available\n", kernels[ki]);
+      fprintf(stderr, "flash_speed: kernel %s not found or not available\n", a.kernels[ki]);
       return 2;
     }
-    for (int ti = 0; ti < nthreads; ti++) {
-      attn_exec ex = base;
-      ex.threads = threads[ti];
-      static double t[kMaxVariants][1000];
-      void *ws[kMaxVariants] = {NULL};
-      bool fb[kMaxVariants] = {false};
-      for (int x = 0; x < nv; x++) {
-        const int di = vdt[x];
-        // The warm-up call goes through attn_kernel_call, which validates the problem and
-        // every copy's inputs (an O(inputs) scan of the input domain) once; the timed calls
-        // then run the kernel alone, on a workspace allocated once — as `attnbench bench`
-        // times it.
-        for (int c = 0; c < rotate; c++) {
-          if (attn_kernel_call(kr, &pv[x], &ex, qs[c], ks[di][c], vs[di][c], os[c], err,
-                               sizeof err) != ATTN_OK) {
-            fprintf(stderr, "flash_speed: %s: %s\n", kr->name, err);
-            return 1;
-          }
-        }
-        const size_t ws_bytes = attn_kernel_workspace(kr, &pv[x], &ex);
-        ws[x] = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
-        if (ws_bytes && !ws[x]) {
-          fprintf(stderr, "flash_speed: %s: cannot allocate %zu bytes of workspace\n", kr->name,
-                  ws_bytes);
-          return 1;
-        }
-      }
-      for (int r = 0; r < reps; r++) {
-        const int c = (r + 1) % rotate;  // the warm-up call used copy 0
-        for (int y = 0; y < nv; y++) {
-          const int x = (y + r) % nv;  // the order rotates: no variant always runs first
-          const int di = vdt[x];
-          const double t0 = omp_get_wtime();
-          attn_kernel_run(kr, &pv[x], &ex, qs[c], ks[di][c], vs[di][c], os[c], ws[x], &fb[x]);
-          t[x][r] = omp_get_wtime() - t0;
-        }
-      }
-      double med0 = 0.0;
-      for (int x = 0; x < nv; x++) {
-        const int di = vdt[x];
-        free(ws[x]);
-        qsort(t[x], (size_t)reps, sizeof(double), cmp_double);
-        const double med = t[x][reps / 2];
-        if (x == 0) med0 = med;
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        printf("%-16s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n", kr->name,
-               attn_dtype_name(dts[di]),
-               pv[x].opts && attn_problem_options_used(&pv[x]) ? "B" : "-",
-               threads[ti] ? threads[ti] : omp_get_max_threads(), med * 1e3, t[x][0] * 1e3,
-               attn_flops(&pv[x]) / med / 1e9, kv_bytes[di] / med / 1e9, med0 / med,
-               (double)ru.ru_maxrss / 1024.0, io_mib + kv_bytes[di] / 1048576.0,
-               fb[x] ? "  (portable fallback)" : "");
-      }
-    }
+    for (int ti = 0; ti < a.nthreads; ti++)
+      if ((rc = time_kernel(kr, a.threads[ti], &a, &vs, &in, io_mib)) != 0) return rc;
   }
-  for (int c = 0; c < rotate; c++) {
-    free(qb[c]), free(ob[c]);
-    for (int di = 0; di < ndt; di++) free(kbs[di][c]), free(vbs[di][c]);
-  }
+  free_inputs(&a, &in);
   free(sinks), free(lse);
   return 0;
 }

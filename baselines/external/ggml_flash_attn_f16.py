@@ -9,13 +9,7 @@ products (stored_inputs; the runner writes them beside O for the check). That ch
 ggml's own arithmetic as tightly as every kernel's; what remains is its F16 accumulation
 of the weighted V sum, which the check can catch on long rows. Everything else is ggml_flash_attn.
 """
-import importlib.util
-import os
-
-_spec = importlib.util.spec_from_file_location(
-    "ggml_flash_attn", os.path.join(os.path.dirname(os.path.abspath(__file__)), "ggml_flash_attn.py"))
-_base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_base)
+import ggml_flash_attn as _base  # baselines/external (attn_baseline.py puts it on the path)
 
 NAME = "ggml_flash_attn_f16"
 SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, F16 K/V cache, F32 precision)"

@@ -10,13 +10,7 @@ checked against the float64 reference computed from them — ggml's own arithmet
 checked as tightly as every kernel's (a 64-wide test shape: 2e-7 against that reference,
 2e-3 against the one with float32 Q). Needs head_dim_qk and head_dim_v multiples of 32.
 """
-import importlib.util
-import os
-
-_spec = importlib.util.spec_from_file_location(
-    "ggml_flash_attn", os.path.join(os.path.dirname(os.path.abspath(__file__)), "ggml_flash_attn.py"))
-_base = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_base)
+import ggml_flash_attn as _base  # baselines/external (attn_baseline.py puts it on the path)
 
 NAME = "ggml_flash_attn_q8_0"
 SUMMARY = "ggml ggml_flash_attn_ext (CPU backend, Q8_0 K/V cache and Q, F32 precision)"

@@ -50,6 +50,21 @@ def _session(model, threads):
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
+def _contrib_session(graph, threads):
+    """A session for a graph using com.microsoft contrib operators (opset 23 + contrib 1,
+    IR version at most 10)."""
+    from onnx import helper
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
+                                                    helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = min(model.ir_version, 10)
+    return _session(model, threads)
+
+
+def _to3(np, a):
+    """[B][N][S][D] -> [B][S][N·D], contiguous (the contrib operators' 3-D layout)."""
+    return np.ascontiguousarray(a.transpose(0, 2, 1, 3).reshape(a.shape[0], a.shape[2], -1))
+
+
 def _bottom_right_mask(np, sq, skv):
     i = np.arange(sq)[:, None]
     j = np.arange(skv)[None, :]
@@ -127,15 +142,9 @@ def _ms_mha(np, p, inputs, threads):
     graph = helper.make_graph([node], "mha", graph_inputs,
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT,
                                                              [B, Sq, H * Dv])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = min(model.ir_version, 10)
-    sess = _session(model, threads)
-
-    def to3(a):  # [B][H][S][D] -> [B][S][H·D]
-        return np.ascontiguousarray(a.transpose(0, 2, 1, 3).reshape(a.shape[0], a.shape[2], -1))
-
-    feeds = [dict({"Q": to3(q), "K": to3(k), "V": to3(v)}, **extra) for q, k, v in inputs]
+    sess = _contrib_session(graph, threads)
+    feeds = [dict({"Q": _to3(np, q), "K": _to3(np, k), "V": _to3(np, v)}, **extra)
+             for q, k, v in inputs]
 
     def fn(c):
         y = sess.run(None, feeds[c])[0]
@@ -212,17 +221,11 @@ def _gqa(np, p, inputs, threads):
     graph = helper.make_graph([node], "gqa", graph_inputs,
                               [vi("Y", F, [B, Sq, H * D]), vi("PKo", F, [B, KV, Skv, D]),
                                vi("PVo", F, [B, KV, Skv, D])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    model.ir_version = min(model.ir_version, 10)
-    sess = _session(model, threads)
-
-    def to3(a):  # [B][N][S][D] -> [B][S][N·D]
-        return np.ascontiguousarray(a.transpose(0, 2, 1, 3).reshape(a.shape[0], a.shape[2], -1))
-
+    sess = _contrib_session(graph, threads)
     feeds = []
     for q, k, v in inputs:
-        f = dict({"Q": to3(q), "K": to3(k[:, :, P:]), "V": to3(v[:, :, P:])}, **extra)
+        f = dict({"Q": _to3(np, q), "K": _to3(np, k[:, :, P:]), "V": _to3(np, v[:, :, P:])},
+                 **extra)
         if P:
             f["PK"] = np.ascontiguousarray(k[:, :, :P])
             f["PV"] = np.ascontiguousarray(v[:, :, :P])

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Sweep configs: INI (inih) → validated lists → cartesian product of benchmark points.
+// Sweep configs: INI (inih) → validated lists (config_sweep.h) → benchmark points
+// (config_expand.c: the cartesian product).
 // inih does the parsing; a small pre-scan of the file records the line of every key so
 // that errors found after parsing (d_model vs heads, ...) still name FILE:LINE.
 #define _POSIX_C_SOURCE 200809L  // strtok_r
@@ -17,63 +18,17 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "bench/config_sweep.h"
 #include "core/settings.h"  // register-tile variant names and kv_split values
 
-enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
 // inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.
 // A config is read whole (at most kMaxFileBytes) and parsed from memory, so the file is
 // opened once (a FIFO or /dev/stdin works, and nothing changes between the two passes).
 enum { kMaxLine = 190, kMaxFileBytes = 1 << 20 };
 static const int64_t kMaxSize = INT64_C(1) << 30;
 
-typedef struct ilist {
-  int64_t v[kMaxValues];
-  int n;      // 0: not given (or given empty)
-  bool seen;  // key present in the section
-} ilist;
-
-// The option keys (attention variants): each a list of values, every value an
-// attn_bench_opts with only that key's fields set (the rest zero), swept like the others.
-enum { kOptAlign, kOptWindow, kOptSoftcap, kOptAlibi, kOptSinks, kOptMask, kOptLse, kOptKeys };
 static const char *const kOptKeyNames[kOptKeys] = {"align", "window", "softcap", "alibi",
                                                    "sinks", "mask",   "lse"};
-
-typedef struct olist {
-  attn_bench_opts v[kMaxValues];
-  int n;  // 0: not given (or given empty): the one value "none"
-} olist;
-
-typedef struct sweep {
-  char name[48];
-  const attn_kernel *kernels[kMaxKernels];
-  int nk;
-  ilist batch, heads, kv_heads, d_model, head_dim, head_dim_v, seq_len, seq_kv, causal, threads;
-  int repetitions;
-  double min_time;
-  bool cold_inputs;
-  char regtile[32];  // "" = not given
-  int kv_split;      // with kv_split_given
-  bool kv_split_given;
-  olist opts[kOptKeys];                    // indexed by kOpt*
-  attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
-  int n_kv_dtypes;
-} sweep;
-
-typedef struct key_line {
-  char section[48];
-  char key[32];
-  int line;
-} key_line;
-
-typedef struct parse_ctx {
-  const char *path;
-  sweep *sweeps;
-  int nsweeps;
-  key_line keys[kMaxKeys];
-  int nkeys;
-  int err_line;  // first semantic error (0: none)
-  char err[256];
-} parse_ctx;
 
 static void trim(char *s) {
   size_t n = strlen(s);
@@ -84,13 +39,13 @@ static void trim(char *s) {
 }
 
 // Bounded copy that always terminates dst (truncating long names is fine here).
-static void copy_str(char *dst, size_t n, const char *src) {
+void config_copy_str(char *dst, size_t n, const char *src) {
   const size_t len = strnlen(src, n - 1);
   memcpy(dst, src, len);
   dst[len] = '\0';
 }
 
-static int line_of(const parse_ctx *c, const char *section, const char *key) {
+int config_line_of(const parse_ctx *c, const char *section, const char *key) {
   for (int i = 0; i < c->nkeys; i++)
     if (strcmp(c->keys[i].section, section) == 0 && (!key || strcmp(c->keys[i].key, key) == 0))
       return c->keys[i].line;
@@ -98,7 +53,7 @@ static int line_of(const parse_ctx *c, const char *section, const char *key) {
 }
 
 // Records the first semantic error; returns 0 (inih's "handler failed").
-static int fail(parse_ctx *c, int line, const char *fmt, ...) {
+int config_fail(parse_ctx *c, int line, const char *fmt, ...) {
   if (c->err_line && c->err_line <= line) return 0;
   va_list ap;
   va_start(ap, fmt);
@@ -123,9 +78,10 @@ static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
     const size_t len = nl ? (size_t)(nl - start) : text_len - pos;  // without the '\n'
     pos += len + (nl != NULL);
     line++;
-    if (memchr(start, '\0', len)) return fail(c, line, "NUL byte in line (is this a text file?)");
+    if (memchr(start, '\0', len))
+      return config_fail(c, line, "NUL byte in line (is this a text file?)");
     if (len > kMaxLine)
-      return fail(c, line, "line too long (at most %d characters)", (int)kMaxLine);
+      return config_fail(c, line, "line too long (at most %d characters)", (int)kMaxLine);
     memcpy(buf, start, len);
     buf[len] = '\0';
     char *s = buf;
@@ -144,17 +100,20 @@ static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
       const char *rest = end + 1;
       while (isspace((unsigned char)*rest)) rest++;
       if (*rest && *rest != ';' && *rest != '#')
-        return fail(c, line, "text after the section header (expected [name] alone on its line)");
+        return config_fail(c, line,
+                           "text after the section header (expected [name] alone on its line)");
       *end = '\0';
-      if (!s[1]) return fail(c, line, "empty section name '[]'");
+      if (!s[1]) return config_fail(c, line, "empty section name '[]'");
       if (strlen(s + 1) >= sizeof section)
-        return fail(c, line, "section name too long (at most %zu characters)", sizeof section - 1);
-      copy_str(section, sizeof section, s + 1);  // inih keeps the name as written, blanks too
-      // the header's own line, found by line_of(c, section, NULL)
-      if (c->nkeys < kMaxKeys && !line_of(c, section, NULL)) {
+        return config_fail(c, line, "section name too long (at most %zu characters)",
+                           sizeof section - 1);
+      config_copy_str(section, sizeof section,
+                      s + 1);  // inih keeps the name as written, blanks too
+      // the header's own line, found by config_line_of(c, section, NULL)
+      if (c->nkeys < kMaxKeys && !config_line_of(c, section, NULL)) {
         key_line *k = &c->keys[c->nkeys++];
-        copy_str(k->section, sizeof k->section, section);
-        copy_str(k->key, sizeof k->key, "[");
+        config_copy_str(k->section, sizeof k->section, section);
+        config_copy_str(k->key, sizeof k->key, "[");
         k->line = line;
       }
       continue;
@@ -165,13 +124,13 @@ static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
     *eq = '\0';
     trim(s);
     for (char *p = s; *p; p++) *p = (char)tolower((unsigned char)*p);
-    if (line_of(c, section, s))
-      return fail(c, line, "key '%s' repeated in [%s] (first on line %d)", s, section,
-                  line_of(c, section, s));
-    if (c->nkeys == kMaxKeys) return fail(c, line, "too many keys");
+    if (config_line_of(c, section, s))
+      return config_fail(c, line, "key '%s' repeated in [%s] (first on line %d)", s, section,
+                         config_line_of(c, section, s));
+    if (c->nkeys == kMaxKeys) return config_fail(c, line, "too many keys");
     key_line *k = &c->keys[c->nkeys++];
-    copy_str(k->section, sizeof k->section, section);
-    copy_str(k->key, sizeof k->key, s);
+    config_copy_str(k->section, sizeof k->section, section);
+    config_copy_str(k->key, sizeof k->key, s);
     k->line = line;
   }
   return true;
@@ -183,7 +142,7 @@ static sweep *sweep_for(parse_ctx *c, const char *section) {
   if (c->nsweeps == kMaxSweeps) return NULL;
   sweep *s = &c->sweeps[c->nsweeps++];
   memset(s, 0, sizeof *s);
-  copy_str(s->name, sizeof s->name, section);
+  config_copy_str(s->name, sizeof s->name, section);
   return s;
 }
 
@@ -204,7 +163,7 @@ typedef int (*item_fn)(parse_ctx *c, int line, const char *key, const char *item
 static int parse_list(parse_ctx *c, int line, const char *key, const char *value, item_fn item,
                       void *dst) {
   char buf[256];
-  copy_str(buf, sizeof buf, value);
+  config_copy_str(buf, sizeof buf, value);
   trim(buf);
   if (!*buf) return 1;
   char *save = NULL;
@@ -213,14 +172,14 @@ static int parse_list(parse_ctx *c, int line, const char *key, const char *value
     char *t = strtok_r(p, ",", &save);
     if (!t) break;
     trim(t);
-    if (!*t) return fail(c, line, "%s: empty item in list", key);
+    if (!*t) return config_fail(c, line, "%s: empty item in list", key);
     if (!item(c, line, key, t, dst)) return 0;
     items++;
   }
   // "a,,b" or a trailing comma: strtok_r skips empty fields, so count separators too.
   int commas = 0;
   for (const char *p = value; *p; p++) commas += *p == ',';
-  if (commas != items - 1) return fail(c, line, "%s: empty item in list", key);
+  if (commas != items - 1) return config_fail(c, line, "%s: empty item in list", key);
   return 1;
 }
 
@@ -228,20 +187,21 @@ static int int_item(parse_ctx *c, int line, const char *key, const char *t, void
   ilist *l = dst;
   int64_t v;
   if (strcmp(key, "causal") == 0) {
-    if (!parse_bool(t, &v)) return fail(c, line, "causal: '%s' is not true/false", t);
+    if (!parse_bool(t, &v)) return config_fail(c, line, "causal: '%s' is not true/false", t);
   } else {
     char *end;
     errno = 0;
     const long long x = strtoll(t, &end, 10);
     const bool threads = strcmp(key, "threads") == 0;
     const int64_t lo = threads ? 0 : 1, hi = threads ? ATTN_MAX_THREADS : kMaxSize;
-    if (*end || errno || end == t) return fail(c, line, "%s: '%s' is not an integer", key, t);
+    if (*end || errno || end == t)
+      return config_fail(c, line, "%s: '%s' is not an integer", key, t);
     if (x < lo || x > hi)
-      return fail(c, line, "%s: %s is out of range [%lld, %lld]", key, t, (long long)lo,
-                  (long long)hi);
+      return config_fail(c, line, "%s: %s is out of range [%lld, %lld]", key, t, (long long)lo,
+                         (long long)hi);
     v = x;
   }
-  if (l->n == kMaxValues) return fail(c, line, "%s: more than %d values", key, kMaxValues);
+  if (l->n == kMaxValues) return config_fail(c, line, "%s: more than %d values", key, kMaxValues);
   for (int i = 0; i < l->n; i++)
     if (l->v[i] == v) return 1;  // duplicates add nothing to the product
   l->v[l->n++] = v;
@@ -272,7 +232,7 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
       strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
       strncat(names, attn_kernel_at(i)->name, sizeof names - strlen(names) - 1);
     }
-    return fail(c, line, "kernels: unknown kernel '%s' (known: %s)", t, names);
+    return config_fail(c, line, "kernels: unknown kernel '%s' (known: %s)", t, names);
   }
   if (exclude) {
     int kept = 0;
@@ -283,59 +243,12 @@ static int kernel_item(parse_ctx *c, int line, const char *key, const char *t, v
   }
   for (int j = 0; j < s->nk; j++)
     if (s->kernels[j] == k) return 1;
-  if (s->nk == kMaxKernels) return fail(c, line, "kernels: too many");
+  if (s->nk == kMaxKernels) return config_fail(c, line, "kernels: too many");
   s->kernels[s->nk++] = k;
   return 1;
 }
 
 // ── option keys (attention variants) ────────────────────────────────────────────────
-
-bool attn_bench_opts_any(const attn_bench_opts *o) {
-  return o->align != ATTN_ALIGN_BOTTOM_RIGHT || o->window || o->softcap != 0.0f ||
-         o->alibi_max_bias != 0.0f || o->sinks || o->mask || o->lse;
-}
-
-static void window_side(int64_t v, char *buf, size_t len) {
-  if (v == ATTN_WINDOW_UNBOUNDED)
-    snprintf(buf, len, "inf");
-  else
-    snprintf(buf, len, "%lld", (long long)v);
-}
-
-void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len) {
-  if (!len) return;
-  buf[0] = '\0';
-  size_t n = 0;
-#define OPT_PUT(...)                                                                         \
-  do {                                                                                       \
-    const int w_ = snprintf(buf + n, len - n, __VA_ARGS__);                                  \
-    n = w_ < 0 ? n : (size_t)w_ >= len - n ? len - 1 : n + (size_t)w_; /* cut, never past */ \
-  } while (0)
-  if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_PUT("/top-left");
-  if (o->window) {
-    char l[24], r[24];
-    window_side(o->window_left, l, sizeof l);
-    window_side(o->window_right, r, sizeof r);
-    OPT_PUT("/win%s:%s", l, r);
-  }
-  // %.9g round-trips a float: two different values never print alike.
-  if (o->softcap != 0.0f) OPT_PUT("/softcap%.9g", (double)o->softcap);
-  if (o->alibi_max_bias != 0.0f) OPT_PUT("/alibi%.9g", (double)o->alibi_max_bias);
-  if (o->sinks) OPT_PUT("/sinks");
-  if (o->mask) OPT_PUT("/mask");
-  if (o->lse) OPT_PUT("/lse");
-#undef OPT_PUT
-}
-
-void attn_bench_opts_apply(const attn_bench_opts *o, attn_options *out) {
-  memset(out, 0, sizeof *out);
-  out->align = o->align;
-  out->window = o->window;
-  out->window_left = o->window_left;
-  out->window_right = o->window_right;
-  out->softcap = o->softcap;
-  out->alibi_max_bias = o->alibi_max_bias;
-}
 
 // One side of "LEFT:RIGHT": an integer >= 0 or inf/unbounded.
 static int window_side_item(parse_ctx *c, int line, const char *side, const char *t, int64_t *out) {
@@ -347,11 +260,12 @@ static int window_side_item(parse_ctx *c, int line, const char *side, const char
   errno = 0;
   const long long x = strtoll(t, &end, 10);
   if (!*t || *end || errno || end == t)
-    return fail(c, line, "window: %s side '%s' is not an integer or inf", side, t);
-  if (x < 0) return fail(c, line, "window: %s side %lld must be >= 0 or inf (unbounded)", side, x);
+    return config_fail(c, line, "window: %s side '%s' is not an integer or inf", side, t);
+  if (x < 0)
+    return config_fail(c, line, "window: %s side %lld must be >= 0 or inf (unbounded)", side, x);
   if (x > kMaxSize)
-    return fail(c, line, "window: %s side %lld is out of range [0, %lld] (or inf)", side, x,
-                (long long)kMaxSize);
+    return config_fail(c, line, "window: %s side %lld is out of range [0, %lld] (or inf)", side, x,
+                       (long long)kMaxSize);
   *out = x;
   return 1;
 }
@@ -361,15 +275,15 @@ static int positive_float_item(parse_ctx *c, int line, const char *key, const ch
   char *end;
   errno = 0;
   const double x = strtod(t, &end);
-  if (*end || end == t) return fail(c, line, "%s: '%s' is not a number", key, t);
+  if (*end || end == t) return config_fail(c, line, "%s: '%s' is not a number", key, t);
   const bool range = errno == ERANGE;  // beyond double: 1e400, 1e-400 (not zero)
   if (x == 0 && !range) {
     *out = 0.0f;
     return 1;
   }
   if (range || !isfinite(x) || !(x > 0) || x < FLT_MIN || x > FLT_MAX)
-    return fail(c, line, "%s: %s must be 0 (off) or a finite number > 0%s", key, t,
-                range || (isfinite(x) && x > 0) ? " within float range" : "");
+    return config_fail(c, line, "%s: %s must be 0 (off) or a finite number > 0%s", key, t,
+                       range || (isfinite(x) && x > 0) ? " within float range" : "");
   *out = (float)x;
   return 1;
 }
@@ -385,21 +299,22 @@ static int opt_item(parse_ctx *c, int line, const char *key, const char *t, void
     else if (strcasecmp(t, "top-left") == 0)
       v.align = ATTN_ALIGN_TOP_LEFT;
     else
-      return fail(c, line, "align: '%s' is not bottom-right or top-left", t);
+      return config_fail(c, line, "align: '%s' is not bottom-right or top-left", t);
   } else if (strcmp(key, "window") == 0) {
     if (strcasecmp(t, "none") != 0) {
       const char *colon = strchr(t, ':');
       if (!colon)
-        return fail(c, line,
-                    "window: '%s' is not none or LEFT:RIGHT (e.g. 4095:0; inf for an unbounded "
-                    "side)",
-                    t);
+        return config_fail(
+            c, line,
+            "window: '%s' is not none or LEFT:RIGHT (e.g. 4095:0; inf for an unbounded "
+            "side)",
+            t);
       char left[64], right[64];
       if (colon - t >= (ptrdiff_t)sizeof left)
-        return fail(c, line, "window: left side of '%s' is not an integer or inf", t);
-      copy_str(left, sizeof left, t);
+        return config_fail(c, line, "window: left side of '%s' is not an integer or inf", t);
+      config_copy_str(left, sizeof left, t);
       left[colon - t] = '\0';
-      copy_str(right, sizeof right, colon + 1);
+      config_copy_str(right, sizeof right, colon + 1);
       trim(left);
       trim(right);
       if (!window_side_item(c, line, "left", left, &v.window_left) ||
@@ -414,18 +329,18 @@ static int opt_item(parse_ctx *c, int line, const char *key, const char *t, void
   } else if (strcmp(key, "alibi") == 0) {
     if (!positive_float_item(c, line, "alibi (max_bias)", t, &v.alibi_max_bias)) return 0;
   } else if (strcmp(key, "sinks") == 0) {
-    if (!parse_bool(t, &b)) return fail(c, line, "sinks: '%s' is not on or off", t);
+    if (!parse_bool(t, &b)) return config_fail(c, line, "sinks: '%s' is not on or off", t);
     v.sinks = b != 0;
   } else if (strcmp(key, "mask") == 0) {
     if (strcasecmp(t, "random") == 0)
       v.mask = true;
     else if (strcasecmp(t, "none") != 0)
-      return fail(c, line, "mask: '%s' is not none or random", t);
+      return config_fail(c, line, "mask: '%s' is not none or random", t);
   } else {  // lse
-    if (!parse_bool(t, &b)) return fail(c, line, "lse: '%s' is not true or false", t);
+    if (!parse_bool(t, &b)) return config_fail(c, line, "lse: '%s' is not true or false", t);
     v.lse = b != 0;
   }
-  if (l->n == kMaxValues) return fail(c, line, "%s: more than %d values", key, kMaxValues);
+  if (l->n == kMaxValues) return config_fail(c, line, "%s: more than %d values", key, kMaxValues);
   for (int i = 0; i < l->n; i++)
     if (memcmp(&l->v[i], &v, sizeof v) == 0) return 1;  // duplicates add nothing
   l->v[l->n++] = v;
@@ -440,57 +355,12 @@ static int option_key(parse_ctx *c, sweep *s, int line, const char *key, const c
   return -1;
 }
 
-// Combination number `index` of a sweep's option lists (mixed radix, align slowest).
-static size_t option_combinations(const sweep *s) {
-  size_t n = 1;
-  for (int i = 0; i < kOptKeys; i++) n *= s->opts[i].n ? (size_t)s->opts[i].n : 1;
-  return n;
-}
-
-static attn_bench_opts option_combination(const sweep *s, size_t index) {
-  attn_bench_opts o;
-  memset(&o, 0, sizeof o);
-  for (int i = kOptKeys - 1; i >= 0; i--) {
-    const size_t n = s->opts[i].n ? (size_t)s->opts[i].n : 1;
-    const size_t k = index % n;
-    index /= n;
-    if (!s->opts[i].n) continue;
-    const attn_bench_opts *v = &s->opts[i].v[k];
-    switch (i) {
-      case kOptAlign:
-        o.align = v->align;
-        break;
-      case kOptWindow:
-        o.window = v->window;
-        o.window_left = v->window_left;
-        o.window_right = v->window_right;
-        break;
-      case kOptSoftcap:
-        o.softcap = v->softcap;
-        break;
-      case kOptAlibi:
-        o.alibi_max_bias = v->alibi_max_bias;
-        break;
-      case kOptSinks:
-        o.sinks = v->sinks;
-        break;
-      case kOptMask:
-        o.mask = v->mask;
-        break;
-      default:
-        o.lse = v->lse;
-        break;
-    }
-  }
-  return o;
-}
-
 // One item of kv_dtype (f32, f16, bf16, q8_0), duplicates merged.
 static int kv_dtype_item(parse_ctx *c, int line, const char *key, const char *t, void *dst) {
   sweep *s = dst;
   attn_dtype d;
   if (!attn_dtype_parse(t, &d))
-    return fail(c, line, "%s: '%s' is not a K/V type (f32, f16, bf16, q8_0)", key, t);
+    return config_fail(c, line, "%s: '%s' is not a K/V type (f32, f16, bf16, q8_0)", key, t);
   for (int i = 0; i < s->n_kv_dtypes; i++)
     if (s->kv_dtypes[i] == d) return 1;
   s->kv_dtypes[s->n_kv_dtypes++] = d;  // at most ATTN_DTYPE_COUNT distinct values
@@ -500,21 +370,21 @@ static int kv_dtype_item(parse_ctx *c, int line, const char *key, const char *t,
 // kv_dtype = f32, f16, bf16, q8_0: the K/V element types to sweep (a list; default f32).
 static int kv_dtype_key(parse_ctx *c, int line, const char *value, sweep *s) {
   if (!parse_list(c, line, "kv_dtype", value, kv_dtype_item, s)) return 0;
-  return s->n_kv_dtypes > 0 || fail(c, line, "kv_dtype: empty list");
+  return s->n_kv_dtypes > 0 || config_fail(c, line, "kv_dtype: empty list");
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_ctx *c = user;
   char key[32];
-  copy_str(key, sizeof key, name);
+  config_copy_str(key, sizeof key, name);
   for (char *p = key; *p; p++) *p = (char)tolower((unsigned char)*p);
-  const int line = line_of(c, section, key);
-  if (!*section) return fail(c, line, "'%s' is outside any [section]", key);
+  const int line = config_line_of(c, section, key);
+  if (!*section) return config_fail(c, line, "'%s' is outside any [section]", key);
   sweep *s = sweep_for(c, section);
-  if (!s) return fail(c, line, "too many sections (at most %d)", kMaxSweeps);
+  if (!s) return config_fail(c, line, "too many sections (at most %d)", kMaxSweeps);
   if (strcmp(key, "kernels") == 0) {
     return parse_list(c, line, key, value, kernel_item, s) &&
-           (s->nk > 0 || fail(c, line, "kernels: empty list (or every kernel excluded)"));
+           (s->nk > 0 || config_fail(c, line, "kernels: empty list (or every kernel excluded)"));
   }
   if (strcmp(key, "repetitions") == 0 || strcmp(key, "min_time") == 0) {
     char *end;
@@ -522,10 +392,10 @@ static int handler(void *user, const char *section, const char *name, const char
     const double x = strtod(value, &end);
     while (isspace((unsigned char)*end)) end++;
     if (*end || errno || end == value || !(x > 0) || x > 1e6)
-      return fail(c, line, "%s: '%s' is not a positive number", key, value);
+      return config_fail(c, line, "%s: '%s' is not a positive number", key, value);
     if (key[0] == 'r') {
       if (x != (int)x || x > 1000)
-        return fail(c, line, "repetitions: '%s' is not an integer in [1, 1000]", value);
+        return config_fail(c, line, "repetitions: '%s' is not an integer in [1, 1000]", value);
       s->repetitions = (int)x;
     } else {
       s->min_time = x;
@@ -535,23 +405,24 @@ static int handler(void *user, const char *section, const char *name, const char
   if (strcmp(key, "kv_dtype") == 0) return kv_dtype_key(c, line, value, s);
   if (strcmp(key, "regtile") == 0) {  // one name or index, checked per kernel in expand
     if (!attn_settings_regtile_syntax(value))
-      return fail(c, line, "regtile: '%s' is not a register-tile variant name or index", value);
-    copy_str(s->regtile, sizeof s->regtile, value);
+      return config_fail(c, line, "regtile: '%s' is not a register-tile variant name or index",
+                         value);
+    config_copy_str(s->regtile, sizeof s->regtile, value);
     return 1;
   }
   if (strcmp(key, "kv_split") == 0) {  // one whole number, not a list
     char why[160];
     int v;
     if (!*value || attn_settings_parse_kv_split("kv_split", value, &v, why, sizeof why) != 0)
-      return fail(c, line, "kv_split: '%s' is not a whole number in 0..%d", value,
-                  ATTN_MAX_KV_SPLIT);
+      return config_fail(c, line, "kv_split: '%s' is not a whole number in 0..%d", value,
+                         ATTN_MAX_KV_SPLIT);
     s->kv_split = v, s->kv_split_given = true;
     return 1;
   }
   if (strcmp(key, "cold_inputs") == 0) {  // one boolean (same spellings as causal), not a list
     int64_t on;
     if (!parse_bool(value, &on))
-      return fail(c, line, "cold_inputs: '%s' is not true or false", value);
+      return config_fail(c, line, "cold_inputs: '%s' is not true or false", value);
     s->cold_inputs = on != 0;
     return 1;
   }
@@ -567,52 +438,55 @@ static int handler(void *user, const char *section, const char *name, const char
   }
   const int opt = option_key(c, s, line, key, value);
   if (opt >= 0) return opt;
-  return fail(c, line,
-              "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
-              "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype align "
-              "window softcap alibi sinks mask lse regtile kv_split)",
-              key);
+  return config_fail(
+      c, line,
+      "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
+      "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype align "
+      "window softcap alibi sinks mask lse regtile kv_split)",
+      key);
 }
 
 // Cross-key rules, checked once a section is complete.
 static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
-  const int sec = line_of(c, s->name, NULL);
+  const int sec = config_line_of(c, s->name, NULL);
   const char *n = s->name;
-#define LINE(key) (line_of(c, n, key) ? line_of(c, n, key) : sec)
+#define LINE(key) (config_line_of(c, n, key) ? config_line_of(c, n, key) : sec)
   if (!kernels_overridden && s->nk == 0) {
-    if (line_of(c, n, "kernels")) return fail(c, LINE("kernels"), "kernels: empty list"), false;
-    return fail(c, sec, "[%s]: missing key 'kernels'", n), false;
+    if (config_line_of(c, n, "kernels"))
+      return config_fail(c, LINE("kernels"), "kernels: empty list"), false;
+    return config_fail(c, sec, "[%s]: missing key 'kernels'", n), false;
   }
   const char *required[] = {"heads", "seq_len"};
   const ilist *req[] = {&s->heads, &s->seq_len};
   for (int i = 0; i < 2; i++) {
-    if (!req[i]->seen) return fail(c, sec, "[%s]: missing key '%s'", n, required[i]), false;
-    if (req[i]->n == 0) return fail(c, LINE(required[i]), "%s: empty list", required[i]), false;
+    if (!req[i]->seen) return config_fail(c, sec, "[%s]: missing key '%s'", n, required[i]), false;
+    if (req[i]->n == 0)
+      return config_fail(c, LINE(required[i]), "%s: empty list", required[i]), false;
   }
   // Optional keys may be left empty ("seq_kv =" means the default); a few may not.
   const char *nonempty[] = {"batch", "kv_heads", "causal", "threads"};
   const ilist *ne[] = {&s->batch, &s->kv_heads, &s->causal, &s->threads};
   for (int i = 0; i < 4; i++)
     if (ne[i]->seen && ne[i]->n == 0)
-      return fail(c, LINE(nonempty[i]), "%s: empty list", nonempty[i]), false;
+      return config_fail(c, LINE(nonempty[i]), "%s: empty list", nonempty[i]), false;
   const bool has_dm = s->d_model.n > 0, has_hd = s->head_dim.n > 0;
   if (has_dm == has_hd) {
     const int a = LINE("d_model"), b = LINE("head_dim");
-    return fail(c, has_dm ? (a > b ? a : b) : sec, "[%s]: give exactly one of d_model and head_dim",
-                n),
+    return config_fail(c, has_dm ? (a > b ? a : b) : sec,
+                       "[%s]: give exactly one of d_model and head_dim", n),
            false;
   }
   for (int i = 0; i < s->heads.n; i++) {
     const int64_t h = s->heads.v[i];
     for (int j = 0; j < s->kv_heads.n; j++)
       if (s->kv_heads.v[j] > h || h % s->kv_heads.v[j])
-        return fail(c, LINE("kv_heads"), "kv_heads %lld does not divide heads %lld",
-                    (long long)s->kv_heads.v[j], (long long)h),
+        return config_fail(c, LINE("kv_heads"), "kv_heads %lld does not divide heads %lld",
+                           (long long)s->kv_heads.v[j], (long long)h),
                false;
     for (int j = 0; j < s->d_model.n; j++)
       if (s->d_model.v[j] % h)
-        return fail(c, LINE("d_model"), "d_model %lld is not divisible by heads %lld",
-                    (long long)s->d_model.v[j], (long long)h),
+        return config_fail(c, LINE("d_model"), "d_model %lld is not divisible by heads %lld",
+                           (long long)s->d_model.v[j], (long long)h),
                false;
   }
   if (s->batch.n == 0) s->batch.v[s->batch.n++] = 1;
@@ -620,185 +494,6 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
   if (s->threads.n == 0) s->threads.v[s->threads.n++] = 1;
   if (s->n_kv_dtypes == 0) s->kv_dtypes[s->n_kv_dtypes++] = ATTN_DTYPE_F32;
 #undef LINE
-  return true;
-}
-
-void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
-                           size_t len) {
-  char dv[24] = "", kv[16] = "";
-  if (p->head_dim_v != p->head_dim_qk) snprintf(dv, sizeof dv, "/Dv%lld", (long long)p->head_dim_v);
-  if (p->kv_dtype != ATTN_DTYPE_F32) snprintf(kv, sizeof kv, "/%s", attn_dtype_name(p->kv_dtype));
-  snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s%s/T%d", k->name,
-           (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
-           (long long)p->seq_kv, (long long)p->head_dim_qk, dv, p->causal ? "causal" : "noncausal",
-           kv, threads);
-}
-
-// The points so far plus an open-addressing hash set of their names (indices into pts,
-// SIZE_MAX = empty slot; the table is kept at most half full), so that dropping a point
-// already produced by another sweep costs O(1) instead of a scan of every point.
-typedef struct plan_builder {
-  attn_bench_point *pts;
-  size_t n, cap;
-  size_t *slots;
-  size_t nslots;  // a power of two, >= 2 * cap
-} plan_builder;
-
-static uint64_t name_hash(const char *s) {  // FNV-1a, 64-bit
-  uint64_t h = UINT64_C(14695981039346656037);
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-  return h;
-}
-
-// The slot holding name, or the empty slot where it belongs.
-static size_t *slot_for(const plan_builder *b, const char *name) {
-  const size_t mask = b->nslots - 1;
-  for (size_t i = (size_t)name_hash(name) & mask;; i = (i + 1) & mask)
-    if (b->slots[i] == SIZE_MAX || strcmp(b->pts[b->slots[i]].name, name) == 0) return &b->slots[i];
-}
-
-static bool grow(plan_builder *b) {
-  const size_t cap = b->cap ? 2 * b->cap : 64;
-  attn_bench_point *p = realloc(b->pts, cap * sizeof *p);
-  if (!p) return false;
-  b->pts = p;
-  b->cap = cap;
-  size_t *slots = malloc(2 * cap * sizeof *slots);
-  if (!slots) return false;
-  free(b->slots);
-  b->slots = slots;
-  b->nslots = 2 * cap;
-  for (size_t i = 0; i < b->nslots; i++) b->slots[i] = SIZE_MAX;
-  for (size_t i = 0; i < b->n; i++) *slot_for(b, b->pts[i].name) = i;
-  return true;
-}
-
-static bool push(plan_builder *b, const attn_bench_point *pt) {
-  if (b->n == b->cap && !grow(b)) return false;
-  size_t *slot = slot_for(b, pt->name);
-  if (*slot != SIZE_MAX) return true;  // same point from another sweep
-  *slot = b->n;
-  b->pts[b->n++] = *pt;
-  return true;
-}
-
-// Number of points a sweep expands to before duplicates are dropped: the product of its
-// list lengths, saturated at limit + 1 (each factor is >= 1, so no overflow).
-static size_t sweep_points(const sweep *s, const attn_bench_overrides *ov, size_t limit) {
-  const size_t f[] = {
-      ov && ov->kernel_count ? ov->kernel_count : (size_t)s->nk,
-      ov && ov->thread_count ? ov->thread_count : (size_t)s->threads.n,
-      (size_t)s->batch.n,
-      (size_t)s->heads.n,
-      s->kv_heads.n ? (size_t)s->kv_heads.n : 1,
-      s->d_model.n ? (size_t)s->d_model.n : (size_t)s->head_dim.n,
-      s->head_dim_v.n ? (size_t)s->head_dim_v.n : 1,
-      s->seq_kv.n ? (size_t)s->seq_kv.n : 1,
-      (size_t)s->seq_len.n,
-      (size_t)s->causal.n,
-      option_combinations(s),  // each list <= kMaxValues: overflow-free for 6 keys
-      (size_t)s->n_kv_dtypes,
-  };
-  size_t n = 1;
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-    if (f[i] == 0) return 0;
-    if (n > (limit + 1) / f[i]) return limit + 1;
-    n *= f[i];
-  }
-  return n > limit ? limit + 1 : n;
-}
-
-// The cartesian product, shapes outermost and kernels innermost, so that kernels are
-// compared at nearly the same moment (similar machine noise).
-static bool expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov, plan_builder *b) {
-  const int sec = line_of(c, s->name, NULL);
-  const ilist *dims = s->d_model.n ? &s->d_model : &s->head_dim;
-  const ilist *skv = s->seq_kv.n ? &s->seq_kv : NULL;
-  const int nk = ov && ov->kernel_count ? (int)ov->kernel_count : s->nk;
-  const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
-  const size_t nopts = option_combinations(s);
-  // One flat loop nest over the lists (the option keys' combinations as one).
-  // clang-format off
-  for (int ib = 0; ib < s->batch.n; ib++)
-  for (int ih = 0; ih < s->heads.n; ih++)
-  for (int ikv = 0; ikv < (s->kv_heads.n ? s->kv_heads.n : 1); ikv++)
-  for (int id = 0; id < dims->n; id++)
-  for (int idv = 0; idv < (s->head_dim_v.n ? s->head_dim_v.n : 1); idv++)
-  for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
-  for (int isq = 0; isq < s->seq_len.n; isq++)
-  for (int ic = 0; ic < s->causal.n; ic++)
-  for (size_t io = 0; io < nopts; io++)
-  for (int ikd = 0; ikd < s->n_kv_dtypes; ikd++)
-  for (int it = 0; it < nt; it++)
-  for (int ik = 0; ik < nk; ik++) {
-    const int64_t heads = s->heads.v[ih];
-    const int64_t kv = s->kv_heads.n ? s->kv_heads.v[ikv] : heads;
-    const int64_t dqk = s->d_model.n ? dims->v[id] / heads : dims->v[id];
-    const int64_t dv = s->head_dim_v.n ? s->head_dim_v.v[idv] : dqk;
-    const int64_t sq = s->seq_len.v[isq];
-    attn_bench_point pt;
-    memset(&pt, 0, sizeof pt);
-    pt.kernel = ov && ov->kernel_count ? ov->kernels[ik] : s->kernels[ik];
-    pt.problem = attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq, dqk, dv,
-                                   s->causal.v[ic] != 0);
-    pt.opts = option_combination(s, io);
-    char why[160];
-    attn_options checked_opts;  // the values only: validated with the problem, not kept
-    attn_bench_opts_apply(&pt.opts, &checked_opts);
-    attn_problem checked = pt.problem;
-    checked.opts = &checked_opts;
-    if (!attn_problem_validate(&checked, why, sizeof why))
-      return fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
-    pt.problem.kv_dtype = s->kv_dtypes[ikd];  // e.g. q8_0 with a head dim not a multiple of 32
-    if (!attn_problem_validate(&pt.problem, why, sizeof why))
-      return fail(c, line_of(c, s->name, "kv_dtype") ? line_of(c, s->name, "kv_dtype") : sec,
-                  "[%s]: invalid point: %s", s->name, why), false;
-    int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
-    pt.threads_default = t == 0;
-    if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
-    if (t < 1 || t > ATTN_MAX_THREADS)  // overrides and physical_cores come from the caller
-      return fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t, ATTN_MAX_THREADS),
-             false;
-    if (!(pt.kernel->caps & ATTN_CAP_THREADS)) t = 1;  // single-thread kernels run once
-    pt.threads = t;
-    pt.repetitions = s->repetitions;
-    pt.min_time = s->min_time;
-    pt.cold_inputs = s->cold_inputs;
-    copy_str(pt.regtile, sizeof pt.regtile, ov && ov->regtile ? ov->regtile : s->regtile);
-    pt.kv_split = ov && ov->kv_split_set ? ov->kv_split : s->kv_split_given ? s->kv_split : -1;
-    pt.from_cli = (ov && ov->thread_count ? 1u << ATTN_SETTING_THREADS : 0) |
-                  (ov && ov->regtile ? 1u << ATTN_SETTING_REGTILE : 0) |
-                  (ov && ov->kv_split_set ? 1u << ATTN_SETTING_KV_SPLIT : 0);
-    int rt = -1;
-    if (pt.regtile[0]) {  // every kernel of the sweep must have the variant
-      char why[256];
-      rt = attn_settings_regtile_index(pt.kernel, pt.regtile, "regtile", why, sizeof why);
-      if (rt < 0) {
-        const int l = line_of(c, s->name, "regtile");
-        return fail(c, l ? l : sec, "[%s]: %s", s->name, why), false;
-      }
-    }
-    copy_str(pt.sweep, sizeof pt.sweep, s->name);
-    attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
-    if (attn_bench_opts_any(&pt.opts)) {
-      const size_t len = strlen(pt.name);
-      attn_bench_opts_name(&pt.opts, pt.name + len, sizeof pt.name - len);
-    }
-    if (pt.cold_inputs) {  // a cold point is another measurement than the warm one
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "/cold");
-    }
-    if (rt >= 0) {  // another variant or split is another measurement
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "/rt%d", rt);
-    }
-    if (pt.kv_split >= 0) {
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "/split%d", pt.kv_split);
-    }
-    if (!push(b, &pt)) return fail(c, sec, "out of memory"), false;
-  }
-  // clang-format on
   return true;
 }
 
@@ -900,7 +595,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
       format_error(c, c->err_line, c->err, err, err_len);
       goto done;
     }
-    const size_t n = sweep_points(s, ov, ATTN_BENCH_MAX_POINTS);
+    const size_t n = config_sweep_points(s, ov, ATTN_BENCH_MAX_POINTS);
     total = n > ATTN_BENCH_MAX_POINTS - total ? ATTN_BENCH_MAX_POINTS + 1 : total + n;
     if (total > ATTN_BENCH_MAX_POINTS) {
       char msg[160];
@@ -911,13 +606,13 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
       else
         snprintf(msg, sizeof msg, "the sweeps up to [%s] expand to more than %d points", s->name,
                  ATTN_BENCH_MAX_POINTS);
-      format_error(c, line_of(c, s->name, NULL), msg, err, err_len);
+      format_error(c, config_line_of(c, s->name, NULL), msg, err, err_len);
       goto done;
     }
   }
   plan_builder b = {0};
   for (int i = 0; i < c->nsweeps; i++) {
-    if (!expand(c, &c->sweeps[i], ov, &b)) {
+    if (!config_expand(c, &c->sweeps[i], ov, &b)) {
       format_error(c, c->err_line, c->err, err, err_len);
       free(b.pts);
       free(b.slots);

@@ -9,27 +9,25 @@
 // fails (disk full, ...) stops the sweep. Progress goes to stderr:
 //     [k/N] name  time  GFLOP/s  % peak  % roofline (bandwidth|FMA)  [% adjacent bw]  cv  ETA
 // --export-inputs DIR writes every point's inputs first (bench/inputs.h); --baselines LIST
-// then runs the external baselines on them into the same results file (below).
+// then runs the external baselines on them into the same results file (bench/baselines.h).
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
 // for memory) — it is in the file with error_occurred — or the results could not be
 // saved, or --out is in use, or the inputs could not be exported, or a baseline was not
 // installed or failed; 2 bad command line or config, or a --benchmark_filter that
 // is not a regex or selects no point (select_points).
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
 #include <errno.h>
 #include <regex.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "attn.h"
 #include "bench/adjacent.h"
+#include "bench/baselines.h"
 #include "bench/config.h"
 #include "bench/context.h"
 #include "bench/gbench/gbench.h"
@@ -221,8 +219,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
           "with the exported inputs; its environment comes from scripts/setup-baselines\n"
           "(docs/baselines.md).\n"
           "Config format, counters and results files: docs/benchmarking.md",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
       .passthrough_prefix = "benchmark_",
       .passthrough = &a->gb_flags,
   };
@@ -552,196 +549,6 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
   return pg.errors ? ATTNBENCH_EXIT_FAILURE : ATTNBENCH_EXIT_OK;
 }
 
-// ── external baselines (--export-inputs, --baselines) ─────────────────────────────────
-// The sweep's inputs are exported first (bench/inputs.h); after the sweep,
-// scripts/bench-baselines (Python, outside this binary: the core needs no Python) runs
-// each external baseline on those very files and adds it to the results file. The script
-// is looked up in order: $ATTNBENCH_BENCH_BASELINES; <dir of this binary>/../share/
-// attnbench/scripts/bench-baselines (an installed attnbench); ATTNBENCH_SOURCE_DIR/
-// scripts/bench-baselines (the source tree this binary was built from).
-
-#ifndef ATTNBENCH_SOURCE_DIR
-#define ATTNBENCH_SOURCE_DIR ""
-#endif
-
-static bool is_file(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static bool self_exe(char *buf, size_t len) {
-  const ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  return true;
-}
-
-// Returns false after a message naming every place looked at.
-static bool find_baselines_script(char *buf, size_t len) {
-  char tried[3][ATTN_OUT_PATH_MAX + 64];
-  int n = 0;
-  const char *env = getenv("ATTNBENCH_BENCH_BASELINES");
-  if (env && *env) {
-    snprintf(buf, len, "%s", env);
-    if (is_file(buf)) return true;
-    fprintf(stderr, "attnbench bench: ATTNBENCH_BENCH_BASELINES=%s is not a file\n", env);
-    return false;
-  }
-  char exe[ATTN_OUT_PATH_MAX];
-  if (self_exe(exe, sizeof exe)) {
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    snprintf(tried[n++], sizeof tried[0], "%s/../share/attnbench/scripts/bench-baselines", exe);
-  }
-  if (ATTNBENCH_SOURCE_DIR[0])
-    snprintf(tried[n++], sizeof tried[0], "%s/scripts/bench-baselines", ATTNBENCH_SOURCE_DIR);
-  for (int i = 0; i < n; i++) {
-    const size_t n_chars = strlen(tried[i]);
-    if (n_chars < len && is_file(tried[i])) {
-      memcpy(buf, tried[i], n_chars + 1);
-      return true;
-    }
-  }
-  fprintf(stderr,
-          "attnbench bench: --baselines: cannot find scripts/bench-baselines (looked at %s%s%s); "
-          "set ATTNBENCH_BENCH_BASELINES to its path\n",
-          n > 0 ? tried[0] : "nothing", n > 1 ? " and " : "", n > 1 ? tried[1] : "");
-  return false;
-}
-
-// Runs argv (argv[0] found on PATH) and waits. Returns its exit status, or -1 after a
-// message if it could not be started or did not exit normally.
-static int spawn_wait(char *const argv[]) {
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid;
-  extern char **environ;
-  // The sweep pinned this thread to one core (placement.h); the child would inherit that
-  // and run every framework's threads on it.
-  (void)attn_placement_unbind();
-  const int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-  if (err != 0) {
-    fprintf(stderr, "attnbench bench: cannot start %s: %s\n", argv[0], strerror(err));
-    return -1;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      fprintf(stderr, "attnbench bench: waiting for %s: %s\n", argv[1], strerror(errno));
-      return -1;
-    }
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  fprintf(stderr, "attnbench bench: %s was killed by signal %d\n", argv[1],
-          WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  return -1;
-}
-
-// Removes a temporary export: the files export_inputs wrote (no subdirectories), then it.
-static void remove_export(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    for (struct dirent *e; (e = readdir(d));) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      char path[ATTN_OUT_PATH_MAX + 256];
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      unlink(path);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
-typedef struct baselines_run {
-  char script[ATTN_OUT_PATH_MAX + 64];
-  char exe[ATTN_OUT_PATH_MAX];
-  char dir[ATTN_OUT_PATH_MAX];  // the export
-  bool temporary;               // dir is ours to remove
-  bool ready;                   // the pre-flight found something to run
-} baselines_run;
-
-// "python3 SCRIPT ARGS… [--venv DIR] [--require] [--baselines LIST]" into argv (LIST
-// omitted for "all").
-static int run_script(const bench_args *a, const baselines_run *br, const char *const *args,
-                      size_t n_args) {
-  const char *list = a->baselines;
-  char *argv[20];
-  size_t n = 0;
-  argv[n++] = "python3";
-  argv[n++] = (char *)br->script;
-  for (size_t i = 0; i < n_args && n < 12; i++) argv[n++] = (char *)args[i];
-  if (a->bl_venv) {
-    argv[n++] = "--venv";
-    argv[n++] = (char *)a->bl_venv;
-  }
-  if (a->require_bl) argv[n++] = "--require";
-  if (strcmp(list, "all") != 0) {
-    argv[n++] = "--baselines";
-    argv[n++] = (char *)list;
-  }
-  argv[n] = NULL;
-  return spawn_wait(argv);
-}
-
-// Before the sweep: the script, this binary, the pre-flight (Python environment and each
-// named baseline installed), the export. Returns -1 to go on, else the exit code.
-static int baselines_prepare(const bench_args *a, const attn_bench_plan *plan, baselines_run *br) {
-  if (a->baselines) {
-    if (!find_baselines_script(br->script, sizeof br->script)) return ATTNBENCH_EXIT_USAGE;
-    if (!self_exe(br->exe, sizeof br->exe)) {
-      fprintf(stderr, "attnbench bench: --baselines: cannot resolve /proc/self/exe\n");
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-    // 0: ready; 3: nothing installed and none named (a note says how to install them).
-    const char *args[] = {"--preflight"};
-    const int rc = run_script(a, br, args, 1);
-    if (rc != 0 && rc != 3) {
-      fprintf(stderr, "attnbench bench: --baselines %s: not ready (see above); nothing was run\n",
-              a->baselines);
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-    br->ready = rc == 0;
-  }
-  if (!a->export_dir && !br->ready) return -1;
-  if (a->export_dir) {
-    snprintf(br->dir, sizeof br->dir, "%s", a->export_dir);
-  } else {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(br->dir, sizeof br->dir, "%s/attnbench-inputs.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(br->dir)) {
-      fprintf(stderr, "attnbench bench: cannot create a directory for the inputs (%s): %s\n",
-              br->dir, strerror(errno));
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-    br->temporary = true;
-  }
-  char err[ATTN_OUT_PATH_MAX + 512];
-  if (!attn_bench_export_inputs(plan, br->dir, err, sizeof err)) {
-    fprintf(stderr, "attnbench bench: --export-inputs: %s\n", err);
-    if (br->temporary) remove_export(br->dir);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  if (!a->quiet) fprintf(stderr, "inputs of %zu points -> %s/index.json\n", plan->count, br->dir);
-  return -1;
-}
-
-// After the sweep: the baselines into the results file. Returns the script's verdict
-// (0 ok, 1 something failed).
-static int baselines_finish(const bench_args *a, baselines_run *br, const char *out) {
-  int rc = ATTNBENCH_EXIT_OK;
-  if (br->ready && out && is_file(out)) {
-    const char *args[] = {out, "--inputs", br->dir, "--attnbench", br->exe};
-    const int st = run_script(a, br, args, 5);
-    rc = st == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
-  } else if (a->baselines && !br->ready) {  // 'all' with nothing installed: said at the end too
-    fprintf(stderr,
-            "baselines: none ran (none installed; the notes before the sweep say why; "
-            "scripts/setup-baselines installs them)\n");
-  }
-  if (br->temporary) remove_export(br->dir);
-  return rc;
-}
-
 // The command line's settings beyond the points' own (--tile-q, --tile-kv, --bind; the
 // threads, regtile and kv_split overrides are in the points), the binding mode for the
 // context's binding reports, and with --explain each point's settings (resolve.h).
@@ -796,15 +603,17 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "attnbench bench: out of memory for %zu points\n", plan.count);
     rc = ATTNBENCH_EXIT_FAILURE;
   } else {
-    static baselines_run br;  // large paths; one bench per process
+    static attn_baselines_run br;  // large paths; one bench per process
     memset(&br, 0, sizeof br);
-    rc = baselines_prepare(&a, &plan, &br);
+    br.list = a.baselines, br.venv = a.bl_venv, br.require = a.require_bl;
+    br.export_dir = a.export_dir, br.quiet = a.quiet;
+    rc = attn_baselines_prepare(&br, &plan);
     if (rc < 0) {
       const char *out = NULL;
       rc = run_plan(&plan, states, &a, &out);
       const bool ran = rc == ATTNBENCH_EXIT_OK || (rc == ATTNBENCH_EXIT_FAILURE && out);
-      const int brc = ran && !a.dry_run ? baselines_finish(&a, &br, out) : 0;
-      if (!(ran && !a.dry_run) && br.temporary) remove_export(br.dir);
+      const int brc = ran && !a.dry_run ? attn_baselines_finish(&br, out) : 0;
+      if (!(ran && !a.dry_run)) attn_baselines_discard(&br);
       if (brc > rc) rc = brc;
     }
   }

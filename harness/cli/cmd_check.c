@@ -220,8 +220,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
           "1 a pair failed or was inconclusive, nothing was checked, a --kernel cannot run\n"
           "on this CPU (without --allow-skips), or a report could not be written; 2 bad\n"
           "command line or unknown kernel",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return st;

@@ -161,8 +161,7 @@ int cmd_info(int argc, char **argv) {
           "yardstick for '% of peak' figures. Peaks are measured (independent FMA\n"
           "chains covering latency x ports), not computed from a spec sheet.",
       .epilog = "example:\n  attnbench info",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);

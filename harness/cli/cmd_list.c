@@ -195,8 +195,7 @@ int cmd_list(int argc, char **argv) {
           "Every kernel accepts every valid problem; the flags say which cases it\n"
           "handles natively rather than by a general path.",
       .epilog = "example:\n  attnbench list\n  attnbench list --available --json",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);

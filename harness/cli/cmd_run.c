@@ -119,8 +119,7 @@ static int parse_args(int argc, char **argv, run_args *a) {
           "--causal\n"
           "\nexit codes: 0 ok, 1 bad input file / kernel failure / refused (memory, "
           "non-finite O), 2 bad command line or unknown kernel",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);

@@ -61,6 +61,7 @@
 #include "io/fileio.h"
 #include "machine/placement.h"
 #include "machine/resolve.h"
+#include "tune/tune_store.h"
 #include "tune/tunefile.h"
 
 typedef struct tune_args {
@@ -257,8 +258,7 @@ static int parse(tune_args *a, int argc, char **argv) {
           "\nexit codes: 0 written, 1 a kernel failed or the file could not be written,\n"
           "2 bad command line, unknown kernel or bad config\n"
           "File format and precedence: docs/tuning-files.md",
-      .options = opts,
-      .n_options = sizeof opts / sizeof opts[0],
+      CLI_OPTIONS(opts),
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
@@ -318,37 +318,6 @@ static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const att
   (*ng)++;
 }
 
-// The tuning file now at path, to merge into (see the top of tunefile.h, "The store"):
-// true with its entries in *keep when it is a tuning file for this machine and build;
-// true with no entries when nothing is there, the file is empty, or it is a tuning file
-// for another machine or build (replaced, with a note when `note`). A file that is not a
-// tuning file is never replaced: false after the message.
-static bool read_target(const char *path, attn_tune_file *keep, bool note) {
-  static attn_tune_file old;
-  char err[ATTN_TUNE_PATH_MAX + 512], why[512];
-  bool missing = false;
-  keep->count = 0;
-  struct stat st;
-  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) return true;
-  if (!attn_tune_parse(path, &old, &missing, err, sizeof err)) {
-    if (missing) return true;
-    fprintf(stderr,
-            "attnbench tune: %s\nattnbench tune: %s is not a tuning file attnbench can read: "
-            "refusing to replace it (remove it or choose another --tune-file)\n",
-            err, path);
-    return false;
-  }
-  if (!attn_tune_matches(&old, why, sizeof why)) {
-    if (note)
-      fprintf(stderr, "attnbench tune: note: replacing %s, not keeping its entries: %s\n", path,
-              why);
-    return true;
-  }
-  keep->count = old.count;
-  memcpy(keep->entries, old.entries, old.count * sizeof old.entries[0]);
-  return true;
-}
-
 // Allocates and fills Q, K, V, O for p. False when out of memory.
 static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v, float **o) {
   *q = malloc(attn_q_elems(p) * sizeof(float));
@@ -360,6 +329,342 @@ static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v,
   return true;
 }
 
+// Where to write: --tune-file, ATTNBENCH_TUNE_FILE, or the default (its directory made).
+// -1 with the path in path[ATTN_TUNE_PATH_MAX], else the exit code after a message.
+static int target_path(const tune_args *a, char path[ATTN_TUNE_PATH_MAX]) {
+  const char *named = a->out ? a->out : getenv("ATTNBENCH_TUNE_FILE");
+  if (named && *named && strcmp(named, "none")) {
+    snprintf(path, ATTN_TUNE_PATH_MAX, "%s", named);
+    return -1;
+  }
+  if (named && !strcmp(named, "none")) {
+    fprintf(stderr, "attnbench tune: --tune-file none: nowhere to write the results\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  char why[256];
+  if (!attn_tune_default_path(path, ATTN_TUNE_PATH_MAX, why, sizeof why)) {
+    fprintf(stderr, "attnbench tune: no default tuning file: %s; give --tune-file\n", why);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  char dir[ATTN_TUNE_PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  *slash = '\0';
+  char *parent = strrchr(dir, '/');
+  if (parent && parent != dir) {  // $XDG_CONFIG_HOME (or ~/.config), then attnbench/
+    *parent = '\0';
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "attnbench tune: %s: %s\n", dir, strerror(errno));
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    *parent = '/';
+  }
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "attnbench tune: %s: %s\n", dir, strerror(errno));
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  return -1;
+}
+
+// The (kernel, shape class) groups of --config's shapes, or of the default shapes, for
+// the kernels ks[0 .. nk). -1 with groups[0 .. *ng), else the exit code after a message.
+static int make_groups(const tune_args *a, const attn_kernel *const *ks, size_t nk,
+                       tune_group groups[kMaxGroups], size_t *ng) {
+  const int plan_threads = 1;  // the config's points stand for shapes only
+  size_t dropped = 0;
+  *ng = 0;
+  if (a->config) {
+    attn_bench_overrides ov = {.kernels = ks,
+                               .kernel_count = nk,
+                               .threads = &plan_threads,
+                               .thread_count = 1,
+                               .physical_cores = 1};
+    attn_bench_plan plan;
+    char err[ATTN_OUT_PATH_MAX + 512];
+    if (!attn_bench_plan_load(a->config, &ov, stderr, &plan, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < plan.count; i++)
+      add_group(groups, ng, plan.points[i].kernel, &plan.points[i].problem, &dropped);
+    attn_bench_plan_free(&plan);
+  } else {
+    const attn_problem shapes[] = {
+        attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false),
+        attn_problem_make(1, 8, 8, 2048, 2048, 128, 128, false),
+        attn_problem_make(1, 32, 8, 1, 16384, 128, 128, false),
+    };
+    for (size_t i = 0; i < nk; i++)
+      for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
+        add_group(groups, ng, ks[i], &shapes[j], &dropped);
+  }
+  if (*ng == 0) {
+    fprintf(stderr, "attnbench tune: the config has no shape to tune\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (dropped)
+    fprintf(stderr,
+            "attnbench tune: note: more than %d (kernel, shape class) groups; only the first %d "
+            "are tuned (fewer --kernel or a smaller config tunes the rest)\n",
+            kMaxGroups, kMaxGroups);
+  return -1;
+}
+
+// One group's search: its inputs, its candidates and the choice so far.
+typedef struct group_search {
+  const tune_group *G;
+  const attn_problem *p;
+  size_t g, ng;  // the group's index and the count (progress lines)
+  int threads, reps;
+  char shape[128];
+  float *q, *k, *v, *o;
+  attn_exec base;  // the built-in default: `run`'s settings
+  attn_exec ex;    // the settings being varied
+  double g_start, share;
+  int cq[kMaxCand], ckv[kMaxCand], nc;
+  int best, best_rt, best_kv;  // the choice: a tile candidate, a register tile, a kv_split
+  double best_t, rule_t;       // its median, the rule's tiles' median
+} group_search;
+
+// The tile grid within tile_share seconds of the group's start; sets best, best_t and
+// rule_t. False after a message when a kernel failed.
+static bool search_tiles(group_search *s, double tile_share) {
+  const tune_group *G = s->G;
+  s->best = -1, s->best_t = 0, s->rule_t = 0;
+  int tried = 0;
+  for (int c = 0; c < s->nc; c++) {
+    if (c > 0 && attn_now_seconds() - s->g_start >= tile_share) break;
+    s->ex.tile_q = s->cq[c], s->ex.tile_kv = s->ckv[c];
+    const double t = time_candidate(G->kernel, s->p, &s->ex, s->q, s->k, s->v, s->o, s->reps);
+    if (t < 0) return false;
+    tried++;
+    if (c == 0) s->rule_t = t;
+    if (s->best < 0 || t < s->best_t) s->best = c, s->best_t = t;
+    fprintf(stderr,
+            "[%zu/%zu %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d: %.3f ms%s (best %d x %d, "
+            "%.3f ms)\n",
+            s->g + 1, s->ng, c + 1, s->nc, G->kernel->name, G->cls, s->shape, s->threads, s->cq[c],
+            s->ckv[c], t * 1e3, c == 0 ? " [built-in rule]" : "", s->cq[s->best], s->ckv[s->best],
+            s->best_t * 1e3);
+  }
+  // Within kMinGain of the rule is measurement noise: keep the rule's tiles then.
+  if (s->best != 0 && s->best_t > (1.0 - kMinGain) * s->rule_t) {
+    fprintf(stderr,
+            "attnbench tune: %s %s: best %d x %d is within %.0f%% of the built-in rule; keeping "
+            "the rule's %d x %d\n",
+            G->kernel->name, G->cls, s->cq[s->best], s->ckv[s->best], kMinGain * 100, s->cq[0],
+            s->ckv[0]);
+    s->best = 0, s->best_t = s->rule_t;
+  }
+  if (tried < s->nc)
+    fprintf(stderr, "attnbench tune: %s %s: budget share %.3g s spent after %d of %d candidates\n",
+            G->kernel->name, G->cls, tile_share, tried, s->nc);
+  return true;
+}
+
+// At the winning tiles: the register-tile variants other than the default's (phase 0),
+// then the kv_split values kvc[0 .. nkv) (phase 1); sets best_rt, best_kv, best_t. False
+// after a message when a kernel failed.
+static bool search_variants(group_search *s, int nrt, const int kvc[], int nkv) {
+  const tune_group *G = s->G;
+  const attn_exec *base = &s->base;
+  s->ex.tile_q = s->cq[s->best], s->ex.tile_kv = s->ckv[s->best], s->ex.regtile = base->regtile,
+  s->ex.kv_split = base->kv_split;
+  s->best_rt = base->regtile, s->best_kv = base->kv_split;
+  for (int phase = 0; phase < 2; phase++) {
+    const int n = phase == 0 ? nrt - 1 : nkv;
+    const double ref_t = s->best_t;  // the best so far: what a candidate must beat
+    int win = -1, done = 0;
+    double win_t = 0;
+    for (int c = 0; c < n; c++) {
+      if (c > 0 && attn_now_seconds() - s->g_start >= s->share) break;
+      attn_exec e = s->ex;
+      if (phase == 0)  // the variants other than the default's
+        e.regtile = c < base->regtile ? c : c + 1;
+      else
+        e.regtile = s->best_rt, e.kv_split = kvc[c];
+      const double t = time_candidate(G->kernel, s->p, &e, s->q, s->k, s->v, s->o, s->reps);
+      if (t < 0) return false;
+      done++;
+      if (win < 0 || t < win_t) win = c, win_t = t;
+      const char *cur = attn_kernel_regtile(G->kernel, e.regtile).name;
+      if (phase == 0)
+        fprintf(stderr,
+                "[%zu/%zu regtile %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s: %.3f "
+                "ms (%s: %.3f ms)\n",
+                s->g + 1, s->ng, c + 1, n, G->kernel->name, G->cls, s->shape, s->threads, e.tile_q,
+                e.tile_kv, cur, t * 1e3, attn_kernel_regtile(G->kernel, base->regtile).name,
+                ref_t * 1e3);
+      else
+        fprintf(stderr,
+                "[%zu/%zu kv_split %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s "
+                "kv_split %d: %.3f ms (default split: %.3f ms)\n",
+                s->g + 1, s->ng, c + 1, n, G->kernel->name, G->cls, s->shape, s->threads, e.tile_q,
+                e.tile_kv, cur, e.kv_split, t * 1e3, ref_t * 1e3);
+    }
+    if (done < n)
+      fprintf(stderr,
+              "attnbench tune: %s %s: budget share %.3g s spent after %d of %d %s candidates\n",
+              G->kernel->name, G->cls, s->share, done, n, phase == 0 ? "regtile" : "kv_split");
+    if (win < 0) continue;
+    char label[64];  // the winner and what it had to beat
+    const int win_rt = win < base->regtile ? win : win + 1;
+    if (phase == 0)
+      snprintf(label, sizeof label, "regtile %s", attn_kernel_regtile(G->kernel, win_rt).name);
+    else
+      snprintf(label, sizeof label, "kv_split %d", kvc[win]);
+    if (win_t > (1.0 - kMinGain) * ref_t) {  // noise: keep what the earlier phase chose
+      fprintf(stderr,
+              "attnbench tune: %s %s: best %s (%.3f ms) is not %.0f%% below %s (%.3f ms); "
+              "keeping that\n",
+              G->kernel->name, G->cls, label, win_t * 1e3, kMinGain * 100,
+              phase == 0 ? attn_kernel_regtile(G->kernel, base->regtile).name : "the default split",
+              ref_t * 1e3);
+      continue;
+    }
+    s->best_t = win_t;
+    if (phase == 0)
+      s->best_rt = win_rt;
+    else
+      s->best_kv = kvc[win];
+  }
+  return true;
+}
+
+// Whether the choice differs from the built-in default.
+static bool is_tuned(const group_search *s) {
+  return s->best != 0 || s->best_rt != s->base.regtile || s->best_kv != s->base.kv_split;
+}
+
+// Confirmation (see the top): the choice against the built-in default, alternated over
+// `rounds` rounds. *ratio: the median tuned / default, 0 when not confirmed by rounds;
+// *refuted: the rounds turned the choice down (reset to the default). False after a
+// message when a kernel failed.
+static bool confirm_choice(group_search *s, int rounds, double *ratio_out, bool *refuted) {
+  const tune_group *G = s->G;
+  *ratio_out = 0, *refuted = false;
+  if (rounds <= 0 || !is_tuned(s)) return true;
+  attn_exec tuned = s->ex;
+  const attn_exec dflt = s->base;
+  tuned.regtile = s->best_rt, tuned.kv_split = s->best_kv;
+  double ratio[100];
+  for (int r = 0; r < rounds; r++) {
+    double t[2];  // t[0] the default, t[1] the tuned choice; the first alternates
+    for (int i = 0; i < 2; i++) {
+      const int which = (r + i) % 2;
+      t[which] =
+          time_candidate(G->kernel, s->p, which ? &tuned : &dflt, s->q, s->k, s->v, s->o, s->reps);
+      if (t[which] < 0) return false;
+    }
+    ratio[r] = t[1] / t[0];
+    fprintf(stderr,
+            "[%zu/%zu confirm %d/%d] %s %s (%s, T%d): built-in %.3f ms, tuned %.3f ms "
+            "(%.3f)\n",
+            s->g + 1, s->ng, r + 1, rounds, G->kernel->name, G->cls, s->shape, s->threads,
+            t[0] * 1e3, t[1] * 1e3, ratio[r]);
+  }
+  *ratio_out = median_of(ratio, rounds);
+  if (*ratio_out > 1.0 - kMinGain) {
+    fprintf(stderr,
+            "attnbench tune: %s %s: not confirmed (tuned / built-in %.3f over %d alternated "
+            "rounds, not %.0f%% below 1): keeping the built-in default\n",
+            G->kernel->name, G->cls, *ratio_out, rounds, kMinGain * 100);
+    s->best = 0, s->best_rt = s->base.regtile, s->best_kv = s->base.kv_split, s->best_t = s->rule_t;
+    *ratio_out = 0, *refuted = true;
+  }
+  return true;
+}
+
+// Records the group's choice in *file and prints its stdout line. False after a message.
+static bool record_group(const group_search *s, int nrt, int rounds, double confirm_ratio,
+                         bool refuted, attn_tune_file *file, const char *path) {
+  const tune_group *G = s->G;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  // The default's tiles (cq[0], ckv[0]) come from the resolver, not attn_tune_round_tile:
+  // attn_tune_set refuses anything a tuning file cannot hold (never written as is).
+  const char *rt_name = nrt > 1 ? attn_kernel_regtile(G->kernel, s->best_rt).name : NULL;
+  if (!attn_tune_set(file, G->kernel->name, G->cls, s->cq[s->best], s->ckv[s->best], err,
+                     sizeof err) ||
+      !attn_tune_set_variant(file, G->kernel->name, G->cls, rt_name, s->best_kv, err, sizeof err)) {
+    fprintf(stderr, "attnbench tune: cannot record the result: %s; %s not changed\n", err, path);
+    return false;
+  }
+  // One line per group, one ratio on it: the confirmed one when rounds ran, else the
+  // search's (said to be unconfirmed); the search's times are on stderr.
+  char extra[96] = "";
+  if (rt_name) snprintf(extra, sizeof extra, " regtile %s", rt_name);
+  if (s->best_kv > 0)
+    snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " kv_split %d", s->best_kv);
+  char verdict[160];
+  if (!is_tuned(s))
+    snprintf(verdict, sizeof verdict, "the built-in default%s",
+             refuted ? " (the search's choice was not confirmed)" : "");
+  else if (confirm_ratio > 0)
+    snprintf(verdict, sizeof verdict,
+             "tuned: %.2fx the built-in default's speed (median of %d alternated rounds)",
+             1.0 / confirm_ratio, rounds);
+  else
+    snprintf(verdict, sizeof verdict,
+             "tuned: %.2fx the built-in default's speed in the search, not confirmed "
+             "(--confirm 0)",
+             s->best_t > 0 ? s->rule_t / s->best_t : 1.0);
+  printf("%-16s %-14s tile_q %4d tile_kv %4d%s: %s; built-in %d x %d\n", G->kernel->name, G->cls,
+         s->cq[s->best], s->ckv[s->best], extra, verdict, s->cq[0], s->ckv[0]);
+  fflush(stdout);
+  return true;
+}
+
+// Tunes groups[g] with the settings dflt (its built-in default) in `share` seconds and
+// records the result in *file. -1, else the exit code after a message.
+static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g, size_t ng,
+                          const attn_settings *dflt, double share, attn_tune_file *file,
+                          const char *path) {
+  static group_search s;  // the candidate arrays are the bulk of it
+  memset(&s, 0, sizeof s);
+  s.G = &groups[g], s.p = &groups[g].problem, s.g = g, s.ng = ng;
+  s.threads = dflt->exec.threads, s.reps = a->reps, s.share = share;
+  s.g_start = attn_now_seconds();
+  const tune_group *G = s.G;
+  shape_text(s.p, s.shape, sizeof s.shape);
+  if (!alloc_inputs(s.p, &s.q, &s.k, &s.v, &s.o)) {
+    free(s.q), free(s.k), free(s.v), free(s.o);
+    fprintf(stderr, "attnbench tune: out of memory for %s %s\n", G->kernel->name, s.shape);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  s.base = dflt->exec;
+  s.nc = candidates(G->kernel, s.p, s.base.tile_q, s.base.tile_kv, s.cq, s.ckv);
+  s.ex = s.base;
+  int rc = ATTNBENCH_EXIT_FAILURE;
+  // Validate the problem, the exec and the inputs once (as run/check/bench do).
+  char err[ATTN_OUT_PATH_MAX + 512];
+  if (attn_kernel_call(G->kernel, s.p, &s.ex, s.q, s.k, s.v, s.o, err, sizeof err) != ATTN_OK) {
+    fprintf(stderr, "attnbench tune: %s on %s: %s\n", G->kernel->name, s.shape, err);
+    goto out;
+  }
+  const int nrt = attn_kernel_regtile_count(G->kernel);
+  const bool decode = !strncmp(G->cls, "decode", 6);
+  int kvc[8], nkv = 0;
+  if (decode && (G->kernel->caps & ATTN_CAP_KV_SPLIT)) {
+    int all[8];
+    const int n = kv_split_candidates(G->kernel, s.p, &s.ex, all);
+    for (int i = 0; i < n; i++)  // the default's own split is not a candidate
+      if (all[i] != s.base.kv_split) kvc[nkv++] = all[i];
+  }
+  // The tile grid's part of the share (the later phases get what is left).
+  const double tile_share = share * s.nc / (double)(s.nc + (nrt - 1) + nkv);
+  double confirm_ratio;
+  bool refuted;
+  if (!search_tiles(&s, tile_share) || !search_variants(&s, nrt, kvc, nkv) ||
+      !confirm_choice(&s, a->confirm, &confirm_ratio, &refuted))
+    goto out;
+  free(s.q), free(s.k), free(s.v), free(s.o);
+  s.q = s.k = s.v = s.o = NULL;
+  if (record_group(&s, nrt, a->confirm, confirm_ratio, refuted, file, path)) rc = -1;
+out:
+  free(s.q), free(s.k), free(s.v), free(s.o);
+  return rc;
+}
+
 int cmd_tune(int argc, char **argv) {
   tune_args a = {.budget = 60, .reps = 3, .confirm = 5};
   int rc = parse(&a, argc, argv);
@@ -369,40 +674,9 @@ int cmd_tune(int argc, char **argv) {
   if ((rc = pick_kernels(&a, ks, &nk)) >= 0) return rc;
   attn_setting_layer cli;  // --threads; the rest is resolved per group
   exec_args_layer(&a.x, &cli);
-  const int plan_threads = 1;  // the config's points stand for shapes only
 
-  // Where to write: --tune-file, ATTNBENCH_TUNE_FILE, or the default (its directory made).
   char path[ATTN_TUNE_PATH_MAX];
-  const char *named = a.out ? a.out : getenv("ATTNBENCH_TUNE_FILE");
-  if (named && *named && strcmp(named, "none")) {
-    snprintf(path, sizeof path, "%s", named);
-  } else if (named && !strcmp(named, "none")) {
-    fprintf(stderr, "attnbench tune: --tune-file none: nowhere to write the results\n");
-    return ATTNBENCH_EXIT_USAGE;
-  } else {
-    char why[256];
-    if (!attn_tune_default_path(path, sizeof path, why, sizeof why)) {
-      fprintf(stderr, "attnbench tune: no default tuning file: %s; give --tune-file\n", why);
-      return ATTNBENCH_EXIT_USAGE;
-    }
-    char dir[ATTN_TUNE_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    *slash = '\0';
-    char *parent = strrchr(dir, '/');
-    if (parent && parent != dir) {  // $XDG_CONFIG_HOME (or ~/.config), then attnbench/
-      *parent = '\0';
-      if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "attnbench tune: %s: %s\n", dir, strerror(errno));
-        return ATTNBENCH_EXIT_FAILURE;
-      }
-      *parent = '/';
-    }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-      fprintf(stderr, "attnbench tune: %s: %s\n", dir, strerror(errno));
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-  }
+  if ((rc = target_path(&a, path)) >= 0) return rc;
   // SIGINT/SIGTERM/SIGHUP from here on: remove the temporary (prepare's probe included)
   // and the lock being held, exit 128 + signal.
   char sig_message[ATTN_TUNE_PATH_MAX + 64];
@@ -415,48 +689,15 @@ int cmd_tune(int argc, char **argv) {
     fprintf(stderr, "attnbench tune: %s\n", err);
     return ATTNBENCH_EXIT_FAILURE;
   }
-  // Before the search: a file there must be one tune may replace (read_target).
+  // Before the search: a file there must be one tune may replace (tune/tune_store.h).
   static attn_tune_file file;  // this run's entries; merged into the file's at the end
-  if (!read_target(path, &file, false)) return ATTNBENCH_EXIT_FAILURE;
+  if (!attn_tune_read_target(path, &file, false)) return ATTNBENCH_EXIT_FAILURE;
   file.count = 0;
   attn_tune_machine_here(&file.machine);
 
-  // The (kernel, shape class) groups.
   static tune_group groups[kMaxGroups];
-  size_t ng = 0, dropped = 0;
-  if (a.config) {
-    attn_bench_overrides ov = {.kernels = ks,
-                               .kernel_count = nk,
-                               .threads = &plan_threads,
-                               .thread_count = 1,
-                               .physical_cores = 1};
-    attn_bench_plan plan;
-    if (!attn_bench_plan_load(a.config, &ov, stderr, &plan, err, sizeof err)) {
-      fprintf(stderr, "%s\n", err);
-      return ATTNBENCH_EXIT_USAGE;
-    }
-    for (size_t i = 0; i < plan.count; i++)
-      add_group(groups, &ng, plan.points[i].kernel, &plan.points[i].problem, &dropped);
-    attn_bench_plan_free(&plan);
-  } else {
-    const attn_problem shapes[] = {
-        attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false),
-        attn_problem_make(1, 8, 8, 2048, 2048, 128, 128, false),
-        attn_problem_make(1, 32, 8, 1, 16384, 128, 128, false),
-    };
-    for (size_t i = 0; i < nk; i++)
-      for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
-        add_group(groups, &ng, ks[i], &shapes[j], &dropped);
-  }
-  if (ng == 0) {
-    fprintf(stderr, "attnbench tune: the config has no shape to tune\n");
-    return ATTNBENCH_EXIT_USAGE;
-  }
-  if (dropped)
-    fprintf(stderr,
-            "attnbench tune: note: more than %d (kernel, shape class) groups; only the first %d "
-            "are tuned (fewer --kernel or a smaller config tunes the rest)\n",
-            kMaxGroups, kMaxGroups);
+  size_t ng;
+  if ((rc = make_groups(&a, ks, nk, groups, &ng)) >= 0) return rc;
 
   // Each group's default settings (resolve.h, without a tuning file: tune measures what
   // the file would replace), checked before any timing.
@@ -480,254 +721,13 @@ int cmd_tune(int argc, char **argv) {
           ng, a.budget, threads, a.reps, a.confirm);
   const double start = attn_now_seconds();
   for (size_t g = 0; g < ng; g++) {
-    const tune_group *G = &groups[g];
-    const attn_problem *p = &G->problem;
     double share = (a.budget - (attn_now_seconds() - start)) / (double)(ng - g);
     if (share < 0) share = 0;  // spent: the rule's tiles only
-    const double g_start = attn_now_seconds();
-    char shape[128];
-    shape_text(p, shape, sizeof shape);
-    float *q = NULL, *k = NULL, *v = NULL, *o = NULL;
-    if (!alloc_inputs(p, &q, &k, &v, &o)) {
-      free(q), free(k), free(v), free(o);
-      fprintf(stderr, "attnbench tune: out of memory for %s %s\n", G->kernel->name, shape);
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-    int cq[kMaxCand], ckv[kMaxCand];
-    const attn_exec base = dflts[g].exec;  // the built-in default: `run`'s settings
-    const int nc = candidates(G->kernel, p, base.tile_q, base.tile_kv, cq, ckv);
-    attn_exec ex = base;
-    // Validate the problem, the exec and the inputs once (as run/check/bench do).
-    if (attn_kernel_call(G->kernel, p, &ex, q, k, v, o, err, sizeof err) != ATTN_OK) {
-      fprintf(stderr, "attnbench tune: %s on %s: %s\n", G->kernel->name, shape, err);
-      free(q), free(k), free(v), free(o);
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-    const int nrt = attn_kernel_regtile_count(G->kernel);
-    const bool decode = !strncmp(G->cls, "decode", 6);
-    int kvc[8], nkv = 0;
-    if (decode && (G->kernel->caps & ATTN_CAP_KV_SPLIT)) {
-      int all[8];
-      const int n = kv_split_candidates(G->kernel, p, &ex, all);
-      for (int i = 0; i < n; i++)  // the default's own split is not a candidate
-        if (all[i] != base.kv_split) kvc[nkv++] = all[i];
-    }
-    // The tile grid's part of the share (the later phases get what is left).
-    const double tile_share = share * nc / (double)(nc + (nrt - 1) + nkv);
-    int best = -1;
-    double best_t = 0, rule_t = 0;
-    int tried = 0;
-    for (int c = 0; c < nc; c++) {
-      if (c > 0 && attn_now_seconds() - g_start >= tile_share) break;
-      ex.tile_q = cq[c], ex.tile_kv = ckv[c];
-      const double t = time_candidate(G->kernel, p, &ex, q, k, v, o, a.reps);
-      if (t < 0) {
-        free(q), free(k), free(v), free(o);
-        return ATTNBENCH_EXIT_FAILURE;
-      }
-      tried++;
-      if (c == 0) rule_t = t;
-      if (best < 0 || t < best_t) best = c, best_t = t;
-      fprintf(stderr,
-              "[%zu/%zu %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d: %.3f ms%s (best %d x %d, "
-              "%.3f ms)\n",
-              g + 1, ng, c + 1, nc, G->kernel->name, G->cls, shape, threads, cq[c], ckv[c], t * 1e3,
-              c == 0 ? " [built-in rule]" : "", cq[best], ckv[best], best_t * 1e3);
-    }
-    // Within kMinGain of the rule is measurement noise: keep the rule's tiles then.
-    if (best != 0 && best_t > (1.0 - kMinGain) * rule_t) {
-      fprintf(stderr,
-              "attnbench tune: %s %s: best %d x %d is within %.0f%% of the built-in rule; keeping "
-              "the rule's %d x %d\n",
-              G->kernel->name, G->cls, cq[best], ckv[best], kMinGain * 100, cq[0], ckv[0]);
-      best = 0, best_t = rule_t;
-    }
-    if (tried < nc)
-      fprintf(stderr,
-              "attnbench tune: %s %s: budget share %.3g s spent after %d of %d candidates\n",
-              G->kernel->name, G->cls, tile_share, tried, nc);
-    // Register-tile variants at the winning tiles, then kv_split (decode classes).
-    ex.tile_q = cq[best], ex.tile_kv = ckv[best], ex.regtile = base.regtile,
-    ex.kv_split = base.kv_split;
-    int best_rt = base.regtile, best_kv = base.kv_split;
-    for (int phase = 0; phase < 2; phase++) {
-      const int n = phase == 0 ? nrt - 1 : nkv;
-      const double ref_t = best_t;  // the best so far: what a candidate must beat
-      int win = -1, done = 0;
-      double win_t = 0;
-      for (int c = 0; c < n; c++) {
-        if (c > 0 && attn_now_seconds() - g_start >= share) break;
-        attn_exec e = ex;
-        if (phase == 0)  // the variants other than the default's
-          e.regtile = c < base.regtile ? c : c + 1;
-        else
-          e.regtile = best_rt, e.kv_split = kvc[c];
-        const double t = time_candidate(G->kernel, p, &e, q, k, v, o, a.reps);
-        if (t < 0) {
-          free(q), free(k), free(v), free(o);
-          return ATTNBENCH_EXIT_FAILURE;
-        }
-        done++;
-        if (win < 0 || t < win_t) win = c, win_t = t;
-        const char *cur = attn_kernel_regtile(G->kernel, e.regtile).name;
-        if (phase == 0)
-          fprintf(stderr,
-                  "[%zu/%zu regtile %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s: %.3f "
-                  "ms (%s: %.3f ms)\n",
-                  g + 1, ng, c + 1, n, G->kernel->name, G->cls, shape, threads, e.tile_q, e.tile_kv,
-                  cur, t * 1e3, attn_kernel_regtile(G->kernel, base.regtile).name, ref_t * 1e3);
-        else
-          fprintf(stderr,
-                  "[%zu/%zu kv_split %d/%d] %s %s (%s, T%d) tile_q %d tile_kv %d regtile %s "
-                  "kv_split %d: %.3f ms (default split: %.3f ms)\n",
-                  g + 1, ng, c + 1, n, G->kernel->name, G->cls, shape, threads, e.tile_q, e.tile_kv,
-                  cur, e.kv_split, t * 1e3, ref_t * 1e3);
-      }
-      if (done < n)
-        fprintf(stderr,
-                "attnbench tune: %s %s: budget share %.3g s spent after %d of %d %s candidates\n",
-                G->kernel->name, G->cls, share, done, n, phase == 0 ? "regtile" : "kv_split");
-      if (win < 0) continue;
-      char label[64];  // the winner and what it had to beat
-      const int win_rt = win < base.regtile ? win : win + 1;
-      if (phase == 0)
-        snprintf(label, sizeof label, "regtile %s", attn_kernel_regtile(G->kernel, win_rt).name);
-      else
-        snprintf(label, sizeof label, "kv_split %d", kvc[win]);
-      if (win_t > (1.0 - kMinGain) * ref_t) {  // noise: keep what the earlier phase chose
-        fprintf(
-            stderr,
-            "attnbench tune: %s %s: best %s (%.3f ms) is not %.0f%% below %s (%.3f ms); "
-            "keeping that\n",
-            G->kernel->name, G->cls, label, win_t * 1e3, kMinGain * 100,
-            phase == 0 ? attn_kernel_regtile(G->kernel, base.regtile).name : "the default split",
-            ref_t * 1e3);
-        continue;
-      }
-      best_t = win_t;
-      if (phase == 0)
-        best_rt = win_rt;
-      else
-        best_kv = kvc[win];
-    }
-    // Confirmation (see the top): the choice against the built-in default, alternated.
-    double confirm_ratio = 0;  // median tuned / default; 0: not confirmed by rounds
-    bool refuted = false;      // the rounds turned the search's choice down
-    if (a.confirm > 0 && (best != 0 || best_rt != base.regtile || best_kv != base.kv_split)) {
-      attn_exec tuned = ex;
-      const attn_exec dflt = base;
-      tuned.regtile = best_rt, tuned.kv_split = best_kv;
-      double ratio[100];
-      for (int r = 0; r < a.confirm; r++) {
-        double t[2];  // t[0] the default, t[1] the tuned choice; the first alternates
-        for (int i = 0; i < 2; i++) {
-          const int which = (r + i) % 2;
-          t[which] = time_candidate(G->kernel, p, which ? &tuned : &dflt, q, k, v, o, a.reps);
-          if (t[which] < 0) {
-            free(q), free(k), free(v), free(o);
-            return ATTNBENCH_EXIT_FAILURE;
-          }
-        }
-        ratio[r] = t[1] / t[0];
-        fprintf(stderr,
-                "[%zu/%zu confirm %d/%d] %s %s (%s, T%d): built-in %.3f ms, tuned %.3f ms "
-                "(%.3f)\n",
-                g + 1, ng, r + 1, a.confirm, G->kernel->name, G->cls, shape, threads, t[0] * 1e3,
-                t[1] * 1e3, ratio[r]);
-      }
-      confirm_ratio = median_of(ratio, a.confirm);
-      if (confirm_ratio > 1.0 - kMinGain) {
-        fprintf(stderr,
-                "attnbench tune: %s %s: not confirmed (tuned / built-in %.3f over %d alternated "
-                "rounds, not %.0f%% below 1): keeping the built-in default\n",
-                G->kernel->name, G->cls, confirm_ratio, a.confirm, kMinGain * 100);
-        best = 0, best_rt = base.regtile, best_kv = base.kv_split, best_t = rule_t;
-        confirm_ratio = 0, refuted = true;
-      }
-    }
-    free(q), free(k), free(v), free(o);
-    // The default's tiles (cq[0], ckv[0]) come from the resolver, not attn_tune_round_tile:
-    // attn_tune_set refuses anything a tuning file cannot hold (never written as is).
-    const char *rt_name = nrt > 1 ? attn_kernel_regtile(G->kernel, best_rt).name : NULL;
-    if (!attn_tune_set(&file, G->kernel->name, G->cls, cq[best], ckv[best], err, sizeof err) ||
-        !attn_tune_set_variant(&file, G->kernel->name, G->cls, rt_name, best_kv, err, sizeof err)) {
-      fprintf(stderr, "attnbench tune: cannot record the result: %s; %s not changed\n", err, path);
-      return ATTNBENCH_EXIT_FAILURE;
-    }
-    // One line per group, one ratio on it: the confirmed one when rounds ran, else the
-    // search's (said to be unconfirmed); the search's times are on stderr.
-    char extra[96] = "";
-    if (rt_name) snprintf(extra, sizeof extra, " regtile %s", rt_name);
-    if (best_kv > 0)
-      snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " kv_split %d", best_kv);
-    char verdict[160];
-    const bool tuned = best != 0 || best_rt != base.regtile || best_kv != base.kv_split;
-    if (!tuned)
-      snprintf(verdict, sizeof verdict, "the built-in default%s",
-               refuted ? " (the search's choice was not confirmed)" : "");
-    else if (confirm_ratio > 0)
-      snprintf(verdict, sizeof verdict,
-               "tuned: %.2fx the built-in default's speed (median of %d alternated rounds)",
-               1.0 / confirm_ratio, a.confirm);
-    else
-      snprintf(verdict, sizeof verdict,
-               "tuned: %.2fx the built-in default's speed in the search, not confirmed "
-               "(--confirm 0)",
-               best_t > 0 ? rule_t / best_t : 1.0);
-    printf("%-16s %-14s tile_q %4d tile_kv %4d%s: %s; built-in %d x %d\n", G->kernel->name, G->cls,
-           cq[best], ckv[best], extra, verdict, cq[0], ckv[0]);
-    fflush(stdout);
+    if ((rc = tune_group_run(&a, groups, g, ng, &dflts[g], share, &file, path)) >= 0) return rc;
   }
-
-  // Merge into the file as it is now, under its lock: another tune may have written it
-  // since this one started, and its entries for other (kernel, class) pairs stay.
-  if (!attn_output_lock_wait(&out, 60, err, sizeof err)) {
-    fprintf(stderr, "attnbench tune: %s; %s not changed\n", err, path);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  static attn_tune_file merged;
-  memset(&merged, 0, sizeof merged);
-  if (!read_target(path, &merged, true)) {
-    attn_output_unlock(&out);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  const size_t kept = merged.count;
-  merged.machine = file.machine;
-  bool ok = true;
-  for (size_t i = 0; ok && i < file.count; i++) {
-    const attn_tune_entry *e = &file.entries[i];
-    ok =
-        attn_tune_set(&merged, e->kernel, e->cls, e->tile_q, e->tile_kv, err, sizeof err) &&
-        attn_tune_set_variant(&merged, e->kernel, e->cls, e->regtile, e->kv_split, err, sizeof err);
-  }
-  char *text = ok ? attn_tune_format(&merged) : NULL;
-  if (ok && !text) snprintf(err, sizeof err, "out of memory");
-  // Whatever tune writes must parse: the text is read back before it replaces anything.
-  static attn_tune_file back;
-  char back_err[ATTN_TUNE_PATH_MAX + 512] = "a different number of entries";
-  if (text && (!attn_tune_parse_text(path, text, strlen(text), &back, back_err, sizeof back_err) ||
-               back.count != merged.count)) {
-    snprintf(err, sizeof err, "internal error: the text to write does not read back: %.1000s",
-             back_err);
-    free(text);
-    text = NULL;
-  }
-  ok = text && attn_output_write(&out, &(attn_buf){text, strlen(text)}, 1, err, sizeof err);
-  free(text);
-  attn_output_unlock(&out);
-  if (!ok) {
-    fprintf(stderr, "attnbench tune: %s; %s not changed\n", err, path);
-    return ATTNBENCH_EXIT_FAILURE;
-  }
-  size_t kept_other = 0;  // the file's entries this run did not retune
-  for (size_t i = 0; i < kept; i++) {
-    bool mine = false;
-    for (size_t j = 0; j < file.count && !mine; j++)
-      mine = !strcmp(merged.entries[i].kernel, file.entries[j].kernel) &&
-             !strcmp(merged.entries[i].cls, file.entries[j].cls);
-    kept_other += !mine;
-  }
-  printf("wrote %s (%zu entries: %zu from this run, %zu kept) in %.1f s\n", path, merged.count,
-         file.count, kept_other, attn_now_seconds() - start);
+  size_t total, kept_other;
+  if (!attn_tune_merge_write(&out, path, &file, &total, &kept_other)) return ATTNBENCH_EXIT_FAILURE;
+  printf("wrote %s (%zu entries: %zu from this run, %zu kept) in %.1f s\n", path, total, file.count,
+         kept_other, attn_now_seconds() - start);
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

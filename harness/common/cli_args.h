@@ -20,8 +20,7 @@
 //     {.name = "threads", .kind = CLI_INT, .dest = &threads, .min = 0, .max = ATTN_MAX_THREADS,
 //     ...},
 //   };
-//   const cli_spec spec = {.command = "check", .summary = "...", .options = opts,
-//                          .n_options = sizeof opts / sizeof opts[0]};
+//   const cli_spec spec = {.command = "check", .summary = "...", CLI_OPTIONS(opts)};
 //   int rc = cli_parse(&spec, argc, argv);
 //   if (rc != CLI_OK) return cli_exit_code(rc);
 #pragma once
@@ -77,6 +76,9 @@ typedef struct cli_option {
   int64_t min, max;     // CLI_INT/CLI_INT64 range (both 0 = the type's full range)
   double fmin, fmax;    // CLI_DOUBLE range (both 0 = any finite value)
 } cli_option;
+
+// The option table fields of a cli_spec from an array of cli_option (not a pointer).
+#define CLI_OPTIONS(opts) .options = (opts), .n_options = sizeof(opts) / sizeof((opts)[0])
 
 typedef struct cli_spec {
   const char *command;  // subcommand name, used in messages: "attnbench <command>: ..."

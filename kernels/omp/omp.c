@@ -111,46 +111,28 @@ static int omp_run(const attn_kernel *inner, const attn_problem *p, const attn_e
 #define OMP_CAPS \
   (ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_DV_NE_DQK | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL)
 
+// The record of omp__<isa> (registry name, summary, the ISA it needs, the tiles of
+// tiled__<isa>, which runs each task).
+#define OMP_KERNEL(isa, ISA, isa_flag)                                                       \
+  OMP_ENTRY_POINTS(isa)                                                                      \
+  const attn_kernel attn_kernel_omp__##isa = {                                               \
+      .name = "omp__" #isa,                                                                  \
+      .summary =                                                                             \
+          "OpenMP over (batch, head, query block) around tiled__" #isa                       \
+          "; no GQA sharing, no split-KV (the plain-parallel baseline for flash__" #isa ")", \
+      .required_isa = isa_flag,                                                              \
+      .caps = OMP_CAPS,                                                                      \
+      .workspace = omp_##isa##_workspace,                                                    \
+      .run = omp_##isa##_run,                                                                \
+      TILED_TILES_RECORD(ISA),                                                               \
+  };
+
 // The records, for the ISAs the registry lists them on (ATTN_KERNEL_X86 / _ARM).
 #if defined(__x86_64__) || defined(__i386__)
-OMP_ENTRY_POINTS(avx2)
-const attn_kernel attn_kernel_omp__avx2 = {
-    .name = "omp__avx2",
-    .summary =
-        "OpenMP over (batch, head, query block) around tiled__avx2; no GQA sharing, "
-        "no split-KV (the plain-parallel baseline for flash__avx2)",
-    .required_isa = ATTN_ISA_AVX2,
-    .caps = OMP_CAPS,
-    .workspace = omp_avx2_workspace,
-    .run = omp_avx2_run,
-    TILED_TILES_RECORD(AVX2),  // the tiles of tiled__avx2, which runs each task
-};
-
-OMP_ENTRY_POINTS(avx512)
-const attn_kernel attn_kernel_omp__avx512 = {
-    .name = "omp__avx512",
-    .summary =
-        "OpenMP over (batch, head, query block) around tiled__avx512; no GQA sharing, "
-        "no split-KV (the plain-parallel baseline for flash__avx512)",
-    .required_isa = ATTN_ISA_AVX512F,
-    .caps = OMP_CAPS,
-    .workspace = omp_avx512_workspace,
-    .run = omp_avx512_run,
-    TILED_TILES_RECORD(AVX512),  // the tiles of tiled__avx512, which runs each task
-};
+OMP_KERNEL(avx2, AVX2, ATTN_ISA_AVX2)
+OMP_KERNEL(avx512, AVX512, ATTN_ISA_AVX512F)
 #endif
 
 #if defined(__aarch64__)
-OMP_ENTRY_POINTS(neon)
-const attn_kernel attn_kernel_omp__neon = {
-    .name = "omp__neon",
-    .summary =
-        "OpenMP over (batch, head, query block) around tiled__neon; no GQA sharing, "
-        "no split-KV (the plain-parallel baseline for flash__neon)",
-    .required_isa = ATTN_ISA_NEON,
-    .caps = OMP_CAPS,
-    .workspace = omp_neon_workspace,
-    .run = omp_neon_run,
-    TILED_TILES_RECORD(NEON),  // the tiles of tiled__neon, which runs each task
-};
+OMP_KERNEL(neon, NEON, ATTN_ISA_NEON)
 #endif

@@ -4,24 +4,12 @@
 //   Q·Kᵀ: 8 query rows × 48 keys = 24 accumulators (11 loads per 24 FMAs; why not 8×32:
 //         docs/design.md);  P·V: 8 rows × 32 columns = 16.
 #include "simd/vec_avx512.h"
-#include "tiled/tiled_tiles.h"
 
-#define TILED_MR TILED_AVX512_MR
-#define TILED_NRV TILED_AVX512_NRV
-#define TILED_NV TILED_AVX512_NV
+#define TILED_ISA AVX512  // its register tile: tiled/tiled_tiles.h
 #define TILED_DIRECT_ROWS 32
 #define VK_K_UNROLL 2  // micro-kernel k loop unrolled 2× (same FMA order; docs/design.md)
 #include "simd/softmax.h"
 #include "tiled/tiled_body.h"
-_Static_assert(VF_W == TILED_AVX512_LANES, "tiled_tiles.h: the vector width of vec_avx512.h");
 
-const attn_kernel attn_kernel_tiled__avx512 = {
-    .name = "tiled__avx512",
-    .summary =
-        "1 thread, AVX-512F register tiles 8x48 (QK^T) / 8x32 (PV), packed K, online softmax",
-    .required_isa = ATTN_ISA_AVX512F,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_ALL,  // K/V types widened per head
-    .workspace = tiled_workspace,
-    .run = tiled_run,
-    TILED_RECORD_TILES,
-};
+TILED_KERNEL(avx512, ATTN_ISA_AVX512F,
+             "1 thread, AVX-512F register tiles 8x48 (QK^T) / 8x32 (PV), packed K, online softmax");

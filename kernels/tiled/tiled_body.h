@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // tiled_body.h — the single-thread SIMD attention kernel, written once over the vf_*
-// mapping. A per-ISA translation unit includes its vec_<isa>.h, defines the register
-// tile and includes this file:
-//     TILED_MR    query rows per micro-tile (both GEMMs)
-//     TILED_NRV   vectors of keys per packed K panel (Q·Kᵀ micro-tile = MR × NRV·VF_W)
-//     TILED_NV    vectors of head_dim_v per P·V micro-tile step (MR × NV·VF_W)
+// mapping. A per-ISA translation unit includes its vec_<isa>.h, defines
+//     TILED_ISA   AVX2, AVX512 or NEON: the register tile of tiled/tiled_tiles.h, as
+//       TILED_MR    query rows per micro-tile (both GEMMs)
+//       TILED_NRV   vectors of keys per packed K panel (Q·Kᵀ micro-tile = MR × NRV·VF_W)
+//       TILED_NV    vectors of head_dim_v per P·V micro-tile step (MR × NV·VF_W)
 //     TILED_DIRECT_ROWS     below this many query rows per K/V head (seq_q × group),
 //                           skip packing K and use the direct Q·Kᵀ path (decode)
-// It defines tiled_workspace() and tiled_run() for the TU's attn_kernel record. Cache
-// tiles come from attn_exec, or the one tile rule (core/tiles.h) where it leaves them 0.
+// includes this file and makes its record with TILED_KERNEL (at the end). It defines
+// tiled_workspace() and tiled_run() for that record. Cache tiles come from attn_exec, or
+// the one tile rule (core/tiles.h) where it leaves them 0.
 //
 // Algorithm, per (batch b, K/V head g):
 //   pack K[b,g] into panels Kp[panel][d][KP] (KP = NRV·VF_W keys; zero-padded keys), so
@@ -42,6 +43,15 @@
 #include "core/attn_internal.h"
 #include "core/tiles.h"
 #include "simd/kv_widen.h"
+#include "tiled/tiled_tiles.h"
+
+#define TILED_TILE_(ISA, what) TILED_##ISA##_##what
+#define TILED_TILE(ISA, what) TILED_TILE_(ISA, what)  // TILED_ISA expanded first
+#define TILED_MR TILED_TILE(TILED_ISA, MR)
+#define TILED_NRV TILED_TILE(TILED_ISA, NRV)
+#define TILED_NV TILED_TILE(TILED_ISA, NV)
+_Static_assert(VF_W == TILED_TILE(TILED_ISA, LANES),
+               "tiled_tiles.h: the vector width of the ISA's vec_<isa>.h");
 // The micro-kernel's accumulator array: 16 rows × 8 vectors bounds every tile a tiled
 // ISA file picks (tiled_tiles.h); the calls' constant mr and nv keep it in registers.
 #define VK_MR_MAX 16
@@ -318,3 +328,16 @@ static int tiled_run(const attn_problem *p, const attn_exec *exec, const float *
   attn_fp_env_leave(env);
   return ATTN_OK;
 }
+
+// The record of tiled__<isa> (attn.h): its name, summary and required ISA flag (ATTN_ISA_*);
+// every shape and K/V type (widened per head), the tiles above.
+#define TILED_KERNEL(isa, isa_flag, summary_text)    \
+  const attn_kernel attn_kernel_tiled__##isa = {     \
+      .name = "tiled__" #isa,                        \
+      .summary = summary_text,                       \
+      .required_isa = isa_flag,                      \
+      .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_ALL, \
+      .workspace = tiled_workspace,                  \
+      .run = tiled_run,                              \
+      TILED_RECORD_TILES,                            \
+  }

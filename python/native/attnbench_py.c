@@ -184,6 +184,21 @@ static int settings_of(const attn_kernel *k, const attn_problem *p, int threads,
   return ATTN_OK;
 }
 
+// What every entry point starts from: kernel `name` (NULL: none, *kern = NULL), the
+// problem and its resolved settings (settings_of). ATTN_OK (err empty) or the first error.
+static int setup_of(const char *name, const int64_t *dims, int causal, int has_scale, double scale,
+                    int threads, int tile_q, int tile_kv, const char *regtile, int kv_split,
+                    const attn_kernel **kern, attn_problem *p, attn_settings *s, char *err,
+                    size_t err_len) {
+  if (err_len) err[0] = '\0';
+  *kern = NULL;
+  int rc = name ? kernel_of(name, kern, err, err_len) : ATTN_OK;
+  if (rc == ATTN_OK) rc = problem_of(dims, causal, has_scale, scale, p, err, err_len);
+  if (rc == ATTN_OK)
+    rc = settings_of(*kern, p, threads, tile_q, tile_kv, regtile, kv_split, s, err, err_len);
+  return rc;
+}
+
 // The resolved settings of kernel `name` (NULL: none) on a problem, without running it:
 // values[ATTN_SETTING_COUNT] (threads, bind, tile_q, tile_kv, regtile, kv_split),
 // sources[ATTN_SETTING_COUNT] (attn_source codes) and, in explain, `attnbench run
@@ -192,14 +207,11 @@ ATTNPY_EXPORT int attnpy_settings(const char *name, const int64_t *dims, int cau
                                   double scale, int threads, int tile_q, int tile_kv,
                                   const char *regtile, int kv_split, int *values, int *sources,
                                   char *explain, size_t explain_len, char *err, size_t err_len) {
-  if (err_len) err[0] = '\0';
-  const attn_kernel *kern = NULL;
+  const attn_kernel *kern;
   attn_problem p;
   attn_settings s;
-  int rc = name ? kernel_of(name, &kern, err, err_len) : ATTN_OK;
-  if (rc == ATTN_OK) rc = problem_of(dims, causal, has_scale, scale, &p, err, err_len);
-  if (rc == ATTN_OK)
-    rc = settings_of(kern, &p, threads, tile_q, tile_kv, regtile, kv_split, &s, err, err_len);
+  const int rc = setup_of(name, dims, causal, has_scale, scale, threads, tile_q, tile_kv, regtile,
+                          kv_split, &kern, &p, &s, err, err_len);
   if (rc != ATTN_OK) return rc;
   const int v[ATTN_SETTING_COUNT] = {s.exec.threads, (int)s.bind,    s.exec.tile_q,
                                      s.exec.tile_kv, s.exec.regtile, s.exec.kv_split};
@@ -221,14 +233,11 @@ ATTNPY_EXPORT int attnpy_run(const char *name, const int64_t *dims, int causal, 
                              double scale, int threads, int tile_q, int tile_kv,
                              const char *regtile, int kv_split, const float *q, const float *k,
                              const float *v, float *o, char *err, size_t err_len) {
-  if (err_len) err[0] = '\0';
   const attn_kernel *kern;
   attn_problem p;
   attn_settings s;
-  int rc = kernel_of(name, &kern, err, err_len);
-  if (rc == ATTN_OK) rc = problem_of(dims, causal, has_scale, scale, &p, err, err_len);
-  if (rc == ATTN_OK)
-    rc = settings_of(kern, &p, threads, tile_q, tile_kv, regtile, kv_split, &s, err, err_len);
+  int rc = setup_of(name, dims, causal, has_scale, scale, threads, tile_q, tile_kv, regtile,
+                    kv_split, &kern, &p, &s, err, err_len);
   if (rc == ATTN_OK) rc = attn_kernel_call(kern, &p, &s.exec, q, k, v, o, err, err_len);
   return rc;
 }
@@ -243,15 +252,11 @@ ATTNPY_EXPORT int attnpy_check(const char *name, const int64_t *dims, int causal
                                const char *regtile, int kv_split, const float *q, const float *k,
                                const float *v, const float *o, float *ref, int *verdict,
                                double *stats, char *message, size_t message_len) {
-  if (message_len) message[0] = '\0';
-  const attn_kernel *kern = NULL;
+  const attn_kernel *kern;
   attn_problem p;
   attn_settings s;
-  int rc = name ? kernel_of(name, &kern, message, message_len) : ATTN_OK;
-  if (rc == ATTN_OK) rc = problem_of(dims, causal, has_scale, scale, &p, message, message_len);
-  if (rc == ATTN_OK)
-    rc = settings_of(kern, &p, threads, tile_q, tile_kv, regtile, kv_split, &s, message,
-                     message_len);
+  int rc = setup_of(name, dims, causal, has_scale, scale, threads, tile_q, tile_kv, regtile,
+                    kv_split, &kern, &p, &s, message, message_len);
   if (rc != ATTN_OK) return rc;
   const attn_exec e = s.exec;
   attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, k, v, message, message_len);

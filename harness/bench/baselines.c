@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// External baselines for `attnbench bench` (--export-inputs, --baselines): the sweep's
+// inputs are exported first (bench/inputs.h); after the sweep, scripts/bench-baselines
+// (Python, outside this binary: the core needs no Python) runs each external baseline on
+// those very files and adds it to the results file. The script is looked up in order:
+// $ATTNBENCH_BENCH_BASELINES; <dir of this binary>/../share/attnbench/scripts/
+// bench-baselines (an installed attnbench); ATTNBENCH_SOURCE_DIR/scripts/bench-baselines
+// (the source tree this binary was built from).
+#define _POSIX_C_SOURCE 200809L
+#include "bench/baselines.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/inputs.h"
+#include "common/cli_args.h"  // exit codes
+#include "machine/placement.h"
+
+#ifndef ATTNBENCH_SOURCE_DIR
+#define ATTNBENCH_SOURCE_DIR ""
+#endif
+
+static bool is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool self_exe(char *buf, size_t len) {
+  const ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+// Returns false after a message naming every place looked at.
+static bool find_baselines_script(char *buf, size_t len) {
+  char tried[3][ATTN_OUT_PATH_MAX + 64];
+  int n = 0;
+  const char *env = getenv("ATTNBENCH_BENCH_BASELINES");
+  if (env && *env) {
+    snprintf(buf, len, "%s", env);
+    if (is_file(buf)) return true;
+    fprintf(stderr, "attnbench bench: ATTNBENCH_BENCH_BASELINES=%s is not a file\n", env);
+    return false;
+  }
+  char exe[ATTN_OUT_PATH_MAX];
+  if (self_exe(exe, sizeof exe)) {
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(tried[n++], sizeof tried[0], "%s/../share/attnbench/scripts/bench-baselines", exe);
+  }
+  if (ATTNBENCH_SOURCE_DIR[0])
+    snprintf(tried[n++], sizeof tried[0], "%s/scripts/bench-baselines", ATTNBENCH_SOURCE_DIR);
+  for (int i = 0; i < n; i++) {
+    const size_t n_chars = strlen(tried[i]);
+    if (n_chars < len && is_file(tried[i])) {
+      memcpy(buf, tried[i], n_chars + 1);
+      return true;
+    }
+  }
+  fprintf(stderr,
+          "attnbench bench: --baselines: cannot find scripts/bench-baselines (looked at %s%s%s); "
+          "set ATTNBENCH_BENCH_BASELINES to its path\n",
+          n > 0 ? tried[0] : "nothing", n > 1 ? " and " : "", n > 1 ? tried[1] : "");
+  return false;
+}
+
+// Runs argv (argv[0] found on PATH) and waits. Returns its exit status, or -1 after a
+// message if it could not be started or did not exit normally.
+static int spawn_wait(char *const argv[]) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid;
+  extern char **environ;
+  // The sweep pinned this thread to one core (placement.h); the child would inherit that
+  // and run every framework's threads on it.
+  (void)attn_placement_unbind();
+  const int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+  if (err != 0) {
+    fprintf(stderr, "attnbench bench: cannot start %s: %s\n", argv[0], strerror(err));
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "attnbench bench: waiting for %s: %s\n", argv[1], strerror(errno));
+      return -1;
+    }
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  fprintf(stderr, "attnbench bench: %s was killed by signal %d\n", argv[1],
+          WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return -1;
+}
+
+// Removes a temporary export: the files export_inputs wrote (no subdirectories), then it.
+static void remove_export(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    for (struct dirent *e; (e = readdir(d));) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      char path[ATTN_OUT_PATH_MAX + 256];
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+// "python3 SCRIPT ARGS… [--venv DIR] [--require] [--baselines LIST]" into argv (LIST
+// omitted for "all").
+static int run_script(const attn_baselines_run *br, const char *const *args, size_t n_args) {
+  const char *list = br->list;
+  char *argv[20];
+  size_t n = 0;
+  argv[n++] = "python3";
+  argv[n++] = (char *)br->script;
+  for (size_t i = 0; i < n_args && n < 12; i++) argv[n++] = (char *)args[i];
+  if (br->venv) {
+    argv[n++] = "--venv";
+    argv[n++] = (char *)br->venv;
+  }
+  if (br->require) argv[n++] = "--require";
+  if (strcmp(list, "all") != 0) {
+    argv[n++] = "--baselines";
+    argv[n++] = (char *)list;
+  }
+  argv[n] = NULL;
+  return spawn_wait(argv);
+}
+
+// Before the sweep: the script, this binary, the pre-flight (Python environment and each
+// named baseline installed), the export. Returns -1 to go on, else the exit code.
+int attn_baselines_prepare(attn_baselines_run *br, const attn_bench_plan *plan) {
+  if (br->list) {
+    if (!find_baselines_script(br->script, sizeof br->script)) return ATTNBENCH_EXIT_USAGE;
+    if (!self_exe(br->exe, sizeof br->exe)) {
+      fprintf(stderr, "attnbench bench: --baselines: cannot resolve /proc/self/exe\n");
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    // 0: ready; 3: nothing installed and none named (a note says how to install them).
+    const char *args[] = {"--preflight"};
+    const int rc = run_script(br, args, 1);
+    if (rc != 0 && rc != 3) {
+      fprintf(stderr, "attnbench bench: --baselines %s: not ready (see above); nothing was run\n",
+              br->list);
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    br->ready = rc == 0;
+  }
+  if (!br->export_dir && !br->ready) return -1;
+  if (br->export_dir) {
+    snprintf(br->dir, sizeof br->dir, "%s", br->export_dir);
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(br->dir, sizeof br->dir, "%s/attnbench-inputs.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(br->dir)) {
+      fprintf(stderr, "attnbench bench: cannot create a directory for the inputs (%s): %s\n",
+              br->dir, strerror(errno));
+      return ATTNBENCH_EXIT_FAILURE;
+    }
+    br->temporary = true;
+  }
+  char err[ATTN_OUT_PATH_MAX + 512];
+  if (!attn_bench_export_inputs(plan, br->dir, err, sizeof err)) {
+    fprintf(stderr, "attnbench bench: --export-inputs: %s\n", err);
+    if (br->temporary) remove_export(br->dir);
+    return ATTNBENCH_EXIT_FAILURE;
+  }
+  if (!br->quiet) fprintf(stderr, "inputs of %zu points -> %s/index.json\n", plan->count, br->dir);
+  return -1;
+}
+
+// After the sweep: the baselines into the results file. Returns the script's verdict
+// (0 ok, 1 something failed).
+int attn_baselines_finish(attn_baselines_run *br, const char *out) {
+  int rc = ATTNBENCH_EXIT_OK;
+  if (br->ready && out && is_file(out)) {
+    const char *args[] = {out, "--inputs", br->dir, "--attnbench", br->exe};
+    const int st = run_script(br, args, 5);
+    rc = st == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+  } else if (br->list && !br->ready) {  // 'all' with nothing installed: said at the end too
+    fprintf(stderr,
+            "baselines: none ran (none installed; the notes before the sweep say why; "
+            "scripts/setup-baselines installs them)\n");
+  }
+  if (br->temporary) remove_export(br->dir);
+  return rc;
+}
+
+void attn_baselines_discard(attn_baselines_run *br) {
+  if (br->temporary) remove_export(br->dir);
+}

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// The parsed form of a sweep config, shared by its reader (config.c: inih handlers,
+// cross-key validation) and its expansion into points (config_expand.c). Private to
+// harness/bench/config*.c; the interface is bench/config.h.
+#ifndef ATTNBENCH_BENCH_CONFIG_SWEEP_H
+#define ATTNBENCH_BENCH_CONFIG_SWEEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bench/config.h"
+
+enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
+
+typedef struct ilist {
+  int64_t v[kMaxValues];
+  int n;      // 0: not given (or given empty)
+  bool seen;  // key present in the section
+} ilist;
+
+// The option keys (attention variants): each a list of values, every value an
+// attn_bench_opts with only that key's fields set (the rest zero), swept like the others.
+enum { kOptAlign, kOptWindow, kOptSoftcap, kOptAlibi, kOptSinks, kOptMask, kOptLse, kOptKeys };
+
+typedef struct olist {
+  attn_bench_opts v[kMaxValues];
+  int n;  // 0: not given (or given empty): the one value "none"
+} olist;
+
+typedef struct sweep {
+  char name[48];
+  const attn_kernel *kernels[kMaxKernels];
+  int nk;
+  ilist batch, heads, kv_heads, d_model, head_dim, head_dim_v, seq_len, seq_kv, causal, threads;
+  int repetitions;
+  double min_time;
+  bool cold_inputs;
+  char regtile[32];  // "" = not given
+  int kv_split;      // with kv_split_given
+  bool kv_split_given;
+  olist opts[kOptKeys];                    // indexed by kOpt*
+  attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
+  int n_kv_dtypes;
+} sweep;
+
+typedef struct key_line {
+  char section[48];
+  char key[32];
+  int line;
+} key_line;
+
+typedef struct parse_ctx {
+  const char *path;
+  sweep *sweeps;
+  int nsweeps;
+  key_line keys[kMaxKeys];
+  int nkeys;
+  int err_line;  // first semantic error (0: none)
+  char err[256];
+} parse_ctx;
+
+// The points so far plus an open-addressing hash set of their names (indices into pts,
+// SIZE_MAX = empty slot; the table is kept at most half full), so that dropping a point
+// already produced by another sweep costs O(1) instead of a scan of every point.
+typedef struct plan_builder {
+  attn_bench_point *pts;
+  size_t n, cap;
+  size_t *slots;
+  size_t nslots;  // a power of two, >= 2 * cap
+} plan_builder;
+
+// Bounded copy that always terminates dst (truncating long names is fine here).
+void config_copy_str(char *dst, size_t n, const char *src);
+// The line of key in section (key NULL: of the section's first key); 0 if absent.
+int config_line_of(const parse_ctx *c, const char *section, const char *key);
+// Records the first semantic error; returns 0 (inih's "handler failed").
+int config_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// The number of combinations of a sweep's option lists, and combination `index`.
+size_t config_option_combinations(const sweep *s);
+attn_bench_opts config_option_combination(const sweep *s, size_t index);
+// Number of points a sweep expands to before duplicates are dropped, saturated at
+// limit + 1.
+size_t config_sweep_points(const sweep *s, const attn_bench_overrides *ov, size_t limit);
+// Appends the points of s (validated) to b; false with the error in c.
+bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov, plan_builder *b);
+
+#endif
