@@ -11,7 +11,7 @@
 #include "attn.h"
 #include "bench/adjacent.h"  // the probe --bandwidth-probe-server serves
 #include "cli/commands.h"
-#include "cli/info_parallel.h"  // cores, binding, tiles, read bandwidth (flash helper)
+#include "cli/info_parallel.h"  // cores, binding, tiles, read bandwidth
 #include "common/cli_args.h"
 #include "machine/cpu_ident.h"
 #include "machine/placement.h"
