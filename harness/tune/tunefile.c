@@ -186,6 +186,12 @@ static void trim(char *s) {
 static const char *const kMachineKeys[] = {"vendor", "family", "model", "stepping", "isa", "build"};
 enum { kMachineKeyCount = 6 };
 
+// A [machine] text value the writer can put back as "key = value": non-empty, shorter than
+// size, and not starting with ';' or '#' (after "= " inih would read that as a comment).
+static bool text_value_ok(const char *value, size_t size) {
+  return value[0] && value[0] != ';' && value[0] != '#' && strlen(value) < size;
+}
+
 // Closes the section being read: [machine] or a kernel section must be complete.
 static void end_section(parse_ctx *c) {
   if (c->in_machine) {
@@ -326,7 +332,7 @@ static int handler(void *user, const char *section, const char *name, const char
     bool ok = true;
     switch (i) {
       case 0:
-        ok = value[0] && strlen(value) < sizeof m->vendor;
+        ok = text_value_ok(value, sizeof m->vendor);
         copy(m->vendor, sizeof m->vendor, value);
         break;
       case 1:
@@ -339,17 +345,18 @@ static int handler(void *user, const char *section, const char *name, const char
         ok = parse_int(value, -1, 1 << 20, &m->stepping);
         break;
       case 4:
-        ok = value[0] && strlen(value) < sizeof m->isa;
+        ok = text_value_ok(value, sizeof m->isa);
         copy(m->isa, sizeof m->isa, value);
         break;
       default:
-        ok = value[0] && strlen(value) < sizeof m->build;
+        ok = text_value_ok(value, sizeof m->build);
         copy(m->build, sizeof m->build, value);
         break;
     }
     if (!ok)
       return fail(c, c->line, "[machine]: %s = '%s': expected %s", name, value,
-                  i >= 1 && i <= 3 ? "a whole number (-1 = unknown)" : "a non-empty value");
+                  i >= 1 && i <= 3 ? "a whole number (-1 = unknown)"
+                                   : "a non-empty value not starting with ';' or '#'");
     return 1;
   }
   attn_tune_entry *e = &c->out->entries[c->out->count - 1];
