@@ -35,6 +35,29 @@
 //     block d = f16(max|x|/127), q = x/d rounded to nearest even, clamped to ±127
 //     (an all-zero block has d = 0 and q = 0).
 //
+// ── Compute modes (attn_problem.compute; 0 = ATTN_COMPUTE_F32) ─────────────────────
+//     Which products run at which precision. Every sum (the scores, the softmax sums,
+//     the weighted sum of V) is float32 in every mode.
+//     F32   the contract above: products of the stored values in float32.
+//     BF16  Q, K and V are rounded to bfloat16 (nearest, ties to even) — that rounding is
+//           part of the inputs, so the reference sees the rounded values. Scores are sums
+//           of products of bfloat16 pairs (exact in float32); each probability
+//           p = e^(s−m) may be rounded to bfloat16 before it multiplies V (the kernel's
+//           own rounding, relative error ≤ 2^-8, bounded by the checker); the
+//           normaliser sums the probabilities before or after that rounding.
+//     F16   the same with IEEE binary16 (products exact in float32; p rounded to
+//           binary16, relative error ≤ 2^-11 for p ≥ 2^-14 and absolute ≤ 2^-25
+//           below). |Q|, |K|, |V| above 65504 round to ±inf and are refused
+//           (attn_inputs_check).
+//     INT8  needs kv_dtype Q8_0. Each Q row is quantized per 32-element block with the
+//           Q8_0 rule (kernels/core/convert.h) — part of the inputs, as K's is — and
+//           each score is Σ_blocks f16(d_q)·f16(d_k)·Σ_t q_t·k_t with exact integer
+//           block dot products, scaled and summed in float32. P·V as in F32 (V as
+//           stored). Needs head_dim_qk % 32 == 0 (as Q8_0 does).
+//     A kernel without the mode's ATTN_CAP_COMPUTE_* bit runs (attn_kernel_run) on float32
+//     copies of the rounded inputs in F32 mode: the same problem, without the kernel's own
+//     rounding of p, which the bound allows.
+//
 // ── Grouped K/V heads (GQA / MQA) ───────────────────────────────────────────────────
 //     heads % kv_heads == 0; query head h reads K/V head h / (heads / kv_heads).
 //     kv_heads == heads is ordinary multi-head attention, kv_heads == 1 is MQA.
@@ -188,6 +211,15 @@ bool attn_dtype_parse(const char *s, attn_dtype *out);
 // 34·ceil(dim/32) (Q8_0). Saturates at SIZE_MAX; 0 for dim < 1 or an unknown type.
 size_t attn_kv_row_bytes(attn_dtype t, int64_t dim);
 
+// The compute mode (see "Compute modes").
+typedef enum attn_compute {
+  ATTN_COMPUTE_F32 = 0,   // float32 products (the default: a zero-initialised problem)
+  ATTN_COMPUTE_BF16 = 1,  // bfloat16 Q, K, V and P; float32 sums
+  ATTN_COMPUTE_F16 = 2,   // binary16 Q, K, V and P; float32 sums
+  ATTN_COMPUTE_INT8 = 3,  // Q8_0 Q against Q8_0 K in integer dot products; needs kv_dtype Q8_0
+} attn_compute;
+#define ATTN_COMPUTE_COUNT 4
+
 typedef struct attn_problem {
   int64_t batch;        // >= 1
   int64_t heads;        // query heads, >= 1
@@ -200,6 +232,7 @@ typedef struct attn_problem {
   float scale;          // multiplies Q·Kᵀ; finite. attn_problem_make sets 1/sqrt(head_dim_qk)
   const attn_options *opts;  // attention variants; NULL = none (attn_problem_make's default)
   attn_dtype kv_dtype;       // element type of K and V; 0 = ATTN_DTYPE_F32 (the default)
+  attn_compute compute;      // compute mode; 0 = ATTN_COMPUTE_F32 (the default)
 } attn_problem;
 
 // Bits of the options a problem uses (ATTN_CAP_OPT_* values, 0 = a plain problem).
@@ -315,12 +348,18 @@ int attn_exec_check(const attn_exec *exec, char *err, size_t err_len);
 
 // CPU features a kernel may require (bit set). attn_cpu_features() reports the running CPU's.
 enum {
-  ATTN_ISA_AVX2 = 1u << 0,        // AVX2 + FMA3 (and the OS saves YMM state)
-  ATTN_ISA_AVX512F = 1u << 1,     // AVX-512 F (and the OS saves ZMM state)
-  ATTN_ISA_NEON = 1u << 2,        // aarch64 Advanced SIMD
-  ATTN_ISA_F16C = 1u << 3,        // F16C half-precision conversions (with AVX state saved)
-  ATTN_ISA_AVX512BF16 = 1u << 4,  // AVX512_BF16 (with AVX-512 F, BW, VL and ZMM state)
-  ATTN_ISA_AVX512FP16 = 1u << 5,  // AVX512_FP16 (with AVX-512 F, BW, VL and ZMM state)
+  ATTN_ISA_AVX2 = 1u << 0,           // AVX2 + FMA3 (and the OS saves YMM state)
+  ATTN_ISA_AVX512F = 1u << 1,        // AVX-512 F (and the OS saves ZMM state)
+  ATTN_ISA_NEON = 1u << 2,           // aarch64 Advanced SIMD
+  ATTN_ISA_F16C = 1u << 3,           // F16C half-precision conversions (with AVX state saved)
+  ATTN_ISA_AVX512BF16 = 1u << 4,     // AVX512_BF16 (with AVX-512 F, BW, VL and ZMM state)
+  ATTN_ISA_AVX512FP16 = 1u << 5,     // AVX512_FP16 (with AVX-512 F, BW, VL and ZMM state)
+  ATTN_ISA_AVX512VNNI = 1u << 6,     // AVX512_VNNI (with AVX-512 F, BW, VL and ZMM state)
+  ATTN_ISA_AVXVNNI = 1u << 7,        // AVX-VNNI (VEX vpdpbusd on ymm, with AVX2)
+  ATTN_ISA_AMXBF16 = 1u << 8,        // AMX-BF16 tiles, the OS having granted XTILEDATA
+  ATTN_ISA_NEON_BF16 = 1u << 9,      // aarch64 BF16 (BFDOT, BFMMLA)
+  ATTN_ISA_NEON_DOTPROD = 1u << 10,  // aarch64 DotProd (SDOT/UDOT)
+  ATTN_ISA_NEON_FHM = 1u << 11,      // aarch64 FHM (FMLAL: binary16 products, float32 sums)
 };
 
 // Capability flags. Every registered kernel must support the whole problem space (a
@@ -351,6 +390,12 @@ enum {
   ATTN_CAP_KV_BF16 = 1u << 17,
   ATTN_CAP_KV_Q8_0 = 1u << 18,
   ATTN_CAP_KV_ALL = ATTN_CAP_KV_F16 | ATTN_CAP_KV_BF16 | ATTN_CAP_KV_Q8_0,
+  // Compute modes (attn_problem.compute) the kernel's entry point runs itself (F32
+  // always). Any other mode reaches it as F32 on rounded float32 copies (attn_kernel_run).
+  ATTN_CAP_COMPUTE_BF16 = 1u << 20,
+  ATTN_CAP_COMPUTE_F16 = 1u << 21,
+  ATTN_CAP_COMPUTE_INT8 = 1u << 22,
+  ATTN_CAP_COMPUTE_ALL = ATTN_CAP_COMPUTE_BF16 | ATTN_CAP_COMPUTE_F16 | ATTN_CAP_COMPUTE_INT8,
 };
 
 // The ATTN_CAP_KV_* bit of a type (0 for F32, which every kernel reads).

@@ -34,12 +34,12 @@ static uint32_t detect(void) {
   __cpuid_count(7, 0, a, b, c, d);
   const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16);
   const bool avx512bw = b & (1u << 30), avx512vl = b & (1u << 31);
-  const bool avx512fp16 = d & (1u << 23);
+  const bool avx512fp16 = d & (1u << 23), avx512vnni = c & (1u << 11);
   const bool f16c = ymm_os && (c1 & (1u << 29));
   unsigned a1 = 0, b1 = 0, c1b = 0, d1 = 0;
   if (a >= 1) __cpuid_count(7, 1, a1, b1, c1b, d1);  // a = max subleaf of leaf 7
   (void)b1, (void)c1b, (void)d1;
-  const bool avx512bf16 = a1 & (1u << 5);
+  const bool avx512bf16 = a1 & (1u << 5), avxvnni = a1 & (1u << 4);
   if (ymm_os && avx2 && fma) isa |= ATTN_ISA_AVX2;
   if (f16c) isa |= ATTN_ISA_F16C;
   if (zmm_os && avx512f && (isa & ATTN_ISA_AVX2)) isa |= ATTN_ISA_AVX512F;
@@ -48,6 +48,8 @@ static uint32_t detect(void) {
   const bool avx512_fbwvl = (isa & ATTN_ISA_AVX512F) && avx512bw && avx512vl;
   if (avx512_fbwvl && avx512bf16) isa |= ATTN_ISA_AVX512BF16;
   if (avx512_fbwvl && avx512fp16) isa |= ATTN_ISA_AVX512FP16;
+  if (avx512_fbwvl && avx512vnni) isa |= ATTN_ISA_AVX512VNNI;
+  if ((isa & ATTN_ISA_AVX2) && avxvnni) isa |= ATTN_ISA_AVXVNNI;
   return isa;
 }
 #elif defined(__aarch64__) && defined(__linux__)
@@ -139,7 +141,13 @@ const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len) {
                {ATTN_ISA_NEON, "neon"},
                {ATTN_ISA_F16C, "f16c"},
                {ATTN_ISA_AVX512BF16, "avx512bf16"},
-               {ATTN_ISA_AVX512FP16, "avx512fp16"}};
+               {ATTN_ISA_AVX512FP16, "avx512fp16"},
+               {ATTN_ISA_AVX512VNNI, "avx512vnni"},
+               {ATTN_ISA_AVXVNNI, "avxvnni"},
+               {ATTN_ISA_AMXBF16, "amx-bf16"},
+               {ATTN_ISA_NEON_BF16, "neon-bf16"},
+               {ATTN_ISA_NEON_DOTPROD, "neon-dotprod"},
+               {ATTN_ISA_NEON_FHM, "neon-fhm"}};
   if (!buf || !buf_len) return "";
   buf[0] = '\0';
   size_t used = 0;

@@ -97,12 +97,14 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
   if (!k->summary) ATTN_FAIL("kernel %s: summary is NULL", k->name);
   if (!k->run) ATTN_FAIL("kernel %s: run (the entry point) is NULL", k->name);
   const uint32_t isa_known = ATTN_ISA_AVX2 | ATTN_ISA_AVX512F | ATTN_ISA_NEON | ATTN_ISA_F16C |
-                             ATTN_ISA_AVX512BF16 | ATTN_ISA_AVX512FP16;
+                             ATTN_ISA_AVX512BF16 | ATTN_ISA_AVX512FP16 | ATTN_ISA_AVX512VNNI |
+                             ATTN_ISA_AVXVNNI | ATTN_ISA_AMXBF16 | ATTN_ISA_NEON_BF16 |
+                             ATTN_ISA_NEON_DOTPROD | ATTN_ISA_NEON_FHM;
   if (k->required_isa & ~isa_known)
     ATTN_FAIL("kernel %s: required_isa 0x%x has unknown bits 0x%x (see ATTN_ISA_*)", k->name,
               (unsigned)k->required_isa, (unsigned)(k->required_isa & ~isa_known));
   const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT |
-                              ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL;
+                              ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL | ATTN_CAP_COMPUTE_ALL;
   if (k->caps & ~caps_known)
     ATTN_FAIL("kernel %s: caps 0x%x has unknown bits 0x%x (see ATTN_CAP_*)", k->name,
               (unsigned)k->caps, (unsigned)(k->caps & ~caps_known));
