@@ -55,7 +55,7 @@ sys.path.insert(0, HERE)  # attn_options, for the baselines
 import attn_options  # noqa: E402
 
 BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16",
-           "ggml_flash_attn_q8_0")
+           "ggml_flash_attn_q8_0", "openvino_sdpa", "openvino_sdpa_bf16")
 INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
 EXIT_NOT_INSTALLED = 3
 EXIT_UNSUPPORTED = 4
