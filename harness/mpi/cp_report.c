@@ -65,22 +65,36 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
     wmax = all[i * per + 3] > wmax ? all[i * per + 3] : wmax;
   }
   const double tokens = (double)(r->seq * r->batch);
+  char win[64] = "none", err_s[64] = "null", ratio_s[64] = "null";
+  if (r->window) {
+    char side[2][24];
+    const int64_t v[2] = {r->window_left, r->window_right};
+    for (int i = 0; i < 2; i++)
+      if (v[i] == ATTN_WINDOW_UNBOUNDED)
+        snprintf(side[i], sizeof side[i], "inf");
+      else
+        snprintf(side[i], sizeof side[i], "%lld", (long long)v[i]);
+    snprintf(win, sizeof win, "%s:%s", side[0], side[1]);
+  }
+  if (strcmp(verdict, "off") != 0) {  // no error figures without a check
+    snprintf(err_s, sizeof err_s, "%.6g", cr->max_abs_err);
+    snprintf(ratio_s, sizeof ratio_s, "%.6g", cr->worst_ratio);
+  }
   jappend(rep,
           "%s\n    {\"name\": \"%s\", \"strategy\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, "
           "\"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, \"seq_len\": %lld, "
-          "\"head_dim\": %lld, \"head_dim_v\": %lld, \"causal\": %s, \"window\": [%lld, %lld], "
+          "\"head_dim\": %lld, \"head_dim_v\": %lld, \"causal\": %s, \"window\": \"%s\", "
           "\"alibi\": %g, \"softcap\": %g, \"kv_dtype\": \"%s\", \"lse\": %s,\n     \"check\": "
-          "\"%s\", \"max_abs_err\": %.6g, \"worst_ratio\": %.6g,\n     \"time_s\": %.9g, "
+          "\"%s\", \"max_abs_err\": %s, \"worst_ratio\": %s,\n     \"time_s\": %.9g, "
           "\"tokens_per_s\": %.6g, \"gflops\": %.6g, \"work_imbalance\": %.6g, "
           "\"model_time_s\": %.9g, \"model_error\": %.4g,\n     \"ranks\": [",
           rep->n_runs ? "," : "", r->name, cp_strategy_name(r->strategy), r->kernel, r->threads,
           (long long)r->batch, (long long)r->heads, (long long)r->kv_heads, (long long)r->seq,
-          (long long)r->head_dim, (long long)r->head_dim_v, r->causal ? "true" : "false",
-          r->window ? (long long)r->window_left : -2LL,
-          r->window ? (long long)r->window_right : -2LL, (double)r->alibi, (double)r->softcap,
-          attn_dtype_name(r->kv_dtype), r->lse ? "true" : "false", verdict, cr->max_abs_err,
-          cr->worst_ratio, measured, tokens / measured, attn_flops(&job->whole) / measured / 1e9,
-          wmin > 0 ? wmax / wmin - 1.0 : 0.0, m->total_s, m->total_s / measured - 1.0);
+          (long long)r->head_dim, (long long)r->head_dim_v, r->causal ? "true" : "false", win,
+          (double)r->alibi, (double)r->softcap, attn_dtype_name(r->kv_dtype),
+          r->lse ? "true" : "false", verdict, err_s, ratio_s, measured, tokens / measured,
+          attn_flops(&job->whole) / measured / 1e9, wmin > 0 ? wmax / wmin - 1.0 : 0.0, m->total_s,
+          m->total_s / measured - 1.0);
   for (int i = 0; i < n; i++) {
     const double *x = all + i * per;
     double alone = 0.0, wait = 0.0;
