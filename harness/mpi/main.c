@@ -60,7 +60,7 @@ typedef struct args {
   int64_t batch, heads, kv_heads, seq, head_dim, head_dim_v, seed;
   int threads, timeout;
   double alibi, softcap, predict_latency_us;
-  bool causal, lse, no_check, predict, quiet;
+  bool causal, lse, no_check, predict, quiet, dry_run;
 } args;
 
 static int parse_args(int argc, char **argv, args *a) {
@@ -201,6 +201,10 @@ static int parse_args(int argc, char **argv, args *a) {
        .fmax = 1e6,
        .metavar = "US",
        .help = "link latency for --predict (default 2)"},
+      {.name = "dry-run",
+       .kind = CLI_FLAG,
+       .dest = &a->dry_run,
+       .help = "validate and list the runs, run nothing"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print only errors"},
   };
   const cli_spec spec = {.command = "mpi",
@@ -343,6 +347,12 @@ int main(int argc, char **argv) {
     if (rank == 0) fprintf(stderr, "attnbench-mpi: %s\n", err);
     MPI_Finalize();
     return 2;
+  }
+  if (a.dry_run) {
+    for (size_t i = 0; rank == 0 && i < runs.count; i++) printf("%s\n", runs.run[i].name);
+    if (rank == 0) printf("%zu runs on %d ranks\n", runs.count, ranks);
+    MPI_Finalize();
+    return 0;
   }
   watchdog_arm(rank, a.timeout);
   bool bad_merge = false;

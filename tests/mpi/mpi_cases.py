@@ -14,6 +14,7 @@ Cases:
              message within the bound.
   bad_input  inputs refused alike on every rank, before communicating: exit 2, one line.
   predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
+  config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
 """
 import json
 import os
@@ -104,6 +105,11 @@ with tempfile.TemporaryDirectory() as tmp:
         rows = [l for l in so.splitlines() if l.startswith("zigzag/S96")]
         check(any(" 8 " in l for l in rows) and any(" 64 " in l for l in rows), so)
         check("25 Gb/s" in so and "400 Gb/s" in so, so)
+    elif case == "config_dry_run":  # the shipped config validates on every rank
+        rc, so, se, _ = mpirun(["--config", os.path.join(src, "configs", "mpi.ini"), "--dry-run"],
+                               timeout=60)
+        check(rc == 0, f"exit {rc}\n{se}")
+        check(f"runs on {np_} ranks" in so and not so.startswith("0 runs"), so)
     else:
         print("unknown case", case)
         sys.exit(2)
