@@ -23,12 +23,12 @@ static attn_peak_key unit_for(const attn_kernel *k, attn_compute mode, uint32_t 
 }
 
 #define EXPECT_UNIT(k, mode, cpu, want_unit, want_isa)                                       \
-  do {                                                                                     \
-    const attn_peak_key got_ = unit_for(k, mode, cpu);                                     \
-    EXPECT(got_.unit == (want_unit) && got_.isa == (uint32_t)(want_isa),                   \
+  do {                                                                                       \
+    const attn_peak_key got_ = unit_for(k, mode, cpu);                                       \
+    EXPECT(got_.unit == (want_unit) && got_.isa == (uint32_t)(want_isa),                     \
            "%s, compute %d, cpu 0x%x: unit %s isa 0x%x (want %s isa 0x%x)", (k)->name, mode, \
-           (unsigned)(cpu), attn_peak_unit_name(got_.unit), (unsigned)got_.isa,            \
-           attn_peak_unit_name(want_unit), (unsigned)(want_isa));                          \
+           (unsigned)(cpu), attn_peak_unit_name(got_.unit), (unsigned)got_.isa,              \
+           attn_peak_unit_name(want_unit), (unsigned)(want_isa));                            \
   } while (0)
 
 int main(void) {
@@ -71,8 +71,7 @@ int main(void) {
   EXPECT_UNIT(&amx, ATTN_COMPUTE_BF16, kSpr, ATTN_PEAK_AMX_BF16, ATTN_ISA_AMXBF16);
   EXPECT_UNIT(&amx, ATTN_COMPUTE_BF16, kZen4, ATTN_PEAK_BF16_DOT, ATTN_ISA_AVX512BF16);
   EXPECT_UNIT(&amx, ATTN_COMPUTE_F32, kSpr, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX512F);
-  EXPECT_UNIT(&portable_native, ATTN_COMPUTE_BF16, kZen4, ATTN_PEAK_BF16_DOT,
-              ATTN_ISA_AVX512BF16);
+  EXPECT_UNIT(&portable_native, ATTN_COMPUTE_BF16, kZen4, ATTN_PEAK_BF16_DOT, ATTN_ISA_AVX512BF16);
 
   // F16: only a kernel built on the FP16 unit is judged by it.
   EXPECT_UNIT(&fp16, ATTN_COMPUTE_F16, kSpr, ATTN_PEAK_FP16_FMA, ATTN_ISA_AVX512FP16);

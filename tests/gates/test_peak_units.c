@@ -34,8 +34,7 @@ static bool expected_sink(const attn_peak_probe *pr, double *want) {
       return false;
   }
   const double lanes = pr->ops_per_instruction / per_lane_ops, sum_i = 66;  // Σ_{i<12} i
-  *want = pr->unit == ATTN_PEAK_INT8_DOT ? lanes * sum_i
-                                         : lanes * (PEAK_CHAINS + sum_i * 0x1p-10);
+  *want = pr->unit == ATTN_PEAK_INT8_DOT ? lanes * sum_i : lanes * (PEAK_CHAINS + sum_i * 0x1p-10);
   return true;
 }
 
@@ -52,13 +51,12 @@ int main(int argc, char **argv) {
     char isa[64];
     attn_isa_names(pr->isa, isa, sizeof isa);
     const char *unit = attn_peak_unit_name(pr->unit);
-    EXPECT(attn_peak_probe_find(pr->unit, pr->isa) == pr, "%s/%s: found by (unit, isa)", unit,
-           isa);
+    EXPECT(attn_peak_probe_find(pr->unit, pr->isa) == pr, "%s/%s: found by (unit, isa)", unit, isa);
     EXPECT(pr->loop && pr->ops_per_instruction > 0 && pr->instruction[0],
            "%s/%s: has a loop, an op count and an instruction", unit, isa);
     if ((cpu & pr->isa) != pr->isa) {
-      EXPECT(attn_peak_gops(pr->unit, pr->isa, 1) == 0.0, "%s/%s: absent -> 0 (not measured)",
-             unit, isa);
+      EXPECT(attn_peak_gops(pr->unit, pr->isa, 1) == 0.0, "%s/%s: absent -> 0 (not measured)", unit,
+             isa);
       printf("  %-8s %-14s not on this CPU\n", unit, isa);
       continue;
     }
@@ -71,8 +69,8 @@ int main(int argc, char **argv) {
            (unsigned long long)ops, (unsigned long long)iters, pr->ops_per_instruction);
     double want;
     if (expected_sink(pr, &want))
-      EXPECT(fabs(sink - want) <= 1e-6 * fabs(want), "%s/%s: loop result %.9g, expected %.9g",
-             unit, isa, sink, want);
+      EXPECT(fabs(sink - want) <= 1e-6 * fabs(want), "%s/%s: loop result %.9g, expected %.9g", unit,
+             isa, sink, want);
     const double one = attn_peak_gops(pr->unit, pr->isa, 1);
     const double two = attn_peak_gops(pr->unit, pr->isa, 2);
     EXPECT(one > 0 && isfinite(one) && two > 0 && isfinite(two),
