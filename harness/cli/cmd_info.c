@@ -197,7 +197,7 @@ int cmd_info(int argc, char **argv) {
   if (attn_resolve_env_bad("info")) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
   if (serve > 0) return serve_bandwidth_probe(serve);
 
-  char model[128], found[64], compiled[64];
+  char model[128], found[160], compiled[160];  // every ATTN_ISA_* name fits
   cpu_model(model, sizeof model);
   const uint32_t isa = attn_cpu_features();
   const int threads = omp_get_max_threads();
