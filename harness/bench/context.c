@@ -95,9 +95,10 @@ double attn_bench_unit_peak(attn_peak_key key, int threads) {
                key.unit == ATTN_PEAK_FP32_FMA ? "" : attn_peak_unit_name(key.unit),
                key.unit == ATTN_PEAK_FP32_FMA ? "" : "_", isa, threads);
       snprintf(msg, sizeof msg,
-               "measured %.1f G/s, below %d x the 1-thread %.1f: the machine "
+               "measured %.1f %s, below %d x the 1-thread %.1f: the machine "
                "was busy; %% of peak at %d threads is overstated",
-               v, threads, expect / threads, threads);
+               v, key.unit == ATTN_PEAK_FP32_FMA ? "GFLOP/s" : "G ops/s", threads, expect / threads,
+               threads);
       attn_gb_add_context(key_name, msg);
       fprintf(stderr, "warning: %s peak (%s, %d threads) %s\n", attn_peak_unit_name(key.unit), isa,
               threads, msg);
