@@ -599,6 +599,10 @@ uint32_t attn_cpu_features(void);
 // True if ATTNBENCH_ISA_MASK is unset, empty or well-formed (see above); otherwise false
 // and a one-line message naming the variable and its value in err.
 bool attn_isa_mask_check(char *err, size_t err_len);
+// Why a unit the CPU has is not among attn_cpu_features() (e.g. "amx-bf16: the kernel
+// refused tile data (arch_prctl(ARCH_REQ_XCOMP_PERM): ...)"); "" when nothing is held back.
+// On Linux x86, detection asks the OS for AMX tile state (ARCH_REQ_XCOMP_PERM) once.
+const char *attn_cpu_features_note(void);
 // Space-separated names of the bits in isa ("avx2 avx512f"); "none" for 0.
 const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len);
 
