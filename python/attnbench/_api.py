@@ -10,7 +10,7 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 
 _LIB_NAME = "libattnbench_py.so"
-_ABI = 2
+_ABI = 3
 # Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
@@ -105,6 +105,21 @@ def _native():
                                  c_fp, c_fp, c_ip, c_dp, cs, csz]
     lib.attnpy_settings.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, cs, ci, c_ip, c_ip, cs,
                                     csz, cs, csz]
+    vp, c_u32p, c_i64 = ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64
+    # The attention entry points: dims, iopt, fopt, then the option arrays (void *).
+    prob = [c_i64p, c_i64p, c_dp, vp, vp, vp]
+    lib.attnpy_opt_counts.argtypes = [c_ip, c_ip]
+    lib.attnpy_attention.argtypes = [cs, *prob, vp, ci, vp, vp, vp, vp, c_ip, cs, csz]
+    lib.attnpy_attention_check.argtypes = [*prob, vp, vp, vp, vp, vp, vp, c_ip, c_dp, cs, csz]
+    lib.attnpy_bench.argtypes = [cs, *prob, ci, vp, vp, vp, vp, ci, cd, ci, c_dp, c_i64p, cs,
+                                 csz]
+    lib.attnpy_problem_info.argtypes = [cs, *prob, c_dp, c_u32p, c_u32p, cs, csz]
+    lib.attnpy_machine.argtypes = [c_i64p, cs, csz, cs, csz]
+    lib.attnpy_isa_names.argtypes = [ctypes.c_uint32, cs, csz]
+    lib.attnpy_fma_peak.argtypes = [ctypes.c_uint32, ci]
+    lib.attnpy_fma_peak.restype = cd
+    lib.attnpy_bandwidth.argtypes = [csz, ci, ci, c_dp, c_dp]
+    lib.attnpy_quantize.argtypes = [ci, vp, c_i64, c_i64, vp, cs, csz]
     _lib = lib
     return lib
 
