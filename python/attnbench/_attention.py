@@ -236,7 +236,9 @@ def _problem(q, k, v, *, attn_mask=None, dropout_p=0.0, is_causal=False, scale=N
         if fo["softcap"] <= 0:
             raise InvalidOptionError(f"softcap: {softcap!r}, expected > 0 (None = off)")
     slopes = None
-    if isinstance(alibi, numbers.Real) and not isinstance(alibi, (bool, np.bool_)):
+    if isinstance(alibi, (bool, np.bool_)):
+        raise InvalidOptionError(f"alibi: {alibi!r}, expected max_bias (float) or slopes")
+    if isinstance(alibi, numbers.Real):
         fo["alibi_max_bias"] = float(alibi)
         if fo["alibi_max_bias"] <= 0:
             raise InvalidOptionError(f"alibi: max_bias {alibi!r}, expected > 0 (None = off)")

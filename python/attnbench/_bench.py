@@ -201,7 +201,7 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel=None, repeats:
     else:
         peak = _peak(isa.value, peak_threads) or None
         unit = (f"the FP32 FMA peak ({_isa_names(isa.value) if isa.value else 'scalar'}, "
-                f"{peak_threads or "OpenMP default"} thread{"" if peak_threads == 1 else "s"})")
+                f"{peak_threads or 'OpenMP default'} thread{'' if peak_threads == 1 else 's'})")
     gflops = flops.value / med * 1e-9
     return BenchmarkResult(
         kernel=name.decode(), times=tuple(float(x) for x in times), number=int(out[1]),

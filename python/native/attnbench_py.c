@@ -306,6 +306,15 @@ ATTNPY_EXPORT int attnpy_opt_counts(int *iopt_count, int *fopt_count) {
   return ATTN_OK;
 }
 
+// Whether this build's kernels implement the compute modes: attn_problem_validate then
+// enforces their contract (INT8 needs Q8_0 K/V, attn.h "Compute modes"). Until it does, a
+// mode other than F32 would be ignored, so it is refused instead of run as F32.
+static bool compute_modes_in_force(void) {
+  attn_problem t = attn_problem_make(1, 1, 1, 1, 1, 32, 32, false);
+  t.compute = ATTN_COMPUTE_INT8;
+  return !attn_problem_validate(&t, NULL, 0);
+}
+
 static int problem_ex(const int64_t *dims, const int64_t *iopt, const double *fopt,
                       const float *slopes, const float *sinks, const float *mask, float *lse,
                       attn_problem *p, attn_options *opts, char *err, size_t err_len) {
@@ -320,6 +329,11 @@ static int problem_ex(const int64_t *dims, const int64_t *iopt, const double *fo
   }
   p->kv_dtype = (attn_dtype)iopt[ATTNPY_IO_KV_DTYPE];
   p->compute = (attn_compute)iopt[ATTNPY_IO_COMPUTE];
+  if (p->compute != ATTN_COMPUTE_F32 && !compute_modes_in_force()) {
+    snprintf(err, err_len, "compute mode %lld: this build's kernels implement only f32",
+             (long long)p->compute);
+    return ATTN_ERR_INVALID;
+  }
   const float softcap = (float)fopt[ATTNPY_FO_SOFTCAP];
   const float max_bias = (float)fopt[ATTNPY_FO_ALIBI_MAX_BIAS];
   *opts = (attn_options){
