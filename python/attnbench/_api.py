@@ -15,8 +15,13 @@ _ABI = 3
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
 _VERDICTS = {0: "pass", 1: "fail", 2: "inconclusive"}
+# attn.h ATTN_CAP_* bits: shapes, execution, options, K/V types and compute modes the
+# kernel's own code handles (anything else runs through attn_kernel_run's fallbacks).
 _CAPS = ((1 << 0, "causal"), (1 << 1, "cross"), (1 << 2, "gqa"), (1 << 3, "dv!=dqk"),
-         (1 << 4, "threads"))
+         (1 << 4, "threads"), (1 << 5, "kv_split"), (1 << 8, "align"), (1 << 9, "window"),
+         (1 << 10, "softcap"), (1 << 11, "alibi"), (1 << 12, "sinks"), (1 << 13, "mask"),
+         (1 << 14, "lse"), (1 << 16, "kv_f16"), (1 << 17, "kv_bf16"), (1 << 18, "kv_q8_0"),
+         (1 << 20, "compute_bf16"), (1 << 21, "compute_f16"), (1 << 22, "compute_int8"))
 
 
 # ── Exceptions ───────────────────────────────────────────────────────────────────────
@@ -130,7 +135,8 @@ class Kernel(NamedTuple):
     name: str            # "<what>__<isa>", e.g. "flash__avx512"
     summary: str
     isa: str             # required ISAs, space-separated ("none" for any CPU)
-    caps: Tuple[str, ...]  # natively handled cases: causal, cross, gqa, dv!=dqk, threads
+    caps: Tuple[str, ...]  # what its own code handles: causal, cross, gqa, dv!=dqk, threads,
+                           # kv_split, options (window, softcap, ...), kv_*, compute_*
     available: bool      # this CPU has the ISAs
     why: str             # why not available ("" when it is)
 

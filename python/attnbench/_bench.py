@@ -119,8 +119,9 @@ def info(bandwidth: bool = False, peaks: bool = True) -> MachineInfo:
         if rc != _api._OK:
             _raise(rc, "the read-bandwidth probe failed (allocation or validation)")
         _bandwidth = best.value
-    _info = MachineInfo(**{**_info.__dict__, "fma_peak_gflops": peak,
-                           "read_bandwidth_gbs": _bandwidth})
+    if peak != _info.fma_peak_gflops or _bandwidth != _info.read_bandwidth_gbs:
+        _info = MachineInfo(**{**_info.__dict__, "fma_peak_gflops": peak,
+                               "read_bandwidth_gbs": _bandwidth})
     return _info
 
 
