@@ -307,7 +307,7 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, attn_mask: Optional[A
         ctypes.byref(fb), err, len(err))
     if rc != _api._OK:
         _raise(rc, err.value.decode(errors="replace"))
-    if return_lse:
+    if lse is not None:
         return _to_caller(o, pr.torch_out), _to_caller(lse, pr.torch_out)
     return _to_caller(o, pr.torch_out)
 

@@ -113,12 +113,12 @@ def info(bandwidth: bool = False, peaks: bool = True) -> MachineInfo:
             for t in sorted({1, max(_info.cores, 1)}):
                 peak[f"{_isa_names(bits) if bits else 'scalar'}/T{t}"] = _peak(bits, t)
     if bandwidth and _bandwidth is None:
-        best, median = ctypes.c_double(), ctypes.c_double()
-        rc = _native().attnpy_bandwidth(256 << 20, max(_info.cores, 1), 3, ctypes.byref(best),
-                                        ctypes.byref(median))
+        fastest, median = ctypes.c_double(), ctypes.c_double()
+        rc = _native().attnpy_bandwidth(256 << 20, max(_info.cores, 1), 3,
+                                        ctypes.byref(fastest), ctypes.byref(median))
         if rc != _api._OK:
             _raise(rc, "the read-bandwidth probe failed (allocation or validation)")
-        _bandwidth = best.value
+        _bandwidth = fastest.value
     if peak != _info.fma_peak_gflops or _bandwidth != _info.read_bandwidth_gbs:
         _info = MachineInfo(**{**_info.__dict__, "fma_peak_gflops": peak,
                                "read_bandwidth_gbs": _bandwidth})
