@@ -376,14 +376,14 @@ static int setup_ex(const char *name, const int64_t *dims, const int64_t *iopt, 
 ATTNPY_EXPORT int attnpy_attention(const char *name, const int64_t *dims, const int64_t *iopt,
                                    const double *fopt, const float *slopes, const float *sinks,
                                    const float *mask, float *lse, int threads, const float *q,
-                                   const void *k, const void *v, float *o, int *fallback,
-                                   char *err, size_t err_len) {
+                                   const void *k, const void *v, float *o, int *fallback, char *err,
+                                   size_t err_len) {
   const attn_kernel *kern;
   attn_problem p;
   attn_options opts;
   attn_settings s;
-  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, lse, threads, &kern, &p, &opts,
-                    &s, err, err_len);
+  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, lse, threads, &kern, &p, &opts, &s,
+                    err, err_len);
   if (rc != ATTN_OK) return rc;
   if (fallback) *fallback = !attn_kernel_native(kern, &p);
   return attn_kernel_call(kern, &p, &s.exec, q, k, v, o, err, err_len);
@@ -395,15 +395,15 @@ ATTNPY_EXPORT int attnpy_attention_check(const int64_t *dims, const int64_t *iop
                                          const double *fopt, const float *slopes,
                                          const float *sinks, const float *mask, const float *q,
                                          const void *k, const void *v, const float *o,
-                                         const float *lse, float *ref, int *verdict,
-                                         double *stats, char *message, size_t message_len) {
+                                         const float *lse, float *ref, int *verdict, double *stats,
+                                         char *message, size_t message_len) {
   const attn_kernel *kern;
   attn_problem p;
   attn_options opts;
   attn_settings s;
   // A non-NULL lse pointer asks the checker to check LSE (it is not written).
-  int rc = setup_ex(NULL, dims, iopt, fopt, slopes, sinks, mask, (float *)lse, 0, &kern, &p,
-                    &opts, &s, message, message_len);
+  int rc = setup_ex(NULL, dims, iopt, fopt, slopes, sinks, mask, (float *)lse, 0, &kern, &p, &opts,
+                    &s, message, message_len);
   if (rc != ATTN_OK) return rc;
   attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, k, v, message, message_len);
   if (!pc) return ATTN_ERR_NOMEM;
@@ -495,22 +495,21 @@ ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int6
 // attn_bench_peak_isa): the kernel's best required ISA, AVX-512F over AVX2, NEON, or the
 // CPU's best for a portable kernel; 0 = the scalar peak. *caps gets the kernel's caps.
 ATTNPY_EXPORT int attnpy_problem_info(const char *name, const int64_t *dims, const int64_t *iopt,
-                                      const double *fopt, const float *slopes,
-                                      const float *sinks, const float *mask, double *flops,
-                                      uint32_t *peak_isa, uint32_t *caps, char *err,
-                                      size_t err_len) {
+                                      const double *fopt, const float *slopes, const float *sinks,
+                                      const float *mask, double *flops, uint32_t *peak_isa,
+                                      uint32_t *caps, char *err, size_t err_len) {
   const attn_kernel *kern;
   attn_problem p;
   attn_options opts;
   attn_settings s;
-  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, NULL, 0, &kern, &p, &opts, &s,
-                    err, err_len);
+  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, NULL, 0, &kern, &p, &opts, &s, err,
+                    err_len);
   if (rc != ATTN_OK) return rc;
   *flops = attn_flops(&p);
   const uint32_t isa = kern->required_isa ? kern->required_isa : attn_cpu_features();
-  *peak_isa = (isa & ATTN_ISA_AVX512F)            ? ATTN_ISA_AVX512F
-              : (isa & ATTN_ISA_AVX2)             ? ATTN_ISA_AVX2
-                                                  : isa & ATTN_ISA_NEON;
+  *peak_isa = (isa & ATTN_ISA_AVX512F) ? ATTN_ISA_AVX512F
+              : (isa & ATTN_ISA_AVX2)  ? ATTN_ISA_AVX2
+                                       : isa & ATTN_ISA_NEON;
   *caps = kern->caps;
   return ATTN_OK;
 }
