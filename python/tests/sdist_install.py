@@ -11,7 +11,8 @@ Checks: the sdist holds the C sources (vendor/kernels/attn.h) and py.typed; the 
 output is visible with pip -v (the CMake configure message and compile lines); the wheel
 is a py3-none-<platform> wheel; the installed package is the one imported, has py.typed,
 and passes tests/test_module.py, test_attention.py and test_benchmark.py.
-Exit 77 (skipped) when PyPI is unreachable or venv/pip is missing (python3-venv)."""
+Exit 77 (skipped) when PyPI is unreachable or venv/pip is missing (python3-venv); with
+ATTNBENCH_CI_REQUIRE_PYPI=1 (.ci/run --require-pypi) an unreachable PyPI fails (exit 1)."""
 
 import argparse
 import glob
@@ -44,6 +45,9 @@ def run(cmd, env, what, **kw):
         text = r.stdout + r.stderr
         if any(s in text for s in OFFLINE):
             print(text[-1500:])
+            if os.environ.get("ATTNBENCH_CI_REQUIRE_PYPI") == "1":
+                print(f"FAIL: PyPI is unreachable ({what} needs it; ATTNBENCH_CI_REQUIRE_PYPI=1)")
+                sys.exit(1)
             print(f"SKIP: PyPI is unreachable ({what} needs it)")
             sys.exit(SKIP)
         print(text[-6000:])
