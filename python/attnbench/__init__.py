@@ -1,5 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""attnbench: run and check attnbench's CPU attention kernels on NumPy arrays.
+"""attnbench: attnbench's CPU attention kernels on NumPy arrays and PyTorch tensors.
+
+attention() is shaped like torch.nn.functional.scaled_dot_product_attention (causal
+top-left aligned, as PyTorch); benchmark() times it; info() describes the machine;
+run() / check() / reference() / settings() are `attnbench run` / `check`'s options.
 
     O[b,h] = softmax(scale · Q[b,h] · K[b,g]ᵀ + mask) · V[b,g],   g = h // (heads // kv_heads)
 
@@ -11,8 +15,8 @@ Tensors are float32, C-contiguous, shaped like kernels/attn.h lays them out:
 Anything NumPy can view without copying is accepted: NumPy arrays, objects with the
 buffer protocol or __array_interface__, and DLPack producers (e.g. PyTorch CPU tensors).
 Nothing is converted silently: a wrong dtype, a non-contiguous view or a shape mismatch
-raises (see the exception classes below). The causal mask is bottom-right aligned (query
-row i sees key j iff j <= i + seq_kv - seq_q); scale defaults to 1/sqrt(head_dim_qk).
+raises (see the exception classes below). run()'s causal mask is bottom-right aligned
+(query row i sees key j iff j <= i + seq_kv - seq_q); scale defaults to 1/sqrt(head_dim_qk).
 """
 
 from ._api import (
@@ -38,6 +42,17 @@ from ._api import (
     run,
     settings,
 )
+from ._attention import (
+    ALIGNS,
+    COMPUTE_MODES,
+    DEFAULT_KERNELS,
+    KV_DTYPES,
+    attention,
+    check_attention,
+    default_kernel,
+    quantize,
+)
+from ._bench import BenchmarkResult, MachineInfo, benchmark, fma_peak, info
 
 __version__ = "0.1.0"
 __all__ = [
@@ -45,4 +60,7 @@ __all__ = [
     "InvalidProblemError", "Kernel", "KernelError", "KernelMemoryError",
     "KernelUnavailableError", "LayoutError", "Settings", "ShapeError", "UnknownKernelError",
     "check", "check_output", "kernel_names", "kernels", "reference", "run", "settings",
+    "ALIGNS", "COMPUTE_MODES", "DEFAULT_KERNELS", "KV_DTYPES", "attention", "check_attention",
+    "default_kernel", "quantize", "BenchmarkResult", "MachineInfo", "benchmark", "fma_peak",
+    "info",
 ]

@@ -5,18 +5,23 @@ import ctypes
 import numbers
 import operator
 import os
-from typing import NamedTuple, Optional, Tuple
+from typing import Any, List, NamedTuple, NoReturn, Optional, Tuple, Union
 
 import numpy as np
 
 _LIB_NAME = "libattnbench_py.so"
-_ABI = 2
+_ABI = 3
 # Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
 _VERDICTS = {0: "pass", 1: "fail", 2: "inconclusive"}
+# attn.h ATTN_CAP_* bits: shapes, execution, options, K/V types and compute modes the
+# kernel's own code handles (anything else runs through attn_kernel_run's fallbacks).
 _CAPS = ((1 << 0, "causal"), (1 << 1, "cross"), (1 << 2, "gqa"), (1 << 3, "dv!=dqk"),
-         (1 << 4, "threads"))
+         (1 << 4, "threads"), (1 << 5, "kv_split"), (1 << 8, "align"), (1 << 9, "window"),
+         (1 << 10, "softcap"), (1 << 11, "alibi"), (1 << 12, "sinks"), (1 << 13, "mask"),
+         (1 << 14, "lse"), (1 << 16, "kv_f16"), (1 << 17, "kv_bf16"), (1 << 18, "kv_q8_0"),
+         (1 << 20, "compute_bf16"), (1 << 21, "compute_f16"), (1 << 22, "compute_int8"))
 
 
 # ── Exceptions ───────────────────────────────────────────────────────────────────────
@@ -24,7 +29,7 @@ _CAPS = ((1 << 0, "causal"), (1 << 1, "cross"), (1 << 2, "gqa"), (1 << 3, "dv!=d
 class AttnError(Exception):
     """Base of every attnbench error; .code is the native status code (0 if none)."""
 
-    def __init__(self, message, code=0):
+    def __init__(self, message: str, code: int = 0) -> None:
         super().__init__(message)
         self.code = code
 
@@ -69,7 +74,7 @@ class KernelError(AttnError, RuntimeError):
     """A kernel's own error code."""
 
 
-def _raise(code, message):
+def _raise(code: int, message: str) -> NoReturn:
     cls = {_ERR_UNKNOWN: UnknownKernelError, _ERR_UNAVAILABLE: KernelUnavailableError,
            _ERR_INVALID_EXEC: InvalidOptionError, _ERR_INVALID: InvalidProblemError,
            _ERR_RANGE: DomainError, _ERR_NOMEM: KernelMemoryError}.get(code, KernelError)
@@ -81,7 +86,7 @@ def _raise(code, message):
 _lib = None
 
 
-def _native():
+def _native() -> ctypes.CDLL:
     global _lib
     if _lib is not None:
         return _lib
@@ -105,6 +110,21 @@ def _native():
                                  c_fp, c_fp, c_ip, c_dp, cs, csz]
     lib.attnpy_settings.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, cs, ci, c_ip, c_ip, cs,
                                     csz, cs, csz]
+    vp, c_u32p, c_i64 = ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64
+    # The attention entry points: dims, iopt, fopt, then the option arrays (void *).
+    prob: list = [c_i64p, c_i64p, c_dp, vp, vp, vp]
+    lib.attnpy_opt_counts.argtypes = [c_ip, c_ip]
+    lib.attnpy_attention.argtypes = [cs, *prob, vp, ci, vp, vp, vp, vp, c_ip, cs, csz]
+    lib.attnpy_attention_check.argtypes = [*prob, vp, vp, vp, vp, vp, vp, c_ip, c_dp, cs, csz]
+    lib.attnpy_bench.argtypes = [cs, *prob, ci, vp, vp, vp, vp, ci, cd, ci, c_dp, c_i64p, cs,
+                                 csz]
+    lib.attnpy_problem_info.argtypes = [cs, *prob, c_dp, c_u32p, c_u32p, cs, csz]
+    lib.attnpy_machine.argtypes = [c_i64p, cs, csz, cs, csz]
+    lib.attnpy_isa_names.argtypes = [ctypes.c_uint32, cs, csz]
+    lib.attnpy_fma_peak.argtypes = [ctypes.c_uint32, ci]
+    lib.attnpy_fma_peak.restype = cd
+    lib.attnpy_bandwidth.argtypes = [csz, ci, ci, c_dp, c_dp]
+    lib.attnpy_quantize.argtypes = [ci, vp, c_i64, c_i64, vp, cs, csz]
     _lib = lib
     return lib
 
@@ -115,12 +135,16 @@ class Kernel(NamedTuple):
     name: str            # "<what>__<isa>", e.g. "flash__avx512"
     summary: str
     isa: str             # required ISAs, space-separated ("none" for any CPU)
-    caps: Tuple[str, ...]  # natively handled cases: causal, cross, gqa, dv!=dqk, threads
+    caps: Tuple[str, ...]  # what its own code handles: causal, cross, gqa, dv!=dqk, threads,
+                           # kv_split, options (window, softcap, ...), kv_*, compute_*
     available: bool      # this CPU has the ISAs
     why: str             # why not available ("" when it is)
 
 
-def kernels():
+KernelLike = Union[str, Kernel]  # a kernel name or a Kernel record
+
+
+def kernels() -> List[Kernel]:
     """Every compiled-in kernel, in registry order."""
     lib = _native()
     out = []
@@ -132,20 +156,21 @@ def kernels():
                                     ctypes.byref(caps), ctypes.byref(avail), why, 128)
         if rc != _OK:
             _raise(rc, f"kernel record {i} unreadable")
-        out.append(Kernel(name.value.decode(), summary.value.decode(), isa.value.decode(),
+        out.append(Kernel((name.value or b"").decode(), (summary.value or b"").decode(),
+                          isa.value.decode(),
                           tuple(n for bit, n in _CAPS if caps.value & bit), bool(avail.value),
                           why.value.decode()))
     return out
 
 
-def kernel_names(available_only=False):
+def kernel_names(available_only: bool = False) -> List[str]:
     """Kernel names; with available_only, only those this CPU can run."""
     return [k.name for k in kernels() if k.available or not available_only]
 
 
 # ── Arrays ───────────────────────────────────────────────────────────────────────────
 
-def _view(x, what):
+def _view(x: Any, what: str) -> np.ndarray:
     """A NumPy view of x (no copy): ndarray, DLPack producer, buffer/array interface."""
     if isinstance(x, np.ndarray):
         return x
@@ -160,7 +185,7 @@ def _view(x, what):
         raise DtypeError(f"{what}: {type(x).__name__} is not an array ({e})") from None
 
 
-def _tensor(x, what, writable=False):
+def _tensor(x: Any, what: str, writable: bool = False) -> np.ndarray:
     if isinstance(x, np.ma.MaskedArray):  # the kernels would read the masked-out values too
         raise DtypeError(f"{what}: a numpy.ma.MaskedArray, whose mask the kernels would ignore; "
                          f"pass {what}.filled(value) (or numpy.asarray({what}) to use the "
@@ -212,7 +237,7 @@ def _problem(q, k, v, causal, scale):
     return q, k, v, dims, 1 if causal else 0, has_scale, sc, (b, h, sq, dv)
 
 
-def _int_option(x, name):
+def _int_option(x: Any, name: str) -> int:
     if isinstance(x, (bool, np.bool_)):  # operator.index(True) is 1
         raise InvalidOptionError(f"{name}: {x!r} is a bool, not an integer")
     try:
@@ -236,7 +261,7 @@ def _exec(threads, tile_q, tile_kv, regtile=None, kv_split=None):
             _int_option(tile_kv, "tile_kv"), rt, ks)
 
 
-def _name(kernel):
+def _name(kernel: Union[str, "Kernel"]) -> bytes:
     """A kernel name (str) or a Kernel record, as bytes for the native calls."""
     name = kernel.name if isinstance(kernel, Kernel) else kernel
     if not isinstance(name, str) or "\0" in name:
@@ -258,8 +283,10 @@ def _output(out, shape, inputs):
 
 # ── run / check ──────────────────────────────────────────────────────────────────────
 
-def run(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0,
-        regtile=None, kv_split=None, out=None):
+def run(kernel: KernelLike, q: Any, k: Any, v: Any, *, causal: bool = False,
+        scale: Optional[float] = None, threads: int = 0, tile_q: int = 0, tile_kv: int = 0,
+        regtile: Union[str, int, None] = None, kv_split: Optional[int] = None,
+        out: Any = None) -> Any:
     """Runs kernel (a name) on q, k, v; returns O (float32 [batch, heads, seq_q, head_dim_v]).
 
     The options are `attnbench run`'s: causal, scale (default 1/sqrt(head_dim_qk)), threads,
@@ -286,7 +313,7 @@ class CheckResult(NamedTuple):
     worst_index: int      # flat index into O of the worst element
     message: str          # "" on pass; what failed or why inconclusive
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.passed
 
 
@@ -314,21 +341,25 @@ def _check(kernel, q, k, v, o, causal, scale, threads, tile_q, tile_kv, want_ref
                        msg.value.decode(errors="replace"))
 
 
-def check(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0):
+def check(kernel: KernelLike, q: Any, k: Any, v: Any, *, causal: bool = False,
+          scale: Optional[float] = None, threads: int = 0, tile_q: int = 0,
+          tile_kv: int = 0) -> "CheckResult":
     """Runs kernel on q, k, v and returns the checker's CheckResult against the float64
     reference (the tolerance of kernels/check/check.h; `attnbench check`'s verdict).
     Inputs outside the input domain give verdict "inconclusive", not an exception."""
     return _check(kernel, q, k, v, None, causal, scale, threads, tile_q, tile_kv, False)
 
 
-def check_output(o, q, k, v, *, causal=False, scale=None):
+def check_output(o: Any, q: Any, k: Any, v: Any, *, causal: bool = False,
+                 scale: Optional[float] = None) -> "CheckResult":
     """The checker's CheckResult for an output o computed elsewhere (your own kernel)."""
     if o is None:
         raise ShapeError("o: None, expected the output to check")
     return _check(None, q, k, v, o, causal, scale, 0, 0, 0, False)
 
 
-def reference(q, k, v, *, causal=False, scale=None):
+def reference(q: Any, k: Any, v: Any, *, causal: bool = False,
+              scale: Optional[float] = None) -> np.ndarray:
     """The checker's float64 reference O, rounded to float32."""
     return _check(None, q, k, v, None, causal, scale, 0, 0, 0, True)
 
@@ -348,8 +379,10 @@ class Settings(NamedTuple):
     explain: str    # `attnbench run --explain`'s lines
 
 
-def settings(kernel, q, k, v, *, causal=False, scale=None, threads=0, tile_q=0, tile_kv=0,
-             regtile=None, kv_split=None):
+def settings(kernel: KernelLike, q: Any, k: Any, v: Any, *, causal: bool = False,
+             scale: Optional[float] = None, threads: int = 0, tile_q: int = 0, tile_kv: int = 0,
+             regtile: Union[str, int, None] = None,
+             kv_split: Optional[int] = None) -> "Settings":
     """How run(kernel, q, k, v, ...) would run: each execution setting and its source, by
     the resolver `attnbench run` uses (kernels/core/settings.h). The module reads no tuning
     file and binds no threads; the machine rule uses the cores and caches Linux reports."""

@@ -2,7 +2,10 @@
 // attnbench_py.c — the flat C interface the Python module (python/attnbench) loads with
 // ctypes. It takes plain integers, floats and pointers only, so the Python side never
 // depends on the layout of attn_problem / attn_exec / attn_check_result: a field added to
-// those structs (kernels/attn.h) changes this file, not the Python code.
+// those structs (kernels/attn.h) changes this file, not the Python code. It links the
+// kernels (kernels/) and the harness parts that need nothing beyond libc and OpenMP: the
+// FMA peak and bandwidth probes (harness/machine/peak) and the CPU identification
+// (harness/machine/cpu_ident.c).
 //
 // Problem arguments, everywhere below: dims = {batch, heads, kv_heads, seq_q, seq_kv,
 // head_dim_qk, head_dim_v}; has_scale == 0 means the default scale 1/sqrt(head_dim_qk).
@@ -14,10 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attn.h"
 #include "check/check.h"
+#include "core/convert.h"
 #include "core/settings.h"
+#include "machine/cpu_ident.h"
+#include "machine/peak/bandwidth.h"
+#include "machine/peak/peak.h"
 
 #ifdef __linux__
 #include <sched.h>
@@ -26,7 +34,7 @@
 #define ATTNPY_EXPORT __attribute__((visibility("default")))
 
 enum {
-  ATTNPY_ABI = 2,                // bumped when a signature below changes
+  ATTNPY_ABI = 3,                // bumped when a signature below changes
   ATTNPY_ERR_UNKNOWN = -1,       // no kernel of that name
   ATTNPY_ERR_UNAVAILABLE = -2,   // the CPU lacks an ISA the kernel needs
   ATTNPY_ERR_INVALID_EXEC = -3,  // threads / tiles outside their limits
@@ -272,5 +280,287 @@ ATTNPY_EXPORT int attnpy_check(const char *name, const int64_t *dims, int causal
   stats[0] = r.max_abs_err, stats[1] = r.max_rel_err, stats[2] = r.worst_ratio;
   stats[3] = (double)r.worst_index;
   snprintf(message, message_len, "%s", r.message);
+  return ATTN_OK;
+}
+
+// ── attention(): the problem with its options, compute mode and K/V type ────────────
+// iopt[ATTNPY_IOPT_COUNT] and fopt[ATTNPY_FOPT_COUNT] (indices below) and the option
+// arrays (NULL = not given) describe the problem; `opts` receives the options it points
+// to (used only when one is set).
+enum {
+  ATTNPY_IO_CAUSAL,
+  ATTNPY_IO_ALIGN,        // attn_align
+  ATTNPY_IO_WINDOW,       // 1: the window below applies
+  ATTNPY_IO_WINDOW_LEFT,  // >= 0 or ATTN_WINDOW_UNBOUNDED
+  ATTNPY_IO_WINDOW_RIGHT,
+  ATTNPY_IO_MASK_PER_HEAD,
+  ATTNPY_IO_KV_DTYPE,  // attn_dtype
+  ATTNPY_IO_COMPUTE,   // attn_compute
+  ATTNPY_IO_HAS_SCALE,
+  ATTNPY_IOPT_COUNT
+};
+enum { ATTNPY_FO_SCALE, ATTNPY_FO_SOFTCAP, ATTNPY_FO_ALIBI_MAX_BIAS, ATTNPY_FOPT_COUNT };
+
+ATTNPY_EXPORT int attnpy_opt_counts(int *iopt_count, int *fopt_count) {
+  *iopt_count = ATTNPY_IOPT_COUNT, *fopt_count = ATTNPY_FOPT_COUNT;
+  return ATTN_OK;
+}
+
+// Whether this build's kernels implement the compute modes: attn_problem_validate then
+// enforces their contract (INT8 needs Q8_0 K/V, attn.h "Compute modes"). Until it does, a
+// mode other than F32 would be ignored, so it is refused instead of run as F32.
+static bool compute_modes_in_force(void) {
+  attn_problem t = attn_problem_make(1, 1, 1, 1, 1, 32, 32, false);
+  t.compute = ATTN_COMPUTE_INT8;
+  return !attn_problem_validate(&t, NULL, 0);
+}
+
+static int problem_ex(const int64_t *dims, const int64_t *iopt, const double *fopt,
+                      const float *slopes, const float *sinks, const float *mask, float *lse,
+                      attn_problem *p, attn_options *opts, char *err, size_t err_len) {
+  int rc = problem_of(dims, (int)iopt[ATTNPY_IO_CAUSAL], (int)iopt[ATTNPY_IO_HAS_SCALE],
+                      fopt[ATTNPY_FO_SCALE], p, err, err_len);
+  if (rc != ATTN_OK) return rc;
+  if (iopt[ATTNPY_IO_KV_DTYPE] < 0 || iopt[ATTNPY_IO_KV_DTYPE] >= ATTN_DTYPE_COUNT ||
+      iopt[ATTNPY_IO_COMPUTE] < 0 || iopt[ATTNPY_IO_COMPUTE] >= ATTN_COMPUTE_COUNT) {
+    snprintf(err, err_len, "kv_dtype %lld / compute %lld out of range",
+             (long long)iopt[ATTNPY_IO_KV_DTYPE], (long long)iopt[ATTNPY_IO_COMPUTE]);
+    return ATTN_ERR_INVALID;
+  }
+  p->kv_dtype = (attn_dtype)iopt[ATTNPY_IO_KV_DTYPE];
+  p->compute = (attn_compute)iopt[ATTNPY_IO_COMPUTE];
+  if (p->compute != ATTN_COMPUTE_F32 && !compute_modes_in_force()) {
+    snprintf(err, err_len, "compute mode %lld: this build's kernels implement only f32",
+             (long long)p->compute);
+    return ATTN_ERR_INVALID;
+  }
+  const float softcap = (float)fopt[ATTNPY_FO_SOFTCAP];
+  const float max_bias = (float)fopt[ATTNPY_FO_ALIBI_MAX_BIAS];
+  *opts = (attn_options){
+      .align = (attn_align)iopt[ATTNPY_IO_ALIGN],
+      .window = iopt[ATTNPY_IO_WINDOW] != 0,
+      .window_left = iopt[ATTNPY_IO_WINDOW_LEFT],
+      .window_right = iopt[ATTNPY_IO_WINDOW_RIGHT],
+      .softcap = softcap,
+      .alibi_max_bias = max_bias,
+      .alibi_slopes = slopes,
+      .sinks = sinks,
+      .mask = mask,
+      .mask_per_head = iopt[ATTNPY_IO_MASK_PER_HEAD] != 0,
+      .lse = lse,
+  };
+  const bool any = opts->align != ATTN_ALIGN_BOTTOM_RIGHT || opts->window || softcap != 0 ||
+                   max_bias != 0 || slopes || sinks || mask || lse;
+  if (any) p->opts = opts;
+  return attn_problem_validate(p, err, err_len) ? ATTN_OK : ATTN_ERR_INVALID;
+}
+
+// What attention entry points start from: kernel `name` (NULL: none), the problem with
+// its options and the resolved settings (threads only; tiles etc. from the resolver).
+static int setup_ex(const char *name, const int64_t *dims, const int64_t *iopt, const double *fopt,
+                    const float *slopes, const float *sinks, const float *mask, float *lse,
+                    int threads, const attn_kernel **kern, attn_problem *p, attn_options *opts,
+                    attn_settings *s, char *err, size_t err_len) {
+  if (err_len) err[0] = '\0';
+  *kern = NULL;
+  int rc = name ? kernel_of(name, kern, err, err_len) : ATTN_OK;
+  if (rc == ATTN_OK)
+    rc = problem_ex(dims, iopt, fopt, slopes, sinks, mask, lse, p, opts, err, err_len);
+  if (rc == ATTN_OK) rc = settings_of(*kern, p, threads, 0, 0, NULL, -1, s, err, err_len);
+  return rc;
+}
+
+// Runs kernel `name` on the problem (attn_kernel_call: problem, exec, ISA and the input
+// domain checked). o gets O, lse (if not NULL) the LSE [batch][heads][seq_q].
+// *fallback (if not NULL): whether the shared portable path ran (attn_kernel_native).
+ATTNPY_EXPORT int attnpy_attention(const char *name, const int64_t *dims, const int64_t *iopt,
+                                   const double *fopt, const float *slopes, const float *sinks,
+                                   const float *mask, float *lse, int threads, const float *q,
+                                   const void *k, const void *v, float *o, int *fallback, char *err,
+                                   size_t err_len) {
+  const attn_kernel *kern;
+  attn_problem p;
+  attn_options opts;
+  attn_settings s;
+  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, lse, threads, &kern, &p, &opts, &s,
+                    err, err_len);
+  if (rc != ATTN_OK) return rc;
+  if (fallback) *fallback = !attn_kernel_native(kern, &p);
+  return attn_kernel_call(kern, &p, &s.exec, q, k, v, o, err, err_len);
+}
+
+// The checker's verdict on an O (and LSE, when lse != NULL) computed for the problem:
+// as attnpy_check with name == NULL. ref (if not NULL) gets the reference O.
+ATTNPY_EXPORT int attnpy_attention_check(const int64_t *dims, const int64_t *iopt,
+                                         const double *fopt, const float *slopes,
+                                         const float *sinks, const float *mask, const float *q,
+                                         const void *k, const void *v, const float *o,
+                                         const float *lse, float *ref, int *verdict, double *stats,
+                                         char *message, size_t message_len) {
+  const attn_kernel *kern;
+  attn_problem p;
+  attn_options opts;
+  attn_settings s;
+  // A non-NULL lse pointer asks the checker to check LSE (it is not written).
+  int rc = setup_ex(NULL, dims, iopt, fopt, slopes, sinks, mask, (float *)lse, 0, &kern, &p, &opts,
+                    &s, message, message_len);
+  if (rc != ATTN_OK) return rc;
+  attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, k, v, message, message_len);
+  if (!pc) return ATTN_ERR_NOMEM;
+  attn_check_result r = {.verdict = (attn_check_verdict)-1};
+  attn_check_output_lse(pc, o, lse, &r);
+  if (ref) memcpy(ref, attn_check_reference_output(pc), attn_o_elems(&p) * sizeof(float));
+  attn_check_prepared_free(pc);
+  *verdict = (int)r.verdict;
+  stats[0] = r.max_abs_err, stats[1] = r.max_rel_err, stats[2] = r.worst_ratio;
+  stats[3] = (double)r.worst_index;
+  snprintf(message, message_len, "%s", r.message);
+  return ATTN_OK;
+}
+
+// ── benchmark(): a timed loop over attn_kernel_run ──────────────────────────────────
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Times kernel `name` on the problem. One checked call first (attn_kernel_call: all
+// validation, the input domain, and a warm-up), then samples: each sample times `number`
+// consecutive attn_kernel_run calls with a workspace allocated once, number chosen so
+// that a sample lasts at least min_time / repeats (>= 1 call). Samples are taken until
+// there are `repeats` of them and they add up to min_time, at most `cap`.
+// samples[i] = seconds per call of sample i; out[] = {samples taken, number, threads
+// used (the resolved setting; 0 = OpenMP default), fallback (1: the portable path ran)}.
+ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int64_t *iopt,
+                               const double *fopt, const float *slopes, const float *sinks,
+                               const float *mask, int threads, const float *q, const void *k,
+                               const void *v, float *o, int repeats, double min_time, int cap,
+                               double *samples, int64_t *out, char *err, size_t err_len) {
+  const attn_kernel *kern;
+  attn_problem p;
+  attn_options opts;
+  attn_settings s;
+  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, NULL, threads, &kern, &p, &opts,
+                    &s, err, err_len);
+  if (rc != ATTN_OK) return rc;
+  if (repeats < 1 || cap < repeats || !(min_time >= 0) || min_time > 3600) {
+    snprintf(err, err_len, "repeats %d (1..%d) or min_time %g s (0..3600) out of range", repeats,
+             cap, min_time);
+    return ATTNPY_ERR_INVALID_EXEC;
+  }
+  rc = attn_kernel_call(kern, &p, &s.exec, q, k, v, o, err, err_len);
+  if (rc != ATTN_OK) return rc;
+  const size_t ws = attn_kernel_workspace(kern, &p, &s.exec);
+  void *work = NULL;
+  if (ws) {
+    work = aligned_alloc(64, (ws + 63) / 64 * 64);
+    if (!work) {
+      snprintf(err, err_len, "cannot allocate the %zu-byte workspace", ws);
+      return ATTN_ERR_NOMEM;
+    }
+  }
+  bool fallback = false;
+  const double target = min_time / repeats;
+  int64_t number = 1;
+  for (;;) {  // calibrate: double the calls per sample until one sample reaches target
+    const double t0 = now_seconds();
+    for (int64_t i = 0; i < number && rc == ATTN_OK; i++)
+      rc = attn_kernel_run(kern, &p, &s.exec, q, k, v, o, work, &fallback);
+    const double t = now_seconds() - t0;
+    if (rc != ATTN_OK || t >= target || number >= ((int64_t)1 << 40)) break;
+    number *= t > 0 ? (int64_t)fmin(fmax(2.0, 1.2 * target / t), 1e3) : 2;
+  }
+  int n = 0;
+  double total = 0;
+  while (rc == ATTN_OK && n < cap && (n < repeats || total < min_time)) {
+    const double t0 = now_seconds();
+    for (int64_t i = 0; i < number && rc == ATTN_OK; i++)
+      rc = attn_kernel_run(kern, &p, &s.exec, q, k, v, o, work, &fallback);
+    const double t = now_seconds() - t0;
+    samples[n++] = t / (double)number;
+    total += t;
+  }
+  free(work);
+  if (rc != ATTN_OK) {
+    snprintf(err, err_len, "kernel %s returned %d in the timed loop", name, rc);
+    return rc;
+  }
+  out[0] = n, out[1] = number, out[2] = s.exec.threads, out[3] = fallback;
+  return ATTN_OK;
+}
+
+// Useful FLOPs of the problem (attn_flops) and the ATTN_ISA_* bit whose FP32 FMA peak is
+// the kernel's yardstick — the rule of `attnbench bench` (harness/bench/point.c,
+// attn_bench_peak_isa): the kernel's best required ISA, AVX-512F over AVX2, NEON, or the
+// CPU's best for a portable kernel; 0 = the scalar peak. *caps gets the kernel's caps.
+ATTNPY_EXPORT int attnpy_problem_info(const char *name, const int64_t *dims, const int64_t *iopt,
+                                      const double *fopt, const float *slopes, const float *sinks,
+                                      const float *mask, double *flops, uint32_t *peak_isa,
+                                      uint32_t *caps, char *err, size_t err_len) {
+  const attn_kernel *kern;
+  attn_problem p;
+  attn_options opts;
+  attn_settings s;
+  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, NULL, 0, &kern, &p, &opts, &s, err,
+                    err_len);
+  if (rc != ATTN_OK) return rc;
+  *flops = attn_flops(&p);
+  const uint32_t isa = kern->required_isa ? kern->required_isa : attn_cpu_features();
+  *peak_isa = (isa & ATTN_ISA_AVX512F) ? ATTN_ISA_AVX512F
+              : (isa & ATTN_ISA_AVX2)  ? ATTN_ISA_AVX2
+                                       : isa & ATTN_ISA_NEON;
+  *caps = kern->caps;
+  return ATTN_OK;
+}
+
+// ── info(): the machine ─────────────────────────────────────────────────────────────
+// ints[] = {ATTN_ISA_* bits of this CPU, physical cores available, L1d bytes, L2 bytes,
+// family, model, stepping, hypervisor}; vendor, uarch: cpu_ident.h's strings.
+ATTNPY_EXPORT int attnpy_machine(int64_t *ints, char *vendor, size_t vendor_len, char *uarch,
+                                 size_t uarch_len) {
+  const machine m = machine_of();
+  const attn_cpu_ident *id = attn_cpu_ident_get();
+  ints[0] = attn_cpu_features(), ints[1] = m.cores, ints[2] = (int64_t)m.l1d;
+  ints[3] = (int64_t)m.l2, ints[4] = id->family, ints[5] = id->model, ints[6] = id->stepping;
+  ints[7] = id->hypervisor;
+  snprintf(vendor, vendor_len, "%s", id->vendor);
+  snprintf(uarch, uarch_len, "%s", id->uarch);
+  return ATTN_OK;
+}
+
+// Names of the ATTN_ISA_* bits in isa ("avx2 avx512f", "none").
+ATTNPY_EXPORT int attnpy_isa_names(uint32_t isa, char *buf, size_t len) {
+  attn_isa_names(isa, buf, len);
+  return ATTN_OK;
+}
+
+// The measured FP32 FMA peak (GFLOP/s) of one ATTN_ISA_* bit (0 = scalar) on `threads`
+// threads (harness/machine/peak/peak.h; ~0.3 s); 0 when the CPU lacks the ISA.
+ATTNPY_EXPORT double attnpy_fma_peak(uint32_t isa, int threads) {
+  return attn_peak_fma_gflops(isa, threads);
+}
+
+// Read bandwidth (bandwidth.h): best and median GB/s of `passes` reads of `bytes`.
+ATTNPY_EXPORT int attnpy_bandwidth(size_t bytes, int threads, int passes, double *best,
+                                   double *median) {
+  attn_bandwidth b;
+  const int rc = attn_bandwidth_read(bytes, threads, passes, &b);
+  if (rc != 0 || !b.ok) return rc != 0 ? ATTN_ERR_NOMEM : ATTN_ERR_INVALID;
+  *best = b.best_gbs, *median = b.median_gbs;
+  return ATTN_OK;
+}
+
+// Stores rows × dim float32 values as dtype (kernels/core/convert.h: F16 and BF16 round to
+// nearest even, Q8_0 per 32-element block); out holds rows · attn_kv_row_bytes(dtype, dim).
+ATTNPY_EXPORT int attnpy_quantize(int dtype, const float *x, int64_t rows, int64_t dim, void *out,
+                                  char *err, size_t err_len) {
+  if (dtype <= ATTN_DTYPE_F32 || dtype >= ATTN_DTYPE_COUNT || rows < 0 || dim < 1 ||
+      (dtype == ATTN_DTYPE_Q8_0 && dim % ATTN_Q8_0_BLOCK)) {
+    snprintf(err, err_len, "cannot store rows of %lld elements as %s", (long long)dim,
+             attn_dtype_name((attn_dtype)dtype));
+    return ATTN_ERR_INVALID;
+  }
+  attn_quantize_rows((attn_dtype)dtype, x, (size_t)rows, dim, out);
   return ATTN_OK;
 }
