@@ -14,6 +14,7 @@
 
 void attn_check_prepared_free(attn_check_prepared *pc) {
   if (!pc) return;
+  attn_check_layout_free(pc);
   free(pc->q);
   free(pc->k);
   free(pc->v);
@@ -218,6 +219,7 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
 }
 
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len) {
+  if (c->layout.kind != ATTN_LAYOUT_DENSE) return attn_check_prepare_layout(c, err, err_len);
   attn_problem p = c->problem;
   attn_options o = c->problem.opts ? *c->problem.opts : c->opts;
   float *slopes = NULL, *sinks = NULL, *mask = NULL;
