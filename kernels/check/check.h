@@ -183,11 +183,14 @@ attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, siz
 // The same from caller-supplied inputs (copied, with the arrays of p->opts; LSE is
 // checked when p->opts->lse is set, the pointer itself is not used). k and v are stored
 // as p->kv_dtype; the reference computes from those stored values.
+// A problem with a layout is prepared sequence by sequence as above (its layout arrays are
+// copied too); attn_check_reference_output is then NULL (each sequence has its own).
 attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
                                                const void *v, char *err, size_t err_len);
 // The same from float32 K and V that are first stored as p->kv_dtype (core/convert.h's
 // rounding); the storage error is then known (attn_check_storage_error). Also what
-// attn_check_prepare does for a case with a non-F32 kv_dtype (generated float32 K/V).
+// attn_check_prepare does for a case with a non-F32 kv_dtype (generated float32 K/V). Not for a
+// problem with a layout (use attn_check_prepare_inputs with the stored K/V).
 attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
                                                 const float *k32, const float *v32, char *err,
                                                 size_t err_len);

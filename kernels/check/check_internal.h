@@ -44,10 +44,13 @@ struct attn_check_prepared {
 // Layout cases (check/layout.c): prepare, compare an output, free the layout parts.
 attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *err,
                                                size_t err_len);
+attn_check_prepared *attn_check_prepare_layout_inputs(const attn_problem *p, const float *q,
+                                                      const void *k, const void *v, char *err,
+                                                      size_t err_len);
 bool attn_check_output_layout(const attn_check_prepared *pc, const float *o, const float *lse,
                               attn_check_result *r);
 void attn_check_layout_free(attn_check_prepared *pc);
-// " paged q=5,1 kv=9,40 page=4 shuffled" (empty for a dense case).
+// " paged q_lens=5,1 kv_lens=9,40 page=4 shuffled" (empty for a dense case).
 void attn_check_layout_describe(const attn_check_layout *l, char *buf, size_t len);
 
 // The problem with float32 K/V: how the checker hands its float32 copies to the reference.

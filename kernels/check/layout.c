@@ -182,6 +182,26 @@ static attn_check_prepared *prepare_sequence(attn_check_prepared *pc, int64_t b,
   return out;
 }
 
+// The input domain and one dense case per sequence with queries and keys.
+static attn_check_prepared *finish_layout(attn_check_prepared *pc, char *err, size_t err_len) {
+  const attn_problem *p = &pc->p;
+  if (!(pc->seq = calloc((size_t)p->batch, sizeof *pc->seq))) {
+    nomem(err, err_len);
+    goto fail;
+  }
+  const void *kk = pc->ks ? pc->ks : (const void *)pc->k, *vv = pc->vs ? pc->vs : (const void *)pc->v;
+  if (attn_inputs_check(p, pc->q, kk, vv, pc->domain, sizeof pc->domain) == ATTN_OK)
+    pc->domain[0] = '\0';
+  for (int64_t b = 0; b < p->batch; b++) {
+    if (attn_layout_q_len(p, b) == 0 || attn_layout_kv_len(p, b) == 0) continue;
+    if (!(pc->seq[b] = prepare_sequence(pc, b, err, err_len))) goto fail;
+  }
+  return pc;
+fail:
+  attn_check_prepared_free(pc);
+  return NULL;
+}
+
 attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *err,
                                                size_t err_len) {
   attn_check_prepared *pc = calloc(1, sizeof *pc);
@@ -199,8 +219,7 @@ attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *e
   const attn_problem *p = &pc->p;
   if (!(pc->q = malloc(attn_q_elems(p) * sizeof(float))) ||
       !(pc->k = malloc(attn_k_elems(p) * sizeof(float))) ||
-      !(pc->v = malloc(attn_v_elems(p) * sizeof(float))) ||
-      !(pc->seq = calloc((size_t)p->batch, sizeof *pc->seq))) {
+      !(pc->v = malloc(attn_v_elems(p) * sizeof(float)))) {
     nomem(err, err_len);
     goto fail;
   }
@@ -216,17 +235,61 @@ attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *e
     attn_quantize_rows(p->kv_dtype, pc->k, kr, p->head_dim_qk, pc->ks);
     attn_quantize_rows(p->kv_dtype, pc->v, kr, p->head_dim_v, pc->vs);
   }
-  const void *kk = pc->ks ? pc->ks : (const void *)pc->k, *vv = pc->vs ? pc->vs : (const void *)pc->v;
-  if (attn_inputs_check(p, pc->q, kk, vv, pc->domain, sizeof pc->domain) == ATTN_OK)
-    pc->domain[0] = '\0';
-  for (int64_t b = 0; b < p->batch; b++) {
-    if (attn_layout_q_len(p, b) == 0 || attn_layout_kv_len(p, b) == 0) continue;
-    if (!(pc->seq[b] = prepare_sequence(pc, b, err, err_len))) goto fail;
-  }
-  return pc;
+  return finish_layout(pc, err, err_len);
 fail:
   attn_check_prepared_free(pc);
   return NULL;
+}
+
+// A copy of n elements of size sz (NULL when src is NULL; *ok false when out of memory).
+static void *dup(const void *src, size_t n, size_t sz, bool *ok) {
+  if (!src) return NULL;
+  void *d = malloc(n ? n * sz : 1);
+  if (!d) *ok = false;
+  else if (n) memcpy(d, src, n * sz);
+  return d;
+}
+
+attn_check_prepared *attn_check_prepare_layout_inputs(const attn_problem *p, const float *q,
+                                                      const void *k, const void *v, char *err,
+                                                      size_t err_len) {
+  if (!attn_problem_validate(p, err, err_len)) return NULL;
+  attn_check_prepared *pc = calloc(1, sizeof *pc);
+  if (!pc) return nomem(err, err_len), NULL;
+  const attn_layout *l = p->layout;
+  const size_t nb = (size_t)p->batch + 1, h = (size_t)p->heads;
+  bool ok = true;
+  pc->p = *p;
+  pc->layout = *l;
+  pc->p.layout = &pc->layout;
+  pc->layout.cu_seqlens_q = pc->cu_q = dup(l->cu_seqlens_q, nb, sizeof(int64_t), &ok);
+  pc->layout.cu_seqlens_kv = pc->cu_kv = dup(l->cu_seqlens_kv, nb, sizeof(int64_t), &ok);
+  if (l->kind == ATTN_LAYOUT_PAGED)
+    pc->layout.page_table = pc->page_table =
+        dup(l->page_table, (size_t)p->batch * (size_t)l->pages_per_seq, sizeof(int32_t), &ok);
+  if (p->opts) {
+    pc->opts = *p->opts;
+    pc->opts.lse = NULL;
+    pc->layout_lse = p->opts->lse != NULL;
+    pc->p.opts = &pc->opts;
+    pc->opts.alibi_slopes = pc->slopes = dup(p->opts->alibi_slopes, h, sizeof(float), &ok);
+    pc->opts.sinks = pc->sinks = dup(p->opts->sinks, h, sizeof(float), &ok);
+    pc->opts.mask = pc->mask = dup(p->opts->mask, attn_mask_elems(p), sizeof(float), &ok);
+  }
+  pc->q = dup(q, attn_q_elems(p), sizeof(float), &ok);
+  if (p->kv_dtype == ATTN_DTYPE_F32) {
+    pc->k = dup(k, attn_k_elems(p), sizeof(float), &ok);
+    pc->v = dup(v, attn_v_elems(p), sizeof(float), &ok);
+  } else {
+    pc->ks = dup(k, attn_k_bytes(p), 1, &ok);
+    pc->vs = dup(v, attn_v_bytes(p), 1, &ok);
+  }
+  if (!ok) {
+    nomem(err, err_len);
+    attn_check_prepared_free(pc);
+    return NULL;
+  }
+  return finish_layout(pc, err, err_len);
 }
 
 static int verdict_rank(attn_check_verdict v) {
@@ -318,10 +381,10 @@ void attn_check_layout_describe(const attn_check_layout *l, char *buf, size_t le
   if (!len) return;
   buf[0] = '\0';
   if (l->kind == ATTN_LAYOUT_DENSE) return;
-  size_t w = (size_t)snprintf(buf, len, " %s q=", l->kind == ATTN_LAYOUT_PAGED ? "paged" : "ragged");
+  size_t w = (size_t)snprintf(buf, len, " %s q_lens=", l->kind == ATTN_LAYOUT_PAGED ? "paged" : "ragged");
   for (int b = 0; b < l->seqs && b < ATTN_CHECK_MAX_SEQS && w < len; b++)
     w += (size_t)snprintf(buf + w, len - w, "%s%lld", b ? "," : "", (long long)l->q_lens[b]);
-  if (w < len) w += (size_t)snprintf(buf + w, len - w, " kv=");
+  if (w < len) w += (size_t)snprintf(buf + w, len - w, " kv_lens=");
   for (int b = 0; b < l->seqs && b < ATTN_CHECK_MAX_SEQS && w < len; b++)
     w += (size_t)snprintf(buf + w, len - w, "%s%lld", b ? "," : "", (long long)l->kv_lens[b]);
   if (l->kind == ATTN_LAYOUT_PAGED && w < len)

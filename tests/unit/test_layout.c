@@ -56,7 +56,7 @@ static void test_validation(void) {
   } bad[] = {
       {"a dense kind", "kind", l, 3},
       {"cu_seqlens_q NULL", "cu_seqlens_q is NULL", l, 3},
-      {"a page out of the pool", "page_table[1][1]", l, 3},
+      {"a page out of the pool", "page_table[0][1] = 4", l, 3},
       {"a short page table", "pages_per_seq", l, 3},
       {"page_size 0", "page_size", l, 3},
       {"seq_q not the largest", "largest", l, 2},
@@ -64,7 +64,7 @@ static void test_validation(void) {
   };
   bad[0].l.kind = ATTN_LAYOUT_DENSE;
   bad[1].l.cu_seqlens_q = NULL;
-  const int32_t table_bad[] = {2, 0, 1, 4, 9, 9};
+  const int32_t table_bad[] = {2, 4, 1, 3, 9, 9};
   bad[2].l.page_table = table_bad;
   bad[3].l.pages_per_seq = 1;
   bad[4].l.page_size = 0;
