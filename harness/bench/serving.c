@@ -37,11 +37,8 @@ static bool explicit_lens(const char *text, int64_t *lens, int64_t cap, int64_t 
     char *end;
     int64_t a, b = 1;
     if (!whole(s, &end, lo, &a)) return false;
-    if (*end == '*') {  // N*C: C, N times
-      if (!whole(end + 1, &end, lo, &b)) return false;
-      const int64_t t = a;
-      a = b, b = t;
-      if (b < 1) return false;
+    if (*end == '*') {  // LEN*COUNT: LEN, COUNT times
+      if (!whole(end + 1, &end, 1, &b)) return false;
     }
     if (*end && *end != ' ' && *end != '\t') return false;
     if (b > cap - *n) return false;
@@ -77,7 +74,7 @@ bool attn_serving_kv_lens(const char *text, int64_t *lens, int64_t cap, int64_t 
   if (!colon) {
     if (explicit_lens(text, lens, cap, n, 0)) return true;
     return fail(err, err_len,
-                "kv_lens '%s': want lengths (e.g. '4096 300 1*8', each 0..2^30, at most 4096 "
+                "kv_lens '%s': want lengths (e.g. '4096 300 1*8' — LEN*COUNT repeats, each 0..2^30, at most 4096 "
                 "sequences) or DIST:SEQS:MEAN[:SEED] with DIST fixed, uniform or longtail",
                 text);
   }

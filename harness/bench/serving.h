@@ -3,7 +3,7 @@
 // serving.h — a serving batch (attn.h, "Serving layouts") from a short description, for
 // the bench's sweep keys (docs/serving.md): the sequences' lengths, then the layout.
 //
-//   kv_lens   "4096 4096 300"          explicit lengths, "N*C" repeats N C times ("4096*32")
+//   kv_lens   "4096 4096 300"          explicit lengths; LEN*COUNT repeats ("4096*32": 32 of 4096)
 //             "longtail:32:4096:1"     DIST:SEQS:MEAN[:SEED] generated lengths whose total is
 //             "uniform:32:4096"        exactly SEQS·MEAN: fixed (all MEAN), uniform (weights
 //             "fixed:32:4096"          uniform in [0.25, 1.75)), longtail (weights e^(1.25·z),
