@@ -268,10 +268,10 @@ typedef struct attn_layout {
   const int64_t *cu_seqlens_q;   // [batch + 1]: 0, then running sums of q_len_b
   const int64_t *cu_seqlens_kv;  // [batch + 1]: 0, then running sums of kv_len_b
   // PAGED only:
-  int64_t page_size;           // tokens per page, 1..ATTN_MAX_PAGE_SIZE
-  int64_t num_pages;           // pages in each of the K and V pools, >= 1
-  int64_t pages_per_seq;       // the page table's row length, >= every sequence's page count
-  const int32_t *page_table;   // [batch][pages_per_seq] page indices in [0, num_pages)
+  int64_t page_size;          // tokens per page, 1..ATTN_MAX_PAGE_SIZE
+  int64_t num_pages;          // pages in each of the K and V pools, >= 1
+  int64_t pages_per_seq;      // the page table's row length, >= every sequence's page count
+  const int32_t *page_table;  // [batch][pages_per_seq] page indices in [0, num_pages)
 } attn_layout;
 
 typedef struct attn_problem {
@@ -284,9 +284,9 @@ typedef struct attn_problem {
   int64_t head_dim_v;   // width of V and O rows, >= 1
   bool causal;          // bottom-right aligned causal mask (see above)
   float scale;          // multiplies Q·Kᵀ; finite. attn_problem_make sets 1/sqrt(head_dim_qk)
-  const attn_options *opts;  // attention variants; NULL = none (attn_problem_make's default)
-  attn_dtype kv_dtype;       // element type of K and V; 0 = ATTN_DTYPE_F32 (the default)
-  attn_compute compute;      // compute mode; 0 = ATTN_COMPUTE_F32 (the default)
+  const attn_options *opts;   // attention variants; NULL = none (attn_problem_make's default)
+  attn_dtype kv_dtype;        // element type of K and V; 0 = ATTN_DTYPE_F32 (the default)
+  attn_compute compute;       // compute mode; 0 = ATTN_COMPUTE_F32 (the default)
   const attn_layout *layout;  // ragged / paged batch (see "Serving layouts"); NULL = dense
 } attn_problem;
 

@@ -188,7 +188,7 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
   const size_t nopts = config_option_combinations(s);
   const size_t nserve = config_serving_combinations(s);
-  size_t built_isv = SIZE_MAX;        // the serving combination `current` was built for
+  size_t built_isv = SIZE_MAX;         // the serving combination `current` was built for
   attn_serving_batch *current = NULL;  // (owned by b->batches)
   char serving_name[128] = "";
   // One flat loop nest over the lists (the option keys' combinations as one).

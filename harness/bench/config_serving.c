@@ -11,7 +11,8 @@
 // Splits value at commas into trimmed items; each checked by check (NULL: none). Returns
 // the handler's result.
 static int text_list(parse_ctx *c, int line, const char *key, const char *value,
-                     char items[][kServingText], int *n, bool (*check)(const char *, char *, size_t)) {
+                     char items[][kServingText], int *n,
+                     bool (*check)(const char *, char *, size_t)) {
   const char *p = value;
   *n = 0;
   for (;;) {
@@ -21,7 +22,8 @@ static int text_list(parse_ctx *c, int line, const char *key, const char *value,
     while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
     if (!len) return config_fail(c, line, "%s: empty item in list", key);
     if (len >= kServingText)
-      return config_fail(c, line, "%s: an item is longer than %d characters", key, kServingText - 1);
+      return config_fail(c, line, "%s: an item is longer than %d characters", key,
+                         kServingText - 1);
     if (*n == kMaxServing) return config_fail(c, line, "%s: more than %d values", key, kMaxServing);
     memcpy(items[*n], p, len);
     items[*n][len] = '\0';
@@ -42,7 +44,8 @@ static bool kv_ok(const char *t, char *why, size_t len) {
 }
 
 int config_serving_key(parse_ctx *c, sweep *s, int line, const char *key, const char *value) {
-  if (!strcmp(key, "kv_lens")) return text_list(c, line, key, value, s->kv_lens, &s->n_kv_lens, kv_ok);
+  if (!strcmp(key, "kv_lens"))
+    return text_list(c, line, key, value, s->kv_lens, &s->n_kv_lens, kv_ok);
   if (!strcmp(key, "q_lens")) return text_list(c, line, key, value, s->q_lens, &s->n_q_lens, NULL);
   char items[kMaxServing][kServingText];
   int n = 0;
@@ -111,8 +114,8 @@ bool config_serving_validate(parse_ctx *c, sweep *s) {
   for (int k = 0; k < s->n_kv_lens; k++) {
     int64_t *kv = malloc(ATTN_SERVING_MAX_SEQS * sizeof *kv), *q = NULL, n = 0;
     char why[256] = "out of memory";
-    bool ok = kv && attn_serving_kv_lens(s->kv_lens[k], kv, ATTN_SERVING_MAX_SEQS, &n, why,
-                                         sizeof why);
+    bool ok =
+        kv && attn_serving_kv_lens(s->kv_lens[k], kv, ATTN_SERVING_MAX_SEQS, &n, why, sizeof why);
     if (ok) ok = (q = malloc((size_t)n * sizeof *q)) != NULL;
     for (int j = 0; ok && j < s->n_q_lens; j++)
       ok = attn_serving_q_lens(s->q_lens[j], n, q, why, sizeof why);

@@ -74,7 +74,8 @@ bool attn_serving_kv_lens(const char *text, int64_t *lens, int64_t cap, int64_t 
   if (!colon) {
     if (explicit_lens(text, lens, cap, n, 0)) return true;
     return fail(err, err_len,
-                "kv_lens '%s': want lengths (e.g. '4096 300 1*8' — LEN*COUNT repeats, each 0..2^30, at most 4096 "
+                "kv_lens '%s': want lengths (e.g. '4096 300 1*8' — LEN*COUNT repeats, each "
+                "0..2^30, at most 4096 "
                 "sequences) or DIST:SEQS:MEAN[:SEED] with DIST fixed, uniform or longtail",
                 text);
   }
@@ -85,7 +86,8 @@ bool attn_serving_kv_lens(const char *text, int64_t *lens, int64_t cap, int64_t 
   if (dl < sizeof dist) memcpy(dist, text, dl);
   char tail;
   const int got = sscanf(colon + 1, "%lld:%lld:%llu%c", &seqs, &mean, &seed, &tail);
-  const bool known = !strcmp(dist, "fixed") || !strcmp(dist, "uniform") || !strcmp(dist, "longtail");
+  const bool known =
+      !strcmp(dist, "fixed") || !strcmp(dist, "uniform") || !strcmp(dist, "longtail");
   if (!known || (got != 2 && got != 3) || seqs < 1 || seqs > cap || mean < 1 || mean > kMaxLen)
     return fail(err, err_len,
                 "kv_lens '%s': want DIST:SEQS:MEAN[:SEED] with DIST fixed, uniform or longtail, "
@@ -116,8 +118,8 @@ bool attn_serving_q_lens(const char *text, int64_t n, int64_t *lens, char *err, 
   long long np = 0, chunk = 0;
   char tail;
   if (!strncmp(text, "prefill:", 8)) {
-    if (sscanf(text + 8, "%lld:%lld%c", &np, &chunk, &tail) != 2 || np < 0 || np > n ||
-        chunk < 1 || chunk > kMaxLen)
+    if (sscanf(text + 8, "%lld:%lld%c", &np, &chunk, &tail) != 2 || np < 0 || np > n || chunk < 1 ||
+        chunk > kMaxLen)
       return fail(err, err_len,
                   "q_lens '%s': want prefill:N:C with N at most the sequences and 1 <= C <= 2^30",
                   text);
@@ -140,9 +142,9 @@ void attn_serving_free(attn_serving_batch *b) {
   memset(b, 0, sizeof *b);
 }
 
-bool attn_serving_build(const int64_t *q_lens, const int64_t *kv_lens, int64_t n,
-                        int64_t page_size, attn_page_order order, uint64_t seed,
-                        attn_serving_batch *out, char *err, size_t err_len) {
+bool attn_serving_build(const int64_t *q_lens, const int64_t *kv_lens, int64_t n, int64_t page_size,
+                        attn_page_order order, uint64_t seed, attn_serving_batch *out, char *err,
+                        size_t err_len) {
   memset(out, 0, sizeof *out);
   if (n < 1 || n > ATTN_SERVING_MAX_SEQS || page_size < 0 || page_size > ATTN_MAX_PAGE_SIZE) {
     if (err && err_len)

@@ -54,9 +54,9 @@ bool attn_serving_q_lens(const char *text, int64_t n, int64_t *lens, char *err, 
 // Builds the batch of n sequences: RAGGED when page_size is 0, else PAGED with a pool of
 // exactly the pages the sequences use (no spare, none shared), in the given order (seed
 // for shuffled). False (err) on a bad size or out of memory.
-bool attn_serving_build(const int64_t *q_lens, const int64_t *kv_lens, int64_t n,
-                        int64_t page_size, attn_page_order order, uint64_t seed,
-                        attn_serving_batch *out, char *err, size_t err_len);
+bool attn_serving_build(const int64_t *q_lens, const int64_t *kv_lens, int64_t n, int64_t page_size,
+                        attn_page_order order, uint64_t seed, attn_serving_batch *out, char *err,
+                        size_t err_len);
 void attn_serving_free(attn_serving_batch *b);
 
 // "sequential", "shuffled"; parse returns false for anything else.

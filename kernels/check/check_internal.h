@@ -42,8 +42,7 @@ struct attn_check_prepared {
 };
 
 // Layout cases (check/layout.c): prepare, compare an output, free the layout parts.
-attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *err,
-                                               size_t err_len);
+attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *err, size_t err_len);
 attn_check_prepared *attn_check_prepare_layout_inputs(const attn_problem *p, const float *q,
                                                       const void *k, const void *v, char *err,
                                                       size_t err_len);

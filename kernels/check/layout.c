@@ -189,7 +189,8 @@ static attn_check_prepared *finish_layout(attn_check_prepared *pc, char *err, si
     nomem(err, err_len);
     goto fail;
   }
-  const void *kk = pc->ks ? pc->ks : (const void *)pc->k, *vv = pc->vs ? pc->vs : (const void *)pc->v;
+  const void *kk = pc->ks ? pc->ks : (const void *)pc->k,
+             *vv = pc->vs ? pc->vs : (const void *)pc->v;
   if (attn_inputs_check(p, pc->q, kk, vv, pc->domain, sizeof pc->domain) == ATTN_OK)
     pc->domain[0] = '\0';
   for (int64_t b = 0; b < p->batch; b++) {
@@ -245,8 +246,10 @@ fail:
 static void *dup(const void *src, size_t n, size_t sz, bool *ok) {
   if (!src) return NULL;
   void *d = malloc(n ? n * sz : 1);
-  if (!d) *ok = false;
-  else if (n) memcpy(d, src, n * sz);
+  if (!d)
+    *ok = false;
+  else if (n)
+    memcpy(d, src, n * sz);
   return d;
 }
 
@@ -381,7 +384,8 @@ void attn_check_layout_describe(const attn_check_layout *l, char *buf, size_t le
   if (!len) return;
   buf[0] = '\0';
   if (l->kind == ATTN_LAYOUT_DENSE) return;
-  size_t w = (size_t)snprintf(buf, len, " %s q_lens=", l->kind == ATTN_LAYOUT_PAGED ? "paged" : "ragged");
+  size_t w =
+      (size_t)snprintf(buf, len, " %s q_lens=", l->kind == ATTN_LAYOUT_PAGED ? "paged" : "ragged");
   for (int b = 0; b < l->seqs && b < ATTN_CHECK_MAX_SEQS && w < len; b++)
     w += (size_t)snprintf(buf + w, len - w, "%s%lld", b ? "," : "", (long long)l->q_lens[b]);
   if (w < len) w += (size_t)snprintf(buf + w, len - w, " kv_lens=");

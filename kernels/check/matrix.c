@@ -240,7 +240,8 @@ static void layout_cases(bool quick, attn_check_case *out, size_t cap, size_t *n
              ATTN_CHECK_GEN_SLOPES | ATTN_CHECK_GEN_LSE);
   attn_options per_head = {.mask_per_head = true};
   add_layout(out, cap, n, attn_problem_make(1, 2, 1, 1, 1, 16, 16, false), ATTN_DIST_UNIFORM,
-             ragged, per_head, ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE | ATTN_CHECK_GEN_SINKS_HIGH);
+             ragged, per_head,
+             ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE | ATTN_CHECK_GEN_SINKS_HIGH);
   // page size 1, and pages larger than every sequence
   attn_check_layout tiny = paged, big = shared;
   tiny.page_size = 1;

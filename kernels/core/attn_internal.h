@@ -173,8 +173,8 @@ static inline const void *attn_layout_kv_row(const attn_problem *p, const void *
   const size_t row = attn_kv_row_bytes(p->kv_dtype, dim);
   size_t r;
   if (l->kind == ATTN_LAYOUT_PAGED) {
-    const size_t page = (size_t)l->page_table[(size_t)b * (size_t)l->pages_per_seq +
-                                              (size_t)(t / l->page_size)];
+    const size_t page =
+        (size_t)l->page_table[(size_t)b * (size_t)l->pages_per_seq + (size_t)(t / l->page_size)];
     r = (page * (size_t)p->kv_heads + (size_t)g) * (size_t)l->page_size +
         (size_t)(t % l->page_size);
   } else {

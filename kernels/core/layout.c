@@ -138,9 +138,8 @@ static bool paged_ok(const attn_problem *p, char *err, size_t err_len) {
     for (int64_t i = 0; i < need; i++) {
       const int32_t pg = l->page_table[(size_t)b * (size_t)l->pages_per_seq + (size_t)i];
       if (pg < 0 || pg >= l->num_pages)
-        return fail(err, err_len,
-                    "layout: page_table[%lld][%lld] = %ld is not a page (0..%lld)", (long long)b,
-                    (long long)i, (long)pg, (long long)(l->num_pages - 1));
+        return fail(err, err_len, "layout: page_table[%lld][%lld] = %ld is not a page (0..%lld)",
+                    (long long)b, (long long)i, (long)pg, (long long)(l->num_pages - 1));
     }
   }
   return true;

@@ -126,8 +126,8 @@ int attn_layout_run(const attn_kernel *k, const attn_problem *p, const attn_exec
     attn_run_info sub;
     const int rc = attn_kernel_run_info(k, &s, exec, qd, kd, vd, od, inner, &sub);
     info->fallback |= sub.fallback;
-    if (sub.fp_leak && !info->fp_leak) *info = (attn_run_info){info->fallback, true, sub.fp_given,
-                                                               sub.fp_returned};
+    if (sub.fp_leak && !info->fp_leak)
+      *info = (attn_run_info){info->fallback, true, sub.fp_given, sub.fp_returned};
     if (rc != ATTN_OK) return rc;
     for (int64_t h = 0; h < p->heads; h++)
       for (int64_t i = 0; i < nq; i++) {

@@ -32,16 +32,17 @@ static void test_lengths(void) {
     }
     EXPECT(total == 32 * 4096 && lo >= 1, "%s: total %lld (want %d), shortest %lld", dists[d],
            (long long)total, 32 * 4096, (long long)lo);
-    if (d == 2) EXPECT(hi > 3 * 4096 && lo < 4096 / 3, "longtail: %lld..%lld is not long-tailed",
-                       (long long)lo, (long long)hi);
+    if (d == 2)
+      EXPECT(hi > 3 * 4096 && lo < 4096 / 3, "longtail: %lld..%lld is not long-tailed",
+             (long long)lo, (long long)hi);
     if (d == 0) EXPECT(lo == 4096 && hi == 4096, "fixed: %lld..%lld", (long long)lo, (long long)hi);
   }
   int64_t a[32], b[32];
   attn_serving_kv_lens("longtail:32:4096:1", a, 32, &n, err, sizeof err);
   attn_serving_kv_lens("longtail:32:4096:2", b, 32, &n, err, sizeof err);
   EXPECT(memcmp(a, b, sizeof a) != 0, "the seed changes the mix");
-  static const char *const bad[] = {"", "12 x", "-3", "3*", "longtail:0:4096", "zipf:3:10",
-                                    "fixed:3", "1*5000"};
+  static const char *const bad[] = {"",          "12 x",    "-3",    "3*", "longtail:0:4096",
+                                    "zipf:3:10", "fixed:3", "1*5000"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
     EXPECT(!attn_serving_kv_lens(bad[i], l, 64, &n, err, sizeof err) && strstr(err, "kv_lens"),
@@ -62,9 +63,11 @@ static void test_build(void) {
   const int64_t q[3] = {4, 1, 1}, kv[3] = {40, 17, 0};
   attn_serving_batch seq, shuf, rag;
   char err[256];
-  EXPECT(attn_serving_build(q, kv, 3, 8, ATTN_PAGE_SEQUENTIAL, 1, &seq, err, sizeof err), "%s", err);
+  EXPECT(attn_serving_build(q, kv, 3, 8, ATTN_PAGE_SEQUENTIAL, 1, &seq, err, sizeof err), "%s",
+         err);
   EXPECT(attn_serving_build(q, kv, 3, 8, ATTN_PAGE_SHUFFLED, 1, &shuf, err, sizeof err), "%s", err);
-  EXPECT(attn_serving_build(q, kv, 3, 0, ATTN_PAGE_SEQUENTIAL, 1, &rag, err, sizeof err), "%s", err);
+  EXPECT(attn_serving_build(q, kv, 3, 0, ATTN_PAGE_SEQUENTIAL, 1, &rag, err, sizeof err), "%s",
+         err);
   EXPECT(rag.layout.kind == ATTN_LAYOUT_RAGGED && rag.cu_kv[3] == 57, "ragged offsets");
   EXPECT(seq.layout.num_pages == 8 && seq.layout.pages_per_seq == 5, "pages %lld per %lld",
          (long long)seq.layout.num_pages, (long long)seq.layout.pages_per_seq);
@@ -125,7 +128,8 @@ static void test_config(void) {
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nseq_len = 8\nkv_lens = 9\n", "seq_len"},
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9 9\nq_lens = 1\n", "2 lengths"},
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = zipf:2:3\n", "DIST"},
-      {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9\npage_size = -1\n", "page_size"},
+      {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9\npage_size = -1\n",
+       "page_size"},
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9\npage_order = random\n",
        "page_order"},
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9\nmask = random\n", "mask"},

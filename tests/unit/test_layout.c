@@ -26,8 +26,13 @@ static float frand(void) {
 static void test_validation(void) {
   const int64_t cq[] = {0, 3, 4, 4}, ck[] = {0, 10, 11, 11};
   const int32_t table[] = {2, 0, 1, 3, 9, 9};  // 3 sequences × 2 entries; 9 is never used
-  attn_layout l = {.kind = ATTN_LAYOUT_PAGED, .cu_seqlens_q = cq, .cu_seqlens_kv = ck,
-                   .page_size = 8, .num_pages = 4, .pages_per_seq = 2, .page_table = table};
+  attn_layout l = {.kind = ATTN_LAYOUT_PAGED,
+                   .cu_seqlens_q = cq,
+                   .cu_seqlens_kv = ck,
+                   .page_size = 8,
+                   .num_pages = 4,
+                   .pages_per_seq = 2,
+                   .page_table = table};
   attn_problem p = attn_problem_make(1, 4, 2, 1, 1, 16, 8, true);
   attn_problem_set_layout(&p, &l, 3);
   char err[256];
@@ -114,7 +119,8 @@ typedef struct layout_case {
 static void build(layout_case *c, attn_layout_kind kind, attn_dtype t, bool options) {
   memset(c, 0, sizeof *c);
   const int64_t H = 4, G = 2, D = 32, ps = 4, per = 8;
-  for (int b = 0; b < NSEQ; b++) c->cq[b + 1] = c->cq[b] + kQ[b], c->ckv[b + 1] = c->ckv[b] + kKV[b];
+  for (int b = 0; b < NSEQ; b++)
+    c->cq[b + 1] = c->cq[b] + kQ[b], c->ckv[b + 1] = c->ckv[b] + kKV[b];
   c->l = (attn_layout){.kind = kind, .cu_seqlens_q = c->cq, .cu_seqlens_kv = c->ckv};
   int64_t pages = 0;
   if (kind == ATTN_LAYOUT_PAGED) {
@@ -185,9 +191,11 @@ static void compare_with_dense(const attn_kernel *kn, layout_case *c) {
   for (int64_t b = 0; b < NSEQ && rc == ATTN_OK; b++) {
     const int64_t nq = kQ[b], nk = kKV[b];
     if (nq == 0) continue;
-    float *od = malloc((size_t)(H * nq * D) * sizeof(float)), *qd = malloc((size_t)(H * nq * D) * 4);
+    float *od = malloc((size_t)(H * nq * D) * sizeof(float)),
+          *qd = malloc((size_t)(H * nq * D) * 4);
     float *lsed = malloc((size_t)(H * nq) * sizeof(float));
-    char *kd = malloc((size_t)(G * (nk ? nk : 1)) * row), *vd = malloc((size_t)(G * (nk ? nk : 1)) * row);
+    char *kd = malloc((size_t)(G * (nk ? nk : 1)) * row),
+         *vd = malloc((size_t)(G * (nk ? nk : 1)) * row);
     if (nk == 0) {  // no keys: zeros, LSE −inf
       for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < nq; i++) {
@@ -223,7 +231,8 @@ static void compare_with_dense(const attn_kernel *kn, layout_case *c) {
       size_t diff = 0;
       for (int64_t h = 0; h < H; h++)
         for (int64_t i = 0; i < nq; i++) {
-          diff += memcmp(o + ((c->cq[b] + i) * H + h) * D, od + (h * nq + i) * D, (size_t)D * 4) != 0;
+          diff +=
+              memcmp(o + ((c->cq[b] + i) * H + h) * D, od + (h * nq + i) * D, (size_t)D * 4) != 0;
           if (c->lse)
             diff += memcmp(&c->lse[(size_t)h * total + (size_t)(c->cq[b] + i)], &lsed[h * nq + i],
                            4) != 0;
@@ -291,7 +300,8 @@ static int layout_kernel_run(const attn_problem *p, const attn_exec *exec, const
     if (nq == 0) continue;
     float *qd = malloc((size_t)(H * nq * dqk) * 4), *od = malloc((size_t)(H * nq * dv) * 4);
     float *ld = malloc((size_t)(H * nq) * 4);
-    char *kd = malloc((size_t)(G * (nk ? nk : 1)) * kr), *vd = malloc((size_t)(G * (nk ? nk : 1)) * vr);
+    char *kd = malloc((size_t)(G * (nk ? nk : 1)) * kr),
+         *vd = malloc((size_t)(G * (nk ? nk : 1)) * vr);
     attn_options so;
     attn_problem sp = attn_layout_seq_problem(p, b, &so);
     if (p->opts) so.lse = lse ? ld : NULL;
