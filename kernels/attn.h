@@ -365,7 +365,7 @@ int64_t attn_visible_keys(const attn_problem *p, int64_t i);
 // softmax and the options' elementwise work are not counted.
 double attn_flops(const attn_problem *p);
 
-// ── Serving layouts: helpers (valid problems; see "Serving layouts") ────────────────
+// ── Serving layouts: functions (valid problems; see "Serving layouts") ──────────────
 
 // Sets p->layout = l and, from l, p->batch (the sequences: the caller passes their count),
 // p->seq_q and p->seq_kv (the largest lengths). Does not validate (attn_problem_validate).

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-import clitest  # noqa: E402  (tests/cli: the CLI tests' shared check/run helpers)
+import clitest  # noqa: E402  (tests/cli: the CLI tests' shared check/run functions)
 from clitest import check  # noqa: E402
 
 clitest.init()
