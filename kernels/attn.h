@@ -140,6 +140,38 @@
 //     subnormal intermediate results flush to zero. The check tolerance includes the
 //     resulting absolute error terms (a few·n·FLT_MIN on each output, see check.h), so
 //     e.g. inputs of 1e-40 everywhere give outputs of 0 and pass.
+//
+// ── Serving layouts: ragged batches and paged K/V (attn_problem.layout; NULL = dense) ─
+//     A layout makes the problem a batch of `batch` sequences of their own lengths, as an
+//     inference server runs it. Sequence b has q_len_b = cu_seqlens_q[b+1] − cu_seqlens_q[b]
+//     query tokens and kv_len_b = cu_seqlens_kv[b+1] − cu_seqlens_kv[b] keys, and *is* the
+//     dense problem of batch 1, seq_q = q_len_b, seq_kv = kv_len_b (attn_layout_seq_problem):
+//     causal mask, window, alignment and ALiBi distances apply per sequence (bottom-right:
+//     the q_len_b new tokens are the last q_len_b positions of a kv_len_b context, so a
+//     chunk of a prefill or a 1-token decode step), as do the K/V type and compute mode.
+//     The problem's seq_q and seq_kv are the largest q_len_b and kv_len_b (attn_problem_
+//     set_layout fills batch, seq_q and seq_kv from the layout).
+//       Q[total_q][heads][head_dim_qk], O[total_q][heads][head_dim_v]   float32, token-major:
+//         token i of sequence b is row cu_seqlens_q[b] + i (FlashAttention's varlen packing).
+//       RAGGED  K[total_kv][kv_heads] rows of head_dim_qk, V[total_kv][kv_heads] rows of
+//         head_dim_v (kv_dtype rows, attn_kv_row_bytes): key t of b is row cu_seqlens_kv[b] + t.
+//       PAGED   K and V are pools of num_pages pages, [num_pages][kv_heads][page_size] rows
+//         (vLLM's cache layout, any kv_dtype: a Q8_0 row is head_dim/32 blocks as above). Key t
+//         of sequence b is slot t % page_size of page page_table[b·pages_per_seq + t/page_size].
+//         Pages may come in any order and be shared by several sequences (prefix caching);
+//         only the ceil(kv_len_b/page_size) entries a sequence uses are read (the rest of
+//         its page-table row may hold anything), and only its first kv_len_b slots.
+//     Options per sequence: slopes and sinks are per head as before; the additive mask is
+//     the sequences' blocks one after the other, [q_len_b][kv_len_b] each ([heads][q_len_b]
+//     [kv_len_b] with mask_per_head), sequence b's block at attn_layout_mask_offset(p, b);
+//     the LSE output is [heads][total_q] (FlashAttention's varlen LSE).
+//     Zero lengths: q_len_b = 0 is a sequence with nothing to compute; kv_len_b = 0 with
+//     q_len_b > 0 gives rows that see nothing (zeros, LSE −inf). At least one sequence
+//     has a query and one has a key (seq_q, seq_kv >= 1).
+//     A kernel with ATTN_CAP_LAYOUT_RAGGED / _PAGED reads that layout itself; any other
+//     kernel gets, through attn_kernel_run, each sequence gathered into a dense batch-1
+//     problem in its workspace and is called once per sequence — so every kernel runs
+//     every layout.
 #pragma once
 
 #include <stdbool.h>
@@ -233,6 +265,28 @@ typedef enum attn_compute {
 } attn_compute;
 #define ATTN_COMPUTE_COUNT 4
 
+// The batch layout (see "Serving layouts"). The arrays are owned by the caller and must
+// outlive the kernel call.
+typedef enum attn_layout_kind {
+  ATTN_LAYOUT_DENSE = 0,   // the dense layout (as attn_problem.layout == NULL)
+  ATTN_LAYOUT_RAGGED = 1,  // per-sequence lengths; Q, O, K and V packed by tokens
+  ATTN_LAYOUT_PAGED = 2,   // per-sequence lengths; Q, O packed by tokens, K and V in pages
+} attn_layout_kind;
+
+// Largest page_size accepted (tests use small pages; servers use 16..256).
+#define ATTN_MAX_PAGE_SIZE 65536
+
+typedef struct attn_layout {
+  attn_layout_kind kind;
+  const int64_t *cu_seqlens_q;   // [batch + 1]: 0, then running sums of q_len_b
+  const int64_t *cu_seqlens_kv;  // [batch + 1]: 0, then running sums of kv_len_b
+  // PAGED only:
+  int64_t page_size;          // tokens per page, 1..ATTN_MAX_PAGE_SIZE
+  int64_t num_pages;          // pages in each of the K and V pools, >= 1
+  int64_t pages_per_seq;      // the page table's row length, >= every sequence's page count
+  const int32_t *page_table;  // [batch][pages_per_seq] page indices in [0, num_pages)
+} attn_layout;
+
 typedef struct attn_problem {
   int64_t batch;        // >= 1
   int64_t heads;        // query heads, >= 1
@@ -243,9 +297,10 @@ typedef struct attn_problem {
   int64_t head_dim_v;   // width of V and O rows, >= 1
   bool causal;          // bottom-right aligned causal mask (see above)
   float scale;          // multiplies Q·Kᵀ; finite. attn_problem_make sets 1/sqrt(head_dim_qk)
-  const attn_options *opts;  // attention variants; NULL = none (attn_problem_make's default)
-  attn_dtype kv_dtype;       // element type of K and V; 0 = ATTN_DTYPE_F32 (the default)
-  attn_compute compute;      // compute mode; 0 = ATTN_COMPUTE_F32 (the default)
+  const attn_options *opts;   // attention variants; NULL = none (attn_problem_make's default)
+  attn_dtype kv_dtype;        // element type of K and V; 0 = ATTN_DTYPE_F32 (the default)
+  attn_compute compute;       // compute mode; 0 = ATTN_COMPUTE_F32 (the default)
+  const attn_layout *layout;  // ragged / paged batch (see "Serving layouts"); NULL = dense
 } attn_problem;
 
 // Bits of the options a problem uses (ATTN_CAP_OPT_* values, 0 = a plain problem).
@@ -275,7 +330,11 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 // ATTN_WINDOW_UNBOUNDED, a softcap other than 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an
 // alibi_max_bias other than 0 or in [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX], both
 // alibi_max_bias and alibi_slopes, a mask or LSE tensor whose size overflows. (Array contents are
-// inputs: attn_inputs_check checks them.)
+// inputs: attn_inputs_check checks them.) With a layout (see "Serving layouts"): a kind outside
+// attn_layout_kind, a NULL array, cu_seqlens not starting at 0 or decreasing, seq_q /
+// seq_kv other than the largest lengths, no query or no key in the batch, a page_size
+// outside 1..ATTN_MAX_PAGE_SIZE, num_pages < 1, a page-table row too short for its
+// sequence or a used entry outside [0, num_pages), packed tensors or a pool too large.
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 
 // The input domain (see "Numerics contract" above). 2^120 ≈ 1.33e36.
@@ -320,6 +379,26 @@ int64_t attn_visible_keys(const attn_problem *p, int64_t i);
 // causal mask or a window only visible pairs (attn_row_keys) count. Exponentials, the
 // softmax and the options' elementwise work are not counted.
 double attn_flops(const attn_problem *p);
+
+// ── Serving layouts: functions (valid problems; see "Serving layouts") ──────────────
+
+// Sets p->layout = l and, from l, p->batch (the sequences: the caller passes their count),
+// p->seq_q and p->seq_kv (the largest lengths). Does not validate (attn_problem_validate).
+void attn_problem_set_layout(attn_problem *p, const attn_layout *l, int64_t batch);
+// q_len_b and kv_len_b of sequence b (for a dense problem: seq_q and seq_kv).
+int64_t attn_layout_q_len(const attn_problem *p, int64_t b);
+int64_t attn_layout_kv_len(const attn_problem *p, int64_t b);
+// Query tokens over all sequences (dense: batch·seq_q).
+size_t attn_layout_total_q(const attn_problem *p);
+// Sequence b as a dense problem of batch 1 (seq_q = q_len_b, seq_kv = kv_len_b, layout NULL;
+// not valid when a length is 0). With options, *opts gets a copy of p's whose mask points
+// at sequence b's block and whose lse is NULL (the packed LSE is not a batch-1 tensor).
+attn_problem attn_layout_seq_problem(const attn_problem *p, int64_t b, attn_options *opts);
+// Offset (in floats) of sequence b's block in the additive mask.
+size_t attn_layout_mask_offset(const attn_problem *p, int64_t b);
+// Elements of the additive mask and of the LSE output (dense or layout); 0 without them.
+size_t attn_mask_elems(const attn_problem *p);
+size_t attn_lse_elems(const attn_problem *p);
 
 // ── Execution parameters (shared by every kernel; 0 means "kernel default") ─────────
 
@@ -413,6 +492,11 @@ enum {
   ATTN_CAP_COMPUTE_F16 = 1u << 21,
   ATTN_CAP_COMPUTE_INT8 = 1u << 22,
   ATTN_CAP_COMPUTE_ALL = ATTN_CAP_COMPUTE_BF16 | ATTN_CAP_COMPUTE_F16 | ATTN_CAP_COMPUTE_INT8,
+  // Serving layouts (attn_problem.layout) the kernel's entry point reads itself. Any other
+  // layout reaches it one gathered dense sequence at a time (attn_kernel_run).
+  ATTN_CAP_LAYOUT_RAGGED = 1u << 24,
+  ATTN_CAP_LAYOUT_PAGED = 1u << 25,
+  ATTN_CAP_LAYOUT_ALL = ATTN_CAP_LAYOUT_RAGGED | ATTN_CAP_LAYOUT_PAGED,
 };
 
 // The ATTN_CAP_KV_* bit of a type (0 for F32, which every kernel reads).
@@ -549,8 +633,8 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 // of the header the plug-in was compiled with; the version is bumped on any change to
 // attn_kernel, attn_problem, attn_exec or the entry point's signature (2: kv_dtype and
 // the const void * K/V of the entry point; 3: register-tile variants in attn_kernel,
-// regtile and kv_split in attn_exec).
-#define ATTN_PLUGIN_ABI_VERSION 3u
+// regtile and kv_split in attn_exec; 4: the batch layout in attn_problem).
+#define ATTN_PLUGIN_ABI_VERSION 4u
 #define ATTN_PLUGIN_ENTRY "attn_plugin_v1"
 
 typedef struct attn_plugin {

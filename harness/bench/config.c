@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "bench/config_sweep.h"
+#include "bench/serving.h"
 #include "core/settings.h"  // register-tile variant names and kv_split values
 
 // inih reads lines into a 200-byte buffer; longer lines are refused before it sees them.
@@ -438,11 +439,14 @@ static int handler(void *user, const char *section, const char *name, const char
   }
   const int opt = option_key(c, s, line, key, value);
   if (opt >= 0) return opt;
+  const int serving = config_serving_key(c, s, line, key, value);
+  if (serving >= 0) return serving;
   return config_fail(
       c, line,
       "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
       "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype align "
-      "window softcap alibi sinks mask lse regtile kv_split)",
+      "window softcap alibi sinks mask lse regtile kv_split kv_lens q_lens page_size "
+      "page_order)",
       key);
 }
 
@@ -456,6 +460,7 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
       return config_fail(c, LINE("kernels"), "kernels: empty list"), false;
     return config_fail(c, sec, "[%s]: missing key 'kernels'", n), false;
   }
+  if (!config_serving_validate(c, s)) return false;  // a serving sweep needs no seq_len
   const char *required[] = {"heads", "seq_len"};
   const ilist *req[] = {&s->heads, &s->seq_len};
   for (int i = 0; i < 2; i++) {
@@ -616,6 +621,8 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
       format_error(c, c->err_line, c->err, err, err_len);
       free(b.pts);
       free(b.slots);
+      attn_bench_plan tmp = {.batches = b.batches, .batch_count = b.nbatches};
+      attn_bench_plan_free(&tmp);
       goto done;
     }
   }
@@ -639,6 +646,8 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   }
   plan->points = b.pts;
   plan->count = kept;
+  plan->batches = b.batches;
+  plan->batch_count = b.nbatches;
   ok = true;
 done:
   free(text);
@@ -648,6 +657,13 @@ done:
 }
 
 void attn_bench_plan_free(attn_bench_plan *plan) {
+  for (size_t i = 0; i < plan->batch_count; i++) {
+    attn_serving_free(plan->batches[i]);
+    free(plan->batches[i]);
+  }
+  free(plan->batches);
+  plan->batches = NULL;
+  plan->batch_count = 0;
   free(plan->points);
   plan->points = NULL;
   plan->count = 0;

@@ -32,6 +32,10 @@
 //   regtile  = 12x32/8x32               ; optional, one value: the register-tile variant
 //                                       ;   (name or index; every kernel must have it)
 //   kv_split = 4                        ; optional, one value: attn_exec.kv_split (0..4096)
+//   kv_lens  = longtail:32:4096:1       ; a serving sweep (docs/serving.md, bench/serving.h):
+//   q_lens   = decode, prefill:1:512    ;   per-sequence lengths instead of batch, seq_len
+//   page_size = 0, 16                   ;   and seq_kv; 0 = ragged K/V, else paged
+//   page_order = sequential, shuffled   ;   pages in order or scattered through the pool
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
 // kv_heads not dividing heads, unknown kernel, threads above ATTN_MAX_THREADS, more than
@@ -102,6 +106,10 @@ typedef struct attn_bench_overrides {
 typedef struct attn_bench_plan {
   attn_bench_point *points;
   size_t count;
+  // The layouts of serving points (problem.layout points into them; bench/serving.h),
+  // owned by the plan.
+  struct attn_serving_batch **batches;
+  size_t batch_count;
 } attn_bench_plan;
 
 // Parses path and expands every sweep. Returns true on success; otherwise false and

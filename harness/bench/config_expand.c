@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/config_sweep.h"
+#include "bench/serving.h"
 #include "core/settings.h"  // register-tile variant names
 
 bool attn_bench_opts_any(const attn_bench_opts *o) {
@@ -166,6 +167,7 @@ size_t config_sweep_points(const sweep *s, const attn_bench_overrides *ov, size_
       (size_t)s->causal.n,
       config_option_combinations(s),  // each list <= kMaxValues: overflow-free for 6 keys
       (size_t)s->n_kv_dtypes,
+      config_serving_combinations(s),
   };
   size_t n = 1;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
@@ -185,6 +187,10 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   const int nk = ov && ov->kernel_count ? (int)ov->kernel_count : s->nk;
   const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
   const size_t nopts = config_option_combinations(s);
+  const size_t nserve = config_serving_combinations(s);
+  size_t built_isv = SIZE_MAX;         // the serving combination `current` was built for
+  attn_serving_batch *current = NULL;  // (owned by b->batches)
+  char serving_name[128] = "";
   // One flat loop nest over the lists (the option keys' combinations as one).
   // clang-format off
   for (int ib = 0; ib < s->batch.n; ib++)
@@ -195,6 +201,7 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
   for (int isq = 0; isq < s->seq_len.n; isq++)
   for (int ic = 0; ic < s->causal.n; ic++)
+  for (size_t isv = 0; isv < nserve; isv++)
   for (size_t io = 0; io < nopts; io++)
   for (int ikd = 0; ikd < s->n_kv_dtypes; ikd++)
   for (int it = 0; it < nt; it++)
@@ -210,6 +217,23 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.problem = attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq, dqk, dv,
                                    s->causal.v[ic] != 0);
     pt.opts = config_option_combination(s, io);
+    if (isv != built_isv) {  // one batch per serving combination, shared by the inner lists
+      built_isv = isv;
+      attn_serving_batch *batch;
+      if (!config_serving_batch(c, s, isv, &batch, serving_name, sizeof serving_name)) return false;
+      if (batch) {  // the plan owns it; the points' problems read it
+        attn_serving_batch **nb = realloc(b->batches, (b->nbatches + 1) * sizeof *nb);
+        if (!nb) {
+          attn_serving_free(batch);
+          free(batch);
+          return config_fail(c, sec, "out of memory"), false;
+        }
+        b->batches = nb;
+        b->batches[b->nbatches++] = batch;
+      }
+      current = batch;
+    }
+    if (current) attn_problem_set_layout(&pt.problem, &current->layout, current->seqs);
     char why[160];
     attn_options checked_opts;  // the values only: validated with the problem, not kept
     attn_bench_opts_apply(&pt.opts, &checked_opts);
@@ -248,6 +272,10 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     }
     config_copy_str(pt.sweep, sizeof pt.sweep, s->name);
     attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
+    if (serving_name[0]) {  // the lengths and pages (B, Sq and Skv are the largest)
+      const size_t len = strlen(pt.name);
+      snprintf(pt.name + len, sizeof pt.name - len, "%s", serving_name);
+    }
     if (attn_bench_opts_any(&pt.opts)) {
       const size_t len = strlen(pt.name);
       attn_bench_opts_name(&pt.opts, pt.name + len, sizeof pt.name - len);

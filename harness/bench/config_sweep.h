@@ -12,6 +12,7 @@
 #include "bench/config.h"
 
 enum { kMaxValues = 64, kMaxSweeps = 64, kMaxKeys = 1024, kMaxKernels = 64 };
+enum { kMaxServing = 16, kServingText = 96 };  // serving keys: items per list, item length
 
 typedef struct ilist {
   int64_t v[kMaxValues];
@@ -42,6 +43,13 @@ typedef struct sweep {
   olist opts[kOptKeys];                    // indexed by kOpt*
   attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
   int n_kv_dtypes;
+  // A serving sweep (config_serving.c, bench/serving.h): kv_lens given. Each list swept.
+  char q_lens[kMaxServing][kServingText], kv_lens[kMaxServing][kServingText];
+  int n_q_lens, n_kv_lens;
+  int64_t page_sizes[kMaxServing];  // 0 = ragged
+  int n_page_sizes;
+  int page_orders[2];  // attn_page_order values
+  int n_page_orders;
 } sweep;
 
 typedef struct key_line {
@@ -66,6 +74,8 @@ typedef struct parse_ctx {
 typedef struct plan_builder {
   attn_bench_point *pts;
   size_t n, cap;
+  struct attn_serving_batch **batches;  // the serving points' layouts (moved to the plan)
+  size_t nbatches;
   size_t *slots;
   size_t nslots;  // a power of two, >= 2 * cap
 } plan_builder;
@@ -83,6 +93,16 @@ attn_bench_opts config_option_combination(const sweep *s, size_t index);
 // Number of points a sweep expands to before duplicates are dropped, saturated at
 // limit + 1.
 size_t config_sweep_points(const sweep *s, const attn_bench_overrides *ov, size_t limit);
+// Serving sweeps (config_serving.c): the keys q_lens, kv_lens, page_size, page_order
+// (returns −1 for another key, else the handler's result); their cross-key rules; the
+// number of serving combinations (1 for another sweep); combination `index` built into
+// *out (allocated, owned by the caller: attn_bench_plan) with its name suffix.
+int config_serving_key(parse_ctx *c, sweep *s, int line, const char *key, const char *value);
+bool config_serving_validate(parse_ctx *c, sweep *s);
+size_t config_serving_combinations(const sweep *s);
+bool config_serving_batch(parse_ctx *c, const sweep *s, size_t index,
+                          struct attn_serving_batch **out, char *suffix, size_t suffix_len);
+
 // Appends the points of s (validated) to b; false with the error in c.
 bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov, plan_builder *b);
 

@@ -185,6 +185,10 @@ static bool write_npy(const char *dir, const char *file, const float *data, int 
 static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sbuf *ix, char *err,
                        size_t err_len) {
   const attn_problem *p = &pt->problem;
+  if (p->layout) {  // the files are 4-D dense tensors
+    snprintf(err, err_len, "%s: serving points (ragged/paged) are not exported", pt->name);
+    return false;
+  }
   const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p);
   float *q = malloc((nq ? nq : 1) * sizeof *q), *k = malloc((nk ? nk : 1) * sizeof *k),
         *v = malloc((nv ? nv : 1) * sizeof *v);

@@ -10,6 +10,7 @@
 
 #include "bench/adjacent.h"
 #include "bench/inputs.h"
+#include "bench/serving.h"
 #include "check/check.h"
 #include "check/inputs.h"
 #include "common/util.h"
@@ -94,7 +95,7 @@ static bool acquire_options(const attn_bench_point *pt) {
     attn_bench_mask(p->seq_q, p->seq_kv, ATTN_BENCH_MASK_SEED, g_buf.mask);
   }
   if (pt->opts.lse) {
-    const size_t n = (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q;
+    const size_t n = attn_layout_total_q(p) * (size_t)p->heads;  // [batch][heads][seq_q] dense
     g_buf.lse = alloc64(n * sizeof(float));
     if (!g_buf.lse) return false;
     memset(g_buf.lse, 0, n * sizeof(float));
@@ -117,7 +118,7 @@ static bool fill_inputs(const attn_problem *p, float *q, void *k, void *v, uint3
         *v32 = malloc(attn_v_elems(p) * sizeof(float));
   const bool ok = k32 && v32;
   if (ok) {
-    const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+    const size_t rows = attn_k_elems(p) / (size_t)p->head_dim_qk;  // a layout's pool too
     attn_bench_fill_inputs(p, q, k32, v32);
     *digest = attn_bench_inputs_digest(p, q, k32, v32);
     attn_quantize_rows(p->kv_dtype, k32, rows, p->head_dim_qk, k);
@@ -181,6 +182,7 @@ static double work(const attn_problem *p) {
 
 attn_problem attn_bench_check_shape(const attn_problem *p) {
   attn_problem c = *p;
+  if (p->layout) return c;  // a serving batch is checked whole (its sequences are its shape)
   while (work(&c) > ATTN_BENCH_CHECK_BUDGET && (c.seq_q > 1 || c.seq_kv > 1)) {
     // Halve both lengths of a square problem (the causal diagonal keeps its shape);
     // otherwise the longer one.
@@ -247,7 +249,7 @@ static bool same_shape(const attn_problem *a, const attn_problem *b) {
   return a->batch == b->batch && a->heads == b->heads && a->kv_heads == b->kv_heads &&
          a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim_qk == b->head_dim_qk &&
          a->head_dim_v == b->head_dim_v && a->causal == b->causal && a->scale == b->scale &&
-         a->kv_dtype == b->kv_dtype;
+         a->kv_dtype == b->kv_dtype && a->layout == b->layout;
 }
 
 void attn_bench_release_reference(void) {
@@ -274,7 +276,7 @@ static void run_check(attn_bench_state *s, const attn_exec *exec) {
     // converted: attn_check_prepare knows the storage error), is prepared from the case.
     // With options, checked_shape.opts is g_buf.opts: the point's sinks (per head, the
     // same on the reduced shape) are copied, and the LSE is checked when the point has it.
-    if (reduced || pt->problem.kv_dtype != ATTN_DTYPE_F32) {
+    if ((reduced || pt->problem.kv_dtype != ATTN_DTYPE_F32) && !pt->problem.layout) {
       attn_check_case c = {.problem = s->checked_shape, .dist = ATTN_DIST_NORMAL, .seed = kSeed};
       // A mask is [seq_q][seq_kv]: the reduced shape gets its own, from the same seed.
       attn_options ro;
@@ -360,6 +362,22 @@ static void shape_counters(attn_gb_state *st, const attn_bench_point *pt, const 
   attn_gb_set_counter(st, "kernel_threads", pt->threads, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "flop", attn_flops(p), ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "bytes", (double)tensor_bytes(p), ATTN_GB_PLAIN);
+}
+
+// A serving batch (docs/serving.md): its sequences, the query tokens per second, the K/V
+// bytes one call reads (each sequence's keys once, as stored) and that read rate, also as
+// a percentage of the probed bandwidth.
+static void serving_counters(attn_gb_state *st, const attn_bench_state *s, const attn_problem *p) {
+  if (!p->layout) return;
+  const double kv = (double)attn_serving_kv_bytes(p);
+  attn_gb_set_counter(st, "seqs", (double)p->batch, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "paged", p->layout->kind == ATTN_LAYOUT_PAGED ? 1 : 0, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "page_size", (double)p->layout->page_size, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "tokens/s", (double)attn_serving_tokens(p), ATTN_GB_RATE_PER_ITER);
+  attn_gb_set_counter(st, "kv_bytes", kv, ATTN_GB_PLAIN);
+  attn_gb_set_counter(st, "KV_GB/s", kv * 1e-9, ATTN_GB_RATE_PER_ITER);
+  if (s->bandwidth_gbs > 0)
+    attn_gb_set_counter(st, "%bw_kv", kv * 1e-9 * 100.0 / s->bandwidth_gbs, ATTN_GB_RATE_PER_ITER);
 }
 
 // The bench's command-line layer beyond the per-point overrides: --tile-q, --tile-kv, --bind.
@@ -511,6 +529,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   attn_gb_set_counter(st, "GB/s", (double)tensor_bytes(p) * 1e-9, ATTN_GB_RATE_PER_ITER);
   // The unit the point is judged by, as its code (the context's "peak_units" names them).
   attn_gb_set_counter(st, "peak_unit", (double)s->peak_key.unit, ATTN_GB_PLAIN);
+  serving_counters(st, s, p);
   if (s->peak_gflops > 0) {
     attn_gb_set_counter(st, "%peak", gflop * 100.0 / s->peak_gflops, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);

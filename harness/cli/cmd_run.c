@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "attn.h"
+#include "bench/serving.h"  // --kv-lens: the serving batch (docs/serving.md)
 #include "check/check.h"
 #include "cli/commands.h"
 #include "cli/option_args.h"
@@ -42,6 +43,10 @@ typedef struct run_args {
   attn_dtype kv_dtype;
   double case_timeout;  // --case-timeout: a plug-in kernel's call limit (isolate.h's watch)
   bool case_timeout_given;
+  // A serving batch (docs/serving.md): --kv-lens makes Q [total_q][heads][Dqk] and K, V
+  // [total_kv][kv_heads][D] packed by tokens; --page-size > 0 pages K and V.
+  const char *q_lens, *kv_lens, *page_order_name;
+  int64_t page_size;
 } run_args;
 
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
@@ -103,6 +108,31 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .dest = &a->allow_nonfinite,
        .help = "write O even if it holds NaN/Inf (default: refuse, exit 1)"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print nothing on success"},
+      {.name = "kv-lens",
+       .kind = CLI_STRING,
+       .dest = &a->kv_lens,
+       .metavar = "LENS",
+       .help = "a serving batch: the sequences' context lengths ('4096 4096 300', "
+               "'longtail:32:4096:1'; docs/serving.md); Q, K, V, O are then packed by tokens "
+               "([total][heads][dim])"},
+      {.name = "q-lens",
+       .kind = CLI_STRING,
+       .dest = &a->q_lens,
+       .metavar = "LENS",
+       .help = "with --kv-lens: new tokens per sequence ('decode' (default), 'prefill:N:C', "
+               "'512 1 1')"},
+      {.name = "page-size",
+       .kind = CLI_INT64,
+       .dest = &a->page_size,
+       .min = 0,
+       .max = ATTN_MAX_PAGE_SIZE,
+       .metavar = "N",
+       .help = "with --kv-lens: store K and V in pages of N tokens (0 = ragged, the default)"},
+      {.name = "page-order",
+       .kind = CLI_STRING,
+       .dest = &a->page_order_name,
+       .metavar = "sequential|shuffled",
+       .help = "with --page-size: the pages' order in the pool (default sequential)"},
       ATTN_EXEC_ARGS_CLI(&a->x),
       ATTN_OPTION_ARGS_CLI(&a->opt,
                            "also write the log-sum-exp of each row, float32 [batch][heads][seq_q]"),
@@ -131,6 +161,20 @@ static int parse_args(int argc, char **argv, run_args *a) {
   }
   const int rc = option_args_validate("run", &a->opt);
   if (rc != -1) return rc;
+  if (!a->kv_lens && (a->q_lens || a->page_size || a->page_order_name)) {
+    fprintf(stderr, "attnbench run: --q-lens, --page-size and --page-order need --kv-lens\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  attn_page_order order;
+  if (a->page_order_name && !attn_page_order_parse(a->page_order_name, &order)) {
+    fprintf(stderr, "attnbench run: --page-order '%s': want sequential or shuffled\n",
+            a->page_order_name);
+    return ATTNBENCH_EXIT_USAGE;
+  }
+  if (a->kv_lens && a->opt.mask_path) {
+    fprintf(stderr, "attnbench run: --mask does not apply with --kv-lens (docs/serving.md)\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
   if (a->kv_dtype_name && !attn_dtype_parse(a->kv_dtype_name, &a->kv_dtype)) {
     fprintf(stderr, "attnbench run: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n",
             a->kv_dtype_name);
@@ -404,6 +448,161 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
         cr->max_abs_err, cr->max_rel_err, cr->worst_ratio);
 }
 
+// ── --kv-lens: a serving batch (docs/serving.md) ────────────────────────────────────
+
+// A packed 3-D tensor [tokens][heads][dim] of float32 from path; false (message) if not.
+static bool load_packed(const char *what, const char *path, int64_t tokens, npy_array *a) {
+  char err[ATTN_OUT_PATH_MAX + 256];
+  if (!npy_read_f32(path, a, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: %s: %s\n", what, err);
+    return false;
+  }
+  bool finite = true;
+  for (size_t i = 0; i < a->count && finite; i++) finite = isfinite(a->data[i]);
+  if (a->ndim == 3 && a->shape[0] == tokens && a->shape[1] > 0 && a->shape[2] > 0 && finite)
+    return true;
+  fprintf(stderr,
+          "attnbench run: %s %s: want a finite float32 [%lld][heads][dim] array packed by "
+          "tokens (the lengths' total), got %d-D with %lld rows%s\n",
+          what, path, (long long)tokens, a->ndim, (long long)(a->ndim ? a->shape[0] : 0),
+          finite ? "" : " and a non-finite element");
+  return false;
+}
+
+// K or V rows (packed by tokens, float32) stored as p's type into the layout's tensor:
+// the packed rows themselves (ragged) or the pages of the pool (paged; unused slots 0).
+static void *store_layout_kv(const attn_problem *p, const float *x, int64_t dim) {
+  const attn_layout *l = p->layout;
+  const size_t row = attn_kv_row_bytes(p->kv_dtype, dim);
+  const size_t rows = (size_t)l->cu_seqlens_kv[p->batch] * (size_t)p->kv_heads;
+  const size_t bytes = dim == p->head_dim_qk ? attn_k_bytes(p) : attn_v_bytes(p);
+  char *packed = malloc(rows * row + 1), *out = calloc(1, bytes + 1);
+  if (!packed || !out) {
+    free(packed), free(out);
+    return NULL;
+  }
+  attn_quantize_rows(p->kv_dtype, x, rows, dim, packed);
+  if (l->kind == ATTN_LAYOUT_RAGGED) {
+    free(out);
+    return packed;
+  }
+  for (int64_t b = 0; b < p->batch; b++)
+    for (int64_t t = 0; t < attn_layout_kv_len(p, b); t++)
+      for (int64_t g = 0; g < p->kv_heads; g++) {
+        const size_t page = (size_t)l->page_table[b * l->pages_per_seq + t / l->page_size];
+        const size_t slot = (page * (size_t)p->kv_heads + (size_t)g) * (size_t)l->page_size +
+                            (size_t)(t % l->page_size);
+        const size_t src =
+            ((size_t)l->cu_seqlens_kv[b] + (size_t)t) * (size_t)p->kv_heads + (size_t)g;
+        memcpy(out + slot * row, packed + src * row, row);
+      }
+  free(packed);
+  return out;
+}
+
+// `run --kv-lens`: the batch from the lengths, Q/K/V packed by tokens, K/V paged when
+// asked, the kernel, --check against the per-sequence reference, O [total_q][heads][Dv]
+// and LSE [heads][total_q]. Returns the exit code.
+static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
+                      const attn_output *out, const attn_output *lse_out) {
+  int rc = ATTNBENCH_EXIT_FAILURE;
+  char err[ATTN_OUT_PATH_MAX + 512];
+  int64_t *kvl = malloc(ATTN_SERVING_MAX_SEQS * sizeof *kvl), *ql = NULL, n = 0;
+  attn_serving_batch batch = {0};
+  npy_array q = {0}, k = {0}, v = {0}, slopes = {0}, sinks = {0}, mask = {0};
+  void *ks = NULL, *vs = NULL;
+  float *o = NULL, *lse = NULL;
+  attn_page_order order = ATTN_PAGE_SEQUENTIAL;
+  if (a->page_order_name) attn_page_order_parse(a->page_order_name, &order);
+  if (!kvl || !attn_serving_kv_lens(a->kv_lens, kvl, ATTN_SERVING_MAX_SEQS, &n, err, sizeof err) ||
+      !(ql = malloc((size_t)n * sizeof *ql)) ||
+      !attn_serving_q_lens(a->q_lens ? a->q_lens : "decode", n, ql, err, sizeof err) ||
+      !attn_serving_build(ql, kvl, n, a->page_size, order, 1, &batch, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: %s\n", kvl ? err : "out of memory");
+    rc = ATTNBENCH_EXIT_USAGE;
+    goto done;
+  }
+  const int64_t tq = batch.cu_q[n], tk = batch.cu_kv[n];
+  if (!load_packed("Q", a->q_path, tq, &q) || !load_packed("K", a->k_path, tk, &k) ||
+      !load_packed("V", a->v_path, tk, &v))
+    goto done;
+  if (k.shape[1] != v.shape[1] || q.shape[2] != k.shape[2]) {
+    fprintf(stderr,
+            "attnbench run: Q, K, V disagree: K/V heads %lld and %lld, Q and K dims "
+            "%lld and %lld\n",
+            (long long)k.shape[1], (long long)v.shape[1], (long long)q.shape[2],
+            (long long)k.shape[2]);
+    goto done;
+  }
+  attn_problem p =
+      attn_problem_make(1, q.shape[1], k.shape[1], 1, 1, q.shape[2], v.shape[2], a->causal);
+  attn_problem_set_layout(&p, &batch.layout, n);
+  if (a->scale_given) p.scale = (float)a->scale;
+  p.kv_dtype = a->kv_dtype_name ? a->kv_dtype : ATTN_DTYPE_F32;
+  attn_options opts;
+  if (!attn_problem_validate(&p, err, sizeof err) ||
+      !option_args_load("run", &a->opt, &p, &opts, &slopes, &sinks, &mask)) {
+    if (err[0]) fprintf(stderr, "attnbench run: %s\n", err);
+    goto done;
+  }
+  const size_t n_lse = (size_t)tq * (size_t)p.heads;
+  if (a->opt.lse_path && !(lse = malloc(n_lse * sizeof *lse))) goto oom;
+  opts.lse = lse;
+  p.opts = &opts;
+  if (!attn_problem_validate(&p, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: %s\n", err);
+    goto done;
+  }
+  if (!(ks = store_layout_kv(&p, k.data, p.head_dim_qk)) ||
+      !(vs = store_layout_kv(&p, v.data, p.head_dim_v)))
+    goto oom;
+  const int src = settle(kernel, &p, a);
+  if (src >= 0) {
+    rc = src;
+    goto done;
+  }
+  attn_placement_use_mode(a->settings.bind);
+  if (!problem_fits(kernel, &p, a, budget)) goto done;
+  if (!(o = malloc(attn_o_elems(&p) * sizeof *o))) goto oom;
+  char binding[512];
+  double seconds = 0;
+  attn_check_result cr = {0};
+  double storage = 0, ratio = 0;
+  bool has_storage = false;
+  const kv_tensors kv = {.k = ks, .v = vs};
+  if (!compute(kernel, &p, &a->settings.exec, q.data, ks, vs, o, a->case_timeout, &seconds, binding,
+               sizeof binding) ||
+      !output_finite(kernel, &p, o, a->allow_nonfinite) ||
+      (a->verify &&
+       !verify_output(kernel, &p, q.data, &kv, o, lse, &cr, &storage, &ratio, &has_storage)))
+    goto done;
+  const int64_t o_shape[3] = {tq, p.heads, p.head_dim_v}, lse_shape[2] = {p.heads, tq};
+  if (!npy_write_f32(out->target, o, 3, o_shape, err, sizeof err) ||
+      (lse && !npy_write_f32(lse_out->target, lse, 2, lse_shape, err, sizeof err))) {
+    fprintf(stderr, "attnbench run: cannot write the output: %s\n", err);
+    goto done;
+  }
+  if (!a->quiet)
+    printf(
+        "%s: %lld sequences (%lld query tokens, %lld keys, %s%s) H=%lld KVH=%lld Dqk=%lld "
+        "Dv=%lld%s -> %s (one call, %.3f ms wall; not a benchmark)%s\n",
+        kernel->name, (long long)n, (long long)tq, (long long)tk,
+        p.layout->kind == ATTN_LAYOUT_PAGED ? "paged, " : "ragged",
+        p.layout->kind == ATTN_LAYOUT_PAGED ? attn_page_order_name(order) : "", (long long)p.heads,
+        (long long)p.kv_heads, (long long)p.head_dim_qk, (long long)p.head_dim_v,
+        p.causal ? " causal" : "", a->out_path, seconds * 1e3, a->verify ? "; check: pass" : "");
+  rc = ATTNBENCH_EXIT_OK;
+  goto done;
+oom:
+  fprintf(stderr, "attnbench run: out of memory\n");
+done:
+  free(kvl), free(ql), free(ks), free(vs), free(o), free(lse);
+  npy_free(&q), npy_free(&k), npy_free(&v);
+  npy_free(&slopes), npy_free(&sinks), npy_free(&mask);
+  attn_serving_free(&batch);
+  return rc;
+}
+
 int cmd_run(int argc, char **argv) {
   run_args a = {0};
   int rc = parse_args(argc, argv, &a);
@@ -438,6 +637,10 @@ int cmd_run(int argc, char **argv) {
       fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
       goto done;
     }
+  }
+  if (a.kv_lens) {  // a serving batch: its own path (run_layout)
+    rc = run_layout(&a, kernel, budget, &out, a.opt.lse_path ? &lse_out : NULL);
+    goto done;
   }
   if (!qkv_load("run", &q) || !qkv_load_kv("run", &k) || !qkv_load_kv("run", &v) ||
       !qkv_derive_problem("run", &q, &k, &v, a.causal, &p) || !store_kv(&a, &p, &k.a, &v.a, &kv))

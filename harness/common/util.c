@@ -57,21 +57,28 @@ static uint64_t dims(int64_t a, int64_t b, int64_t c, int64_t d) {
   return n;
 }
 
+// A layout problem (attn.h, "Serving layouts"; valid) has its own sizes: packed tokens,
+// the pool of pages.
 static uint64_t q_elems(const attn_problem *p) {
+  if (p->layout) return attn_q_elems(p);
   return dims(p->batch, p->heads, p->seq_q, p->head_dim_qk);
 }
 static uint64_t k_elems(const attn_problem *p) {
+  if (p->layout) return attn_k_elems(p);
   return dims(p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk);
 }
 static uint64_t v_elems(const attn_problem *p) {
+  if (p->layout) return attn_v_elems(p);
   return dims(p->batch, p->kv_heads, p->seq_kv, p->head_dim_v);
 }
 static uint64_t o_elems(const attn_problem *p) {
+  if (p->layout) return attn_o_elems(p);
   return dims(p->batch, p->heads, p->seq_q, p->head_dim_v);
 }
 
 // Bytes of K and V as stored (kv_dtype: attn_kv_row_bytes per row), saturating.
 static uint64_t kv_stored_bytes(const attn_problem *p) {
+  if (p->layout) return attn_bytes_add(attn_k_bytes(p), attn_v_bytes(p));
   const uint64_t rows = dims(p->batch, p->kv_heads, p->seq_kv, 1);
   return attn_bytes_add(attn_bytes_mul(rows, attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk)),
                         attn_bytes_mul(rows, attn_kv_row_bytes(p->kv_dtype, p->head_dim_v)));

@@ -130,14 +130,32 @@ enum {
   ATTN_CHECK_GEN_LSE = 1u << 4,         // ask for (and check) the LSE output
 };
 
+// A serving layout for a case (attn.h, "Serving layouts"), built by the checker: the
+// lengths, the pages and their order. kind DENSE (0) = the case is dense.
+#define ATTN_CHECK_MAX_SEQS 8
+typedef struct attn_check_layout {
+  attn_layout_kind kind;
+  int seqs;                              // sequences, 1..ATTN_CHECK_MAX_SEQS (problem.batch
+                                         // and seq_q, seq_kv are set from the lengths)
+  int64_t q_lens[ATTN_CHECK_MAX_SEQS];   // q_len_b >= 0
+  int64_t kv_lens[ATTN_CHECK_MAX_SEQS];  // kv_len_b >= 0
+  int64_t page_size;                     // PAGED: tokens per page
+  bool shuffle;                          // PAGED: pages in a seeded random order of the pool
+  int64_t shared_pages;                  // PAGED: every sequence b > 0 uses sequence 0's first
+                                         // pages (up to this many full pages both have) —
+                                         // prefix caching
+  int64_t spare_pages;                   // PAGED: pages no sequence uses (random contents)
+} attn_check_layout;
+
 typedef struct attn_check_case {
   attn_problem problem;  // problem.opts is the options' source when not NULL (its arrays
                          // are copied); otherwise opts and gen below
   attn_dist dist;
   uint64_t seed;
-  attn_options opts;  // option values; arrays given here are copied, NULL ones may be
-                      // generated (gen); lse is ignored (the checker owns the output)
-  uint32_t gen;       // ATTN_CHECK_GEN_* bits
+  attn_options opts;         // option values; arrays given here are copied, NULL ones may be
+                             // generated (gen); lse is ignored (the checker owns the output)
+  uint32_t gen;              // ATTN_CHECK_GEN_* bits
+  attn_check_layout layout;  // a ragged or paged batch; zero = dense
 } attn_check_case;
 
 // The default shape matrix for `attnbench check` (quick = a fast subset). Returns the
@@ -156,17 +174,23 @@ void attn_check_fill(const attn_check_case *c, float *q, float *k, float *v);
 // reference output and the per-element tolerance.
 typedef struct attn_check_prepared attn_check_prepared;
 
-// NULL if the case is invalid or memory is short (err says which). Inputs outside the
-// input domain are prepared (the reference runs in double); their verdict is inconclusive.
+// NULL if the case is invalid or memory is short (err says which). A case with a layout is
+// prepared as one dense case per sequence, from that sequence's rows gathered by the
+// checker (kernels/check/layout.c); a kernel runs on the packed or paged tensors and each
+// sequence's rows of its output are compared with their own reference and tolerance. Inputs outside
+// the input domain are prepared (the reference runs in double); their verdict is inconclusive.
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len);
 // The same from caller-supplied inputs (copied, with the arrays of p->opts; LSE is
 // checked when p->opts->lse is set, the pointer itself is not used). k and v are stored
 // as p->kv_dtype; the reference computes from those stored values.
+// A problem with a layout is prepared sequence by sequence as above (its layout arrays are
+// copied too); attn_check_reference_output is then NULL (each sequence has its own).
 attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
                                                const void *v, char *err, size_t err_len);
 // The same from float32 K and V that are first stored as p->kv_dtype (core/convert.h's
 // rounding); the storage error is then known (attn_check_storage_error). Also what
-// attn_check_prepare does for a case with a non-F32 kv_dtype (generated float32 K/V).
+// attn_check_prepare does for a case with a non-F32 kv_dtype (generated float32 K/V). Not for a
+// problem with a layout (use attn_check_prepare_inputs with the stored K/V).
 attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
                                                 const float *k32, const float *v32, char *err,
                                                 size_t err_len);

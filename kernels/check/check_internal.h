@@ -31,7 +31,26 @@ struct attn_check_prepared {
   size_t n_nonfinite_ref, first_nonfinite_ref;
   size_t n_weak, first_weak;     // elements whose bound admits every convex combination
   double weak_tol, weak_spread;  // at first_weak: score part of tol, max_j |v_jd − o_d|
+  // A layout case (check/layout.c): p.layout points to layout, whose arrays are below; q,
+  // k, v (and ks, vs) are the packed / pooled tensors; seq[b] is sequence b's dense case
+  // (NULL when it has no query or no key); ref and tol are unused.
+  attn_layout layout;
+  int64_t *cu_q, *cu_kv;
+  int32_t *page_table;
+  attn_check_prepared **seq;
+  bool layout_lse;  // the layout case checks the LSE output ([heads][total_q])
 };
+
+// Layout cases (check/layout.c): prepare, compare an output, free the layout parts.
+attn_check_prepared *attn_check_prepare_layout(const attn_check_case *c, char *err, size_t err_len);
+attn_check_prepared *attn_check_prepare_layout_inputs(const attn_problem *p, const float *q,
+                                                      const void *k, const void *v, char *err,
+                                                      size_t err_len);
+bool attn_check_output_layout(const attn_check_prepared *pc, const float *o, const float *lse,
+                              attn_check_result *r);
+void attn_check_layout_free(attn_check_prepared *pc);
+// " paged q_lens=5,1 kv_lens=9,40 page=4 shuffled" (empty for a dense case).
+void attn_check_layout_describe(const attn_check_layout *l, char *buf, size_t len);
 
 // The problem with float32 K/V: how the checker hands its float32 copies to the reference.
 attn_problem attn_check_f32_view(const attn_problem *p);

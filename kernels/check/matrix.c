@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "check/check.h"
+#include "check/check_internal.h"
 
 const char *attn_dist_name(attn_dist d) {
   switch (d) {
@@ -187,6 +188,86 @@ static void kv_type_cases(bool quick, attn_check_case *out, size_t cap, size_t *
   }
 }
 
+// Appends a serving-layout case (attn.h, "Serving layouts"): p gives the heads, dims,
+// causal flag and K/V type; the layout the lengths and the pages.
+static void add_layout(attn_check_case *out, size_t cap, size_t *n, attn_problem p, attn_dist dist,
+                       attn_check_layout l, attn_options o, uint32_t gen) {
+  if (out && *n < cap)
+    out[*n] = (attn_check_case){
+        .problem = p, .dist = dist, .seed = 1000 + *n, .opts = o, .gen = gen, .layout = l};
+  (*n)++;
+}
+
+// 6. Serving layouts: a ragged batch mixing a prefill chunk, decode steps, an empty query
+//    and a sequence without keys; paged K/V with pages shuffled through a pool with spare
+//    pages, prefix pages shared between sequences (prefix caching), pages of 1 and of more
+//    keys than a sequence has; every K/V type; the options per sequence.
+static void layout_cases(bool quick, attn_check_case *out, size_t cap, size_t *n) {
+  const attn_options none = {0};
+  const attn_check_layout ragged = {.kind = ATTN_LAYOUT_RAGGED,
+                                    .seqs = 5,
+                                    .q_lens = {5, 1, 0, 7, 2},
+                                    .kv_lens = {9, 40, 3, 7, 0}};
+  add_layout(out, cap, n, attn_problem_make(1, 4, 2, 1, 1, 32, 32, true), ATTN_DIST_NORMAL, ragged,
+             none, 0);
+  const attn_check_layout paged = {.kind = ATTN_LAYOUT_PAGED,
+                                   .seqs = 4,
+                                   .q_lens = {1, 1, 3, 1},
+                                   .kv_lens = {13, 1, 30, 17},
+                                   .page_size = 4,
+                                   .shuffle = true,
+                                   .spare_pages = 3};
+  add_layout(out, cap, n, attn_problem_make(1, 4, 1, 1, 1, 33, 16, true), ATTN_DIST_UNIFORM, paged,
+             none, 0);
+  const attn_check_layout shared = {.kind = ATTN_LAYOUT_PAGED,
+                                    .seqs = 3,
+                                    .q_lens = {1, 2, 4},
+                                    .kv_lens = {20, 24, 9},
+                                    .page_size = 4,
+                                    .shuffle = true,
+                                    .shared_pages = 4,
+                                    .spare_pages = 2};
+  add_layout(out, cap, n, attn_problem_make(1, 8, 2, 1, 1, 16, 16, true), ATTN_DIST_NORMAL, shared,
+             none, 0);
+  // every K/V type on shuffled pages of 16 (a decode batch with one prefill chunk)
+  static const attn_dtype kTypes[] = {ATTN_DTYPE_F16, ATTN_DTYPE_BF16, ATTN_DTYPE_Q8_0};
+  const attn_check_layout decode = {.kind = ATTN_LAYOUT_PAGED,
+                                    .seqs = 4,
+                                    .q_lens = {1, 1, 24, 1},
+                                    .kv_lens = {70, 16, 50, 33},
+                                    .page_size = 16,
+                                    .shuffle = true,
+                                    .shared_pages = 1,
+                                    .spare_pages = 1};
+  for (size_t t = 0; t < COUNT(kTypes); t++) {
+    if (quick && kTypes[t] != ATTN_DTYPE_Q8_0) continue;
+    attn_problem p = attn_problem_make(1, 4, 2, 1, 1, 64, 32, true);
+    p.kv_dtype = kTypes[t];
+    add_layout(out, cap, n, p, (attn_dist)(t % 2), decode, none, 0);
+  }
+  // the options per sequence: window + softcap + sinks + mask + LSE; ALiBi with top-left
+  // alignment; a per-head mask on a ragged batch
+  add_layout(out, cap, n, attn_problem_make(1, 4, 2, 1, 1, 32, 32, true), ATTN_DIST_NORMAL, paged,
+             (attn_options){.window = true, .window_left = 6, .window_right = 0, .softcap = 20.0f},
+             ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  if (quick) return;
+  add_layout(out, cap, n, attn_problem_make(1, 4, 2, 1, 1, 32, 32, true), ATTN_DIST_NORMAL, shared,
+             (attn_options){.align = ATTN_ALIGN_TOP_LEFT},
+             ATTN_CHECK_GEN_SLOPES | ATTN_CHECK_GEN_LSE);
+  attn_options per_head = {.mask_per_head = true};
+  add_layout(out, cap, n, attn_problem_make(1, 2, 1, 1, 1, 16, 16, false), ATTN_DIST_UNIFORM,
+             ragged, per_head,
+             ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE | ATTN_CHECK_GEN_SINKS_HIGH);
+  // page size 1, and pages larger than every sequence
+  attn_check_layout tiny = paged, big = shared;
+  tiny.page_size = 1;
+  big.page_size = 64;
+  add_layout(out, cap, n, attn_problem_make(1, 2, 2, 1, 1, 8, 8, false), ATTN_DIST_NORMAL, tiny,
+             none, 0);
+  add_layout(out, cap, n, attn_problem_make(1, 6, 3, 1, 1, 32, 32, true), ATTN_DIST_LARGE, big,
+             none, ATTN_CHECK_GEN_LSE);
+}
+
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
   size_t n = 0;
   const int64_t quick_max_seq = 100;
@@ -233,11 +314,20 @@ size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
   }
   options_cases(quick, out, cap, &n);
   kv_type_cases(quick, out, cap, &n);
+  layout_cases(quick, out, cap, &n);
   return n;
 }
 
 void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
-  const attn_problem *p = &c->problem;
+  attn_problem lp = c->problem;  // a layout case: B sequences, Sq and Skv the largest lengths
+  if (c->layout.kind != ATTN_LAYOUT_DENSE) {
+    lp.batch = c->layout.seqs, lp.seq_q = 0, lp.seq_kv = 0;
+    for (int b = 0; b < c->layout.seqs && b < ATTN_CHECK_MAX_SEQS; b++) {
+      if (c->layout.q_lens[b] > lp.seq_q) lp.seq_q = c->layout.q_lens[b];
+      if (c->layout.kv_lens[b] > lp.seq_kv) lp.seq_kv = c->layout.kv_lens[b];
+    }
+  }
+  const attn_problem *p = &lp;
   const double default_scale = 1.0 / sqrt((double)p->head_dim_qk);
   char scale[32] = "";
   if (fabs((double)p->scale - default_scale) > 1e-7 * default_scale)
@@ -277,5 +367,7 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
   if (o->mask || gen & ATTN_CHECK_GEN_MASK) OPT_APPEND(o->mask_per_head ? " mask/head" : " mask");
   if (o->lse || gen & ATTN_CHECK_GEN_LSE) OPT_APPEND(" lse");
 #undef OPT_APPEND
-  if (w >= 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "%s", opt);
+  char lay[160];
+  attn_check_layout_describe(&c->layout, lay, sizeof lay);
+  if (w >= 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "%s%s", opt, lay);
 }

@@ -14,6 +14,7 @@
 
 void attn_check_prepared_free(attn_check_prepared *pc) {
   if (!pc) return;
+  attn_check_layout_free(pc);
   free(pc->q);
   free(pc->k);
   free(pc->v);
@@ -218,6 +219,7 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
 }
 
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len) {
+  if (c->layout.kind != ATTN_LAYOUT_DENSE) return attn_check_prepare_layout(c, err, err_len);
   attn_problem p = c->problem;
   attn_options o = c->problem.opts ? *c->problem.opts : c->opts;
   float *slopes = NULL, *sinks = NULL, *mask = NULL;
@@ -273,6 +275,7 @@ attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, siz
 
 attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
                                                const void *v, char *err, size_t err_len) {
+  if (p && p->layout) return attn_check_prepare_layout_inputs(p, q, k, v, err, err_len);
   attn_check_prepared *pc = prepare_common(p, err, err_len);
   if (!pc) return NULL;
   memcpy(pc->q, q, attn_q_elems(p) * sizeof(float));
@@ -296,6 +299,11 @@ attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const floa
 attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
                                                 const float *k32, const float *v32, char *err,
                                                 size_t err_len) {
+  if (p && p->layout) {  // layouts are prepared from their stored K/V (check/layout.c)
+    if (err && err_len)
+      snprintf(err, err_len, "a layout problem is prepared from stored K/V (prepare_inputs)");
+    return NULL;
+  }
   attn_check_prepared *pc = prepare_common(p, err, err_len);
   if (!pc) return NULL;
   memcpy(pc->q, q, attn_q_elems(p) * sizeof(float));

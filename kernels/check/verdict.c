@@ -72,6 +72,7 @@ static size_t lse_mismatches(const attn_check_prepared *pc, const float *lse, si
 
 bool attn_check_output_lse(const attn_check_prepared *pc, const float *o, const float *lse,
                            attn_check_result *r) {
+  if (pc->seq) return attn_check_output_layout(pc, o, lse, r);  // check/layout.c
   memset(r, 0, sizeof *r);
   const size_t n = attn_o_elems(&pc->p);
   size_t bad = 0, nonfinite = 0;
@@ -139,8 +140,8 @@ bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, cons
   for (size_t i = 0; i < n + 2 * kGuard; i++) memcpy(&buf[i], &kGuardBits, sizeof(float));
   float *o = buf + kGuard;
   // The LSE output, with its own guard zones, when the case checks it.
-  const size_t n_lse =
-      pc->lse_ref ? (size_t)pc->p.batch * (size_t)pc->p.heads * (size_t)pc->p.seq_q : 0;
+  const bool want_lse = pc->seq ? pc->layout_lse : pc->lse_ref != NULL;
+  const size_t n_lse = want_lse ? attn_layout_total_q(&pc->p) * (size_t)pc->p.heads : 0;
   float *lse_buf = NULL;
   attn_problem p = pc->p;
   attn_options opts = pc->opts;

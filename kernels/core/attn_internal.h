@@ -150,3 +150,48 @@ int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const att
 // built-in defaults measured to differ between vendors (docs/design.md); kernels read no
 // environment, so this is the CPU's answer whatever ATTNBENCH_ISA_MASK says.
 bool attn_cpu_vendor_amd(void);
+
+// ── Serving layouts (attn.h, "Serving layouts"): where a sequence's rows live ───────
+
+// Row i of query head h of sequence b in Q (packed [total_q][heads][head_dim_qk]).
+static inline const float *attn_layout_q_row(const attn_problem *p, const float *q, int64_t b,
+                                             int64_t h, int64_t i) {
+  const size_t tok = (size_t)p->layout->cu_seqlens_q[b] + (size_t)i;
+  return q + (tok * (size_t)p->heads + (size_t)h) * (size_t)p->head_dim_qk;
+}
+// Row i of query head h of sequence b in O (packed [total_q][heads][head_dim_v]).
+static inline float *attn_layout_o_row(const attn_problem *p, float *o, int64_t b, int64_t h,
+                                       int64_t i) {
+  const size_t tok = (size_t)p->layout->cu_seqlens_q[b] + (size_t)i;
+  return o + (tok * (size_t)p->heads + (size_t)h) * (size_t)p->head_dim_v;
+}
+// Key t of K/V head g of sequence b in a K or V tensor with rows of dim elements of
+// p->kv_dtype: RAGGED [total_kv][kv_heads] rows, PAGED [num_pages][kv_heads][page_size].
+static inline const void *attn_layout_kv_row(const attn_problem *p, const void *x, int64_t b,
+                                             int64_t g, int64_t t, int64_t dim) {
+  const attn_layout *l = p->layout;
+  const size_t row = attn_kv_row_bytes(p->kv_dtype, dim);
+  size_t r;
+  if (l->kind == ATTN_LAYOUT_PAGED) {
+    const size_t page =
+        (size_t)l->page_table[(size_t)b * (size_t)l->pages_per_seq + (size_t)(t / l->page_size)];
+    r = (page * (size_t)p->kv_heads + (size_t)g) * (size_t)l->page_size +
+        (size_t)(t % l->page_size);
+  } else {
+    r = ((size_t)l->cu_seqlens_kv[b] + (size_t)t) * (size_t)p->kv_heads + (size_t)g;
+  }
+  return (const char *)x + r * row;
+}
+// Whether p has a ragged or paged layout that k does not read itself (attn_kernel_run
+// then gathers one sequence at a time: core/layout.c).
+bool attn_layout_gathered(const attn_kernel *k, const attn_problem *p);
+// The gather path of attn_kernel_run / attn_kernel_workspace for such a problem.
+size_t attn_layout_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);
+int attn_layout_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                    const float *q, const void *kk, const void *v, float *o, void *workspace,
+                    attn_run_info *info);
+// Validation of p->layout (attn_problem_validate) and the input domain of a layout problem
+// (attn_inputs_check): core/layout.c.
+bool attn_layout_validate(const attn_problem *p, char *err, size_t err_len);
+int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
+                             char *err, size_t err_len);

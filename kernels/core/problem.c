@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "core/attn_internal.h"
 #include "core/convert.h"
 
 attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
@@ -189,6 +190,7 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
       return fail(err, err_len, "mask tensor of %lldx%lld overflows size_t bytes",
                   (long long)p->seq_q, (long long)p->seq_kv);
   }
+  if (p->layout && !attn_layout_validate(p, err, err_len)) return false;
   if (err && err_len) err[0] = '\0';
   return true;
 }
@@ -252,22 +254,36 @@ float attn_alibi_slope(const attn_problem *p, int64_t h) {
   return (float)exp2(-e);
 }
 
+// Rows of the K/V tensors: batch·kv_heads·seq_kv dense; with a layout (attn.h, "Serving
+// layouts") the packed keys or the pool's rows.
+static size_t kv_rows(const attn_problem *p) {
+  const attn_layout *l = p->layout;
+  if (!l) return (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  if (l->kind == ATTN_LAYOUT_PAGED)
+    return (size_t)l->num_pages * (size_t)p->kv_heads * (size_t)l->page_size;
+  return (size_t)l->cu_seqlens_kv[p->batch] * (size_t)p->kv_heads;
+}
+
 size_t attn_q_elems(const attn_problem *p) {
+  if (p->layout) return attn_layout_total_q(p) * (size_t)p->heads * (size_t)p->head_dim_qk;
   return (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q * (size_t)p->head_dim_qk;
 }
 size_t attn_k_elems(const attn_problem *p) {
+  if (p->layout) return kv_rows(p) * (size_t)p->head_dim_qk;
   return (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv * (size_t)p->head_dim_qk;
 }
 size_t attn_v_elems(const attn_problem *p) {
+  if (p->layout) return kv_rows(p) * (size_t)p->head_dim_v;
   return (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv * (size_t)p->head_dim_v;
 }
 size_t attn_o_elems(const attn_problem *p) {
+  if (p->layout) return attn_layout_total_q(p) * (size_t)p->heads * (size_t)p->head_dim_v;
   return (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q * (size_t)p->head_dim_v;
 }
 
 // The stored bytes of a K/V tensor of rows × dim elements (saturating).
 static size_t kv_bytes(const attn_problem *p, int64_t dim) {
-  const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  const size_t rows = kv_rows(p);
   const size_t row = attn_kv_row_bytes(p->kv_dtype, dim);
   return (row != 0 && rows > SIZE_MAX / row) ? SIZE_MAX : rows * row;
 }
@@ -311,6 +327,15 @@ int64_t attn_visible_keys(const attn_problem *p, int64_t i) {
 }
 
 double attn_flops(const attn_problem *p) {
+  if (p->layout) {  // the sum over the sequences' dense problems
+    double f = 0.0;
+    for (int64_t b = 0; b < p->batch; b++) {
+      attn_options o;
+      const attn_problem s = attn_layout_seq_problem(p, b, &o);
+      if (s.seq_q > 0 && s.seq_kv > 0) f += attn_flops(&s);
+    }
+    return f;
+  }
   // Σ_i visible(i) in closed form: rows with a partial view form an arithmetic series.
   double pairs = 0.0;
   if (!p->causal && !(attn_problem_options_used(p) & ATTN_CAP_OPT_WINDOW)) {
@@ -369,12 +394,18 @@ static int range_fail(char *err, size_t err_len, const char *fmt, ...) {
   return ATTN_ERR_RANGE;
 }
 
+static int options_check(const attn_problem *p, char *err, size_t err_len);
+
 int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len) {
   if (!attn_problem_validate(p, err, err_len)) return ATTN_ERR_INVALID;
   if (!q || !k || !v) {
     fail(err, err_len, "a tensor pointer (q, k or v) is NULL");
     return ATTN_ERR_INVALID;
+  }
+  if (p->layout) {
+    const int rc = attn_layout_inputs_check(p, q, k, v, err, err_len);
+    return rc != ATTN_OK ? rc : options_check(p, err, err_len);
   }
   // 1. finite elements
   const attn_dtype kt = p->kv_dtype;
@@ -442,7 +473,11 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
                       "(|V%s|) = %.3g exceeds the limit %.3g",
                       (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT);
   }
-  // 4. the options' arrays
+  return options_check(p, err, err_len);
+}
+
+// 4. the options' arrays (dense and layout problems).
+static int options_check(const attn_problem *p, char *err, size_t err_len) {
   const attn_options *o = p->opts;
   if (o) {
     // |j − i − off| < seq_q + seq_kv + |off| ≤ 2·max(seq_q, seq_kv) + |off|
@@ -466,8 +501,7 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
                           (long long)h, (double)o->sinks[h], ATTN_SCORE_LIMIT);
     }
     if (o->mask) {
-      const size_t n = (o->mask_per_head ? (size_t)p->batch * (size_t)p->heads : 1) *
-                       (size_t)p->seq_q * (size_t)p->seq_kv;
+      const size_t n = attn_mask_elems(p);
       for (size_t i = 0; i < n; i++) {
         const float x = o->mask[i];
         if (x == -INFINITY || fabs((double)x) <= ATTN_SCORE_LIMIT) continue;

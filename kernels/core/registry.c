@@ -104,7 +104,8 @@ bool attn_kernel_validate(const attn_kernel *k, char *err, size_t err_len) {
     ATTN_FAIL("kernel %s: required_isa 0x%x has unknown bits 0x%x (see ATTN_ISA_*)", k->name,
               (unsigned)k->required_isa, (unsigned)(k->required_isa & ~isa_known));
   const uint32_t caps_known = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT |
-                              ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL | ATTN_CAP_COMPUTE_ALL;
+                              ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL | ATTN_CAP_COMPUTE_ALL |
+                              ATTN_CAP_LAYOUT_ALL;
   if (k->caps & ~caps_known)
     ATTN_FAIL("kernel %s: caps 0x%x has unknown bits 0x%x (see ATTN_CAP_*)", k->name,
               (unsigned)k->caps, (unsigned)(k->caps & ~caps_known));
@@ -285,6 +286,7 @@ static attn_problem as_f32(const attn_problem *p) {
 
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec) {
   static const attn_exec kDefaultExec = {0};
+  if (attn_layout_gathered(k, p)) return attn_layout_workspace(k, p, exec);  // core/layout_gather.c
   size_t kb;
   const size_t copies = kv_copy_bytes(k, p, &kb);
   const attn_problem f = as_f32(p);  // the kernel's own part is sized for float32 K/V
@@ -316,16 +318,18 @@ int attn_kernel_run_info(const attn_kernel *k, const attn_problem *p, const attn
   static const attn_exec kDefaultExec = {0};
   *info = (attn_run_info){0};
   if (!exec) exec = &kDefaultExec;
+  if (attn_layout_gathered(k, p))  // one gathered dense sequence at a time (layout_gather.c)
+    return attn_layout_run(k, p, exec, q, kk, v, o, workspace, info);
   size_t kb;
   const size_t copies = kv_copy_bytes(k, p, &kb);
   const attn_problem f = as_f32(p);
   if (copies) {  // K, V → float32 (exact), then the kernel runs on an F32 problem
     float *k32 = workspace, *v32 = (float *)((char *)workspace + kb);
-    attn_dequantize_rows(p->kv_dtype, kk,
-                         (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv, p->head_dim_qk,
+    // every row of the tensors (a layout's packed keys or whole pool)
+    attn_dequantize_rows(p->kv_dtype, kk, attn_k_elems(p) / (size_t)p->head_dim_qk, p->head_dim_qk,
                          k32);
-    attn_dequantize_rows(p->kv_dtype, v, (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv,
-                         p->head_dim_v, v32);
+    attn_dequantize_rows(p->kv_dtype, v, attn_v_elems(p) / (size_t)p->head_dim_v, p->head_dim_v,
+                         v32);
     kk = k32, v = v32, p = &f;
     workspace = (char *)workspace + round64_sat(copies);
   }

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A serving sweep end to end (docs/serving.md): ragged and paged points (pages in order
+and shuffled, f32 and q8_0 K/V, a prefill chunk with decode tokens) are checked, timed
+and carry their counters — seqs, paged, tokens/s, kv_bytes equal to the keys' stored
+bytes.
+
+    test_bench_serving.py ATTNBENCH
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = sys.argv[1]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL: " + what, file=sys.stderr)
+
+
+CONFIG = """
+[serve]
+kernels     = naive, blocked
+heads       = 4
+kv_heads    = 2
+head_dim    = 32
+causal      = true
+kv_lens     = 70 33 0 5, uniform:5:40:3
+q_lens      = prefill:1:8
+page_size   = 0, 16
+page_order  = sequential, shuffled
+kv_dtype    = f32, q8_0
+threads     = 1
+repetitions = 1
+min_time    = 0.001
+"""
+
+with tempfile.TemporaryDirectory() as d:
+    cfg, out = os.path.join(d, "s.ini"), os.path.join(d, "s.json")
+    with open(cfg, "w") as f:
+        f.write(CONFIG)
+    p = subprocess.run([BIN, "bench", "--config", cfg, "--out", out, "--quiet"],
+                       capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"bench exits 0 (got {p.returncode}: {p.stderr})")
+    runs = [b for b in json.load(open(out))["benchmarks"] if b.get("run_type") != "aggregate"]
+    # 2 kernels x 2 kv_lens x (ragged + page16 in 2 orders) x 2 types
+    names = {b["name"] for b in runs}
+    check(len(names) == 24, f"24 points (got {len(names)})")
+    for b in runs:
+        n = b["name"]
+        check("error_message" not in b, f"{n}: {b.get('error_message')}")
+        check(b.get("seqs") in (4, 5) and b.get("tokens/s", 0) > 0, f"{n}: seqs / tokens/s")
+        keys = 108 if "kv=70_33_0_5" in n else 200
+        row = 2 * (34 if "q8_0" in n else 128)  # K + V row bytes, D 32
+        check(b.get("kv_bytes") == keys * 2 * row, f"{n}: kv_bytes {b.get('kv_bytes')}")
+        check(b.get("paged") == (1 if "/page16" in n else 0), f"{n}: paged counter")
+
+print("test_bench_serving: " + ("all checks passed" if not failures else f"{failures} failed"))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""`attnbench run --kv-lens` (docs/serving.md): a ragged batch (a prefill chunk, decode
+tokens, a sequence without keys) run ragged and paged (pages in order and shuffled,
+float32 and q8_0 K/V, a window, LSE) on a gathered and a fallback kernel, against an
+independent NumPy float64 computation per sequence; bad descriptions are refused.
+
+    run_serving.py PATH/TO/attnbench
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import clitest  # noqa: E402  (tests/cli: the CLI tests' shared check/run functions)
+from clitest import check  # noqa: E402
+
+clitest.init()
+
+Q_LENS, KV_LENS = [6, 1, 1, 2], [40, 17, 300, 0]
+H, KVH, DQK, DV = 8, 2, 64, 32
+
+
+def reference(q, k, v, window_left=None):
+    """O [total_q][H][DV] and LSE [H][total_q] in float64, sequence by sequence."""
+    cq, ck = np.cumsum([0] + Q_LENS), np.cumsum([0] + KV_LENS)
+    o = np.zeros((cq[-1], H, DV))
+    lse = np.full((H, cq[-1]), -np.inf)
+    for b in range(len(Q_LENS)):
+        nq, nk = Q_LENS[b], KV_LENS[b]
+        for h in range(H):
+            g = h // (H // KVH)
+            s = q[cq[b]:cq[b + 1], h] @ k[ck[b]:ck[b + 1], g].T / np.sqrt(DQK)
+            for i in range(nq):  # bottom-right causal per sequence, and the window
+                diag = i + nk - nq
+                s[i, diag + 1:] = -np.inf
+                if window_left is not None:
+                    s[i, :max(0, diag - window_left)] = -np.inf
+            if nk == 0:
+                continue
+            m = s.max(axis=1, keepdims=True)
+            p = np.exp(s - m)
+            o[cq[b]:cq[b + 1], h] = (p @ v[ck[b]:ck[b + 1], g]) / p.sum(axis=1, keepdims=True)
+            lse[h, cq[b]:cq[b + 1]] = m[:, 0] + np.log(p.sum(axis=1))
+    return o, lse
+
+
+def q8_0(x):
+    """K/V as q8_0 stores them (attn.h): per 32 values d = f16(max|x|/127), q = rint(x/d)."""
+    b = x.reshape(-1, 32).astype(np.float64)
+    d = (np.abs(b).max(axis=1, keepdims=True) / 127).astype(np.float16).astype(np.float64)
+    qv = np.clip(np.rint(np.divide(b, d, out=np.zeros_like(b), where=d != 0)), -127, 127)
+    return (qv * d).reshape(x.shape)
+
+
+with clitest.tempdir() as tmp:
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((sum(Q_LENS), H, DQK)).astype(np.float32)
+    k = rng.standard_normal((sum(KV_LENS), KVH, DQK)).astype(np.float32)
+    v = rng.standard_normal((sum(KV_LENS), KVH, DV)).astype(np.float32)
+    paths = {n: os.path.join(tmp, f"{n}.npy") for n in "qkv"}
+    for n, a in zip("qkv", (q, k, v)):
+        np.save(paths[n], a)
+    lens = ["--kv-lens", " ".join(map(str, KV_LENS)), "--q-lens", " ".join(map(str, Q_LENS))]
+    base = ["--q", paths["q"], "--k", paths["k"], "--v", paths["v"], "--causal", "--check"]
+    out, lse_path = os.path.join(tmp, "o.npy"), os.path.join(tmp, "lse.npy")
+    for kernel in ("flash__avx2", "naive", "blocked"):
+        for dtype in ("f32", "q8_0"):
+            for layout in ([], ["--page-size", "16"], ["--page-size", "16", "--page-order",
+                                                     "shuffled"], ["--page-size", "1"]):
+                for window in (None, 5):
+                    args = ["--kernel", kernel, *base, *lens, *layout, "--kv-dtype", dtype,
+                            "--out", out, "--lse", lse_path]
+                    if window is not None:
+                        args += ["--window", f"{window},0"]
+                    rc, so, se = clitest.run("run", *args)
+                    what = f"{kernel} {dtype} {layout} window {window}"
+                    if rc != 0 and "unavailable" in se:
+                        continue
+                    if not check(rc == 0 and "check: pass" in so, f"{what}: rc {rc}: {se}"):
+                        continue
+                    kq = q8_0(k) if dtype == "q8_0" else k.astype(np.float64)
+                    vq = q8_0(v) if dtype == "q8_0" else v.astype(np.float64)
+                    want, want_lse = reference(q.astype(np.float64), kq, vq, window)
+                    o, lse = np.load(out), np.load(lse_path)
+                    check(o.shape == want.shape and lse.shape == want_lse.shape,
+                          f"{what}: shapes {o.shape} {lse.shape}")
+                    err = np.abs(o - want).max()
+                    check(err < 2e-5, f"{what}: max |O - numpy| = {err}")
+                    fin = np.isfinite(want_lse)
+                    check(np.array_equal(fin, np.isfinite(lse)) and
+                          np.abs(lse[fin] - want_lse[fin]).max() < 2e-5, f"{what}: LSE")
+    # refused descriptions: exit 2 with the key named; a wrong token total: exit 1
+    for bad, want in ((["--kv-lens", "zipf:3:4"], "kv_lens"),
+                      (["--kv-lens", "40 17", "--q-lens", "1"], "q_lens"),
+                      (["--page-size", "16"], "--kv-lens"),
+                      (["--kv-lens", "40", "--page-order", "random"], "page-order")):
+        rc, so, se = clitest.run("run", "--kernel", "naive", "--q", paths["q"], "--k",
+                                 paths["k"], "--v", paths["v"], "--out", out, *bad)
+        check(rc == 2 and want in se, f"{bad}: rc {rc}, stderr {se!r}")
+    rc, so, se = clitest.run("run", "--kernel", "naive", "--q", paths["q"], "--k", paths["k"],
+                             "--v", paths["v"], "--out", out, "--kv-lens", "40 17")
+    check(rc == 1 and "packed by tokens" in se, f"a token total that differs: rc {rc}, {se!r}")
+
+clitest.finish("run_serving")

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+// Serving layouts (attn.h, "Serving layouts"): validation and sizes; a ragged or paged
+// problem gives, for every kernel, bitwise the outputs of its sequences run one by one as
+// dense problems (tensors scattered here into packed rows and shuffled, shared pages with
+// this file's own index arithmetic); and the checker fails a layout-native kernel that
+// reads the wrong page, mixes up sequences, aligns the causal diagonal top-left or lays
+// the LSE out wrongly, while the same kernel without the bug passes.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+#include "check/check.h"
+#include "core/attn_internal.h"
+#include "core/convert.h"
+#include "test_util.h"
+
+static uint64_t g_rng = 12345;
+static float frand(void) {
+  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((double)(g_rng >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+// ── validation and sizes ─────────────────────────────────────────────────────────────
+
+static void test_validation(void) {
+  const int64_t cq[] = {0, 3, 4, 4}, ck[] = {0, 10, 11, 11};
+  const int32_t table[] = {2, 0, 1, 3, 9, 9};  // 3 sequences × 2 entries; 9 is never used
+  attn_layout l = {.kind = ATTN_LAYOUT_PAGED,
+                   .cu_seqlens_q = cq,
+                   .cu_seqlens_kv = ck,
+                   .page_size = 8,
+                   .num_pages = 4,
+                   .pages_per_seq = 2,
+                   .page_table = table};
+  attn_problem p = attn_problem_make(1, 4, 2, 1, 1, 16, 8, true);
+  attn_problem_set_layout(&p, &l, 3);
+  char err[256];
+  EXPECT(p.batch == 3 && p.seq_q == 3 && p.seq_kv == 10, "set_layout: %lld %lld %lld",
+         (long long)p.batch, (long long)p.seq_q, (long long)p.seq_kv);
+  // sequence 2 has no query and no key: accepted (documented)
+  EXPECT(attn_problem_validate(&p, err, sizeof err), "valid paged problem refused: %s", err);
+  EXPECT(attn_q_elems(&p) == 4 * 4 * 16, "q elems %zu", attn_q_elems(&p));
+  EXPECT(attn_o_elems(&p) == 4 * 4 * 8, "o elems %zu", attn_o_elems(&p));
+  EXPECT(attn_k_elems(&p) == 4 * 2 * 8 * 16, "k elems (the pool) %zu", attn_k_elems(&p));
+  EXPECT(attn_v_bytes(&p) == 4 * 2 * 8 * 8 * 4, "v bytes %zu", attn_v_bytes(&p));
+  p.kv_dtype = ATTN_DTYPE_F16;
+  EXPECT(attn_k_bytes(&p) == 4 * 2 * 8 * 16 * 2, "f16 pool bytes %zu", attn_k_bytes(&p));
+  p.kv_dtype = ATTN_DTYPE_F32;
+  // the row addressing: key 9 of sequence 0 is slot 1 of page table[1] = 0
+  const float *base = (const float *)0 + 1024;
+  const float *row = attn_layout_kv_row(&p, base, 0, 1, 9, 16);
+  EXPECT(row == base + ((0 * 2 + 1) * 8 + 1) * 16, "paged row address off by %td",
+         row - (base + ((0 * 2 + 1) * 8 + 1) * 16));
+  EXPECT(attn_layout_q_row(&p, base, 1, 2, 0) == base + (3 * 4 + 2) * 16, "q row address");
+
+  struct {
+    const char *what, *needle;
+    attn_layout l;
+    int64_t seq_q;
+  } bad[] = {
+      {"a dense kind", "kind", l, 3},
+      {"cu_seqlens_q NULL", "cu_seqlens_q is NULL", l, 3},
+      {"a page out of the pool", "page_table[0][1] = 4", l, 3},
+      {"a short page table", "pages_per_seq", l, 3},
+      {"page_size 0", "page_size", l, 3},
+      {"seq_q not the largest", "largest", l, 2},
+      {"no pages", "num_pages", l, 3},
+  };
+  bad[0].l.kind = ATTN_LAYOUT_DENSE;
+  bad[1].l.cu_seqlens_q = NULL;
+  const int32_t table_bad[] = {2, 4, 1, 3, 9, 9};
+  bad[2].l.page_table = table_bad;
+  bad[3].l.pages_per_seq = 1;
+  bad[4].l.page_size = 0;
+  bad[6].l.num_pages = 0;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    attn_problem pb = p;
+    pb.layout = &bad[i].l;
+    pb.seq_q = bad[i].seq_q;
+    err[0] = '\0';
+    EXPECT(!attn_problem_validate(&pb, err, sizeof err) && strstr(err, bad[i].needle),
+           "%s: not refused with '%s' (got '%s')", bad[i].what, bad[i].needle, err);
+  }
+  const int64_t dec[] = {0, 3, 2, 4};
+  attn_layout ld = l;
+  ld.cu_seqlens_kv = dec;
+  attn_problem pd = p;
+  pd.layout = &ld;
+  EXPECT(!attn_problem_validate(&pd, err, sizeof err) && strstr(err, "decreases"),
+         "decreasing offsets: %s", err);
+  // no query token at all
+  const int64_t zq[] = {0, 0, 0, 0};
+  attn_layout lz = l;
+  lz.cu_seqlens_q = zq;
+  attn_problem pz = p;
+  attn_problem_set_layout(&pz, &lz, 3);
+  EXPECT(!attn_problem_validate(&pz, err, sizeof err) && strstr(err, "seq_q"),
+         "a batch without queries: %s", err);
+}
+
+// ── the gather path: bitwise the dense sequences, for every kernel ──────────────────
+
+#define NSEQ 4
+static const int64_t kQ[NSEQ] = {5, 1, 0, 1}, kKV[NSEQ] = {21, 9, 4, 0};
+
+typedef struct layout_case {
+  attn_problem p;  // the layout problem
+  attn_layout l;
+  attn_options opts;
+  int64_t cq[NSEQ + 1], ckv[NSEQ + 1];
+  int32_t table[NSEQ * 8];
+  float *q, *k32, *v32, *mask, *lse;
+  void *k, *v;  // as stored (kv_dtype)
+} layout_case;
+
+// Builds Q packed by tokens and K/V ragged or in a shuffled pool of pages of 4, where
+// sequence 1 shares its first two pages with sequence 0 (and so their first 8 keys).
+static void build(layout_case *c, attn_layout_kind kind, attn_dtype t, bool options) {
+  memset(c, 0, sizeof *c);
+  const int64_t H = 4, G = 2, D = 32, ps = 4, per = 8;
+  for (int b = 0; b < NSEQ; b++)
+    c->cq[b + 1] = c->cq[b] + kQ[b], c->ckv[b + 1] = c->ckv[b] + kKV[b];
+  c->l = (attn_layout){.kind = kind, .cu_seqlens_q = c->cq, .cu_seqlens_kv = c->ckv};
+  int64_t pages = 0;
+  if (kind == ATTN_LAYOUT_PAGED) {
+    // logical pages in order, sequence 1 reusing sequence 0's first two, then a reversal
+    // with a stride so that no sequence's pages are consecutive
+    for (int b = 0; b < NSEQ; b++)
+      for (int64_t i = 0; i < (kKV[b] + ps - 1) / ps; i++)
+        c->table[b * per + i] = (b == 1 && i < 2) ? c->table[i] : (int32_t)pages++;
+    pages += 2;  // spare pages
+    for (int i = 0; i < NSEQ * per; i++) c->table[i] = (int32_t)((c->table[i] * 5 + 3) % pages);
+    c->l.page_size = ps, c->l.num_pages = pages, c->l.pages_per_seq = per;
+    c->l.page_table = c->table;
+  }
+  c->p = attn_problem_make(1, H, G, 1, 1, D, D, true);
+  c->p.kv_dtype = t;
+  attn_problem_set_layout(&c->p, &c->l, NSEQ);
+  const size_t nq = attn_q_elems(&c->p), nk = attn_k_elems(&c->p);
+  c->q = malloc(nq * sizeof(float));
+  c->k32 = malloc(nk * sizeof(float));
+  c->v32 = malloc(nk * sizeof(float));
+  for (size_t i = 0; i < nq; i++) c->q[i] = frand();
+  for (size_t i = 0; i < nk; i++) c->k32[i] = frand(), c->v32[i] = frand();
+  c->k = malloc(attn_k_bytes(&c->p));
+  c->v = malloc(attn_v_bytes(&c->p));
+  attn_quantize_rows(t, c->k32, nk / (size_t)D, D, c->k);
+  attn_quantize_rows(t, c->v32, nk / (size_t)D, D, c->v);
+  if (options) {
+    c->opts = (attn_options){.window = true, .window_left = 6, .window_right = 0, .softcap = 9.0f};
+    c->p.opts = &c->opts;
+    size_t nm = 0;  // the sequences' [q_len][kv_len] blocks one after the other
+    for (int b = 0; b < NSEQ; b++) nm += (size_t)(kQ[b] * kKV[b]);
+    c->mask = malloc(nm * sizeof(float));
+    for (size_t i = 0; i < nm; i++) c->mask[i] = i % 11 == 4 ? -INFINITY : frand();
+    c->opts.mask = c->mask;
+    c->lse = malloc(attn_layout_total_q(&c->p) * (size_t)H * sizeof(float));
+    c->opts.lse = c->lse;
+  }
+}
+
+static void release(layout_case *c) {
+  free(c->q), free(c->k32), free(c->v32), free(c->k), free(c->v), free(c->mask), free(c->lse);
+}
+
+// Key t of K/V head g of sequence b as stored: this file's arithmetic (attn.h's formulas).
+static const char *stored_row(const layout_case *c, const void *x, int64_t b, int64_t g,
+                              int64_t t) {
+  const size_t row = attn_kv_row_bytes(c->p.kv_dtype, c->p.head_dim_qk);
+  const int64_t G = c->p.kv_heads;
+  int64_t r;
+  if (c->l.kind == ATTN_LAYOUT_PAGED)
+    r = ((int64_t)c->table[b * 8 + t / 4] * G + g) * 4 + t % 4;
+  else
+    r = (c->ckv[b] + t) * G + g;
+  return (const char *)x + (size_t)r * row;
+}
+
+// Kernel kn on the layout problem against kn on each sequence as a dense problem.
+static void compare_with_dense(const attn_kernel *kn, layout_case *c) {
+  const attn_problem *p = &c->p;
+  const int64_t H = p->heads, G = p->kv_heads, D = p->head_dim_qk;
+  const size_t total = attn_layout_total_q(p);
+  float *o = malloc(attn_o_elems(p) * sizeof(float));
+  char err[256];
+  const attn_exec ex = {.threads = 2};
+  int rc = attn_kernel_call(kn, p, &ex, c->q, c->k, c->v, o, err, sizeof err);
+  EXPECT(rc == ATTN_OK, "%s on the layout: %s", kn->name, err);
+  const size_t row = attn_kv_row_bytes(p->kv_dtype, D);
+  for (int64_t b = 0; b < NSEQ && rc == ATTN_OK; b++) {
+    const int64_t nq = kQ[b], nk = kKV[b];
+    if (nq == 0) continue;
+    float *od = malloc((size_t)(H * nq * D) * sizeof(float)),
+          *qd = malloc((size_t)(H * nq * D) * 4);
+    float *lsed = malloc((size_t)(H * nq) * sizeof(float));
+    char *kd = malloc((size_t)(G * (nk ? nk : 1)) * row),
+         *vd = malloc((size_t)(G * (nk ? nk : 1)) * row);
+    if (nk == 0) {  // no keys: zeros, LSE −inf
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < nq; i++) {
+          for (int64_t d = 0; d < D; d++)
+            EXPECT(o[((c->cq[b] + i) * H + h) * D + d] == 0.0f, "%s: seq %lld without keys",
+                   kn->name, (long long)b);
+          if (c->lse)
+            EXPECT(c->lse[(size_t)h * total + (size_t)(c->cq[b] + i)] == -INFINITY, "%s: lse",
+                   kn->name);
+        }
+    } else {
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < nq; i++)
+          memcpy(qd + (h * nq + i) * D, c->q + ((c->cq[b] + i) * H + h) * D, (size_t)D * 4);
+      for (int64_t g = 0; g < G; g++)
+        for (int64_t t = 0; t < nk; t++) {
+          memcpy(kd + (size_t)(g * nk + t) * row, stored_row(c, c->k, b, g, t), row);
+          memcpy(vd + (size_t)(g * nk + t) * row, stored_row(c, c->v, b, g, t), row);
+        }
+      attn_options od_opts;
+      attn_problem sp = attn_problem_make(1, H, G, nq, nk, D, D, true);
+      sp.kv_dtype = p->kv_dtype;
+      if (p->opts) {
+        od_opts = *p->opts;
+        size_t off = 0;
+        for (int64_t c2 = 0; c2 < b; c2++) off += (size_t)(kQ[c2] * kKV[c2]);
+        od_opts.mask = c->mask + off;
+        od_opts.lse = lsed;
+        sp.opts = &od_opts;
+      }
+      rc = attn_kernel_call(kn, &sp, &ex, qd, kd, vd, od, err, sizeof err);
+      EXPECT(rc == ATTN_OK, "%s on sequence %lld: %s", kn->name, (long long)b, err);
+      size_t diff = 0;
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < nq; i++) {
+          diff +=
+              memcmp(o + ((c->cq[b] + i) * H + h) * D, od + (h * nq + i) * D, (size_t)D * 4) != 0;
+          if (c->lse)
+            diff += memcmp(&c->lse[(size_t)h * total + (size_t)(c->cq[b] + i)], &lsed[h * nq + i],
+                           4) != 0;
+        }
+      EXPECT(diff == 0, "%s %s: sequence %lld differs from its dense run in %zu rows", kn->name,
+             attn_dtype_name(p->kv_dtype), (long long)b, diff);
+    }
+    free(od), free(qd), free(lsed), free(kd), free(vd);
+  }
+  free(o);
+}
+
+static void test_gather_equivalence(void) {
+  for (size_t i = 0; i < attn_kernel_count(); i++) {
+    const attn_kernel *kn = attn_kernel_at(i);
+    if (!attn_kernel_available(kn, NULL, 0)) continue;
+    for (int kind = ATTN_LAYOUT_RAGGED; kind <= ATTN_LAYOUT_PAGED; kind++)
+      for (int t = 0; t < ATTN_DTYPE_COUNT; t++) {
+        layout_case c;
+        build(&c, (attn_layout_kind)kind, (attn_dtype)t, t % 2 == 1);
+        compare_with_dense(kn, &c);
+        release(&c);
+      }
+  }
+}
+
+// ── the checker fails layout bugs ───────────────────────────────────────────────────
+
+typedef enum {
+  LBUG_NONE,
+  LBUG_WRONG_PAGE,       // reads the next entry of the page table for the last page
+  LBUG_MIXED_SEQUENCES,  // reads sequence b's keys from sequence b+1's rows (same length cut)
+  LBUG_TOP_LEFT,         // causal diagonal top-left in each sequence, not bottom-right
+  LBUG_LSE_TOKEN_MAJOR,  // writes LSE as [total_q][heads]
+  LBUG_COUNT
+} layout_bug;
+static const char *const kLayoutBugNames[LBUG_COUNT] = {
+    "none", "wrong page", "mixed-up sequences", "top-left causal diagonal", "LSE token-major"};
+static layout_bug g_lbug;
+
+// Key t of head g of sequence b, with the bugs (PAGED or RAGGED).
+static const void *buggy_row(const attn_problem *p, const void *x, int64_t b, int64_t g, int64_t t,
+                             int64_t dim) {
+  const attn_layout *l = p->layout;
+  if (g_lbug == LBUG_MIXED_SEQUENCES && b + 1 < p->batch && attn_layout_kv_len(p, b + 1) > t)
+    b = b + 1;
+  if (g_lbug == LBUG_WRONG_PAGE && l->kind == ATTN_LAYOUT_PAGED) {
+    const int64_t n = (attn_layout_kv_len(p, b) + l->page_size - 1) / l->page_size;
+    if (n > 1 && t / l->page_size == n - 1) t -= l->page_size;  // the previous page's slot
+  }
+  return attn_layout_kv_row(p, x, b, g, t, dim);
+}
+
+// A layout-native kernel: gathers each sequence itself and runs the naive kernel on it.
+static int layout_kernel_run(const attn_problem *p, const attn_exec *exec, const float *q,
+                             const void *k, const void *v, float *o, void *ws) {
+  (void)exec, (void)ws;
+  const attn_kernel *naive = attn_kernel_find("naive");
+  const int64_t H = p->heads, G = p->kv_heads, dqk = p->head_dim_qk, dv = p->head_dim_v;
+  const size_t total = attn_layout_total_q(p);
+  float *lse = p->opts ? p->opts->lse : NULL;
+  const size_t kr = attn_kv_row_bytes(p->kv_dtype, dqk), vr = attn_kv_row_bytes(p->kv_dtype, dv);
+  for (int64_t b = 0; b < p->batch; b++) {
+    const int64_t nq = attn_layout_q_len(p, b), nk = attn_layout_kv_len(p, b);
+    if (nq == 0) continue;
+    float *qd = malloc((size_t)(H * nq * dqk) * 4), *od = malloc((size_t)(H * nq * dv) * 4);
+    float *ld = malloc((size_t)(H * nq) * 4);
+    char *kd = malloc((size_t)(G * (nk ? nk : 1)) * kr),
+         *vd = malloc((size_t)(G * (nk ? nk : 1)) * vr);
+    attn_options so;
+    attn_problem sp = attn_layout_seq_problem(p, b, &so);
+    if (p->opts) so.lse = lse ? ld : NULL;
+    if (g_lbug == LBUG_TOP_LEFT && nk > 0) {  // offset 0, not kv_len − q_len
+      so = p->opts ? so : (attn_options){0};
+      so.align = ATTN_ALIGN_TOP_LEFT;
+      sp.opts = &so;
+    }
+    int rc = ATTN_OK;
+    if (nk == 0) {
+      memset(od, 0, (size_t)(H * nq * dv) * 4);
+      for (int64_t i = 0; i < H * nq; i++) ld[i] = -INFINITY;
+    } else {
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < nq; i++)
+          memcpy(qd + (h * nq + i) * dqk, attn_layout_q_row(p, q, b, h, i), (size_t)dqk * 4);
+      for (int64_t g = 0; g < G; g++)
+        for (int64_t t = 0; t < nk; t++) {
+          memcpy(kd + (size_t)(g * nk + t) * kr, buggy_row(p, k, b, g, t, dqk), kr);
+          memcpy(vd + (size_t)(g * nk + t) * vr, buggy_row(p, v, b, g, t, dv), vr);
+        }
+      rc = attn_kernel_call(naive, &sp, NULL, qd, kd, vd, od, NULL, 0);
+    }
+    for (int64_t h = 0; h < H && rc == ATTN_OK; h++)
+      for (int64_t i = 0; i < nq; i++) {
+        memcpy(attn_layout_o_row(p, o, b, h, i), od + (h * nq + i) * dv, (size_t)dv * 4);
+        const size_t tok = (size_t)(p->layout->cu_seqlens_q[b] + i);
+        if (lse)
+          lse[g_lbug == LBUG_LSE_TOKEN_MAJOR ? tok * (size_t)H + (size_t)h
+                                             : (size_t)h * total + tok] = ld[h * nq + i];
+      }
+    free(qd), free(od), free(ld), free(kd), free(vd);
+    if (rc != ATTN_OK) return rc;
+  }
+  return ATTN_OK;
+}
+
+static const attn_kernel kLayoutKernel = {
+    .name = "test_layout_native",
+    .summary = "test: a layout-native kernel with injectable bugs",
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL | ATTN_CAP_LAYOUT_ALL,
+    .run = layout_kernel_run,
+};
+
+static void test_checker_catches(void) {
+  const size_t n = attn_check_matrix(false, NULL, 0);
+  attn_check_case *cases = malloc(n * sizeof *cases);
+  attn_check_matrix(false, cases, n);
+  for (int bug = 0; bug < LBUG_COUNT; bug++) {
+    g_lbug = (layout_bug)bug;
+    size_t layout_cases = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (cases[i].layout.kind == ATTN_LAYOUT_DENSE) continue;
+      layout_cases++;
+      char err[256], name[512];
+      attn_check_case_describe(&cases[i], name, sizeof name);
+      attn_check_prepared *pc = attn_check_prepare(&cases[i], err, sizeof err);
+      EXPECT(pc != NULL, "%s: prepare failed: %s", name, err);
+      if (!pc) continue;
+      attn_check_result r;
+      attn_check_kernel(&kLayoutKernel, pc, NULL, &r);
+      if (bug == LBUG_NONE)
+        EXPECT(r.verdict == ATTN_CHECK_PASS, "correct layout kernel on %s: %s %s", name,
+               attn_check_verdict_name(r.verdict), r.message);
+      failed += r.verdict == ATTN_CHECK_FAIL;
+      attn_check_prepared_free(pc);
+    }
+    EXPECT(layout_cases >= 8, "the matrix has only %zu layout cases", layout_cases);
+    if (bug != LBUG_NONE)
+      EXPECT(failed > 0, "bug '%s' passed every layout case", kLayoutBugNames[bug]);
+    printf("layout bug %-22s fails %zu of %zu layout cases\n", kLayoutBugNames[bug], failed,
+           layout_cases);
+  }
+  free(cases);
+}
+
+int main(void) {
+  test_validation();
+  test_gather_equivalence();
+  test_checker_catches();
+  return test_finish("test_layout");
+}
