@@ -282,7 +282,8 @@ typedef struct copy_plan {
 
 static copy_plan plan_copies(const attn_kernel *k, const attn_problem *p) {
   copy_plan c = {.f = *p};
-  const bool emulate = !attn_kernel_compute_native(k, p);
+  // The options fallback (attn_kernel_native false) runs F32 only: it gets the copies too.
+  const bool emulate = !attn_kernel_compute_native(k, p) || !attn_kernel_native(k, p);
   c.q = emulate && p->compute != ATTN_COMPUTE_F32;
   c.kv =
       !attn_kernel_kv_native(k, p) || (emulate && attn_compute_rounds_kv(p->compute, p->kv_dtype));
