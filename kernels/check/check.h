@@ -207,7 +207,12 @@ typedef struct attn_check_result {
   bool fallback;       // the shared portable path ran, not the kernel's own code: the case
                        // uses an option the kernel does not claim (attn_kernel_native)
   bool fp_leak;        // the kernel returned with the FP environment changed (a failure)
-  char message[320];   // empty on pass; otherwise what failed or why inconclusive
+  // The case's compute mode and the error its input rounding introduces against FP32
+  // (attn_check_compute_error): the mode's, not the kernel's. has_compute false for F32.
+  attn_compute compute;
+  bool has_compute;
+  double compute_abs_err, compute_rel_err;
+  char message[320];  // empty on pass; otherwise what failed or why inconclusive
 } attn_check_result;
 
 // Whether case c runs kernel k's own code (true) or the shared portable fallback (false):
