@@ -42,6 +42,8 @@ typedef struct sweep {
   olist opts[kOptKeys];                    // indexed by kOpt*
   attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
   int n_kv_dtypes;
+  attn_compute computes[ATTN_COMPUTE_COUNT];  // compute list (compute_key); empty: f32 only
+  int n_computes;
 } sweep;
 
 typedef struct key_line {

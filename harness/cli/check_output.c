@@ -103,6 +103,7 @@ int check_given_output(const check_options *o) {
       !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
     goto done;
   if (o->scale_given) p.scale = (float)o->scale;
+  p.compute = o->compute;  // F32 unless --compute
   if (!option_args_load("check", &o->opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   if (o->opt.lse_path) {
     if (!npy_read_f32(o->opt.lse_path, &lse, err, sizeof err)) {

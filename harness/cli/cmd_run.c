@@ -40,6 +40,8 @@ typedef struct run_args {
   option_args opt;            // attention options (attn.h, "Attention variants"; option_args.h)
   const char *kv_dtype_name;  // --kv-dtype (NULL: as read)
   attn_dtype kv_dtype;
+  const char *compute_name;  // --compute (NULL: f32)
+  attn_compute compute;
   double case_timeout;  // --case-timeout: a plug-in kernel's call limit (isolate.h's watch)
   bool case_timeout_given;
 } run_args;
@@ -94,6 +96,10 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .metavar = "f32|f16|bf16|q8_0",
        .help = "store K and V as this type before the run (round to nearest even; q8_0: "
                "blocks of 32, scale max|x|/127)"},
+      ATTN_COMPUTE_OPTION(&a->compute_name, CLI_STRING,
+                          "compute mode (docs/precision.md): bf16/f16 round Q, K and V to that "
+                          "type (nearest, ties to even), int8 quantizes Q per 32-block against "
+                          "q8_0 K (--kv-dtype q8_0); O stays float32"),
       {.name = "check",
        .kind = CLI_FLAG,
        .dest = &a->verify,
@@ -136,6 +142,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             a->kv_dtype_name);
     return ATTNBENCH_EXIT_USAGE;
   }
+  if (a->compute_name && !attn_compute_arg("run", a->compute_name, &a->compute))
+    return ATTNBENCH_EXIT_USAGE;
   return exec_args_setup("run", &a->x);  // --bind, ATTNBENCH_*, the tuning file
 }
 
@@ -358,7 +366,7 @@ static bool verify_output(const attn_kernel *kernel, const attn_problem *p, cons
     return false;
   }
   *has_storage = attn_check_storage_error(pc, storage, storage_ratio);
-  attn_check_output_lse(pc, o, lse, cr);
+  attn_check_output_lse(pc, o, lse, cr);  // with the compute mode's error (cr->has_compute)
   attn_check_prepared_free(pc);
   if (cr->verdict == ATTN_CHECK_INCONCLUSIVE) {  // no verdict is not a pass: exit 1
     fprintf(stderr, "attnbench run: check: inconclusive (%s); O not written\n", cr->message);
@@ -383,9 +391,12 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
                    double seconds, const char *binding, const attn_check_result *cr) {
   if (a->quiet) return;
   const int64_t o_shape[4] = {p->batch, p->heads, p->seq_q, p->head_dim_v};
-  char sb[128], kv[16] = "";
+  char sb[128], kv[40] = "";
+  int kw = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32)
-    snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+    kw = snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+  if (p->compute != ATTN_COMPUTE_F32 && kw >= 0 && (size_t)kw < sizeof kv)
+    snprintf(kv + kw, sizeof kv - (size_t)kw, " compute=%s", attn_compute_name(p->compute));
   printf(
       "%s: B=%lld H=%lld KVH=%lld Sq=%lld Skv=%lld Dqk=%lld Dv=%lld%s%s scale=%g -> %s %s "
       "(one call, %.3f ms wall; not a benchmark)\n",
@@ -402,6 +413,9 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
         "check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 "
         "reference)\n",
         cr->max_abs_err, cr->max_rel_err, cr->worst_ratio);
+  if (a->verify && cr->has_compute)
+    printf("compute error (%s inputs vs float32, float64 reference): max abs %.3g, rel %.3g\n",
+           attn_compute_name(cr->compute), cr->compute_abs_err, cr->compute_rel_err);
 }
 
 int cmd_run(int argc, char **argv) {
@@ -443,6 +457,7 @@ int cmd_run(int argc, char **argv) {
       !qkv_derive_problem("run", &q, &k, &v, a.causal, &p) || !store_kv(&a, &p, &k.a, &v.a, &kv))
     goto done;
   if (a.scale_given) p.scale = (float)a.scale;
+  p.compute = a.compute;
   if (!option_args_load("run", &a.opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   const size_t n_lse = (size_t)p.batch * (size_t)p.heads * (size_t)p.seq_q;
   if (a.opt.lse_path && !(lse = malloc(n_lse * sizeof *lse))) {
