@@ -2,9 +2,11 @@
 // `attnbench run` — one kernel on user-supplied tensors:
 //     Q.npy [batch][heads][seq_q][head_dim_qk]      float32, C order
 //     K.npy [batch][kv_heads][seq_kv][head_dim_qk]
-//     V.npy [batch][kv_heads][seq_kv][head_dim_v]      (K and V float32, or both '<f2')
-//  →  O.npy [batch][heads][seq_q][head_dim_v]
+//     V.npy [batch][kv_heads][seq_kv][head_dim_v]      (K and V float32, both '<f2' or
+//  →  O.npy [batch][heads][seq_q][head_dim_v]       both bfloat16 '<V2'; Q any of the three)
 // --kv-dtype f32|f16|bf16|q8_0 stores K and V as that type first (kernels/core/convert.h).
+// --compute bf16|f16|int8 runs in that compute mode (attn.h; docs/precision.md); --dtype
+// requires the files' type, --out-dtype writes O (and the LSE) as f32 (default), f16 or bf16.
 // The problem is derived from the shapes, which must agree (messages name the arrays and
 // dimensions). O is written atomically (fileio.h): on any error — including a non-finite
 // output from finite inputs, unless --allow-nonfinite — no output file is created.
@@ -42,6 +44,8 @@ typedef struct run_args {
   attn_dtype kv_dtype;
   const char *compute_name;  // --compute (NULL: f32)
   attn_compute compute;
+  const char *dtype_name, *out_dtype_name;  // --dtype (NULL: any), --out-dtype (NULL: f32)
+  attn_dtype dtype, out_dtype;
   double case_timeout;  // --case-timeout: a plug-in kernel's call limit (isolate.h's watch)
   bool case_timeout_given;
 } run_args;
@@ -100,6 +104,18 @@ static int parse_args(int argc, char **argv, run_args *a) {
                           "compute mode (docs/precision.md): bf16/f16 round Q, K and V to that "
                           "type (nearest, ties to even), int8 quantizes Q per 32-block against "
                           "q8_0 K (--kv-dtype q8_0); O stays float32"),
+      {.name = "dtype",
+       .kind = CLI_STRING,
+       .dest = &a->dtype_name,
+       .metavar = "f32|bf16|f16",
+       .help = "the element type the Q, K and V files must hold: float32 '<f4', bfloat16 "
+               "'<V2' (ml_dtypes) or float16 '<f2' (default: any of them, K and V alike; Q "
+               "is widened to float32 exactly)"},
+      {.name = "out-dtype",
+       .kind = CLI_STRING,
+       .dest = &a->out_dtype_name,
+       .metavar = "f32|bf16|f16",
+       .help = "write O (and LSE) as this type, rounded to nearest even (default f32)"},
       {.name = "check",
        .kind = CLI_FLAG,
        .dest = &a->verify,
@@ -144,6 +160,15 @@ static int parse_args(int argc, char **argv, run_args *a) {
   }
   if (a->compute_name && !attn_compute_arg("run", a->compute_name, &a->compute))
     return ATTNBENCH_EXIT_USAGE;
+  const char *const names[2] = {a->dtype_name, a->out_dtype_name};
+  attn_dtype *const dst[2] = {&a->dtype, &a->out_dtype};
+  for (int i = 0; i < 2; i++) {
+    if (names[i] && (!attn_dtype_parse(names[i], dst[i]) || *dst[i] == ATTN_DTYPE_Q8_0)) {
+      fprintf(stderr, "attnbench run: --%s '%s': want f32, bf16 or f16\n",
+              i ? "out-dtype" : "dtype", names[i]);
+      return ATTNBENCH_EXIT_USAGE;
+    }
+  }
   return exec_args_setup("run", &a->x);  // --bind, ATTNBENCH_*, the tuning file
 }
 
@@ -229,6 +254,34 @@ static bool store_kv(const run_args *a, attn_problem *p, const npy_array *k, con
     return false;
   }
   return true;
+}
+
+// --dtype: every file holds that type. False (message printed) otherwise.
+static bool files_have_dtype(const run_args *a, const named_array *const t[3]) {
+  if (!a->dtype_name) return true;
+  for (int i = 0; i < 3; i++) {
+    const attn_dtype d = qkv_file_dtype(t[i]);
+    if (d == a->dtype) continue;
+    fprintf(stderr, "attnbench run: --dtype %s: %s (%s) holds %s\n", a->dtype_name, t[i]->what,
+            t[i]->path, attn_dtype_name(d));
+    return false;
+  }
+  return true;
+}
+
+// O (or the LSE) as --out-dtype: float32, or rounded to nearest even to f16/bf16.
+static bool write_out(const run_args *a, const char *path, const float *x, int ndim,
+                      const int64_t *shape, char *err, size_t err_len) {
+  if (a->out_dtype == ATTN_DTYPE_F32) return npy_write_f32(path, x, ndim, shape, err, err_len);
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+  if (!h) return snprintf(err, err_len, "%s: out of memory", path), false;
+  attn_quantize_row(a->out_dtype, x, (int64_t)n, h);
+  const bool ok =
+      npy_write_half(path, h, a->out_dtype == ATTN_DTYPE_BF16, ndim, shape, err, err_len);
+  free(h);
+  return ok;
 }
 
 // The kernel by name, available on this CPU. Returns -1 to go on, else the exit code.
@@ -433,9 +486,9 @@ int cmd_run(int argc, char **argv) {
   // From here on a signal removes any temporary (and writes no partial O).
   attn_fileio_catch_signals("\nattnbench run: interrupted; no partial output left behind\n");
   rc = ATTNBENCH_EXIT_FAILURE;
-  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", a.q_path, {0}};
-  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", a.k_path, {0}};
-  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", a.v_path, {0}};
+  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", a.q_path, {0}, ATTN_DTYPE_F32};
+  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", a.k_path, {0}, ATTN_DTYPE_F32};
+  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", a.v_path, {0}, ATTN_DTYPE_F32};
   float *o = NULL, *lse = NULL;
   npy_array slopes = {0}, sinks = {0}, mask = {0};
   kv_tensors kv = {0};
@@ -454,6 +507,7 @@ int cmd_run(int argc, char **argv) {
     }
   }
   if (!qkv_load("run", &q) || !qkv_load_kv("run", &k) || !qkv_load_kv("run", &v) ||
+      !files_have_dtype(&a, (const named_array *const[3]){&q, &k, &v}) ||
       !qkv_derive_problem("run", &q, &k, &v, a.causal, &p) || !store_kv(&a, &p, &k.a, &v.a, &kv))
     goto done;
   if (a.scale_given) p.scale = (float)a.scale;
@@ -497,12 +551,12 @@ int cmd_run(int argc, char **argv) {
                                   &has_storage)))
     goto done;
   const int64_t o_shape[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
-  if (!npy_write_f32(out.target, o, 4, o_shape, err, sizeof err)) {
+  if (!write_out(&a, out.target, o, 4, o_shape, err, sizeof err)) {
     fprintf(stderr, "attnbench run: cannot write O: %s\n", err);
     goto done;
   }
   const int64_t lse_shape[3] = {p.batch, p.heads, p.seq_q};
-  if (lse && !npy_write_f32(lse_out.target, lse, 3, lse_shape, err, sizeof err)) {
+  if (lse && !write_out(&a, lse_out.target, lse, 3, lse_shape, err, sizeof err)) {
     fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
     goto done;
   }
