@@ -548,8 +548,11 @@ size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const 
 // of the header the plug-in was compiled with; the version is bumped on any change to
 // attn_kernel, attn_problem, attn_exec or the entry point's signature (2: kv_dtype and
 // the const void * K/V of the entry point; 3: register-tile variants in attn_kernel,
-// regtile and kv_split in attn_exec).
-#define ATTN_PLUGIN_ABI_VERSION 3u
+// regtile and kv_split in attn_exec; 4: compute in attn_problem — a plug-in built against
+// 3 would allocate the smaller attn_problem for attn_problem_make's result and for the
+// problems it hands to attn_problem_validate, which read the new field; its kernels, with
+// no ATTN_CAP_COMPUTE_* bit, never see a mode other than F32).
+#define ATTN_PLUGIN_ABI_VERSION 4u
 #define ATTN_PLUGIN_ENTRY "attn_plugin_v1"
 
 typedef struct attn_plugin {

@@ -71,6 +71,16 @@
 //   (l's accumulation, log (≤ 4 ulp), the final m + log l, flushed probabilities), against
 //   the LSE computed in double.
 //
+// ── Compute modes (attn.h, "Compute modes"; derivation in docs/precision.md) ─────────
+// Everything above is evaluated on the inputs as the mode reads them (Q, K, V rounded to
+// bf16/f16; Q8_0 Q for int8): the products of those are exact in float32 (int8: exact
+// integer block sums, one rounding per block scale), so the float32 bound covers them.
+// bf16 and f16 add the kernel's rounding of p: |p̂ − p| ≤ u_p·p + a·[p < p_min] with
+// u_p = 2^-8 (bf16) / 2^-11 (f16), a = 0 / 2^-25, p_min = 2^-14 (f16), giving per element
+//   + g·( u_p·Σ_j p_j·(|v_jd| + |v_jd − o_d|) + a·Σ_{j small} (|v_jd| + |v_jd − o_d|) ),
+//   g = 2·e^(2E_max), key j small when e^(s_j − m − E_j − E_max) < p_min,
+// and to the LSE g·(u_p + n_small·a).
+//
 // Outside the domain of attn_inputs_check (attn.h) a float32 kernel's scores or
 // accumulator may overflow; the bound assumes that does not happen.
 //

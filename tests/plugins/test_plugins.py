@@ -134,7 +134,7 @@ with tempfile.TemporaryDirectory() as tmp:
         (tmp, "not a regular file"),
     ] + [(os.path.join(DIR, f"bad_{w}.so"), msg) for w, msg in [
         ("noentry", "no entry point attn_plugin_v1"),
-        ("abi", "ABI version 4, this attnbench needs 3"),
+        ("abi", "ABI version 5, this attnbench needs 4"),
         ("recsize", "kernel record size"),
         ("nullplugin", "the entry point returned NULL"),
         ("nullname", "NULL name"),
