@@ -118,7 +118,7 @@ static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64
   *lse_tol = e_max_keys + acc_ulps + 8.0 * U32 * (1.0 + log((double)n)) + 2.0 * U32 * fabs(*lse) +
              4.0 * (double)n * FLT_MIN_D;
   // a normaliser of rounded probabilities: |log(l̂/l)| ≤ g·(u_p + n_small·a)
-  *lse_tol += g * (pr.u + (double)n_small * pr.a);
+  if (pr.u > 0.0) *lse_tol += g * (pr.u + (double)n_small * pr.a);
   for (int64_t d = 0; d < dv; d++) {
     double o = 0.0;
     for (int64_t t = 0; t < n; t++) o += prob[t] * (double)vh[key[t] * dv + d];
@@ -144,7 +144,9 @@ static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64
     // smaller reaches the spread r, which itself bounds that error.
     tol_score[d] = fmin(2.0 * first + 2.0 * e_max * e_max * vmax, exact);
     spread[d] = r;
-    tol_row[d] = fmin(tol_score[d], r) + acc_ulps * mag + ftz + g * (pr.u * p_rel + pr.a * p_abs);
+    // (0 without a rounding of p: g may be inf where the score bound already says nothing)
+    const double p_term = pr.u > 0.0 ? g * (pr.u * p_rel + pr.a * p_abs) : 0.0;
+    tol_row[d] = fmin(tol_score[d], r) + acc_ulps * mag + ftz + p_term;
   }
 }
 
