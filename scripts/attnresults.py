@@ -58,6 +58,7 @@ def options_label(counters):
 
 # The K/V element type counter (attn_dtype code; absent in older files: f32) and its names.
 KV_DTYPE_NAMES = ("f32", "f16", "bf16", "q8_0")
+COMPUTE_NAMES = ("f32", "bf16", "f16", "int8")  # the "compute" counter (attn_compute)
 
 
 class Point:
@@ -77,11 +78,17 @@ class Point:
         """The shape counters, the K/V type (points of one shape stored as another type
         read other bytes: another shape), then the options."""
         return (tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) + (self.kv_dtype_code,) +
+                (self.compute_code,) +
                 tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS))
 
     @property
     def kv_dtype_code(self):
         return int(self.counters.get("kv_dtype", 0))
+
+    @property
+    def compute_code(self):
+        """The compute mode (docs/precision.md): another mode is another problem."""
+        return int(self.counters.get("compute", 0))
 
     @property
     def fallback(self):
@@ -148,6 +155,9 @@ class Point:
         t = self.kv_dtype_code
         if t:
             s += " " + (KV_DTYPE_NAMES[t] if t < len(KV_DTYPE_NAMES) else "kv%d" % t)
+        m = self.compute_code
+        if m:
+            s += " compute:" + (COMPUTE_NAMES[m] if m < len(COMPUTE_NAMES) else str(m))
         opts = options_label(c)
         return s + (" " + opts if opts else "")
 

@@ -374,6 +374,24 @@ static int kv_dtype_key(parse_ctx *c, int line, const char *value, sweep *s) {
   return s->n_kv_dtypes > 0 || config_fail(c, line, "kv_dtype: empty list");
 }
 
+// One item of compute (f32, bf16, f16, int8), duplicates merged.
+static int compute_item(parse_ctx *c, int line, const char *key, const char *t, void *dst) {
+  sweep *s = dst;
+  attn_compute m;
+  if (!attn_compute_parse(t, &m))
+    return config_fail(c, line, "%s: '%s' is not a compute mode (f32, bf16, f16, int8)", key, t);
+  for (int i = 0; i < s->n_computes; i++)
+    if (s->computes[i] == m) return 1;
+  s->computes[s->n_computes++] = m;  // at most ATTN_COMPUTE_COUNT distinct values
+  return 1;
+}
+
+// compute = f32, bf16, f16, int8: the compute modes to sweep (a list; default f32).
+static int compute_key(parse_ctx *c, int line, const char *value, sweep *s) {
+  if (!parse_list(c, line, "compute", value, compute_item, s)) return 0;
+  return s->n_computes > 0 || config_fail(c, line, "compute: empty list");
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_ctx *c = user;
   char key[32];
@@ -404,6 +422,7 @@ static int handler(void *user, const char *section, const char *name, const char
     return 1;
   }
   if (strcmp(key, "kv_dtype") == 0) return kv_dtype_key(c, line, value, s);
+  if (strcmp(key, "compute") == 0) return compute_key(c, line, value, s);
   if (strcmp(key, "regtile") == 0) {  // one name or index, checked per kernel in expand
     if (!attn_settings_regtile_syntax(value))
       return config_fail(c, line, "regtile: '%s' is not a register-tile variant name or index",
@@ -444,7 +463,7 @@ static int handler(void *user, const char *section, const char *name, const char
   return config_fail(
       c, line,
       "unknown key '%s' (keys: kernels batch heads kv_heads d_model head_dim head_dim_v "
-      "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype align "
+      "seq_len seq_kv causal threads repetitions min_time cold_inputs kv_dtype compute align "
       "window softcap alibi sinks mask lse regtile kv_split kv_lens q_lens page_size "
       "page_order)",
       key);
@@ -498,6 +517,14 @@ static bool validate(parse_ctx *c, sweep *s, bool kernels_overridden) {
   if (s->causal.n == 0) s->causal.v[s->causal.n++] = 0;
   if (s->threads.n == 0) s->threads.v[s->threads.n++] = 1;
   if (s->n_kv_dtypes == 0) s->kv_dtypes[s->n_kv_dtypes++] = ATTN_DTYPE_F32;
+  if (s->n_computes == 0) s->computes[s->n_computes++] = ATTN_COMPUTE_F32;
+  // int8 runs on q8_0 K/V only: the sweep's other K/V types skip it (config_expand), but
+  // int8 without q8_0 at all is a mistake
+  bool int8 = false, q8 = false;
+  for (int i = 0; i < s->n_computes; i++) int8 |= s->computes[i] == ATTN_COMPUTE_INT8;
+  for (int i = 0; i < s->n_kv_dtypes; i++) q8 |= s->kv_dtypes[i] == ATTN_DTYPE_Q8_0;
+  if (int8 && !q8)
+    return config_fail(c, LINE("compute"), "compute int8 needs kv_dtype q8_0 in the sweep"), false;
 #undef LINE
   return true;
 }

@@ -36,6 +36,9 @@
 //   q_lens   = decode, prefill:1:512    ;   per-sequence lengths instead of batch, seq_len
 //   page_size = 0, 16                   ;   and seq_kv; 0 = ragged K/V, else paged
 //   page_order = sequential, shuffled   ;   pages in order or scattered through the pool
+//   compute  = f32, bf16, f16, int8     ; optional list (default f32): compute modes (attn.h),
+//                                       ;   int8 only with kv_dtype q8_0 (other K/V types
+//                                       ;   skip it); point names end in /compute:MODE
 //
 // Any error (unknown key, bad number, empty list, d_model not divisible by heads,
 // kv_heads not dividing heads, unknown kernel, threads above ATTN_MAX_THREADS, more than
@@ -96,11 +99,13 @@ typedef struct attn_bench_overrides {
   size_t kernel_count;
   const int *threads;  // if thread_count > 0: replaces every sweep's threads
   size_t thread_count;
-  int physical_cores;   // what threads = 0 means (the resolver's default thread count)
-  const char *regtile;  // if not NULL: replaces every sweep's regtile (bench --regtile)
-  int kv_split;         // if >= 0: replaces every sweep's kv_split (bench --kv-split); a
-                        // zero-initialised struct must set −1 for "none"
-  bool kv_split_set;    // kv_split above applies
+  int physical_cores;            // what threads = 0 means (the resolver's default thread count)
+  const char *regtile;           // if not NULL: replaces every sweep's regtile (bench --regtile)
+  int kv_split;                  // if >= 0: replaces every sweep's kv_split (bench --kv-split); a
+                                 // zero-initialised struct must set −1 for "none"
+  bool kv_split_set;             // kv_split above applies
+  const attn_compute *computes;  // if compute_count > 0: replaces every sweep's compute list
+  size_t compute_count;          // (bench --compute); int8 runs on q8_0 K/V points only
 } attn_bench_overrides;
 
 typedef struct attn_bench_plan {

@@ -104,13 +104,15 @@ attn_bench_opts config_option_combination(const sweep *s, size_t index) {
 
 void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
                            size_t len) {
-  char dv[24] = "", kv[16] = "";
+  char dv[24] = "", kv[16] = "", mode[24] = "";
   if (p->head_dim_v != p->head_dim_qk) snprintf(dv, sizeof dv, "/Dv%lld", (long long)p->head_dim_v);
   if (p->kv_dtype != ATTN_DTYPE_F32) snprintf(kv, sizeof kv, "/%s", attn_dtype_name(p->kv_dtype));
-  snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s%s/T%d", k->name,
+  if (p->compute != ATTN_COMPUTE_F32)
+    snprintf(mode, sizeof mode, "/compute:%s", attn_compute_name(p->compute));
+  snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s%s%s/T%d", k->name,
            (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
            (long long)p->seq_kv, (long long)p->head_dim_qk, dv, p->causal ? "causal" : "noncausal",
-           kv, threads);
+           kv, mode, threads);
 }
 
 static uint64_t name_hash(const char *s) {  // FNV-1a, 64-bit
@@ -168,6 +170,7 @@ size_t config_sweep_points(const sweep *s, const attn_bench_overrides *ov, size_
       config_option_combinations(s),  // each list <= kMaxValues: overflow-free for 6 keys
       (size_t)s->n_kv_dtypes,
       config_serving_combinations(s),
+      ov && ov->compute_count ? ov->compute_count : (size_t)s->n_computes,
   };
   size_t n = 1;
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
@@ -204,6 +207,7 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   for (size_t isv = 0; isv < nserve; isv++)
   for (size_t io = 0; io < nopts; io++)
   for (int ikd = 0; ikd < s->n_kv_dtypes; ikd++)
+  for (int ico = 0; ico < (ov && ov->compute_count ? (int)ov->compute_count : s->n_computes); ico++)
   for (int it = 0; it < nt; it++)
   for (int ik = 0; ik < nk; ik++) {
     const int64_t heads = s->heads.v[ih];
@@ -244,6 +248,12 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.problem.kv_dtype = s->kv_dtypes[ikd];  // e.g. q8_0 with a head dim not a multiple of 32
     if (!attn_problem_validate(&pt.problem, why, sizeof why))
       return config_fail(c, config_line_of(c, s->name, "kv_dtype") ? config_line_of(c, s->name, "kv_dtype") : sec,
+                  "[%s]: invalid point: %s", s->name, why), false;
+    pt.problem.compute = ov && ov->compute_count ? ov->computes[ico] : s->computes[ico];
+    // int8 pairs with q8_0 K/V only (validate() made sure the sweep has q8_0)
+    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) continue;
+    if (!attn_problem_validate(&pt.problem, why, sizeof why))
+      return config_fail(c, config_line_of(c, s->name, "compute") ? config_line_of(c, s->name, "compute") : sec,
                   "[%s]: invalid point: %s", s->name, why), false;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     pt.threads_default = t == 0;

@@ -50,6 +50,8 @@ typedef struct sweep {
   int n_page_sizes;
   int page_orders[2];  // attn_page_order values
   int n_page_orders;
+  attn_compute computes[ATTN_COMPUTE_COUNT];  // compute list (compute_key); empty: f32 only
+  int n_computes;
 } sweep;
 
 typedef struct key_line {

@@ -249,7 +249,7 @@ static bool same_shape(const attn_problem *a, const attn_problem *b) {
   return a->batch == b->batch && a->heads == b->heads && a->kv_heads == b->kv_heads &&
          a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim_qk == b->head_dim_qk &&
          a->head_dim_v == b->head_dim_v && a->causal == b->causal && a->scale == b->scale &&
-         a->kv_dtype == b->kv_dtype && a->layout == b->layout;
+         a->kv_dtype == b->kv_dtype && a->layout == b->layout && a->compute == b->compute;
 }
 
 void attn_bench_release_reference(void) {
@@ -359,6 +359,8 @@ static void shape_counters(attn_gb_state *st, const attn_bench_point *pt, const 
   attn_gb_set_counter(st, "causal", p->causal ? 1 : 0, ATTN_GB_PLAIN);
   // the attn_dtype code of K/V: 0 f32, 1 f16, 2 bf16, 3 q8_0 (the name says it too)
   attn_gb_set_counter(st, "kv_dtype", (double)p->kv_dtype, ATTN_GB_PLAIN);
+  // the attn_compute code: 0 f32, 1 bf16, 2 f16, 3 int8 (the name says it too: /compute:…)
+  attn_gb_set_counter(st, "compute", (double)p->compute, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "kernel_threads", pt->threads, ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "flop", attn_flops(p), ATTN_GB_PLAIN);
   attn_gb_set_counter(st, "bytes", (double)tensor_bytes(p), ATTN_GB_PLAIN);

@@ -24,6 +24,8 @@ typedef struct check_options {
   bool quick, verbose, progress, no_progress, list_cases, allow_skips;
   bool native_only;  // --native-only: only the cases a kernel claims
   const char *filter;
+  const char *compute_name;  // --compute: only the cases of this mode (with --o: O's mode)
+  attn_compute compute;
   const char *config_path;             // --config: the cases of a sweep config (config_cases)
   const char *junit_path, *json_path;  // reports (check_report.h)
   exec_args x;              // execution settings (option_args.h; resolved per pair by resolve.h)

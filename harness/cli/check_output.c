@@ -91,9 +91,9 @@ int check_given_output(const check_options *o) {
   if (!check_prepare_reports(o, inputs, o->opt.lse_path ? 5 : 4, &rp))
     return ATTNBENCH_EXIT_FAILURE;
   int rc = ATTNBENCH_EXIT_FAILURE;
-  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}};
-  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}};
-  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", o->v_path, {0}};
+  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}, ATTN_DTYPE_F32};
+  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}, ATTN_DTYPE_F32};
+  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", o->v_path, {0}, ATTN_DTYPE_F32};
   npy_array out = {0}, lse = {0}, slopes = {0}, sinks = {0}, mask = {0};
   attn_check_prepared *pc = NULL;
   attn_problem p;
@@ -103,6 +103,7 @@ int check_given_output(const check_options *o) {
       !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
     goto done;
   if (o->scale_given) p.scale = (float)o->scale;
+  p.compute = o->compute;  // F32 unless --compute
   if (!option_args_load("check", &o->opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   if (o->opt.lse_path) {
     if (!npy_read_f32(o->opt.lse_path, &lse, err, sizeof err)) {

@@ -25,11 +25,25 @@ static const char kFallbackReason[] = "ran the shared fallback, not this kernel'
 // The storage error per K/V type over the cases prepared (check.h,
 // attn_check_storage_error): the table after the per-kernel one. It is the type's, not a
 // kernel's: the reference on the float32 K/V against the reference on the stored values.
+enum { kTallyMax = ATTN_DTYPE_COUNT > ATTN_COMPUTE_COUNT ? ATTN_DTYPE_COUNT : ATTN_COMPUTE_COUNT };
 typedef struct storage_tally {
-  size_t cases[ATTN_DTYPE_COUNT];
-  double max_abs[ATTN_DTYPE_COUNT], max_rel[ATTN_DTYPE_COUNT];
+  size_t cases[kTallyMax];
+  double max_abs[kTallyMax], max_rel[kTallyMax];
 } storage_tally;
 static storage_tally g_storage;
+
+// The same per compute mode (check.h, attn_check_compute_error): what the mode's input
+// rounding costs against FP32 on the same data, the table after the storage one.
+static storage_tally g_compute;  // indexed by attn_compute (ATTN_COMPUTE_COUNT entries)
+
+static void note_compute(const attn_check_result *r) {
+  if (!r->has_compute || (unsigned)r->compute >= ATTN_COMPUTE_COUNT) return;
+  g_compute.cases[r->compute]++;
+  if (!(r->compute_abs_err <= g_compute.max_abs[r->compute]))
+    g_compute.max_abs[r->compute] = r->compute_abs_err;
+  if (!(r->compute_rel_err <= g_compute.max_rel[r->compute]))
+    g_compute.max_rel[r->compute] = r->compute_rel_err;
+}
 
 static void note_storage(attn_dtype t, double abs_err, double rel_err) {
   g_storage.cases[t]++;
@@ -153,6 +167,10 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
   if (r->max_rel_err > t->max_rel_err) t->max_rel_err = r->max_rel_err;
   const char *reason = r->message[0] ? r->message : attn_check_verdict_name(r->verdict);
   const char *tag = r->fallback ? " [shared fallback]" : "";
+  char mode_err[80] = "";  // the mode's own error against FP32, next to the verdict
+  if (r->has_compute)
+    snprintf(mode_err, sizeof mode_err, "; %s vs f32 rel err %.3g", attn_compute_name(r->compute),
+             r->compute_rel_err);
   check_verdict v = CHECK_PASS;
   switch (r->verdict) {
     case ATTN_CHECK_PASS:
@@ -162,9 +180,9 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
         t->passed++, tot->passed++;
       if (!verbose) break;
       check_progress_clear(pg);
-      printf("%s %s %s: max abs err %.3g, err/tol %.3g%s\n", r->fallback ? "fallback" : "ok  ",
-             t->k->name, desc, r->max_abs_err, r->worst_ratio,
-             r->fallback ? " (not credited)" : "");
+      printf("%s %s %s: max abs err %.3g, err/tol %.3g%s%s\n", r->fallback ? "fallback" : "ok  ",
+             t->k->name, desc, r->max_abs_err, r->worst_ratio, r->fallback ? " (not credited)" : "",
+             mode_err);
       break;
     case ATTN_CHECK_FAIL:
     case ATTN_CHECK_INCONCLUSIVE: {
@@ -174,9 +192,9 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
       else
         t->inconclusive++, tot->inconclusive++, v = CHECK_INCONCLUSIVE;
       check_progress_clear(pg);
-      printf("%s %s %s%s: max abs err %.3g, err/tol %.3g (worst at flat index %zu): %s\n",
+      printf("%s %s %s%s: max abs err %.3g, err/tol %.3g (worst at flat index %zu)%s: %s\n",
              fail ? "FAIL" : "INCONCLUSIVE", t->k->name, desc, tag, r->max_abs_err, r->worst_ratio,
-             r->worst_index, reason);
+             r->worst_index, mode_err, reason);
       break;
     }
   }
@@ -184,6 +202,9 @@ static void record(kernel_tally *t, check_totals *tot, const char *desc, const a
     check_report_add(
         tot->report, t->k->name, desc, v, r->fallback ? CHECK_CODE_FALLBACK : CHECK_CODE_KERNEL,
         v == CHECK_PASS ? NULL : reason, r->max_abs_err, r->max_rel_err, r->worst_ratio, seconds);
+  if (tot->report)
+    check_report_set_compute(tot->report, attn_compute_name(r->compute),
+                             r->has_compute ? r->compute_rel_err : NAN);
   fflush(stdout);
 }
 
@@ -224,11 +245,15 @@ void check_case(const attn_check_case *cc, size_t case_index, kernel_tally *sel,
     pair_outcome st;
     storage_of(pc, &st);
     if (st.has_storage) note_storage(cc->problem.kv_dtype, st.storage_abs, st.storage_rel);
+    attn_check_result cr = {.compute = attn_check_problem(pc)->compute};
+    cr.has_compute = attn_check_compute_error(pc, &cr.compute_abs_err, &cr.compute_rel_err);
+    note_compute(&cr);
   } else if (!n_here) {  // the storage error as the first isolated kernel's worker saw it
     for (long i = 0; i < n_sel; i++) {
       if (!sel[i].isolated || sel[i].unavailable) continue;
       const pair_outcome *po = &sel[i].iso[case_index];
       if (po->has_storage) note_storage(cc->problem.kv_dtype, po->storage_abs, po->storage_rel);
+      if (po->kind == PAIR_RESULT) note_compute(&po->r);
       if (po->kind == PAIR_RESULT) break;
     }
   }
@@ -346,6 +371,20 @@ static void print_storage(void) {
              g_storage.max_abs[t], g_storage.max_rel[t]);
 }
 
+// The compute-mode error (check.h): what bf16, f16 and int8 input rounding cost against
+// FP32 on the same data, over the cases of that mode, whatever the kernel.
+static void print_compute(void) {
+  bool any = false;
+  for (int c = 1; c < ATTN_COMPUTE_COUNT; c++) any |= g_compute.cases[c] > 0;
+  if (!any) return;
+  printf("\n%-7s  %5s  %24s  %24s\n", "compute", "cases", "mode vs f32 max abs err",
+         "mode vs f32 rel err");
+  for (int c = 1; c < ATTN_COMPUTE_COUNT; c++)
+    if (g_compute.cases[c])
+      printf("%-7s  %5zu  %24.3g  %24.3g\n", attn_compute_name((attn_compute)c), g_compute.cases[c],
+             g_compute.max_abs[c], g_compute.max_rel[c]);
+}
+
 void check_print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, size_t n_total,
                          const check_options *o, double seconds) {
   if (n_sel <= 0) return;
@@ -362,6 +401,7 @@ void check_print_summary(const kernel_tally *sel, long n_sel, size_t n_cases, si
            sel[i].worst_ratio, sel[i].max_rel_err, sel[i].seconds,
            sel[i].isolated ? "isolated" : "in-process");
   print_storage();
+  print_compute();
   size_t left_out = 0;
   for (long i = 0; i < n_sel; i++) left_out += sel[i].not_claimed;
   if (left_out)

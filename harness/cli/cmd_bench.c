@@ -104,7 +104,7 @@ static void on_progress(void *user, const attn_gb_result *r, size_t done, size_t
 // ── options ─────────────────────────────────────────────────────────────────────────
 typedef struct bench_args {
   const char *config, *out;
-  cli_list kernels, gb_flags;
+  cli_list kernels, gb_flags, computes;
   cli_int_list threads;
   bool dry_run, no_probe, no_adjacent_probe, quiet, progress, no_progress;
   exec_args x;             // --tile-q/-kv, --regtile, --kv-split, --bind, --tune-file, --explain
@@ -153,6 +153,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       ATTN_EXEC_BIND_OPTION(&a->x),
       ATTN_EXEC_TUNE_FILE_OPTION(&a->x.tune_file, ATTN_EXEC_TUNE_FILE_HELP),
       ATTN_EXEC_EXPLAIN_OPTION(&a->x),
+      ATTN_COMPUTE_OPTION(&a->computes, CLI_STRING_LIST,
+                          "use this compute mode instead of the config's `compute` (repeatable; "
+                          "int8 runs on the q8_0 K/V points only)"),
       {.name = "out",
        .kind = CLI_STRING,
        .dest = &a->out,
@@ -302,7 +305,9 @@ static int split_benchmark_flags(char *argv0, bench_args *a) {
 
 // --kernel / --threads overrides. Returns false after an "unknown kernel" error.
 static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, int *threads,
-                              attn_bench_overrides *ov) {
+                              attn_compute *computes, attn_bench_overrides *ov) {
+  for (size_t i = 0; i < a->computes.count; i++)
+    if (!attn_compute_arg("bench", a->computes.items[i], &computes[i])) return false;
   for (size_t i = 0; i < a->kernels.count; i++) {
     kernels[i] = attn_kernel_find(a->kernels.items[i]);
     if (!kernels[i]) {
@@ -318,7 +323,9 @@ static bool resolve_overrides(const bench_args *a, const attn_kernel **kernels, 
                                .physical_cores = attn_resolve_default_threads(),
                                .regtile = a->x.regtile,
                                .kv_split = a->x.kv_split_given ? a->x.kv_split : -1,
-                               .kv_split_set = a->x.kv_split_given};
+                               .kv_split_set = a->x.kv_split_given,
+                               .computes = computes,
+                               .compute_count = a->computes.count};
   return true;
 }
 
@@ -581,8 +588,9 @@ int cmd_bench(int argc, char **argv) {
   if (rc >= 0) return rc;
   const attn_kernel *ov_kernels[CLI_LIST_MAX];
   int ov_threads[CLI_LIST_MAX];
+  attn_compute ov_computes[CLI_LIST_MAX];
   attn_bench_overrides ov;
-  if (!resolve_overrides(&a, ov_kernels, ov_threads, &ov)) return ATTNBENCH_EXIT_USAGE;
+  if (!resolve_overrides(&a, ov_kernels, ov_threads, ov_computes, &ov)) return ATTNBENCH_EXIT_USAGE;
 
   attn_bench_plan plan;
   char err[ATTN_OUT_PATH_MAX + 512];

@@ -81,6 +81,7 @@ static cli_status check_options_after_parse(check_options *o) {
     return CLI_ERROR;
   }
   if (!attn_case_timeout_settle("check", &o->case_timeout, o->case_timeout_given)) return CLI_ERROR;
+  if (o->compute_name && !attn_compute_arg("check", o->compute_name, &o->compute)) return CLI_ERROR;
   if (attn_resolve_env_bad("check")) return CLI_ERROR;  // ATTNBENCH_TILE_* etc.
   if (attn_placement_bind_bad("check", o->x.bind)) return CLI_ERROR;
   exec_args_layer(&o->x, &o->cli);
@@ -118,6 +119,9 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->filter,
        .metavar = "TEXT",
        .help = "only cases whose description contains TEXT (e.g. 'causal', 'Sq1 ', 'Dqk33')"},
+      ATTN_COMPUTE_OPTION(&o->compute_name, CLI_STRING,
+                          "only the cases of this compute mode (default: every mode); with --o, "
+                          "the mode O was computed in (its inputs' rounding and bound)"),
       {.name = "config",
        .kind = CLI_STRING,
        .dest = &o->config_path,
@@ -233,7 +237,8 @@ static bool same_config_case(const attn_check_case *a, const attn_check_case *b)
   return p->batch == q->batch && p->heads == q->heads && p->kv_heads == q->kv_heads &&
          p->seq_q == q->seq_q && p->seq_kv == q->seq_kv && p->head_dim_qk == q->head_dim_qk &&
          p->head_dim_v == q->head_dim_v && p->causal == q->causal && p->scale == q->scale &&
-         x->align == y->align && x->window == y->window && x->window_left == y->window_left &&
+         p->kv_dtype == q->kv_dtype && p->compute == q->compute && x->align == y->align &&
+         x->window == y->window && x->window_left == y->window_left &&
          x->window_right == y->window_right && x->softcap == y->softcap &&
          x->alibi_max_bias == y->alibi_max_bias && a->gen == b->gen;
 }
@@ -304,10 +309,16 @@ static long select_cases(const check_options *o, attn_check_case **cases, size_t
     char desc[192];
     attn_check_case_describe(&(*cases)[c], desc, sizeof desc);
     if (o->filter && !strstr(desc, o->filter)) continue;
+    if (o->compute_name && (*cases)[c].problem.compute != o->compute) continue;
     if (o->list_cases) printf("%s\n", desc);
     (*cases)[kept++] = (*cases)[c];
   }
   *n_total = n;
+  if (o->compute_name && !o->filter && kept == 0 && !o->list_cases) {
+    fprintf(stderr, "attnbench check: --compute %s: no case of that mode (see --list-cases)\n",
+            o->compute_name);
+    return -2;
+  }
   if (o->filter && kept == 0 && !o->list_cases) {
     fprintf(stderr, "attnbench check: --filter '%s' matches no case (see --list-cases)\n",
             o->filter);

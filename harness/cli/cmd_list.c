@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // `attnbench list` — every kernel in the registry, one line each:
-//     <name>  available|unavailable (needs avx512f)  <caps>  <opts>  <kv>  <tiles>  <summary>
+//     <name>  available|unavailable (needs avx512f)  <caps>  <opts>  <kv>  <compute>  <tiles>
+//     <summary>
 // <opts> is "opts=" and the attention options (attn.h) the entry point handles natively,
 // comma-separated ("opts=align,window,softcap,alibi,sinks,mask,lse,offset"), or "opts=fallback"
 // when it handles none: problems with options it lacks run on the portable path.
 // <kv> is "kv=" and the K/V element types (attn.h) the entry point reads natively besides
 // f32 ("kv=f16,bf16,q8_0"), or "kv=convert": it gets float32 copies (attn_kernel_run).
+// <compute> is "compute=" and the compute modes (attn.h) the entry point runs itself besides
+// f32 ("compute=bf16,f16,int8"), or "compute=rounded": the other modes reach it as F32 on
+// rounded float32 copies of Q, K and V (attn_kernel_run). JSON: "native_compute_modes".
 // <tiles> is the record's vector width and register tiles (attn.h): "w16 qk8x48 pv6x64"
 // (16 lanes; Q·Kᵀ tile 8 query rows × 32 keys; P·V tile 6 rows × 64 head_dim_v columns),
 // "scalar" for portable C, "-" when the kernel does not declare them; a kernel with
@@ -67,6 +71,18 @@ static const char *kv_string(unsigned caps, char *buf, size_t len) {
                              attn_dtype_name((attn_dtype)t));
   }
   if (used == 3) snprintf(buf, len, "kv=convert");
+  return buf;
+}
+
+// "compute=bf16,int8" or "compute=rounded", as described at the top.
+static const char *compute_string(unsigned caps, char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "compute=");
+  for (int c = 1; c < ATTN_COMPUTE_COUNT && used < len; c++) {
+    if (!(caps & attn_compute_cap((attn_compute)c))) continue;
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", used > 8 ? "," : "",
+                             attn_compute_name((attn_compute)c));
+  }
+  if (used == 8) snprintf(buf, len, "compute=rounded");
   return buf;
 }
 
@@ -144,6 +160,14 @@ static void print_json(bool only_available) {
       first_kv = false;
       json_string(stdout, attn_dtype_name((attn_dtype)t));
     }
+    printf("], \"native_compute_modes\": [");
+    bool first_mode = true;
+    for (int c = 1; c < ATTN_COMPUTE_COUNT; c++) {
+      if (!(k->caps & attn_compute_cap((attn_compute)c))) continue;
+      printf("%s", first_mode ? "" : ", ");
+      first_mode = false;
+      json_string(stdout, attn_compute_name((attn_compute)c));
+    }
     printf("], \"vec_width\": %d, \"qk_tile\": [%d, %d], \"pv_tile\": [%d, %d]", k->vec_width,
            k->qk_rows, k->qk_cols, k->pv_rows, k->pv_cols);
     printf(", \"regtiles\": [");
@@ -193,6 +217,8 @@ int cmd_list(int argc, char **argv) {
           "options"
           " run on the shared portable path. kv= lists the K/V types (f16, bf16, q8_0)\n"
           "read natively; kv=convert: they reach the kernel as float32 copies.\n"
+          "compute= lists the compute modes (bf16, f16, int8) run natively;\n"
+          "compute=rounded: they reach the kernel as F32 on rounded float32 copies.\n"
           "Every kernel accepts every valid problem; the flags say which cases it\n"
           "handles natively rather than by a general path.",
       .epilog = "example:\n  attnbench list\n  attnbench list --available --json",
@@ -206,11 +232,11 @@ int cmd_list(int argc, char **argv) {
     return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
   }
   // Two passes: column widths first, so the columns line up for any registry.
-  int w[6] = {0, 0, 0, 0, 0, 0};
+  int w[7] = {0, 0, 0, 0, 0, 0, 0};
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < attn_kernel_count(); i++) {
       const attn_kernel *k = attn_kernel_at(i);
-      char why[96], avail[128], caps[96], tiles[400], nopts[160], kv[40];
+      char why[96], avail[128], caps[96], tiles[400], nopts[160], kv[40], mode[40];
       const bool ok = attn_kernel_available(k, why, sizeof why);
       if (only_available && !ok) continue;
       if (ok)
@@ -221,14 +247,15 @@ int cmd_list(int argc, char **argv) {
       tiles_string(k, tiles, sizeof tiles);
       opts_string(k->caps, nopts, sizeof nopts);
       kv_string(k->caps, kv, sizeof kv);
-      const char *col[6] = {k->name, avail, caps, nopts, kv, tiles};
+      compute_string(k->caps, mode, sizeof mode);
+      const char *col[7] = {k->name, avail, caps, nopts, kv, mode, tiles};
       if (pass == 0) {
-        for (int c = 0; c < 6; c++)
+        for (int c = 0; c < 7; c++)
           if ((int)strlen(col[c]) > w[c]) w[c] = (int)strlen(col[c]);
       } else {
         const char *origin = attn_kernel_origin(k);
-        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1], w[2],
-               col[2], w[3], col[3], w[4], col[4], w[5], col[5], k->summary,
+        printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s%s%s%s\n", w[0], col[0], w[1], col[1],
+               w[2], col[2], w[3], col[3], w[4], col[4], w[5], col[5], w[6], col[6], k->summary,
                origin ? " [plug-in: " : "", origin ? origin : "", origin ? "]" : "");
       }
     }

@@ -2,9 +2,11 @@
 // `attnbench run` — one kernel on user-supplied tensors:
 //     Q.npy [batch][heads][seq_q][head_dim_qk]      float32, C order
 //     K.npy [batch][kv_heads][seq_kv][head_dim_qk]
-//     V.npy [batch][kv_heads][seq_kv][head_dim_v]      (K and V float32, or both '<f2')
-//  →  O.npy [batch][heads][seq_q][head_dim_v]
+//     V.npy [batch][kv_heads][seq_kv][head_dim_v]      (K and V float32, both '<f2' or
+//  →  O.npy [batch][heads][seq_q][head_dim_v]       both bfloat16 '<V2'; Q any of the three)
 // --kv-dtype f32|f16|bf16|q8_0 stores K and V as that type first (kernels/core/convert.h).
+// --compute bf16|f16|int8 runs in that compute mode (attn.h; docs/precision.md); --dtype
+// requires the files' type, --out-dtype writes O (and the LSE) as f32 (default), f16 or bf16.
 // The problem is derived from the shapes, which must agree (messages name the arrays and
 // dimensions). O is written atomically (fileio.h): on any error — including a non-finite
 // output from finite inputs, unless --allow-nonfinite — no output file is created.
@@ -41,6 +43,10 @@ typedef struct run_args {
   option_args opt;            // attention options (attn.h, "Attention variants"; option_args.h)
   const char *kv_dtype_name;  // --kv-dtype (NULL: as read)
   attn_dtype kv_dtype;
+  const char *compute_name;  // --compute (NULL: f32)
+  attn_compute compute;
+  const char *dtype_name, *out_dtype_name;  // --dtype (NULL: any), --out-dtype (NULL: f32)
+  attn_dtype dtype, out_dtype;
   double case_timeout;  // --case-timeout: a plug-in kernel's call limit (isolate.h's watch)
   bool case_timeout_given;
   // A serving batch (docs/serving.md): --kv-lens makes Q [total_q][heads][Dqk] and K, V
@@ -99,6 +105,22 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .metavar = "f32|f16|bf16|q8_0",
        .help = "store K and V as this type before the run (round to nearest even; q8_0: "
                "blocks of 32, scale max|x|/127)"},
+      ATTN_COMPUTE_OPTION(&a->compute_name, CLI_STRING,
+                          "compute mode (docs/precision.md): bf16/f16 round Q, K and V to that "
+                          "type (nearest, ties to even), int8 quantizes Q per 32-block against "
+                          "q8_0 K (--kv-dtype q8_0); O stays float32"),
+      {.name = "dtype",
+       .kind = CLI_STRING,
+       .dest = &a->dtype_name,
+       .metavar = "f32|bf16|f16",
+       .help = "the element type the Q, K and V files must hold: float32 '<f4', bfloat16 "
+               "'<V2' (ml_dtypes) or float16 '<f2' (default: any of them, K and V alike; Q "
+               "is widened to float32 exactly)"},
+      {.name = "out-dtype",
+       .kind = CLI_STRING,
+       .dest = &a->out_dtype_name,
+       .metavar = "f32|bf16|f16",
+       .help = "write O (and LSE) as this type, rounded to nearest even (default f32)"},
       {.name = "check",
        .kind = CLI_FLAG,
        .dest = &a->verify,
@@ -179,6 +201,17 @@ static int parse_args(int argc, char **argv, run_args *a) {
     fprintf(stderr, "attnbench run: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n",
             a->kv_dtype_name);
     return ATTNBENCH_EXIT_USAGE;
+  }
+  if (a->compute_name && !attn_compute_arg("run", a->compute_name, &a->compute))
+    return ATTNBENCH_EXIT_USAGE;
+  const char *const names[2] = {a->dtype_name, a->out_dtype_name};
+  attn_dtype *const dst[2] = {&a->dtype, &a->out_dtype};
+  for (int i = 0; i < 2; i++) {
+    if (names[i] && (!attn_dtype_parse(names[i], dst[i]) || *dst[i] == ATTN_DTYPE_Q8_0)) {
+      fprintf(stderr, "attnbench run: --%s '%s': want f32, bf16 or f16\n",
+              i ? "out-dtype" : "dtype", names[i]);
+      return ATTNBENCH_EXIT_USAGE;
+    }
   }
   return exec_args_setup("run", &a->x);  // --bind, ATTNBENCH_*, the tuning file
 }
@@ -265,6 +298,34 @@ static bool store_kv(const run_args *a, attn_problem *p, const npy_array *k, con
     return false;
   }
   return true;
+}
+
+// --dtype: every file holds that type. False (message printed) otherwise.
+static bool files_have_dtype(const run_args *a, const named_array *const t[3]) {
+  if (!a->dtype_name) return true;
+  for (int i = 0; i < 3; i++) {
+    const attn_dtype d = qkv_file_dtype(t[i]);
+    if (d == a->dtype) continue;
+    fprintf(stderr, "attnbench run: --dtype %s: %s (%s) holds %s\n", a->dtype_name, t[i]->what,
+            t[i]->path, attn_dtype_name(d));
+    return false;
+  }
+  return true;
+}
+
+// O (or the LSE) as --out-dtype: float32, or rounded to nearest even to f16/bf16.
+static bool write_out(const run_args *a, const char *path, const float *x, int ndim,
+                      const int64_t *shape, char *err, size_t err_len) {
+  if (a->out_dtype == ATTN_DTYPE_F32) return npy_write_f32(path, x, ndim, shape, err, err_len);
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+  if (!h) return snprintf(err, err_len, "%s: out of memory", path), false;
+  attn_quantize_row(a->out_dtype, x, (int64_t)n, h);
+  const bool ok =
+      npy_write_half(path, h, a->out_dtype == ATTN_DTYPE_BF16, ndim, shape, err, err_len);
+  free(h);
+  return ok;
 }
 
 // The kernel by name, available on this CPU. Returns -1 to go on, else the exit code.
@@ -402,7 +463,7 @@ static bool verify_output(const attn_kernel *kernel, const attn_problem *p, cons
     return false;
   }
   *has_storage = attn_check_storage_error(pc, storage, storage_ratio);
-  attn_check_output_lse(pc, o, lse, cr);
+  attn_check_output_lse(pc, o, lse, cr);  // with the compute mode's error (cr->has_compute)
   attn_check_prepared_free(pc);
   if (cr->verdict == ATTN_CHECK_INCONCLUSIVE) {  // no verdict is not a pass: exit 1
     fprintf(stderr, "attnbench run: check: inconclusive (%s); O not written\n", cr->message);
@@ -427,9 +488,12 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
                    double seconds, const char *binding, const attn_check_result *cr) {
   if (a->quiet) return;
   const int64_t o_shape[4] = {p->batch, p->heads, p->seq_q, p->head_dim_v};
-  char sb[128], kv[16] = "";
+  char sb[128], kv[40] = "";
+  int kw = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32)
-    snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+    kw = snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+  if (p->compute != ATTN_COMPUTE_F32 && kw >= 0 && (size_t)kw < sizeof kv)
+    snprintf(kv + kw, sizeof kv - (size_t)kw, " compute=%s", attn_compute_name(p->compute));
   printf(
       "%s: B=%lld H=%lld KVH=%lld Sq=%lld Skv=%lld Dqk=%lld Dv=%lld%s%s scale=%g -> %s %s "
       "(one call, %.3f ms wall; not a benchmark)\n",
@@ -446,6 +510,9 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
         "check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 "
         "reference)\n",
         cr->max_abs_err, cr->max_rel_err, cr->worst_ratio);
+  if (a->verify && cr->has_compute)
+    printf("compute error (%s inputs vs float32, float64 reference): max abs %.3g, rel %.3g\n",
+           attn_compute_name(cr->compute), cr->compute_abs_err, cr->compute_rel_err);
 }
 
 // ── --kv-lens: a serving batch (docs/serving.md) ────────────────────────────────────
@@ -618,9 +685,9 @@ int cmd_run(int argc, char **argv) {
   // From here on a signal removes any temporary (and writes no partial O).
   attn_fileio_catch_signals("\nattnbench run: interrupted; no partial output left behind\n");
   rc = ATTNBENCH_EXIT_FAILURE;
-  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", a.q_path, {0}};
-  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", a.k_path, {0}};
-  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", a.v_path, {0}};
+  named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", a.q_path, {0}, ATTN_DTYPE_F32};
+  named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", a.k_path, {0}, ATTN_DTYPE_F32};
+  named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", a.v_path, {0}, ATTN_DTYPE_F32};
   float *o = NULL, *lse = NULL;
   npy_array slopes = {0}, sinks = {0}, mask = {0};
   kv_tensors kv = {0};
@@ -643,9 +710,11 @@ int cmd_run(int argc, char **argv) {
     goto done;
   }
   if (!qkv_load("run", &q) || !qkv_load_kv("run", &k) || !qkv_load_kv("run", &v) ||
+      !files_have_dtype(&a, (const named_array *const[3]){&q, &k, &v}) ||
       !qkv_derive_problem("run", &q, &k, &v, a.causal, &p) || !store_kv(&a, &p, &k.a, &v.a, &kv))
     goto done;
   if (a.scale_given) p.scale = (float)a.scale;
+  p.compute = a.compute;
   if (!option_args_load("run", &a.opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   const size_t n_lse = (size_t)p.batch * (size_t)p.heads * (size_t)p.seq_q;
   if (a.opt.lse_path && !(lse = malloc(n_lse * sizeof *lse))) {
@@ -685,12 +754,12 @@ int cmd_run(int argc, char **argv) {
                                   &has_storage)))
     goto done;
   const int64_t o_shape[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
-  if (!npy_write_f32(out.target, o, 4, o_shape, err, sizeof err)) {
+  if (!write_out(&a, out.target, o, 4, o_shape, err, sizeof err)) {
     fprintf(stderr, "attnbench run: cannot write O: %s\n", err);
     goto done;
   }
   const int64_t lse_shape[3] = {p.batch, p.heads, p.seq_q};
-  if (lse && !npy_write_f32(lse_out.target, lse, 3, lse_shape, err, sizeof err)) {
+  if (lse && !write_out(&a, lse_out.target, lse, 3, lse_shape, err, sizeof err)) {
     fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
     goto done;
   }

@@ -164,3 +164,9 @@ bool attn_case_timeout_settle(const char *command, double *seconds, bool given) 
           *seconds);
   return false;
 }
+
+bool attn_compute_arg(const char *cmd, const char *s, attn_compute *out) {
+  if (attn_compute_parse(s, out)) return true;
+  fprintf(stderr, "attnbench %s: --compute '%s': want f32, bf16, f16 or int8\n", cmd, s ? s : "");
+  return false;
+}

@@ -88,12 +88,22 @@ typedef struct exec_args {
 // The default when not given; false (with one line on stderr) outside (0, 1e6] seconds.
 bool attn_case_timeout_settle(const char *command, double *seconds, bool given);
 
+// --compute MODE: the compute mode (attn.h, "Compute modes"; docs/precision.md), shared by
+// run (CLI_STRING: one mode), check (CLI_STRING: only the cases of that mode) and bench
+// (CLI_STRING_LIST: the modes replacing every sweep's `compute`). Parse each value with
+// attn_compute_arg.
+// clang-format off
+#define ATTN_COMPUTE_OPTION(where_, kind_, help_)                                            {.name = "compute", .kind = (kind_), .dest = (where_), .metavar = "f32|bf16|f16|int8",      .help = (help_)}
+// clang-format on
+// The mode named s into *out; false after "attnbench <cmd>: --compute 'x': want …" on stderr.
+bool attn_compute_arg(const char *cmd, const char *s, attn_compute *out);
+
 // Every option of exec_args (run, check).
-#define ATTN_EXEC_ARGS_CLI(a)                                                              \
-  ATTN_EXEC_THREADS_OPTION(&(a)->threads, CLI_INT, ATTN_EXEC_THREADS_HELP),                \
-  ATTN_EXEC_TILE_OPTIONS(a), ATTN_EXEC_VARIANT_OPTIONS(a), ATTN_EXEC_BIND_OPTION(a),       \
-  ATTN_EXEC_TUNE_FILE_OPTION(&(a)->tune_file, ATTN_EXEC_TUNE_FILE_HELP),                   \
-  ATTN_EXEC_EXPLAIN_OPTION(a)
+#define ATTN_EXEC_ARGS_CLI(a)                                                            \
+  ATTN_EXEC_THREADS_OPTION(&(a)->threads, CLI_INT, ATTN_EXEC_THREADS_HELP),              \
+      ATTN_EXEC_TILE_OPTIONS(a), ATTN_EXEC_VARIANT_OPTIONS(a), ATTN_EXEC_BIND_OPTION(a), \
+      ATTN_EXEC_TUNE_FILE_OPTION(&(a)->tune_file, ATTN_EXEC_TUNE_FILE_HELP),             \
+      ATTN_EXEC_EXPLAIN_OPTION(a)
 // clang-format on
 
 // The up-front checks of a command that runs kernels, after parsing: --bind's value (the

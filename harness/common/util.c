@@ -96,6 +96,14 @@ uint64_t attn_check_bytes(const attn_problem *c, const attn_kernel *k, const att
   if (c->kv_dtype != ATTN_DTYPE_F32)
     inputs = attn_bytes_add(attn_bytes_add(inputs, kv_stored_bytes(c)),
                             attn_bytes_mul(attn_bytes_add(k_elems(c), v_elems(c)), sizeof(float)));
+  // a compute mode also holds Q (and K, V when the mode rounds them) as the mode reads
+  // them, and the F32 reference's output for the mode's error (check.h)
+  if (c->compute != ATTN_COMPUTE_F32)
+    inputs = attn_bytes_add(
+        inputs, attn_bytes_mul(attn_bytes_add(attn_bytes_add(attn_bytes_add(q_elems(c), k_elems(c)),
+                                                             v_elems(c)),
+                                              o_elems(c)),
+                               sizeof(float)));
   uint64_t b = attn_bytes_add(inputs, attn_bytes_mul(o_elems(c), sizeof(float) + sizeof(double)));
   if (k)
     b = attn_bytes_add(attn_bytes_add(b, attn_bytes_mul(o_elems(c), sizeof(float))),

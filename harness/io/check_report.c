@@ -40,7 +40,9 @@ void check_report_add(check_report *r, const char *suite, const char *name, chec
                       .max_abs_err = max_abs_err,
                       .max_rel_err = max_rel_err,
                       .worst_ratio = worst_ratio,
-                      .seconds = seconds};
+                      .seconds = seconds,
+                      .compute = "f32",
+                      .compute_err = NAN};
   c->name = dup_or_null(name ? name : "", &r->oom);
   if (!c->name && !r->oom) c->name = strdup("(unnamed)");
   if (!c->name) r->oom = true;
@@ -51,6 +53,12 @@ void check_report_add(check_report *r, const char *suite, const char *name, chec
     return;
   }
   r->n++;
+}
+
+void check_report_set_compute(check_report *r, const char *mode, double rel_err) {
+  if (r->oom || r->n == 0) return;
+  r->recs[r->n - 1].compute = mode;
+  r->recs[r->n - 1].compute_err = rel_err;
 }
 
 void check_report_free(check_report *r) {
@@ -315,6 +323,10 @@ bool check_report_write_json(const check_report *r, const attn_output *out, doub
     sb_json_num(&b, c->worst_ratio);
     sb_printf(&b, ", \"seconds\": ");
     sb_json_num(&b, c->seconds);
+    sb_printf(&b, ", \"compute\": ");
+    sb_json_str(&b, c->compute ? c->compute : "f32");
+    sb_printf(&b, ", \"compute_err_vs_f32\": ");
+    sb_json_num(&b, c->compute_err);
     sb_put(&b, "}", 1);
   }
   sb_printf(&b, "%s]\n}\n", r->n ? "\n  " : "");

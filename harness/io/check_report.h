@@ -45,6 +45,9 @@ typedef struct check_record {
   check_code code;
   double max_abs_err, max_rel_err, worst_ratio;  // NaN when not measured (skips)
   double seconds;                                // wall time of the pair (0 for skips)
+  const char *compute;  // the case's compute mode ("f32", "bf16", …; static)
+  double compute_err;   // its input rounding's error against FP32, relative to max |ref|
+                        // (check.h, attn_check_compute_error); NaN for f32 or not measured
 } check_record;
 
 typedef struct check_report {
@@ -57,6 +60,9 @@ typedef struct check_report {
 void check_report_add(check_report *r, const char *suite, const char *name, check_verdict v,
                       check_code code, const char *message, double max_abs_err, double max_rel_err,
                       double worst_ratio, double seconds);
+// Sets the compute mode (a static name) and its error against FP32 (NaN: none) of the last
+// record added.
+void check_report_set_compute(check_report *r, const char *mode, double rel_err);
 void check_report_free(check_report *r);
 
 // Writes the report atomically to out (prepared by the caller before any work).

@@ -92,7 +92,8 @@ typedef struct parser {
   int64_t shape[NPY_MAX_DIMS];
   char msg[160];
   bool allow_f2;  // '<f2' accepted (npy_read_f32_or_f16)
-  size_t elem;    // bytes per element of the accepted dtype: 4, or 2 for '<f2'
+  size_t elem;    // bytes per element of the accepted dtype: 4, or 2 for '<f2' and '<V2'
+  bool bf16;      // '<V2' / '|V2': bfloat16 bits (ml_dtypes)
 } parser;
 
 static void skip_ws(parser *p) {
@@ -344,6 +345,8 @@ static bool parse_and_check_header(const npy_source *src, const char *header, pa
   if (!parse_header(p)) return fail(err, err_len, path, "%s", p->msg);
   if (allow_f2 && strcmp(p->descr, "<f2") == 0) {
     p->elem = 2;
+  } else if (allow_f2 && (strcmp(p->descr, "<V2") == 0 || strcmp(p->descr, "|V2") == 0)) {
+    p->elem = 2, p->bf16 = true;  // ml_dtypes' bfloat16, saved as 2-byte void elements
   } else if (allow_f2 && strcmp(p->descr, "<f4") != 0) {
     if (strcmp(p->descr, ">f4") == 0 || strcmp(p->descr, ">f2") == 0)
       return fail(err, err_len, path,
@@ -351,8 +354,8 @@ static bool parse_and_check_header(const npy_source *src, const char *header, pa
                   "'<f2' (convert with a.astype('<f4'))",
                   p->descr);
     return fail(err, err_len, path,
-                "dtype is %s ('%s'); expected float32 '<f4' or float16 '<f2' (convert with "
-                "a.astype(np.float32))",
+                "dtype is %s ('%s'); expected float32 '<f4', float16 '<f2' or bfloat16 "
+                "'<V2' (ml_dtypes; convert with a.astype(np.float32))",
                 dtype_name(p->descr), p->descr);
   } else if (strcmp(p->descr, "<f4") != 0) {
     if (strcmp(p->descr, ">f4") == 0)
@@ -477,6 +480,7 @@ static bool read_npy(const char *path, bool allow_f2, npy_array *out, char *err,
   if (p.elem == 2) {
     if (!host_is_little_endian()) byteswap16(data, count);
     out->half = data;
+    out->bf16 = p.bf16;
   } else {
     if (!host_is_little_endian()) byteswap32(data, count);
     out->data = data;
@@ -496,8 +500,9 @@ bool npy_read_f32_or_f16(const char *path, npy_array *out, char *err, size_t err
 // The file policy (what may be replaced, the temporary, fsync, rename, signals) is
 // fileio.c's; this side only builds the header and the little-endian data.
 
-bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
-                   size_t err_len) {
+// data (count = product of shape, elem bytes each: 4 or 2) under the header descr.
+static bool write_npy(const char *path, const void *data, size_t elem, const char *descr, int ndim,
+                      const int64_t *shape, char *err, size_t err_len) {
   if (!path || !*path) return fail(err, err_len, "(null)", "no output path");
   if (ndim < 0 || ndim > NPY_MAX_DIMS)
     return fail(err, err_len, path, "rank %d is not supported", ndim);
@@ -514,7 +519,7 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
   // Header: dict, space padding, '\n', such that 10 + header_len is a multiple of 64.
   char dict[512], sb[400];
   const int dn =
-      snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
+      snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
                npy_shape_string(ndim, shape, sb, sizeof sb));
   if (dn < 0 || (size_t)dn >= sizeof dict)
     return fail(err, err_len, path, "shape too long for the header");
@@ -528,17 +533,30 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
   memset(head + 10 + dn, ' ', header_len - (size_t)dn - 1);
   head[total - 1] = '\n';
 
-  const float *src = data;
-  float *swapped = NULL;
+  const void *src = data;
+  void *swapped = NULL;
   if (count && !host_is_little_endian()) {
-    swapped = malloc(count * 4);
+    swapped = malloc(count * elem);
     if (!swapped) return fail(err, err_len, path, "out of memory");
-    memcpy(swapped, data, count * 4);
-    byteswap32(swapped, count);
+    memcpy(swapped, data, count * elem);
+    if (elem == 4)
+      byteswap32(swapped, count);
+    else
+      byteswap16(swapped, count);
     src = swapped;
   }
-  const attn_buf parts[2] = {{head, total}, {src, count * 4}};
+  const attn_buf parts[2] = {{head, total}, {src, count * elem}};
   const bool ok = attn_write_file_atomic(path, parts, 2, err, err_len);
   free(swapped);
   return ok;
+}
+
+bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
+                   size_t err_len) {
+  return write_npy(path, data, 4, "<f4", ndim, shape, err, err_len);
+}
+
+bool npy_write_half(const char *path, const uint16_t *data, bool bf16, int ndim,
+                    const int64_t *shape, char *err, size_t err_len) {
+  return write_npy(path, data, 2, bf16 ? "<V2" : "<f2", ndim, shape, err, err_len);
 }

@@ -31,16 +31,20 @@ typedef struct npy_array {
   int64_t shape[NPY_MAX_DIMS];
   size_t count;    // product of shape (1 for a 0-d array)
   float *data;     // count floats, host byte order; free with npy_free (NULL if half)
-  uint16_t *half;  // count IEEE binary16 values ('<f2', npy_read_f32_or_f16 only), else NULL
+  uint16_t *half;  // count 16-bit values (npy_read_f32_or_f16 only), else NULL: IEEE binary16
+                   // ('<f2'), or bfloat16 bits when bf16 is set
+  bool bf16;       // half holds bfloat16 ('<V2' / '|V2': what np.save writes for ml_dtypes'
+                   // bfloat16 — 2-byte void elements; view them with .view(ml_dtypes.bfloat16))
 } npy_array;
 
 // Reads path into *out (zeroed first). Returns true on success; otherwise false, *out
 // holds nothing to free, and err gets "<path>: <reason>".
 bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len);
 
-// The same, but also accepts '<f2' (little-endian IEEE float16, e.g. a K/V cache): then
-// out->half holds the count binary16 values (host byte order) and out->data is NULL.
-// Every other rule is npy_read_f32's.
+// The same, but also accepts '<f2' (little-endian IEEE float16, e.g. a K/V cache) and
+// bfloat16 as ml_dtypes saves it ('<V2' or '|V2', little-endian bfloat16 bits): then
+// out->half holds the count 16-bit values (host byte order), out->bf16 says which type, and
+// out->data is NULL. Every other rule is npy_read_f32's.
 bool npy_read_f32_or_f16(const char *path, npy_array *out, char *err, size_t err_len);
 
 // Frees a->data (and a->half) and zeroes *a. Safe on a zeroed or already freed array.
@@ -50,6 +54,11 @@ void npy_free(npy_array *a);
 // (a scalar). Returns true on success; otherwise false and err gets "<path>: <reason>".
 bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t *shape, char *err,
                    size_t err_len);
+
+// The same for 16-bit elements: IEEE binary16 ('<f2') or, when bf16, bfloat16 bits written
+// with descr '<V2' (as np.save writes ml_dtypes.bfloat16; np.load(f).view(ml_dtypes.bfloat16)).
+bool npy_write_half(const char *path, const uint16_t *data, bool bf16, int ndim,
+                    const int64_t *shape, char *err, size_t err_len);
 
 // "(2, 8, 100, 64)"; "()" for 0-d; "(5,)" for 1-d, like NumPy prints shapes.
 const char *npy_shape_string(int ndim, const int64_t *shape, char *buf, size_t len);

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/convert.h"
 #include "io/fileio.h"
@@ -28,7 +29,9 @@ static bool load(const char *cmd, named_array *t, bool allow_f16) {
   }
   // NaN/Inf inputs would silently give NaN outputs; refuse them instead.
   for (size_t i = 0; i < t->a.count; i++) {
-    const float x = t->a.half ? attn_f16_to_f32(t->a.half[i]) : t->a.data[i];
+    const float x = !t->a.half  ? t->a.data[i]
+                    : t->a.bf16 ? attn_bf16_to_f32(t->a.half[i])
+                                : attn_f16_to_f32(t->a.half[i]);
     if (!isfinite(x)) {
       fprintf(stderr, "attnbench %s: %s (%s) contains a non-finite value (%g) at flat index %zu\n",
               cmd, t->what, t->path, (double)x, i);
@@ -39,7 +42,26 @@ static bool load(const char *cmd, named_array *t, bool allow_f16) {
 }
 
 bool qkv_load(const char *cmd, named_array *t) {
-  return load(cmd, t, false);
+  if (!load(cmd, t, true)) return false;
+  if (!t->a.half) return true;
+  // float16 or bfloat16 Q: its values, exactly, as float32 (the interface's Q)
+  float *x = malloc((t->a.count ? t->a.count : 1) * sizeof *x);
+  if (!x) {
+    fprintf(stderr, "attnbench %s: %s: out of memory widening to float32\n", cmd, t->what);
+    return false;
+  }
+  for (size_t i = 0; i < t->a.count; i++)
+    x[i] = t->a.bf16 ? attn_bf16_to_f32(t->a.half[i]) : attn_f16_to_f32(t->a.half[i]);
+  free(t->a.half);
+  t->a.half = NULL;
+  t->a.data = x;
+  t->file_dtype = t->a.bf16 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F16;
+  return true;
+}
+
+attn_dtype qkv_file_dtype(const named_array *t) {
+  if (t->a.half) return t->a.bf16 ? ATTN_DTYPE_BF16 : ATTN_DTYPE_F16;
+  return t->file_dtype;
 }
 
 bool qkv_load_kv(const char *cmd, named_array *t) {
@@ -80,16 +102,16 @@ bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array
     MISMATCH("Q heads (dim 1) = %lld is not a multiple of K/V kv_heads (dim 1) = %lld",
              (long long)Q[1], (long long)K[1]);
 #undef MISMATCH
-  if (!k->a.half != !v->a.half) {
+  const attn_dtype kt = qkv_file_dtype(k), vt = qkv_file_dtype(v);
+  if (kt != vt) {
     fprintf(stderr,
             "attnbench %s: K (%s) is %s but V (%s) is %s: K and V must have the same dtype "
-            "(both '<f4' or both '<f2')\n",
-            cmd, k->path, k->a.half ? "float16 '<f2'" : "float32 '<f4'", v->path,
-            v->a.half ? "float16 '<f2'" : "float32 '<f4'");
+            "(both '<f4', both '<f2' or both bfloat16 '<V2')\n",
+            cmd, k->path, attn_dtype_name(kt), v->path, attn_dtype_name(vt));
     return false;
   }
   *p = attn_problem_make(Q[0], Q[1], K[1], Q[2], K[2], Q[3], V[3], causal);
-  if (k->a.half) p->kv_dtype = ATTN_DTYPE_F16;
+  p->kv_dtype = kt;
   char err[256];
   if (!attn_problem_validate(p, err, sizeof err)) {
     fprintf(stderr, "attnbench %s: invalid problem: %s\n", cmd, err);

@@ -71,6 +71,16 @@
 //   (l's accumulation, log (≤ 4 ulp), the final m + log l, flushed probabilities), against
 //   the LSE computed in double.
 //
+// ── Compute modes (attn.h, "Compute modes"; derivation in docs/precision.md) ─────────
+// Everything above is evaluated on the inputs as the mode reads them (Q, K, V rounded to
+// bf16/f16; Q8_0 Q for int8): the products of those are exact in float32 (int8: exact
+// integer block sums, one rounding per block scale), so the float32 bound covers them.
+// bf16 and f16 add the kernel's rounding of p: |p̂ − p| ≤ u_p·p + a·[p < p_min] with
+// u_p = 2^-8 (bf16) / 2^-11 (f16), a = 0 / 2^-25, p_min = 2^-14 (f16), giving per element
+//   + g·( u_p·Σ_j p_j·(|v_jd| + |v_jd − o_d|) + a·Σ_{j small} (|v_jd| + |v_jd − o_d|) ),
+//   g = 2·e^(2E_max), key j small when e^(s_j − m − E_j − E_max) < p_min,
+// and to the LSE g·(u_p + n_small·a).
+//
 // Outside the domain of attn_inputs_check (attn.h) a float32 kernel's scores or
 // accumulator may overflow; the bound assumes that does not happen.
 //
@@ -203,6 +213,12 @@ bool attn_check_storage_error(const attn_check_prepared *pc, double *max_abs, do
 // max |ref| over O (finite elements): the scale of the storage type's relative error
 // max |ref32 − ref| / max |ref|.
 double attn_check_reference_max_abs(const attn_check_prepared *pc);
+// The error the compute mode's input rounding introduces (attn.h, "Compute modes"): the
+// reference in F32 on the same stored inputs against the reference in the mode.
+// *max_abs = max |ref_mode − ref_f32| over O, *rel = that / max |ref_mode| (the output
+// scale). What the mode costs, not a kernel error (no verdict uses it). Returns false
+// (and zeros) for an F32 case.
+bool attn_check_compute_error(const attn_check_prepared *pc, double *max_abs, double *rel);
 void attn_check_prepared_free(attn_check_prepared *pc);
 const float *attn_check_reference_output(const attn_check_prepared *pc);
 
@@ -225,7 +241,12 @@ typedef struct attn_check_result {
   bool fallback;       // the shared portable path ran, not the kernel's own code: the case
                        // uses an option the kernel does not claim (attn_kernel_native)
   bool fp_leak;        // the kernel returned with the FP environment changed (a failure)
-  char message[320];   // empty on pass; otherwise what failed or why inconclusive
+  // The case's compute mode and the error its input rounding introduces against FP32
+  // (attn_check_compute_error): the mode's, not the kernel's. has_compute false for F32.
+  attn_compute compute;
+  bool has_compute;
+  double compute_abs_err, compute_rel_err;
+  char message[320];  // empty on pass; otherwise what failed or why inconclusive
 } attn_check_result;
 
 // Whether case c runs kernel k's own code (true) or the shared portable fallback (false):

@@ -52,6 +52,12 @@ static bool inconclusive_reason(const attn_check_prepared *pc, char *buf, size_t
   return true;
 }
 
+// The case's compute-mode error (check.h), next to every verdict.
+static void note_compute(const attn_check_prepared *pc, attn_check_result *r) {
+  r->compute = pc->p.compute;
+  r->has_compute = attn_check_compute_error(pc, &r->compute_abs_err, &r->compute_rel_err);
+}
+
 bool attn_check_output(const attn_check_prepared *pc, const float *o, attn_check_result *r) {
   return attn_check_output_lse(pc, o, NULL, r);
 }
@@ -74,6 +80,7 @@ bool attn_check_output_lse(const attn_check_prepared *pc, const float *o, const 
                            attn_check_result *r) {
   if (pc->seq) return attn_check_output_layout(pc, o, lse, r);  // check/layout.c
   memset(r, 0, sizeof *r);
+  note_compute(pc, r);
   const size_t n = attn_o_elems(&pc->p);
   size_t bad = 0, nonfinite = 0;
   for (size_t i = 0; i < n; i++) {
@@ -129,6 +136,7 @@ bool attn_check_output_lse(const attn_check_prepared *pc, const float *o, const 
 bool attn_check_kernel(const attn_kernel *k, const attn_check_prepared *pc, const attn_exec *exec,
                        attn_check_result *r) {
   memset(r, 0, sizeof *r);
+  note_compute(pc, r);
   const size_t n = attn_o_elems(&pc->p);
   float *buf = malloc((n + 2 * kGuard) * sizeof(float));
   if (!buf) {

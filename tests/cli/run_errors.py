@@ -64,7 +64,7 @@ with clitest.tempdir() as d:
         # (what, args, expected exit code, text the message must contain)
         ("K float64", base(k=save("k64.npy", f32(2, 2, 7, 8).astype(np.float64))), 1, "float64 ('<f8')"),
         ("V int32", base(v=save("vi.npy", np.ones((2, 2, 7, 3), np.int32))), 1, "int32"),
-        ("Q float16", base(q=save("q16.npy", f32(2, 4, 5, 8).astype(np.float16))), 1, "float16"),
+        ("Q float64", base(q=save("q64.npy", f32(2, 4, 5, 8).astype(np.float64))), 1, "float64"),
         ("K big-endian", base(k=save("kbe.npy", f32(2, 2, 7, 8).astype(">f4"))), 1, "big-endian"),
         ("Q 3-D", base(q=save("q3.npy", f32(4, 5, 8))), 1, "Q (" + os.path.join(d, "q3.npy") + ") must be 4-D"),
         ("V 5-D", base(v=save("v5.npy", f32(1, 2, 2, 7, 3))), 1, "must be 4-D"),

@@ -5,7 +5,7 @@ stores float32 K/V as the type (round to nearest even; q8_0 blocks of 32 with sc
 max|x|/127) and the kernels' O must match attention computed here in float64 NumPy on the
 values so stored (the conversion emulated independently in NumPy); --check prints the
 storage error; `.npy` '<f2' K/V are read as f16 (the same output, bitwise, as --kv-dtype
-f16 on their float32 values); bad types, mixed dtypes, a float16 Q, q8_0 head dims and
+f16 on their float32 values); bad types, mixed dtypes, a float64 Q, q8_0 head dims and
 values that overflow the type are refused with one clear line and no output file."""
 import os
 
@@ -141,7 +141,7 @@ with clitest.tempdir() as d:
         ("q8_0 head dim 48", ["--kv-dtype", "q8_0"], 1, "multiples of 32"),
         ("f16 overflow", ["--kv-dtype", "f16", "--k", save("big.npy", big)], 1, "overflows"),
         ("K f2, V f4", ["--k", save("k2.npy", rng.standard_normal((1, 2, 9, 48)).astype(np.float16))], 1, "same dtype"),
-        ("Q f2", ["--q", save("q2.npy", rng.standard_normal((1, 2, 3, 48)).astype(np.float16))], 1, "'<f2'"),
+        ("Q f8", ["--q", save("q8.npy", rng.standard_normal((1, 2, 3, 48)))], 1, "float64"),
         ("non-finite f2", ["--k", save("kinf.npy", bad_f16), "--v", save("vf2.npy", np.zeros((1, 2, 9, 48), np.float16))], 1, "non-finite"),
     ]
     for what, extra, want_rc, text in cases:

@@ -311,7 +311,8 @@ static void test_f16(void) {
          "'>f2' refused: %s", err);
   write_bytes(path, g_buf,
               build(g_buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", h, 8));
-  EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) && strstr(err, "'<f4' or float16 '<f2'"),
+  EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) &&
+             strstr(err, "'<f4', float16 '<f2' or bfloat16 '<V2'"),
          "'<f8' refused naming both accepted dtypes: %s", err);
   const float f[2] = {1.5f, -2.0f};
   write_bytes(
