@@ -266,149 +266,149 @@ static void layout_cases(bool quick, attn_check_case *out, size_t cap, size_t *n
              none, 0);
   add_layout(out, cap, n, attn_problem_make(1, 6, 3, 1, 1, 32, 32, true), ATTN_DIST_LARGE, big,
              none, ATTN_CHECK_GEN_LSE);
+}
 
-  // 7. The compute modes (attn.h, "Compute modes"): bf16 and f16 on float32 K/V and on
-  //    bf16 and f16 K/V (both ways round: f16 K/V in bf16 loses bits, bf16 K/V in f16 loses
-  //    range and bits), int8 on q8_0 K/V; MHA, GQA decode, causal MQA with dv != dqk, cross,
-  //    large scores, and the options together.
-  static void compute_cases(bool quick, attn_check_case *out, size_t cap, size_t *n) {
-    static const struct {
-      attn_compute c;
-      attn_dtype kv;
-    } kModes[] = {{ATTN_COMPUTE_BF16, ATTN_DTYPE_F32}, {ATTN_COMPUTE_BF16, ATTN_DTYPE_BF16},
-                  {ATTN_COMPUTE_BF16, ATTN_DTYPE_F16}, {ATTN_COMPUTE_F16, ATTN_DTYPE_F32},
-                  {ATTN_COMPUTE_F16, ATTN_DTYPE_F16},  {ATTN_COMPUTE_F16, ATTN_DTYPE_BF16},
-                  {ATTN_COMPUTE_INT8, ATTN_DTYPE_Q8_0}};
-    for (size_t t = 0; t < COUNT(kModes); t++) {
-      const bool q8 = kModes[t].kv == ATTN_DTYPE_Q8_0;
-      attn_problem ps[] = {
-          attn_problem_make(1, 4, 4, 33, 100, 64, 64, false),
-          attn_problem_make(2, 8, 2, 1, 257, 128, 128, false),
-          attn_problem_make(1, 4, 1, 64, 64, 32, q8 ? 64 : 48, true),
-          attn_problem_make(1, 2, 2, 100, 7, q8 ? 96 : 33, q8 ? 32 : 17, true),
-          attn_problem_make(1, 2, 1, 33, 64, 64, 64, true),
-      };
-      for (size_t i = 0; i < COUNT(ps); i++) {
-        if (quick && (i + t) % 2) continue;
-        ps[i].kv_dtype = kModes[t].kv;
-        ps[i].compute = kModes[t].c;
-        add(out, cap, n, ps[i], i == 4 ? ATTN_DIST_LARGE : (attn_dist)((i + t) % 2));
+// 7. The compute modes (attn.h, "Compute modes"): bf16 and f16 on float32 K/V and on
+//    bf16 and f16 K/V (both ways round: f16 K/V in bf16 loses bits, bf16 K/V in f16 loses
+//    range and bits), int8 on q8_0 K/V; MHA, GQA decode, causal MQA with dv != dqk, cross,
+//    large scores, and the options together.
+static void compute_cases(bool quick, attn_check_case *out, size_t cap, size_t *n) {
+  static const struct {
+    attn_compute c;
+    attn_dtype kv;
+  } kModes[] = {{ATTN_COMPUTE_BF16, ATTN_DTYPE_F32}, {ATTN_COMPUTE_BF16, ATTN_DTYPE_BF16},
+                {ATTN_COMPUTE_BF16, ATTN_DTYPE_F16}, {ATTN_COMPUTE_F16, ATTN_DTYPE_F32},
+                {ATTN_COMPUTE_F16, ATTN_DTYPE_F16},  {ATTN_COMPUTE_F16, ATTN_DTYPE_BF16},
+                {ATTN_COMPUTE_INT8, ATTN_DTYPE_Q8_0}};
+  for (size_t t = 0; t < COUNT(kModes); t++) {
+    const bool q8 = kModes[t].kv == ATTN_DTYPE_Q8_0;
+    attn_problem ps[] = {
+        attn_problem_make(1, 4, 4, 33, 100, 64, 64, false),
+        attn_problem_make(2, 8, 2, 1, 257, 128, 128, false),
+        attn_problem_make(1, 4, 1, 64, 64, 32, q8 ? 64 : 48, true),
+        attn_problem_make(1, 2, 2, 100, 7, q8 ? 96 : 33, q8 ? 32 : 17, true),
+        attn_problem_make(1, 2, 1, 33, 64, 64, 64, true),
+    };
+    for (size_t i = 0; i < COUNT(ps); i++) {
+      if (quick && (i + t) % 2) continue;
+      ps[i].kv_dtype = kModes[t].kv;
+      ps[i].compute = kModes[t].c;
+      add(out, cap, n, ps[i], i == 4 ? ATTN_DIST_LARGE : (attn_dist)((i + t) % 2));
+    }
+    if (quick && t % 3) continue;
+    attn_problem p = attn_problem_make(2, 4, 2, 70, 90, 32, 64, true);
+    p.kv_dtype = kModes[t].kv;
+    p.compute = kModes[t].c;
+    add_opt(out, cap, n, p, ATTN_DIST_NORMAL,
+            (attn_options){.window = true, .window_left = 32, .window_right = 0, .softcap = 20.0f},
+            ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  }
+}
+
+size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
+  size_t n = 0;
+  const int64_t quick_max_seq = 100;
+  // 1. Every sequence pair, causal off and on, rotating head dims, head layouts,
+  //    distributions and batch sizes so that each appears with many lengths.
+  for (size_t i = 0; i < COUNT(kSeqPairs); i++) {
+    const int64_t sq = kSeqPairs[i][0], skv = kSeqPairs[i][1];
+    if (quick && (sq > quick_max_seq || skv > quick_max_seq)) continue;
+    for (int causal = 0; causal <= 1; causal++) {
+      const size_t r = i * 2 + (size_t)causal;
+      const int64_t *hd = kHeadDims[(r * 7) % COUNT(kHeadDims)];
+      const int64_t *hk = kHeads[r % COUNT(kHeads)];
+      const int64_t batch = (r % 3 == 2) ? 2 : 1;
+      attn_problem p = attn_problem_make(batch, hk[0], hk[1], sq, skv, hd[0], hd[1], causal);
+      // keep the largest cases affordable for the double reference and naive kernels
+      while (case_work(&p) > 3e8 && p.heads > 1) {
+        p.heads /= 2;
+        if (p.heads % p.kv_heads) p.kv_heads = 1;
       }
-      if (quick && t % 3) continue;
-      attn_problem p = attn_problem_make(2, 4, 2, 70, 90, 32, 64, true);
-      p.kv_dtype = kModes[t].kv;
-      p.compute = kModes[t].c;
-      add_opt(
-          out, cap, n, p, ATTN_DIST_NORMAL,
-          (attn_options){.window = true, .window_left = 32, .window_right = 0, .softcap = 20.0f},
-          ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+      add(out, cap, &n, p, (attn_dist)(r % 3));
     }
   }
-
-  size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
-    size_t n = 0;
-    const int64_t quick_max_seq = 100;
-    // 1. Every sequence pair, causal off and on, rotating head dims, head layouts,
-    //    distributions and batch sizes so that each appears with many lengths.
-    for (size_t i = 0; i < COUNT(kSeqPairs); i++) {
-      const int64_t sq = kSeqPairs[i][0], skv = kSeqPairs[i][1];
-      if (quick && (sq > quick_max_seq || skv > quick_max_seq)) continue;
-      for (int causal = 0; causal <= 1; causal++) {
-        const size_t r = i * 2 + (size_t)causal;
-        const int64_t *hd = kHeadDims[(r * 7) % COUNT(kHeadDims)];
-        const int64_t *hk = kHeads[r % COUNT(kHeads)];
-        const int64_t batch = (r % 3 == 2) ? 2 : 1;
-        attn_problem p = attn_problem_make(batch, hk[0], hk[1], sq, skv, hd[0], hd[1], causal);
-        // keep the largest cases affordable for the double reference and naive kernels
-        while (case_work(&p) > 3e8 && p.heads > 1) {
-          p.heads /= 2;
-          if (p.heads % p.kv_heads) p.kv_heads = 1;
-        }
-        add(out, cap, &n, p, (attn_dist)(r % 3));
-      }
+  // 2. Every head dim and head layout at moderate lengths, self and cross, both masks.
+  for (size_t d = 0; d < COUNT(kHeadDims); d++) {
+    for (size_t h = 0; h < COUNT(kHeads); h++) {
+      if (quick && h % 2) continue;
+      const size_t r = d * COUNT(kHeads) + h;
+      const int64_t sq = (r % 2) ? 31 : 17, skv = (r % 4 < 2) ? 31 : 45;
+      attn_problem p = attn_problem_make(1 + (int64_t)(r % 2), kHeads[h][0], kHeads[h][1], sq, skv,
+                                         kHeadDims[d][0], kHeadDims[d][1], (r / 2) % 2);
+      add(out, cap, &n, p, (attn_dist)(r % 3));
     }
-    // 2. Every head dim and head layout at moderate lengths, self and cross, both masks.
-    for (size_t d = 0; d < COUNT(kHeadDims); d++) {
-      for (size_t h = 0; h < COUNT(kHeads); h++) {
-        if (quick && h % 2) continue;
-        const size_t r = d * COUNT(kHeads) + h;
-        const int64_t sq = (r % 2) ? 31 : 17, skv = (r % 4 < 2) ? 31 : 45;
-        attn_problem p = attn_problem_make(1 + (int64_t)(r % 2), kHeads[h][0], kHeads[h][1], sq,
-                                           skv, kHeadDims[d][0], kHeadDims[d][1], (r / 2) % 2);
-        add(out, cap, &n, p, (attn_dist)(r % 3));
-      }
-    }
-    // 3. Large-magnitude scores (a kernel without max-subtraction overflows) at several
-    //    widths, and a custom scale.
-    for (size_t d = 0; d < COUNT(kHeadDims); d += 3) {
-      attn_problem p = attn_problem_make(1, 2, 1, 33, 64, kHeadDims[d][0], kHeadDims[d][1], d % 2);
-      add(out, cap, &n, p, ATTN_DIST_LARGE);
-    }
-    {
-      attn_problem p = attn_problem_make(2, 4, 2, 19, 23, 24, 40, true);
-      p.scale = 0.3f;
-      add(out, cap, &n, p, ATTN_DIST_NORMAL);
-    }
-    options_cases(quick, out, cap, &n);
-    kv_type_cases(quick, out, cap, &n);
-    layout_cases(quick, out, cap, &n);
-    compute_cases(quick, out, cap, &n);
-    return n;
   }
+  // 3. Large-magnitude scores (a kernel without max-subtraction overflows) at several
+  //    widths, and a custom scale.
+  for (size_t d = 0; d < COUNT(kHeadDims); d += 3) {
+    attn_problem p = attn_problem_make(1, 2, 1, 33, 64, kHeadDims[d][0], kHeadDims[d][1], d % 2);
+    add(out, cap, &n, p, ATTN_DIST_LARGE);
+  }
+  {
+    attn_problem p = attn_problem_make(2, 4, 2, 19, 23, 24, 40, true);
+    p.scale = 0.3f;
+    add(out, cap, &n, p, ATTN_DIST_NORMAL);
+  }
+  options_cases(quick, out, cap, &n);
+  kv_type_cases(quick, out, cap, &n);
+  layout_cases(quick, out, cap, &n);
+  compute_cases(quick, out, cap, &n);
+  return n;
+}
 
-  void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
-    attn_problem lp = c->problem;  // a layout case: B sequences, Sq and Skv the largest lengths
-    if (c->layout.kind != ATTN_LAYOUT_DENSE) {
-      lp.batch = c->layout.seqs, lp.seq_q = 0, lp.seq_kv = 0;
-      for (int b = 0; b < c->layout.seqs && b < ATTN_CHECK_MAX_SEQS; b++) {
-        if (c->layout.q_lens[b] > lp.seq_q) lp.seq_q = c->layout.q_lens[b];
-        if (c->layout.kv_lens[b] > lp.seq_kv) lp.seq_kv = c->layout.kv_lens[b];
-      }
+void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
+  attn_problem lp = c->problem;  // a layout case: B sequences, Sq and Skv the largest lengths
+  if (c->layout.kind != ATTN_LAYOUT_DENSE) {
+    lp.batch = c->layout.seqs, lp.seq_q = 0, lp.seq_kv = 0;
+    for (int b = 0; b < c->layout.seqs && b < ATTN_CHECK_MAX_SEQS; b++) {
+      if (c->layout.q_lens[b] > lp.seq_q) lp.seq_q = c->layout.q_lens[b];
+      if (c->layout.kv_lens[b] > lp.seq_kv) lp.seq_kv = c->layout.kv_lens[b];
     }
-    const attn_problem *p = &lp;
-    const double default_scale = 1.0 / sqrt((double)p->head_dim_qk);
-    char scale[32] = "";
-    if (fabs((double)p->scale - default_scale) > 1e-7 * default_scale)
-      snprintf(scale, sizeof scale, " scale=%g", p->scale);
-    char kv[40] = "";
-    int kw = 0;
-    if (p->kv_dtype != ATTN_DTYPE_F32)
-      kw = snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
-    if (p->compute != ATTN_COMPUTE_F32 && kw >= 0 && (size_t)kw < sizeof kv)
-      snprintf(kv + kw, sizeof kv - (size_t)kw, " compute=%s", attn_compute_name(p->compute));
-    int w = snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s%s",
-                     (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
-                     (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk,
-                     (long long)p->head_dim_v, p->causal ? "causal" : "full",
-                     attn_dist_name(c->dist), scale, kv);
-    const attn_options *o = p->opts ? p->opts : &c->opts;
-    const uint32_t gen = p->opts ? 0 : c->gen;
-    char opt[200] = "", *at = opt;
-    const char *end = opt + sizeof opt;
+  }
+  const attn_problem *p = &lp;
+  const double default_scale = 1.0 / sqrt((double)p->head_dim_qk);
+  char scale[32] = "";
+  if (fabs((double)p->scale - default_scale) > 1e-7 * default_scale)
+    snprintf(scale, sizeof scale, " scale=%g", p->scale);
+  char kv[40] = "";
+  int kw = 0;
+  if (p->kv_dtype != ATTN_DTYPE_F32)
+    kw = snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+  if (p->compute != ATTN_COMPUTE_F32 && kw >= 0 && (size_t)kw < sizeof kv)
+    snprintf(kv + kw, sizeof kv - (size_t)kw, " compute=%s", attn_compute_name(p->compute));
+  int w = snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s%s",
+                   (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
+                   (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk,
+                   (long long)p->head_dim_v, p->causal ? "causal" : "full", attn_dist_name(c->dist),
+                   scale, kv);
+  const attn_options *o = p->opts ? p->opts : &c->opts;
+  const uint32_t gen = p->opts ? 0 : c->gen;
+  char opt[200] = "", *at = opt;
+  const char *end = opt + sizeof opt;
 #define OPT_APPEND(...) \
   (at += snprintf(at, (size_t)(end - at), __VA_ARGS__), at = at < end ? at : (char *)end - 1)
-    if (o->window) {
-      OPT_APPEND(" window=");
-      if (o->window_left == ATTN_WINDOW_UNBOUNDED)
-        OPT_APPEND("inf");
-      else
-        OPT_APPEND("%lld", (long long)o->window_left);
-      if (o->window_right == ATTN_WINDOW_UNBOUNDED)
-        OPT_APPEND(",inf");
-      else
-        OPT_APPEND(",%lld", (long long)o->window_right);
-    }
-    if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_APPEND(" align=top-left");
-    if (o->align == ATTN_ALIGN_OFFSET) OPT_APPEND(" offset=%lld", (long long)o->diag_offset);
-    if (o->softcap > 0.0f) OPT_APPEND(" softcap=%g", (double)o->softcap);
-    if (o->alibi_max_bias > 0.0f) OPT_APPEND(" alibi=%g", (double)o->alibi_max_bias);
-    if (o->alibi_slopes || gen & ATTN_CHECK_GEN_SLOPES) OPT_APPEND(" alibi-slopes");
-    if (o->sinks || gen & ATTN_CHECK_GEN_SINKS) OPT_APPEND(" sinks");
-    if (gen & ATTN_CHECK_GEN_SINKS_HIGH) OPT_APPEND(" sinks-high");
-    if (o->mask || gen & ATTN_CHECK_GEN_MASK) OPT_APPEND(o->mask_per_head ? " mask/head" : " mask");
-    if (o->lse || gen & ATTN_CHECK_GEN_LSE) OPT_APPEND(" lse");
-#undef OPT_APPEND
-    char lay[160];
-    attn_check_layout_describe(&c->layout, lay, sizeof lay);
-    if (w >= 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "%s%s", opt, lay);
+  if (o->window) {
+    OPT_APPEND(" window=");
+    if (o->window_left == ATTN_WINDOW_UNBOUNDED)
+      OPT_APPEND("inf");
+    else
+      OPT_APPEND("%lld", (long long)o->window_left);
+    if (o->window_right == ATTN_WINDOW_UNBOUNDED)
+      OPT_APPEND(",inf");
+    else
+      OPT_APPEND(",%lld", (long long)o->window_right);
   }
+  if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_APPEND(" align=top-left");
+  if (o->align == ATTN_ALIGN_OFFSET) OPT_APPEND(" offset=%lld", (long long)o->diag_offset);
+  if (o->softcap > 0.0f) OPT_APPEND(" softcap=%g", (double)o->softcap);
+  if (o->alibi_max_bias > 0.0f) OPT_APPEND(" alibi=%g", (double)o->alibi_max_bias);
+  if (o->alibi_slopes || gen & ATTN_CHECK_GEN_SLOPES) OPT_APPEND(" alibi-slopes");
+  if (o->sinks || gen & ATTN_CHECK_GEN_SINKS) OPT_APPEND(" sinks");
+  if (gen & ATTN_CHECK_GEN_SINKS_HIGH) OPT_APPEND(" sinks-high");
+  if (o->mask || gen & ATTN_CHECK_GEN_MASK) OPT_APPEND(o->mask_per_head ? " mask/head" : " mask");
+  if (o->lse || gen & ATTN_CHECK_GEN_LSE) OPT_APPEND(" lse");
+#undef OPT_APPEND
+  char lay[160];
+  attn_check_layout_describe(&c->layout, lay, sizeof lay);
+  if (w >= 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "%s%s", opt, lay);
+}
