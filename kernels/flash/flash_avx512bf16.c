@@ -33,9 +33,9 @@
 #include "simd/vec_exp.h"
 
 // Register tiles (≤ 32 zmm: accumulators + B vectors + 1 broadcast) and the row block.
-#define BK_QK_MR 8   // Q·Kᵀ: 8 rows × 3 vectors of 16 keys = 24 + 3 + 1
+#define BK_QK_MR 8  // Q·Kᵀ: 8 rows × 3 vectors of 16 keys = 24 + 3 + 1
 #define BK_QK_NV 3
-#define BK_PV_MR 6   // P·V: 6 rows × 4 vectors of 16 columns = 24 + 4 + 1
+#define BK_PV_MR 6  // P·V: 6 rows × 4 vectors of 16 columns = 24 + 4 + 1
 #define BK_PV_NV 4
 #define BK_ROW_BLOCK 48  // rows per Q·Kᵀ → softmax → P·V block (multiple of 8 and 6)
 #define BK_PLAN_NR 48    // tile_kv a multiple of 48 keys (and so even)
@@ -43,11 +43,11 @@
 
 // ── Plan and scratch ────────────────────────────────────────────────────────────────
 typedef struct bk_plan {
-  flash_plan fp;          // tasks, tiles, split-KV (flash_plan_make)
-  int64_t dqk2, dqk2p;    // Q/K pairs per row, and rounded up to 16
+  flash_plan fp;        // tasks, tiles, split-KV (flash_plan_make)
+  int64_t dqk2, dqk2p;  // Q/K pairs per row, and rounded up to 16
   size_t off_qp, off_krows, off_kt, off_vt, off_s, off_pb, off_acc, off_m, off_l, off_alpha,
-      off_lim, off_kc;    // per-thread regions, in 4-byte units, each 64-byte aligned
-  size_t scratch;         // 4-byte units per thread
+      off_lim, off_kc;  // per-thread regions, in 4-byte units, each 64-byte aligned
+  size_t scratch;       // 4-byte units per thread
 } bk_plan;
 
 static size_t bk_align16(size_t n) {
@@ -84,14 +84,14 @@ static void bk_plan_make(const attn_problem *p, const attn_exec *exec, bk_plan *
 // ── Register-tile dispatch: each (rows, vectors) its own unrolled instance ──────────
 static void bk_qk_any(int mr, int nv, const uint32_t *a, const uint32_t *b, int64_t ldb,
                       int64_t nkp, float *s, int64_t lds, float scale) {
-#define BK_QK_CASE(M)                                   \
-  case M:                                               \
-    if (nv == 3)                                        \
-      bk_qk(M, 3, a, b, ldb, nkp, s, lds, scale);       \
-    else if (nv == 2)                                   \
-      bk_qk(M, 2, a, b, ldb, nkp, s, lds, scale);       \
-    else                                                \
-      bk_qk(M, 1, a, b, ldb, nkp, s, lds, scale);       \
+#define BK_QK_CASE(M)                             \
+  case M:                                         \
+    if (nv == 3)                                  \
+      bk_qk(M, 3, a, b, ldb, nkp, s, lds, scale); \
+    else if (nv == 2)                             \
+      bk_qk(M, 2, a, b, ldb, nkp, s, lds, scale); \
+    else                                          \
+      bk_qk(M, 1, a, b, ldb, nkp, s, lds, scale); \
     break;
   switch (mr) {
     BK_QK_CASE(1)
@@ -111,16 +111,16 @@ static void bk_qk_any(int mr, int nv, const uint32_t *a, const uint32_t *b, int6
 static void bk_pv_any(int mr, int nv, int scaled, const float *alpha, const uint16_t *p,
                       int64_t ldp, const uint32_t *vb, int64_t ldv, int64_t nkp, float *c,
                       int64_t ldc) {
-#define BK_PV_CASE(M)                                                 \
-  case M:                                                             \
-    if (nv == 4)                                                      \
-      bk_pv(M, 4, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc);       \
-    else if (nv == 3)                                                 \
-      bk_pv(M, 3, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc);       \
-    else if (nv == 2)                                                 \
-      bk_pv(M, 2, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc);       \
-    else                                                              \
-      bk_pv(M, 1, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc);       \
+#define BK_PV_CASE(M)                                           \
+  case M:                                                       \
+    if (nv == 4)                                                \
+      bk_pv(M, 4, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc); \
+    else if (nv == 3)                                           \
+      bk_pv(M, 3, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc); \
+    else if (nv == 2)                                           \
+      bk_pv(M, 2, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc); \
+    else                                                        \
+      bk_pv(M, 1, scaled, alpha, p, ldp, vb, ldv, nkp, c, ldc); \
     break;
   switch (mr) {
     BK_PV_CASE(1)
@@ -174,7 +174,7 @@ static void bk_load_q(const attn_problem *p, const bk_plan *bp, const bk_rows *w
         const float *src = attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk;
         for (int64_t d = 0; d < 2 * d2p; d += 32) {
           const int64_t left = dqk - d;
-          _mm512_storeu_si512(tmp + d / 2, bk_round_pairs(src + d, left <= 0   ? 0
+          _mm512_storeu_si512(tmp + d / 2, bk_round_pairs(src + d, left <= 0    ? 0
                                                                    : left >= 32 ? 32
                                                                                 : (int)left));
         }
@@ -210,20 +210,17 @@ static void bk_block(const attn_problem *p, const bk_plan *bp, int64_t r0, int64
     for (int64_t r = r0; r < r0 + nb; r += BK_QK_MR) {
       const int64_t mr = r0 + nb - r < BK_QK_MR ? r0 + nb - r : BK_QK_MR;
       if (c >= bk_max_lim(lims, r, mr)) continue;  // causal: no row of the tile sees these
-      bk_qk_any((int)mr, nv, qp + r * d2p, kt + c, tkv, d2, S + (r - r0) * tkv + c, tkv,
-                p->scale);
+      bk_qk_any((int)mr, nv, qp + r * d2p, kt + c, tkv, d2, S + (r - r0) * tkv + c, tkv, p->scale);
     }
   }
   // The softmax in two passes over the rows (one row's max → exp latency hides behind
-  // the others'): masks each row past its limit, then p, α, (m, l); lim 0 keeps (m, l)
-  // with α = 1 and p = 0.
+  // the others'): masks each row past its limit, then p rounded to bf16, α, (m, l); lim 0
+  // keeps (m, l) with α = 1 and p = 0.
   for (int64_t row = r0; row < r0 + nb; row++)
     alpha[row] = vs_tile_max(S + (row - r0) * tkv, lims[row], ncb);
-  for (int64_t row = r0; row < r0 + nb; row++) {
-    float *sr = S + (row - r0) * tkv;
-    alpha[row] = vs_online_softmax_exp(sr, ncb, alpha[row], &m[row], &l[row]);
-    bk_round_row(sr, ncb, pb + (row - r0) * tkv);
-  }
+  for (int64_t row = r0; row < r0 + nb; row++)
+    alpha[row] = bk_exp_round(S + (row - r0) * tkv, ncb, alpha[row], &m[row], &l[row],
+                              pb + (row - r0) * tkv);
   // P̃·V̂: equal register tiles of at most BK_PV_MR rows, each over the key pairs up to
   // its rows' last visible key (p = 0 beyond, and for the padding key of an odd count).
   const int64_t ntiles = (nb + BK_PV_MR - 1) / BK_PV_MR;
@@ -264,7 +261,8 @@ static void bk_store(const attn_problem *p, const flash_plan *pl, const bk_rows 
       const float *ar = acc + row * dvp;
       float *orow = oh + r * dv;
       int64_t e = 0;
-      for (; e + 16 <= dv; e += 16) _mm512_storeu_ps(orow + e, _mm512_mul_ps(_mm512_loadu_ps(ar + e), iv));
+      for (; e + 16 <= dv; e += 16)
+        _mm512_storeu_ps(orow + e, _mm512_mul_ps(_mm512_loadu_ps(ar + e), iv));
       if (e < dv)
         _mm512_mask_storeu_ps(orow + e, (__mmask16)((1u << (dv - e)) - 1u),
                               _mm512_mul_ps(_mm512_loadu_ps(ar + e), iv));
@@ -359,9 +357,10 @@ static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const fl
 
 const attn_kernel attn_kernel_flash__avx512bf16 = {
     .name = "flash__avx512bf16",
-    .summary = "flash__avx512 with the BF16 compute mode on vdpbf16ps: pair-packed bf16 K/V "
-               "tiles, 8x48 QK^T / 6x64 PV, fp32 softmax and sums, P rounded to bf16; F32 "
-               "mode is flash__avx512's",
+    .summary =
+        "flash__avx512 with the BF16 compute mode on vdpbf16ps: pair-packed bf16 K/V "
+        "tiles, 8x48 QK^T / 6x64 PV, fp32 softmax and sums, P rounded to bf16; F32 "
+        "mode is flash__avx512's",
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL |
             ATTN_CAP_COMPUTE_BF16,

@@ -37,8 +37,8 @@ BK_INLINE __m512bh bk_load_pairs(const uint32_t *p) {
 // S[r][0 .. nv·16) = scale · Σ_{k < nkp} pair-dot(A[r][k], B[k][·]), r < mr:
 // A = a Q̂ panel (row r's k-th pair at a[k·mr + r]), B row k at b + k·ldb (u32 pairs of
 // keys), S row r at s + r·lds. mr, nv compile-time constants (always inlined).
-BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32_t *b,
-                     int64_t ldb, int64_t nkp, float *s, int64_t lds, float scale) {
+BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32_t *b, int64_t ldb,
+                     int64_t nkp, float *s, int64_t lds, float scale) {
   __m512 acc[BK_QK_MR][BK_QK_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
@@ -60,7 +60,8 @@ BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 16
-    for (int v = 0; v < nv; v++) _mm512_storeu_ps(s + r * lds + v * 16, _mm512_mul_ps(acc[r][v], vs));
+    for (int v = 0; v < nv; v++)
+      _mm512_storeu_ps(s + r * lds + v * 16, _mm512_mul_ps(acc[r][v], vs));
 }
 
 // acc[r][0 .. nv·16) = init_r + Σ_{j < nkp} pair-dot(P[r][2j..2j+1], V̂[j][·]), r < mr;
@@ -114,9 +115,9 @@ BK_INLINE __m512i bk_interleave_rows(const float *a, const float *b, int n) {
   const __m512 va = _mm512_maskz_loadu_ps(m, a);
   const __m512 vb = b ? _mm512_maskz_loadu_ps(m, b) : _mm512_setzero_ps();
   // Element 2i takes element i (a[i]), element 2i + 1 element 16 + i (b[i]).
-  static const uint16_t kIdx[32] __attribute__((aligned(64))) = {
-      0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
-      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  static const uint16_t kIdx[32]
+      __attribute__((aligned(64))) = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   return _mm512_permutexvar_epi16(_mm512_load_si512(kIdx), (__m512i)_mm512_cvtne2ps_pbh(vb, va));
 }
 
@@ -138,7 +139,9 @@ static inline void bk_pack_k(const float *k, int64_t ldk, int64_t nk, int64_t nc
       const float *src = k + (c0 + c) * ldk;
       for (int64_t d = 0; d < 2 * dqk2p; d += 32) {
         const int64_t left = dqk - d;
-        _mm512_storeu_si512(dst + d / 2, bk_round_pairs(src + d, left <= 0 ? 0 : left >= 32 ? 32 : (int)left));
+        _mm512_storeu_si512(dst + d / 2, bk_round_pairs(src + d, left <= 0    ? 0
+                                                                 : left >= 32 ? 32
+                                                                              : (int)left));
       }
     }
     for (int64_t t = 0; t < dqk2p; t += 16)
@@ -155,18 +158,41 @@ static inline void bk_pack_v(const float *v, int64_t ldv, int64_t nk, int64_t dv
     const float *a = v + 2 * j * ldv, *b = 2 * j + 1 < nk ? a + ldv : NULL;
     for (int64_t e = 0; e < dvp; e += 16) {
       const int64_t left = dv - e;
-      _mm512_storeu_si512(vt + j * dvp + e,
-                          bk_interleave_rows(a + e, b ? b + e : NULL,
-                                             left <= 0 ? 0 : left >= 16 ? 16 : (int)left));
+      _mm512_storeu_si512(vt + j * dvp + e, bk_interleave_rows(a + e, b ? b + e : NULL,
+                                                               left <= 0    ? 0
+                                                               : left >= 16 ? 16
+                                                                            : (int)left));
     }
   }
 }
 
-// P row to bf16: pb[0 .. n) = bf16(s[0 .. n)), n a multiple of 16.
-static inline void bk_round_row(const float *s, int64_t n, uint16_t *pb) {
+// The online softmax's second pass (simd/softmax.h, vs_online_softmax_exp) fused with the
+// rounding of p: s[0 .. n_pad) scores (masked by the first pass, whose maximum is t) in,
+// pb[0 .. n_pad) = bf16(e^(s − m')) out, l' = α·l + Σ p over the unrounded p; returns α.
+// n_pad a multiple of 16. t = −∞ (nothing visible): pb = 0, α = 1, (m, l) kept.
+static inline float bk_exp_round(const float *s, int64_t n_pad, float t, float *m, float *l,
+                                 uint16_t *pb) {
+  if (t == -INFINITY) {
+    memset(pb, 0, (size_t)n_pad * sizeof *pb);
+    return 1.0f;
+  }
+  const float m_new = t > *m ? t : *m;
+  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);  // e^(−∞) = 0 on the first tile
+  const __m512 vm = _mm512_set1_ps(m_new);
+  __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
   int64_t j = 0;
-  for (; j + 32 <= n; j += 32)
-    _mm512_storeu_si512(pb + j, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + j + 16),
-                                                              _mm512_loadu_ps(s + j)));
-  if (j < n) _mm256_storeu_si256((__m256i *)(pb + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + j)));
+  for (; j + 32 <= n_pad; j += 32) {
+    const __m512 p0 = vf_exp(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    const __m512 p1 = vf_exp(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), vm));
+    sum0 = _mm512_add_ps(sum0, p0), sum1 = _mm512_add_ps(sum1, p1);
+    _mm512_storeu_si512(pb + j, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
+  }
+  if (j < n_pad) {
+    const __m512 p0 = vf_exp(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    sum0 = _mm512_add_ps(sum0, p0);
+    _mm256_storeu_si256((__m256i *)(pb + j), (__m256i)_mm512_cvtneps_pbh(p0));
+  }
+  *l = alpha * *l + _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
+  *m = m_new;
+  return alpha;
 }
