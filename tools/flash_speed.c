@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "attn.h"
 #include "core/convert.h"
@@ -52,6 +53,14 @@
 #include <immintrin.h>
 #endif
 #include "machine/peak/bandwidth.h"
+
+// CPU seconds of the process (every thread) or of the calling thread: unlike wall time,
+// not stretched by other processes' use of the cores.
+static double cpu_seconds(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -315,9 +324,9 @@ static void print_header(const speed_args *a, const speed_variants *vs, const at
   if (a->offset) printf(", inputs %d bytes past 64-byte boundaries", a->offset);
   if (vs->nv > 1) printf(", variants timed alternately");
   printf("\n");
-  printf("%-18s %-5s %-5s %-4s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "mode",
-         "opts", "T",
-         "median ms", "min ms", "GFLOP/s", "KV GB/s", "vs first", "RSS MiB", "in+out MiB");
+  printf("%-18s %-5s %-5s %-4s %3s %10s %10s %9s %9s %9s %9s %8s %10s %10s\n", "kernel", "kv",
+         "mode", "opts", "T", "median ms", "min ms", "cpu ms", "GFLOP/s", "cpuGFLOP/s", "KV GB/s",
+         "vs first", "RSS MiB", "in+out MiB");
 }
 
 // Times every variant of kr at `threads` threads (0: OpenMP's default) and prints one row
@@ -327,7 +336,7 @@ static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
   const int nv = vs->nv, reps = a->reps, rotate = a->rotate;
   attn_exec ex = a->base;
   ex.threads = threads;
-  static double t[kMaxVariants][1000];
+  static double t[kMaxVariants][1000], cpu[kMaxVariants][1000];
   void *ws[kMaxVariants] = {NULL};
   bool fb[kMaxVariants] = {false};
   char err[256];
@@ -357,10 +366,11 @@ static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
     for (int y = 0; y < nv; y++) {
       const int x = (y + r) % nv;  // the order rotates: no variant always runs first
       const int di = vs->vdt[x];
-      const double t0 = omp_get_wtime();
+      const double t0 = omp_get_wtime(), c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
       attn_kernel_run(kr, &vs->pv[x], &ex, in->qs[c], in->ks[di][c], in->vs[di][c], in->os[c],
                       ws[x], &fb[x]);
       t[x][r] = omp_get_wtime() - t0;
+      cpu[x][r] = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
     }
   }
   double med0 = 0.0;
@@ -369,14 +379,17 @@ static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
     const attn_problem *pv = &vs->pv[x];
     free(ws[x]);
     qsort(t[x], (size_t)reps, sizeof(double), cmp_double);
+    qsort(cpu[x], (size_t)reps, sizeof(double), cmp_double);
     const double med = t[x][reps / 2];
+    const int nt = threads ? threads : omp_get_max_threads();
     if (x == 0) med0 = med;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%-18s %-5s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n",
-           kr->name, attn_dtype_name(a->dts[di]), kComputeNames[pv->compute], pv->opts && attn_problem_options_used(pv) ? "B" : "-",
-           threads ? threads : omp_get_max_threads(), med * 1e3, t[x][0] * 1e3,
-           attn_flops(pv) / med / 1e9, in->kv_bytes[di] / med / 1e9, med0 / med,
+    printf("%-18s %-5s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n",
+           kr->name, attn_dtype_name(a->dts[di]), kComputeNames[pv->compute],
+           pv->opts && attn_problem_options_used(pv) ? "B" : "-", nt, med * 1e3, t[x][0] * 1e3,
+           cpu[x][reps / 2] * 1e3, attn_flops(pv) / med / 1e9,
+           attn_flops(pv) / (cpu[x][reps / 2] / nt) / 1e9, in->kv_bytes[di] / med / 1e9, med0 / med,
            (double)ru.ru_maxrss / 1024.0, io_mib + in->kv_bytes[di] / 1048576.0,
            fb[x] ? "  (portable fallback)" : "");
   }
@@ -409,21 +422,31 @@ __attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(long iters
   for (int i = 0; i < kPeakAcc; i++) sum += _mm512_reduce_add_ps(acc[i]);
   return (double)sum;
 }
-// GFLOP/s of `threads` threads running fn (flops per instruction), best of 5 rounds.
-static double peak_rate(int threads, int bf16, double flops) {
+// GFLOP/s of `threads` threads running the FMA or bf16 loop (flops per instruction), best
+// of 5 rounds: by wall time (*wall), and as the sum over threads of each one's flops per
+// second of its own CPU time (returned; what the threads reach while on a core, which
+// other load does not lower — the denominator for flash_speed's cpuGFLOP/s).
+static double peak_rate(int threads, int bf16, double flops, double *wall) {
   static float in[32];
   for (int i = 0; i < 32; i++) in[i] = 1e-3f * (float)(i + 1);
   const long iters = 20000000 / kPeakAcc;
-  double best = 0.0, sink = 0.0;
+  const double per_thread = flops * kPeakAcc * (double)iters;
+  double best = 0.0, best_cpu = 0.0, sink = 0.0;
   for (int round = 0; round < 5; round++) {
+    double cpu_rate = 0.0;
     const double t0 = omp_get_wtime();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += bf16 ? peak_bf16(iters, in) : peak_fma(iters, in);
-    const double dt = omp_get_wtime() - t0;
-    const double rate = flops * kPeakAcc * (double)iters * threads / dt / 1e9;
+#pragma omp parallel num_threads(threads) reduction(+ : sink, cpu_rate)
+    {
+      const double c0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+      sink += bf16 ? peak_bf16(iters, in) : peak_fma(iters, in);
+      cpu_rate += per_thread / (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e9;
+    }
+    const double rate = per_thread * threads / (omp_get_wtime() - t0) / 1e9;
     best = rate > best ? rate : best;
+    best_cpu = cpu_rate > best_cpu ? cpu_rate : best_cpu;
   }
-  return sink == 12345.0 ? 0.0 : best;  // sink read: the loops are not dead code
+  *wall = sink == 12345.0 ? 0.0 : best;  // sink read: the loops are not dead code
+  return best_cpu;
 }
 #endif
 
@@ -435,10 +458,14 @@ static void print_unit_peaks(int threads) {
     printf("unit peaks: needs avx512f\n");
     return;
   }
-  printf("unit peaks, %d threads: vfmadd231ps zmm %.1f GFLOP/s", t, peak_rate(t, 0, 32.0));
-  if (isa & ATTN_ISA_AVX512BF16)
-    printf(", vdpbf16ps zmm %.1f GFLOP/s\n", peak_rate(t, 1, 64.0));
-  else
+  double wall;
+  const double fma = peak_rate(t, 0, 32.0, &wall);
+  printf("unit peaks, %d threads (wall / per CPU-second): vfmadd231ps zmm %.1f / %.1f GFLOP/s", t,
+         wall, fma);
+  if (isa & ATTN_ISA_AVX512BF16) {
+    const double bf = peak_rate(t, 1, 64.0, &wall);
+    printf(", vdpbf16ps zmm %.1f / %.1f GFLOP/s\n", wall, bf);
+  } else
     printf(", vdpbf16ps: needs avx512bf16\n");
 #else
   printf("unit peaks (%d threads): x86-64 only\n", t);
