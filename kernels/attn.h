@@ -220,6 +220,11 @@ typedef enum attn_compute {
 } attn_compute;
 #define ATTN_COMPUTE_COUNT 4
 
+// "f32", "bf16", "f16", "int8"; "?" for a value outside the enum.
+const char *attn_compute_name(attn_compute c);
+// Parses one of the names above (exactly, lower case). Returns false for anything else.
+bool attn_compute_parse(const char *s, attn_compute *out);
+
 typedef struct attn_problem {
   int64_t batch;        // >= 1
   int64_t heads;        // query heads, >= 1
@@ -255,8 +260,9 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 // one-line, human-readable reason in err (if err != NULL). Rejects: sizes < 1,
 // heads % kv_heads != 0, a scale that is non-finite or subnormal, any tensor whose element
 // or byte count overflows size_t, a kv_dtype outside attn_dtype, Q8_0 with head_dim_qk or
-// head_dim_v not a multiple of 32; and among the options: an alignment other than the two,
-// a window side < 0 other than ATTN_WINDOW_UNBOUNDED, a softcap other than 0 or in
+// head_dim_v not a multiple of 32, a compute outside attn_compute, INT8 without kv_dtype
+// Q8_0 (or with head_dim_qk not a multiple of 32); and among the options: an alignment other than
+// the two, a window side < 0 other than ATTN_WINDOW_UNBOUNDED, a softcap other than 0 or in
 // [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an alibi_max_bias other than 0 or in
 // [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX], both alibi_max_bias and
 // alibi_slopes, a mask or LSE tensor whose size overflows. (Array contents are inputs:
@@ -276,7 +282,8 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 // O(size of the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
 // tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
 // "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
-// K and V are p->kv_dtype tensors; the conditions apply to their stored values.
+// K and V are p->kv_dtype tensors; the conditions apply to their stored values. With
+// compute F16 also |Q|, |K|, |V| ≤ 65504 (the largest binary16), naming the element.
 int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len);
 
@@ -400,6 +407,8 @@ enum {
 
 // The ATTN_CAP_KV_* bit of a type (0 for F32, which every kernel reads).
 uint32_t attn_dtype_cap(attn_dtype t);
+// The ATTN_CAP_COMPUTE_* bit of a mode (0 for F32, which every kernel runs).
+uint32_t attn_compute_cap(attn_compute c);
 
 // Space-separated names of the ATTN_CAP_OPT_* bits in caps ("window softcap"), "none" for 0.
 const char *attn_option_names(uint32_t caps, char *buf, size_t buf_len);
@@ -510,11 +519,18 @@ int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec
 
 // True if k reads p->kv_dtype natively: F32, or the type's ATTN_CAP_KV_* bit is in k->caps.
 bool attn_kernel_kv_native(const attn_kernel *k, const attn_problem *p);
+// True if k runs p->compute itself: F32, or the mode's ATTN_CAP_COMPUTE_* bit is in k->caps.
+// Otherwise attn_kernel_run hands it float32 copies of the rounded inputs in F32 mode: Q
+// rounded (BF16, F16) or Q8_0-quantized and dequantized (INT8); K and V widened and, for
+// BF16/F16, rounded, in the same pass as the K/V-type conversion (kernels/core/convert.h,
+// attn_compute_round_q/_kv). INT8 keeps K and V as stored (Q8_0 values are exact).
+bool attn_kernel_compute_native(const attn_kernel *k, const attn_problem *p);
 
 // Workspace size for (k, p, exec): 0 when the kernel has no workspace function; the
 // portable fallback's size when k is not native for p (attn_kernel_native); plus, when
-// k does not read p->kv_dtype natively, the float32 copies of K and V (each rounded up to
-// 64 bytes). Saturates at SIZE_MAX.
+// k does not read p->kv_dtype natively (or does not run p->compute and the mode rounds
+// K/V), the float32 copies of K and V, and when it does not run p->compute, the float32
+// copy of Q (each rounded up to 64 bytes). Saturates at SIZE_MAX.
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);
 
 // ── Plug-ins: kernels registered at run time (docs/plugins.md) ──────────────────────

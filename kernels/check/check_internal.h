@@ -21,6 +21,15 @@ struct attn_check_prepared {
   // stored values. has_storage: k32/v32 were given (or generated) for a non-F32 type.
   bool has_storage;
   double storage_abs, storage_ratio;
+  // The inputs as the compute mode reads them (attn.h, "Compute modes"): the reference and
+  // the tolerance use these. They alias q, k, v when the mode does not round them; the
+  // owned copies are qr, kr, vr (NULL otherwise).
+  const float *tq, *tk, *tv;
+  float *qr, *kr, *vr;
+  // The error the mode's input rounding introduces (check.h, attn_check_compute_error):
+  // max |ref − ref_f32| with ref_f32 the reference in F32 on the same stored inputs.
+  bool has_compute;
+  double compute_abs;
   float *ref;   // reference output, O layout
   double *tol;  // per-element tolerance, O layout
   double ref_max_abs;

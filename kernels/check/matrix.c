@@ -171,6 +171,43 @@ static void kv_type_cases(bool quick, attn_check_case *out, size_t cap, size_t *
   }
 }
 
+// 6. The compute modes (attn.h, "Compute modes"): bf16 and f16 on float32 K/V and on
+//    bf16 and f16 K/V (both ways round: f16 K/V in bf16 loses bits, bf16 K/V in f16 loses
+//    range and bits), int8 on q8_0 K/V; MHA, GQA decode, causal MQA with dv != dqk, cross,
+//    large scores, and the options together.
+static void compute_cases(bool quick, attn_check_case *out, size_t cap, size_t *n) {
+  static const struct {
+    attn_compute c;
+    attn_dtype kv;
+  } kModes[] = {{ATTN_COMPUTE_BF16, ATTN_DTYPE_F32}, {ATTN_COMPUTE_BF16, ATTN_DTYPE_BF16},
+                {ATTN_COMPUTE_BF16, ATTN_DTYPE_F16}, {ATTN_COMPUTE_F16, ATTN_DTYPE_F32},
+                {ATTN_COMPUTE_F16, ATTN_DTYPE_F16},  {ATTN_COMPUTE_F16, ATTN_DTYPE_BF16},
+                {ATTN_COMPUTE_INT8, ATTN_DTYPE_Q8_0}};
+  for (size_t t = 0; t < COUNT(kModes); t++) {
+    const bool q8 = kModes[t].kv == ATTN_DTYPE_Q8_0;
+    attn_problem ps[] = {
+        attn_problem_make(1, 4, 4, 33, 100, 64, 64, false),
+        attn_problem_make(2, 8, 2, 1, 257, 128, 128, false),
+        attn_problem_make(1, 4, 1, 64, 64, 32, q8 ? 64 : 48, true),
+        attn_problem_make(1, 2, 2, 100, 7, q8 ? 96 : 33, q8 ? 32 : 17, true),
+        attn_problem_make(1, 2, 1, 33, 64, 64, 64, true),
+    };
+    for (size_t i = 0; i < COUNT(ps); i++) {
+      if (quick && (i + t) % 2) continue;
+      ps[i].kv_dtype = kModes[t].kv;
+      ps[i].compute = kModes[t].c;
+      add(out, cap, n, ps[i], i == 4 ? ATTN_DIST_LARGE : (attn_dist)((i + t) % 2));
+    }
+    if (quick && t % 3) continue;
+    attn_problem p = attn_problem_make(2, 4, 2, 70, 90, 32, 64, true);
+    p.kv_dtype = kModes[t].kv;
+    p.compute = kModes[t].c;
+    add_opt(out, cap, n, p, ATTN_DIST_NORMAL,
+            (attn_options){.window = true, .window_left = 32, .window_right = 0, .softcap = 20.0f},
+            ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  }
+}
+
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
   size_t n = 0;
   const int64_t quick_max_seq = 100;
@@ -217,6 +254,7 @@ size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {
   }
   options_cases(quick, out, cap, &n);
   kv_type_cases(quick, out, cap, &n);
+  compute_cases(quick, out, cap, &n);
   return n;
 }
 
@@ -226,9 +264,12 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
   char scale[32] = "";
   if (fabs((double)p->scale - default_scale) > 1e-7 * default_scale)
     snprintf(scale, sizeof scale, " scale=%g", p->scale);
-  char kv[16] = "";
+  char kv[40] = "";
+  int kw = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32)
-    snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+    kw = snprintf(kv, sizeof kv, " kv=%s", attn_dtype_name(p->kv_dtype));
+  if (p->compute != ATTN_COMPUTE_F32 && kw >= 0 && (size_t)kw < sizeof kv)
+    snprintf(kv + kw, sizeof kv - (size_t)kw, " compute=%s", attn_compute_name(p->compute));
   int w = snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld Dqk%lld Dv%lld %s %s%s%s",
                    (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
                    (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk,

@@ -21,6 +21,9 @@ void attn_check_prepared_free(attn_check_prepared *pc) {
   free(pc->vs);
   free(pc->k32);
   free(pc->v32);
+  free(pc->qr);
+  free(pc->kr);
+  free(pc->vr);
   free(pc->ref);
   free(pc->tol);
   free(pc->slopes);
@@ -110,15 +113,18 @@ attn_problem attn_check_f32_view(const attn_problem *p) {
   return f;
 }
 
-static bool run_reference_on(attn_check_prepared *pc, const float *k, const float *v, float *out,
-                             char *err, size_t err_len);
+static bool run_reference_on(attn_check_prepared *pc, const float *q, const float *k,
+                             const float *v, float *out, char *err, size_t err_len);
 
+// The reference on the inputs as the mode reads them (tq, tk, tv: already rounded, so it
+// runs in F32 on them — bitwise what the reference computes in the mode from the stored
+// inputs, tests/unit/test_compute_modes.c).
 static bool run_reference(attn_check_prepared *pc, char *err, size_t err_len) {
-  return run_reference_on(pc, pc->k, pc->v, pc->ref, err, err_len);
+  return run_reference_on(pc, pc->tq, pc->tk, pc->tv, pc->ref, err, err_len);
 }
 
-static bool run_reference_on(attn_check_prepared *pc, const float *k, const float *v, float *out,
-                             char *err, size_t err_len) {
+static bool run_reference_on(attn_check_prepared *pc, const float *q, const float *k,
+                             const float *v, float *out, char *err, size_t err_len) {
   const attn_kernel *ref = attn_kernel_find("reference");
   if (!ref) {
     if (err && err_len) snprintf(err, err_len, "the reference kernel is not registered");
@@ -126,6 +132,7 @@ static bool run_reference_on(attn_check_prepared *pc, const float *k, const floa
   }
   static const attn_exec kExec = {0};
   attn_problem p = attn_check_f32_view(&pc->p);  // K and V: float32 copies of the stored values
+  p.compute = ATTN_COMPUTE_F32;                  // Q, K, V: already as the mode reads them
   const size_t ws_bytes = attn_kernel_workspace(ref, &p, &kExec);
   void *ws = ws_bytes && ws_bytes <= SIZE_MAX - 63
                  ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63)
@@ -139,7 +146,7 @@ static bool run_reference_on(attn_check_prepared *pc, const float *k, const floa
     o.lse = pc->lse_out;
     p.opts = &o;
   }
-  const int rc = ref->run(&p, &kExec, pc->q, k, v, out, ws);
+  const int rc = ref->run(&p, &kExec, q, k, v, out, ws);
   free(ws);
   if (rc != ATTN_OK) {
     if (err && err_len) snprintf(err, err_len, "the reference kernel failed with status %d", rc);
@@ -161,7 +168,22 @@ static bool storage_error(attn_check_prepared *pc, char *err, size_t err_len) {
   }
   float *lse_keep = pc->lse_out;  // no LSE from this run (lse_out NULL: not written)
   pc->lse_out = NULL;
-  const bool ok = run_reference_on(pc, pc->k32, pc->v32, o32, err, err_len);
+  // K/V before storage, rounded as the mode reads them (when it rounds them)
+  const attn_problem *p = &pc->p;
+  const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  const bool rkv = attn_compute_rounds_kv(p->compute, ATTN_DTYPE_F32);
+  float *kr = rkv ? malloc(attn_k_elems(p) * sizeof(float)) : NULL;
+  float *vr = rkv ? malloc(attn_v_elems(p) * sizeof(float)) : NULL;
+  bool ok = !rkv || (kr && vr);
+  if (ok && rkv) {
+    attn_compute_round_kv(p->compute, ATTN_DTYPE_F32, pc->k32, rows, p->head_dim_qk, kr);
+    attn_compute_round_kv(p->compute, ATTN_DTYPE_F32, pc->v32, rows, p->head_dim_v, vr);
+  }
+  if (!ok && err && err_len) snprintf(err, err_len, "out of memory for the storage-error inputs");
+  ok =
+      ok && run_reference_on(pc, pc->tq, rkv ? kr : pc->k32, rkv ? vr : pc->v32, o32, err, err_len);
+  free(kr);
+  free(vr);
   pc->lse_out = lse_keep;
   if (ok) {
     pc->has_storage = true;
@@ -175,6 +197,42 @@ static bool storage_error(attn_check_prepared *pc, char *err, size_t err_len) {
   }
   free(o32);
   return ok;
+}
+
+// The compute mode's error against FP32: the reference in F32 on the same stored inputs
+// (q, k, v) against the reference in the mode (check.h).
+static bool compute_error(attn_check_prepared *pc, char *err, size_t err_len) {
+  pc->has_compute = false;
+  if (pc->p.compute == ATTN_COMPUTE_F32) return true;
+  const size_t n = attn_o_elems(&pc->p);
+  float *o32 = malloc(n * sizeof *o32);
+  if (!o32) {
+    if (err && err_len) snprintf(err, err_len, "out of memory for the compute-error reference");
+    return false;
+  }
+  float *lse_keep = pc->lse_out;
+  pc->lse_out = NULL;
+  const bool ok = run_reference_on(pc, pc->q, pc->k, pc->v, o32, err, err_len);
+  pc->lse_out = lse_keep;
+  if (ok) {
+    pc->has_compute = true;
+    pc->compute_abs = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      const double d = fabs((double)o32[i] - (double)pc->ref[i]);
+      if (!(d <= pc->compute_abs)) pc->compute_abs = d;  // NaN propagates
+    }
+  }
+  free(o32);
+  return ok;
+}
+
+bool attn_check_compute_error(const attn_check_prepared *pc, double *max_abs, double *rel) {
+  if (max_abs) *max_abs = pc->has_compute ? pc->compute_abs : 0.0;
+  if (rel)
+    *rel = !pc->has_compute        ? 0.0
+           : pc->ref_max_abs > 0.0 ? pc->compute_abs / pc->ref_max_abs
+                                   : pc->compute_abs;
+  return pc->has_compute;
 }
 
 bool attn_check_storage_error(const attn_check_prepared *pc, double *max_abs, double *ratio) {
@@ -208,13 +266,44 @@ static bool convert_kv(attn_check_prepared *pc, char *err, size_t err_len) {
   return true;
 }
 
-// Reference output, the tolerance, and what stops a case from being conclusive.
+// The inputs as the compute mode reads them (tq, tk, tv), from the stored ones.
+static bool round_inputs(attn_check_prepared *pc, char *err, size_t err_len) {
+  const attn_problem *p = &pc->p;
+  const attn_compute c = p->compute;
+  pc->tq = pc->q, pc->tk = pc->k, pc->tv = pc->v;
+  if (c == ATTN_COMPUTE_F32) return true;
+  const size_t rows_kv = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+  const bool rkv = attn_compute_rounds_kv(c, p->kv_dtype);
+  pc->qr = malloc(attn_q_elems(p) * sizeof(float));
+  if (rkv) {
+    pc->kr = malloc(attn_k_elems(p) * sizeof(float));
+    pc->vr = malloc(attn_v_elems(p) * sizeof(float));
+  }
+  if (!pc->qr || (rkv && (!pc->kr || !pc->vr))) {
+    if (err && err_len) snprintf(err, err_len, "out of memory rounding the inputs");
+    return false;
+  }
+  attn_compute_round_q(c, pc->q, (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q,
+                       p->head_dim_qk, pc->qr);
+  pc->tq = pc->qr;
+  if (rkv) {  // the float32 copies of the stored values, rounded to the mode's type
+    attn_compute_round_kv(c, ATTN_DTYPE_F32, pc->k, rows_kv, p->head_dim_qk, pc->kr);
+    attn_compute_round_kv(c, ATTN_DTYPE_F32, pc->v, rows_kv, p->head_dim_v, pc->vr);
+    pc->tk = pc->kr, pc->tv = pc->vr;
+  }
+  return true;
+}
+
+// Reference output, the tolerance, and what stops a case from being conclusive. The input
+// domain is checked on the problem as kernels get it (its K/V type and compute mode).
 static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
-  const attn_problem pf = attn_check_f32_view(&pc->p);
-  if (attn_inputs_check(&pf, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
+  const void *kk = pc->ks ? pc->ks : (const void *)pc->k;
+  const void *vv = pc->vs ? pc->vs : (const void *)pc->v;
+  if (attn_inputs_check(&pc->p, pc->q, kk, vv, pc->domain, sizeof pc->domain) == ATTN_OK)
     pc->domain[0] = '\0';
-  return run_reference(pc, err, err_len) && attn_check_tolerances(pc, err, err_len) &&
-         storage_error(pc, err, err_len);
+  return round_inputs(pc, err, err_len) && run_reference(pc, err, err_len) &&
+         attn_check_tolerances(pc, err, err_len) && storage_error(pc, err, err_len) &&
+         compute_error(pc, err, err_len);
 }
 
 attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len) {

@@ -12,6 +12,28 @@
 #define U32 (1.0 / 16777216.0)  // float32 unit roundoff 2^-24
 #define FLT_MIN_D 0x1p-126      // smallest normal float32 (FLT_MIN)
 
+// The rounding of p = e^(s−m) a compute mode allows (attn.h, "Compute modes";
+// docs/precision.md derives the bound). A probability the kernel computes as p^k is
+// rounded to p̂ with |p̂ − p^k| ≤ u_p·p^k when p^k ≥ p_min, and ≤ a when p^k < p_min
+// (binary16's subnormal spacing 2^-24, half of it by round-to-nearest, and p^k ≤ 2^-25
+// rounds to 0 with an error ≤ p^k ≤ a). bfloat16 has float32's exponent range: its
+// underflow is float32's flush-to-zero, already in the bound (check.h), so a = 0.
+// F32 and INT8 do not round p (u_p = 0).
+typedef struct p_rounding {
+  double u, a, p_min;
+} p_rounding;
+
+static p_rounding p_rounding_of(attn_compute c) {
+  switch (c) {
+    case ATTN_COMPUTE_BF16:
+      return (p_rounding){0x1p-8, 0.0, 0.0};
+    case ATTN_COMPUTE_F16:
+      return (p_rounding){0x1p-11, 0x1p-25, 0x1p-14};
+    default:
+      return (p_rounding){0.0, 0.0, 0.0};
+  }
+}
+
 // Tolerance of every output element of one query row (see check.h). The row's keys are
 // key[0..n) (indices into K/V); key[n] == -1 is the sink when has_sink (score sink, value
 // 0). s[j], prob[j], e[j]: final double score, reference probability and score-error
@@ -78,16 +100,36 @@ static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64
   }
   const double log_l = log(l);
   for (int64_t t = 0; t < n_all; t++) prob[t] /= l;
+  // The rounding of p (p_rounding above). The kernel's probability of key t is the
+  // reference's e^(s_t − m) within a factor e^(±(E_t + E_max)) (its shift is the maximum
+  // of its own scores, with the sink); a key that may fall below p_min gets the absolute
+  // error a. Relative to the kernel's normaliser l^k ≥ e^(−2E_max)·(1 − u_p) (its largest
+  // term is about 1), the output moves by at most (docs/precision.md)
+  //   g·( u_p·Σ_t p̄_t·(|v_t| + |v_t − o|) + a·Σ_{t small} (|v_t| + |v_t − o|) ),
+  // g = 2·e^(2E_max): the |v_t| part when the normaliser sums unrounded p (or o·δl), the
+  // |v_t − o| part when it sums the rounded ones; the 2 covers the kernel's p and o
+  // differing from the reference's at second order.
+  const p_rounding pr = p_rounding_of(p->compute);
+  const double g = 2.0 * exp(2.0 * e_max), log_p_min = pr.a > 0.0 ? log(pr.p_min) : -INFINITY;
+  int64_t n_small = 0;  // keys whose kernel probability may be below p_min
+  for (int64_t t = 0; t < n && pr.a > 0.0; t++) n_small += s[t] - m - e[t] - e_max < log_p_min;
   const double acc_ulps = (3.0 * (double)n_all + ATTN_CHECK_EXP_ULP + 8.0) * U32;
   *lse = m_keys + log(l_keys);
   *lse_tol = e_max_keys + acc_ulps + 8.0 * U32 * (1.0 + log((double)n)) + 2.0 * U32 * fabs(*lse) +
              4.0 * (double)n * FLT_MIN_D;
+  // a normaliser of rounded probabilities: |log(l̂/l)| ≤ g·(u_p + n_small·a)
+  *lse_tol += g * (pr.u + (double)n_small * pr.a);
   for (int64_t d = 0; d < dv; d++) {
     double o = 0.0;
     for (int64_t t = 0; t < n; t++) o += prob[t] * (double)vh[key[t] * dv + d];
     double first = 0.0, exact = 0.0, mag = 0.0, vmax = 0.0, vsum = 0.0, r = 0.0;
+    double p_rel = 0.0, p_abs = 0.0;  // the rounding of p: Σ p̄(|v| + |v − o|), Σ_small
     for (int64_t t = 0; t < n_all; t++) {
       const double vj = t < n ? (double)vh[key[t] * dv + d] : 0.0;  // the sink: value 0
+      if (t < n) {
+        p_rel += prob[t] * (fabs(vj) + fabs(vj - o));
+        if (n_small && s[t] - m - e[t] - e_max < log_p_min) p_abs += fabs(vj) + fabs(vj - o);
+      }
       first += prob[t] * e[t] * fabs(vj - o);
       // p_j·(e^(E_j+E_max) − 1), in log space where p_j underflows
       const double x = e[t] + e_max;
@@ -102,7 +144,7 @@ static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64
     // smaller reaches the spread r, which itself bounds that error.
     tol_score[d] = fmin(2.0 * first + 2.0 * e_max * e_max * vmax, exact);
     spread[d] = r;
-    tol_row[d] = fmin(tol_score[d], r) + acc_ulps * mag + ftz;
+    tol_row[d] = fmin(tol_score[d], r) + acc_ulps * mag + ftz + g * (pr.u * p_rel + pr.a * p_abs);
   }
 }
 
@@ -131,9 +173,9 @@ bool attn_check_tolerances(attn_check_prepared *pc, char *err, size_t err_len) {
       const int64_t bh = r / p->seq_q, b = bh / p->heads, h = bh % p->heads, i = r % p->seq_q;
       double *tol_score = scratch + 3 * n_kv, *spread = tol_score + dv;
       const int64_t g = attn_kv_head_of(p, h);
-      const float *qh = attn_q_head(p, pc->q, b, h);
-      const float *kh = attn_k_head(p, pc->k, b, g);
-      const float *vh = attn_v_head(p, pc->v, b, g);
+      const float *qh = attn_q_head(p, pc->tq, b, h);  // as the compute mode reads them
+      const float *kh = attn_k_head(p, pc->tk, b, g);
+      const float *vh = attn_v_head(p, pc->tv, b, g);
       const size_t o_off = (size_t)(attn_o_head(p, pc->ref, b, h) - pc->ref);
       const attn_head_opts ho = attn_head_opts_of(p, b, h);
       const size_t lse_off = (size_t)bh * (size_t)p->seq_q;

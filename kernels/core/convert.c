@@ -151,6 +151,55 @@ void attn_quantize_rows(attn_dtype t, const float *x, size_t rows, int64_t dim, 
     attn_quantize_row(t, x + r * (size_t)dim, dim, (char *)out + r * rb);
 }
 
+float attn_compute_round(attn_compute c, float x) {
+  switch (c) {
+    case ATTN_COMPUTE_BF16:
+      return attn_bf16_to_f32(attn_f32_to_bf16(x));
+    case ATTN_COMPUTE_F16:
+      return attn_f16_to_f32(attn_f32_to_f16(x));
+    case ATTN_COMPUTE_F32:
+    case ATTN_COMPUTE_INT8:
+    default:
+      return x;
+  }
+}
+
+bool attn_compute_rounds_kv(attn_compute c, attn_dtype t) {
+  if (c == ATTN_COMPUTE_BF16) return t != ATTN_DTYPE_BF16;
+  if (c == ATTN_COMPUTE_F16) return t != ATTN_DTYPE_F16;
+  return false;
+}
+
+void attn_compute_round_q(attn_compute c, const float *q, size_t rows, int64_t dim, float *out) {
+  const size_t n = rows * (size_t)dim;
+  if (c == ATTN_COMPUTE_INT8) {
+    attn_block_q8_0 blocks[8];  // a row is quantized in pieces of up to 8 blocks
+    const int64_t piece = 8 * ATTN_Q8_0_BLOCK;
+    for (size_t r = 0; r < rows; r++) {
+      for (int64_t at = 0; at < dim; at += piece) {
+        const int64_t w = dim - at < piece ? dim - at : piece;
+        const float *x = q + r * (size_t)dim + (size_t)at;
+        attn_quantize_q8_0_row(x, w, blocks);
+        attn_dequantize_row(ATTN_DTYPE_Q8_0, blocks, w, out + r * (size_t)dim + (size_t)at);
+      }
+    }
+    return;
+  }
+  if (c == ATTN_COMPUTE_F32) {
+    memcpy(out, q, n * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < n; i++) out[i] = attn_compute_round(c, q[i]);
+}
+
+void attn_compute_round_kv(attn_compute c, attn_dtype t, const void *x, size_t rows, int64_t dim,
+                           float *out) {
+  attn_dequantize_rows(t, x, rows, dim, out);
+  if (!attn_compute_rounds_kv(c, t)) return;
+  const size_t n = rows * (size_t)dim;
+  for (size_t i = 0; i < n; i++) out[i] = attn_compute_round(c, out[i]);
+}
+
 // Bytes of one stored K/V row of dim elements (attn.h), saturating at SIZE_MAX.
 size_t attn_kv_row_bytes(attn_dtype t, int64_t dim) {
   if (dim < 1) return 0;

@@ -25,6 +25,9 @@
 extern "C" {
 #endif
 
+// The largest finite binary16.
+#define ATTN_F16_MAX 65504.0
+
 float attn_f16_to_f32(uint16_t h);
 uint16_t attn_f32_to_f16(float f);
 float attn_bf16_to_f32(uint16_t h);
@@ -41,6 +44,22 @@ void attn_quantize_row(attn_dtype t, const float *x, int64_t dim, void *out);
 // rows consecutive rows of dim elements, either way (attn_kv_row_bytes(t, dim) per row).
 void attn_dequantize_rows(attn_dtype t, const void *x, size_t rows, int64_t dim, float *out);
 void attn_quantize_rows(attn_dtype t, const float *x, size_t rows, int64_t dim, void *out);
+
+// ── Compute modes (attn.h, "Compute modes"): the rounding of the inputs ───────────────
+// x rounded to the element type of mode c: bfloat16 (BF16) or binary16 (F16), nearest,
+// ties to even, as a float32 (exact); x itself for F32 and INT8.
+float attn_compute_round(attn_compute c, float x);
+// True if mode c rounds the K and V elements it reads (BF16, F16) and a stored type t does
+// not already hold values of that type (BF16 of BF16, F16 of F16 are unchanged).
+bool attn_compute_rounds_kv(attn_compute c, attn_dtype t);
+// rows rows of dim elements of Q (float32) as mode c sees them: BF16/F16 round each
+// element (attn_compute_round); INT8 quantizes each row per 32-element block with the
+// Q8_0 rule above and dequantizes it (dim % 32 == 0); F32 copies.
+void attn_compute_round_q(attn_compute c, const float *q, size_t rows, int64_t dim, float *out);
+// rows stored rows of dim elements of type t (K or V) as mode c sees them, as float32:
+// widened exactly, then rounded per element for BF16/F16. One pass for both.
+void attn_compute_round_kv(attn_compute c, attn_dtype t, const void *x, size_t rows, int64_t dim,
+                           float *out);
 
 // Element idx (flat, row-major with rows of dim elements) of a tensor of type t.
 static inline float attn_kv_elem(attn_dtype t, const void *x, int64_t dim, size_t idx) {

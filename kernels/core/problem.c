@@ -51,6 +51,45 @@ bool attn_dtype_parse(const char *s, attn_dtype *out) {
   return false;
 }
 
+const char *attn_compute_name(attn_compute c) {
+  switch (c) {
+    case ATTN_COMPUTE_F32:
+      return "f32";
+    case ATTN_COMPUTE_BF16:
+      return "bf16";
+    case ATTN_COMPUTE_F16:
+      return "f16";
+    case ATTN_COMPUTE_INT8:
+      return "int8";
+  }
+  return "?";
+}
+
+bool attn_compute_parse(const char *s, attn_compute *out) {
+  if (!s) return false;
+  for (int c = 0; c < ATTN_COMPUTE_COUNT; c++) {
+    if (strcmp(s, attn_compute_name((attn_compute)c)) == 0) {
+      if (out) *out = (attn_compute)c;
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t attn_compute_cap(attn_compute c) {
+  switch (c) {
+    case ATTN_COMPUTE_F32:
+      return 0;
+    case ATTN_COMPUTE_BF16:
+      return ATTN_CAP_COMPUTE_BF16;
+    case ATTN_COMPUTE_F16:
+      return ATTN_CAP_COMPUTE_F16;
+    case ATTN_COMPUTE_INT8:
+      return ATTN_CAP_COMPUTE_INT8;
+  }
+  return 0;
+}
+
 uint32_t attn_dtype_cap(attn_dtype t) {
   switch (t) {
     case ATTN_DTYPE_F32:
@@ -132,6 +171,17 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
                 "kv_dtype q8_0 needs head_dim_qk and head_dim_v to be multiples of %d (got "
                 "%lld and %lld)",
                 ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk, (long long)p->head_dim_v);
+  if ((unsigned)p->compute >= ATTN_COMPUTE_COUNT)
+    return fail(err, err_len, "compute %d is not a compute mode (f32 bf16 f16 int8)",
+                (int)p->compute);
+  if (p->compute == ATTN_COMPUTE_INT8 && p->kv_dtype != ATTN_DTYPE_Q8_0)
+    return fail(err, err_len,
+                "compute int8 needs kv_dtype q8_0 (integer dot products of Q8_0 Q and K; got "
+                "kv_dtype %s)",
+                attn_dtype_name(p->kv_dtype));
+  if (p->compute == ATTN_COMPUTE_INT8 && p->head_dim_qk % ATTN_Q8_0_BLOCK != 0)
+    return fail(err, err_len, "compute int8 needs head_dim_qk to be a multiple of %d (got %lld)",
+                ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk);
   if (!tensor_fits(p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk))
     return fail(err, err_len, "K tensor %lldx%lldx%lldx%lld overflows size_t bytes",
                 (long long)p->batch, (long long)p->kv_heads, (long long)p->seq_kv,
@@ -333,6 +383,13 @@ static size_t first_nonfinite(attn_dtype t, const void *x, int64_t width, size_t
   return n;
 }
 
+// Index of the first element of x[0..n) with |x| > limit, or n.
+static size_t first_above(attn_dtype t, const void *x, int64_t width, size_t n, double limit) {
+  for (size_t i = 0; i < n; i++)
+    if (fabs((double)elem(t, x, width, i)) > limit) return i;
+  return n;
+}
+
 // max over the rows of x[rows][width] (type t) of the Euclidean row norm (in double: a
 // float32 element squared is at most 2^256, far inside double).
 static double max_row_norm(attn_dtype t, const void *x, int64_t rows, int64_t width) {
@@ -383,6 +440,20 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
       coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
       return range_fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)",
                         t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
+    }
+  }
+  // 1b. compute f16: every element of Q, K and V must round to a finite binary16
+  if (p->compute == ATTN_COMPUTE_F16) {
+    for (int i = 0; i < 3; i++) {
+      const size_t bad = first_above(t[i].type, t[i].x, t[i].n3, t[i].n, ATTN_F16_MAX);
+      if (bad < t[i].n) {
+        char at[96];
+        coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
+        return range_fail(err, err_len,
+                          "input %s%s = %g exceeds 65504, the largest binary16 (compute f16 "
+                          "rounds Q, K and V to binary16)",
+                          t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
+      }
     }
   }
   // 2. scores: max(1,|scale|)·max‖q_i‖·max‖k_j‖ per (batch, K/V group)

@@ -266,35 +266,53 @@ static size_t round64_sat(size_t x) {
   return x > SIZE_MAX - 63 ? SIZE_MAX : (x + 63) & ~(size_t)63;
 }
 
-// The float32 K/V copies attn_kernel_run makes for a kernel that does not read p's type:
-// K at the front of the workspace, then V, each rounded up to 64 bytes. 0 when native.
-static size_t kv_copy_bytes(const attn_kernel *k, const attn_problem *p, size_t *k_bytes) {
-  *k_bytes = 0;
-  if (attn_kernel_kv_native(k, p)) return 0;
-  *k_bytes = round64_sat(attn_size_mul_sat(attn_k_elems(p), sizeof(float)));
-  return attn_size_add_sat(*k_bytes,
-                           round64_sat(attn_size_mul_sat(attn_v_elems(p), sizeof(float))));
+bool attn_kernel_compute_native(const attn_kernel *k, const attn_problem *p) {
+  return p->compute == ATTN_COMPUTE_F32 || (k->caps & attn_compute_cap(p->compute)) != 0;
 }
 
-// The problem the kernel itself sees: p, or p with kv_dtype F32 after the conversion.
-static attn_problem as_f32(const attn_problem *p) {
-  attn_problem f = *p;
-  f.kv_dtype = ATTN_DTYPE_F32;
-  return f;
+// The float32 copies attn_kernel_run makes at the front of the workspace, each rounded up
+// to 64 bytes: K and V when the kernel does not read p's K/V type, or when it does not
+// run p's compute mode and that mode rounds K/V (attn_compute_rounds_kv); Q when it does
+// not run the mode. f is the problem the kernel itself sees.
+typedef struct copy_plan {
+  bool kv, q;
+  size_t k_bytes, v_bytes, q_bytes;  // each rounded up to 64; 0 when not copied
+  attn_problem f;
+} copy_plan;
+
+static copy_plan plan_copies(const attn_kernel *k, const attn_problem *p) {
+  copy_plan c = {.f = *p};
+  // The options fallback (attn_kernel_native false) runs F32 only: it gets the copies too.
+  const bool emulate = !attn_kernel_compute_native(k, p) || !attn_kernel_native(k, p);
+  c.q = emulate && p->compute != ATTN_COMPUTE_F32;
+  c.kv =
+      !attn_kernel_kv_native(k, p) || (emulate && attn_compute_rounds_kv(p->compute, p->kv_dtype));
+  if (c.kv) {
+    c.k_bytes = round64_sat(attn_size_mul_sat(attn_k_elems(p), sizeof(float)));
+    c.v_bytes = round64_sat(attn_size_mul_sat(attn_v_elems(p), sizeof(float)));
+    c.f.kv_dtype = ATTN_DTYPE_F32;
+  }
+  if (c.q) {
+    c.q_bytes = round64_sat(attn_size_mul_sat(attn_q_elems(p), sizeof(float)));
+    c.f.compute = ATTN_COMPUTE_F32;
+  }
+  return c;
+}
+
+static size_t plan_bytes(const copy_plan *c) {
+  return attn_size_add_sat(attn_size_add_sat(c->k_bytes, c->v_bytes), c->q_bytes);
 }
 
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec) {
   static const attn_exec kDefaultExec = {0};
-  size_t kb;
-  const size_t copies = kv_copy_bytes(k, p, &kb);
-  const attn_problem f = as_f32(p);  // the kernel's own part is sized for float32 K/V
-  const attn_problem *pk = copies ? &f : p;
+  const copy_plan c = plan_copies(k, p);
+  const attn_problem *pk = &c.f;  // the kernel's own part is sized for what it sees
   size_t own;
   if (!attn_kernel_native(k, pk))
     own = attn_fallback_workspace(pk);
   else
     own = k->workspace ? k->workspace(pk, exec ? exec : &kDefaultExec) : 0;
-  return attn_size_add_sat(copies ? round64_sat(copies) : 0, own);
+  return attn_size_add_sat(plan_bytes(&c), own);
 }
 
 int attn_kernel_run(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
@@ -316,22 +334,29 @@ int attn_kernel_run_info(const attn_kernel *k, const attn_problem *p, const attn
   static const attn_exec kDefaultExec = {0};
   *info = (attn_run_info){0};
   if (!exec) exec = &kDefaultExec;
-  size_t kb;
-  const size_t copies = kv_copy_bytes(k, p, &kb);
-  const attn_problem f = as_f32(p);
-  if (copies) {  // K, V → float32 (exact), then the kernel runs on an F32 problem
-    float *k32 = workspace, *v32 = (float *)((char *)workspace + kb);
-    attn_dequantize_rows(p->kv_dtype, kk,
-                         (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv, p->head_dim_qk,
-                         k32);
-    attn_dequantize_rows(p->kv_dtype, v, (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv,
-                         p->head_dim_v, v32);
-    kk = k32, v = v32, p = &f;
-    workspace = (char *)workspace + round64_sat(copies);
+  // The copies are made in the kernels' FP environment too: the Q8_0 rule rounds to
+  // nearest even whatever the caller's rounding mode.
+  const attn_fp_env env = attn_fp_env_enter();
+  const copy_plan c = plan_copies(k, p);
+  char *ws = workspace;
+  if (c.kv) {  // K, V → float32 (exact), rounded as the mode reads them: one pass
+    const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+    const attn_compute mode = c.q ? p->compute : ATTN_COMPUTE_F32;
+    float *k32 = (float *)ws, *v32 = (float *)(ws + c.k_bytes);
+    attn_compute_round_kv(mode, p->kv_dtype, kk, rows, p->head_dim_qk, k32);
+    attn_compute_round_kv(mode, p->kv_dtype, v, rows, p->head_dim_v, v32);
+    kk = k32, v = v32;
   }
+  if (c.q) {  // Q rounded (or Q8_0-quantized) as the mode reads it; the kernel runs F32
+    float *q32 = (float *)(ws + c.k_bytes + c.v_bytes);
+    attn_compute_round_q(p->compute, q, (size_t)p->batch * (size_t)p->heads * (size_t)p->seq_q,
+                         p->head_dim_qk, q32);
+    q = q32;
+  }
+  p = &c.f;
+  if (plan_bytes(&c)) workspace = ws + plan_bytes(&c);
   const bool native = attn_kernel_native(k, p);
   info->fallback = !native;
-  const attn_fp_env env = attn_fp_env_enter();
   const int rc = native ? k->run(p, exec, q, kk, v, o, workspace)
                         : attn_fallback_run(p, q, kk, v, o, workspace);
   const uint64_t given = attn_fp_env_kernel_control(env), returned = attn_fp_env_control();

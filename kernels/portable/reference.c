@@ -10,6 +10,11 @@
 // over the keys of attn_row_keys. Rows with no visible key (causal with seq_q > seq_kv,
 // a window, −inf mask entries) output zeros and LSE −inf. K and V of any type are read
 // natively: each stored element, converted exactly (core/convert.h), enters in double.
+// Compute modes (attn.h, "Compute modes"): the mode's rounding of the inputs is applied
+// first — BF16/F16 round each element of Q, K and V to the type, INT8 quantizes each Q row
+// per 32-element block (Q8_0) — and everything after is exact-ish double as above (the
+// int8 score Σ_b f16(d_q)·f16(d_k)·Σ_t q_t·k_t equals the dot product of the dequantized
+// rows). The kernel's own roundings (p, the fp32 sums) are the checker's tolerance.
 // Rows are independent: OpenMP hands them out to exec->threads threads (0: the OpenMP
 // default), each with its own row of workspace; a row's arithmetic does not depend on
 // which thread runs it, so the output is bitwise the same for any thread count.
@@ -22,9 +27,10 @@
 #include "core/attn_internal.h"
 #include "core/convert.h"
 
-// Doubles of one thread's row: the scores of one row + its output accumulator.
+// Doubles of one thread's row: the scores of one row + its output accumulator + the row
+// of Q as the compute mode reads it (float32, in a double slot each).
 static size_t reference_row(const attn_problem *p) {
-  return (size_t)p->seq_kv + (size_t)p->head_dim_v;
+  return (size_t)p->seq_kv + (size_t)p->head_dim_v + (size_t)p->head_dim_qk;
 }
 
 static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) {
@@ -34,18 +40,24 @@ static size_t reference_workspace(const attn_problem *p, const attn_exec *exec) 
   return attn_size_mul_sat(n, sizeof(double));
 }
 
-// Element idx of a K/V head of type t with rows of dim (float32: a plain load).
-static inline double kv_at(attn_dtype t, const void *head, int64_t dim, size_t idx) {
-  return t == ATTN_DTYPE_F32 ? (double)((const float *)head)[idx]
-                             : (double)attn_kv_elem(t, head, dim, idx);
+// Element idx of a K/V head of type t with rows of dim (float32: a plain load), rounded
+// as compute mode c reads it when round is set (attn_compute_rounds_kv).
+static inline double kv_at(attn_dtype t, const void *head, int64_t dim, size_t idx, attn_compute c,
+                           bool round) {
+  const float x =
+      t == ATTN_DTYPE_F32 ? ((const float *)head)[idx] : attn_kv_elem(t, head, dim, idx);
+  return (double)(round ? attn_compute_round(c, x) : x);
 }
 
 // Row i of query head h (batch b): the formulas at the top, into o.
 static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64_t i,
                               const float *q, const void *k, const void *v, float *o, double *s) {
   const attn_dtype t = p->kv_dtype;
+  const attn_compute c = p->compute;
+  const bool rkv = attn_compute_rounds_kv(c, t);
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
   double *acc = s + p->seq_kv;
+  float *qi = (float *)(acc + dv);  // row i of Q as the mode reads it
   const int64_t g = attn_kv_head_of(p, h);
   const float *qh = attn_q_head(p, q, b, h);
   const void *kh = attn_kv_head(p, k, b, g, dqk);
@@ -55,11 +67,12 @@ static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64
   int64_t lo, hi;
   attn_row_keys(p, i, &lo, &hi);
   float *orow = attn_o_head(p, o, b, h) + i * dv;
+  attn_compute_round_q(c, qh + i * dqk, 1, dqk, qi);
   double m = -INFINITY;
   for (int64_t j = lo; j < hi; j++) {
     double dot = 0.0;
     for (int64_t d = 0; d < dqk; d++)
-      dot += (double)qh[i * dqk + d] * kv_at(t, kh, dqk, (size_t)(j * dqk + d));
+      dot += (double)qi[d] * kv_at(t, kh, dqk, (size_t)(j * dqk + d), c, rkv);
     double x = (double)p->scale * dot;
     if (ho.softcap > 0.0f) x = (double)ho.softcap * tanh(x / (double)ho.softcap);
     if (ho.slope != 0.0f) x += (double)ho.slope * (double)(j - i - ho.off);
@@ -77,7 +90,7 @@ static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64
   for (int64_t j = lo; j < hi; j++) {
     const double pj = exp(s[j - lo] - m);
     l += pj;
-    for (int64_t d = 0; d < dv; d++) acc[d] += pj * kv_at(t, vh, dv, (size_t)(j * dv + d));
+    for (int64_t d = 0; d < dv; d++) acc[d] += pj * kv_at(t, vh, dv, (size_t)(j * dv + d), c, rkv);
   }
   if (ho.lse) ho.lse[i] = (float)(m + log(l));
   const double denom = ho.has_sink ? l + exp((double)ho.sink - m) : l;
@@ -108,7 +121,8 @@ const attn_kernel attn_kernel_reference = {
         "ground truth: double accumulation, max-subtracted softmax, one row at a time (rows in "
         "parallel)",
     .required_isa = 0,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_OPT_ALL | ATTN_CAP_KV_ALL |
+            ATTN_CAP_COMPUTE_ALL,
     .workspace = reference_workspace,
     .run = reference_run,
     .vec_width = 1,  // scalar C, no register tile
