@@ -88,7 +88,8 @@ static double compare(const attn_problem *p, const float *qr, const float *kr, c
           const double bound = w * rel + 0x1p-100, err = fabs((double)oi[e] - ref);
           const double ratio = err / bound;
           if (!(ratio <= 1.0) && reported++ < 3)
-            EXPECT(0, "%s: O[%lld][%lld][%lld][%lld] = %.9g, reference %.9g, error %.3g > bound %.3g",
+            EXPECT(0,
+                   "%s: O[%lld][%lld][%lld][%lld] = %.9g, reference %.9g, error %.3g > bound %.3g",
                    what, (long long)b, (long long)h, (long long)i, (long long)e, oi[e], ref, err,
                    bound);
           if (ratio > worst || ratio != ratio) worst = ratio != ratio ? INFINITY : ratio;
@@ -111,10 +112,9 @@ static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shap
   p.kv_dtype = t;
   p.compute = ATTN_COMPUTE_BF16;
   char err[256], what[200];
-  snprintf(what, sizeof what, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld/%lld %s %s",
-           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq,
-           (long long)c->skv, (long long)c->dqk, (long long)c->dv,
-           c->causal ? "causal" : "full", attn_dtype_name(t));
+  snprintf(what, sizeof what, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld/%lld %s %s", (long long)c->b,
+           (long long)c->h, (long long)c->kvh, (long long)c->sq, (long long)c->skv,
+           (long long)c->dqk, (long long)c->dv, c->causal ? "causal" : "full", attn_dtype_name(t));
   if (!attn_problem_validate(&p, err, sizeof err)) {
     EXPECT(0, "%s: invalid: %s", what, err);
     return INFINITY;
@@ -191,16 +191,16 @@ int main(int argc, char **argv) {
   }
   EXPECT((k->caps & ATTN_CAP_COMPUTE_BF16) != 0, "flash__avx512bf16 lacks ATTN_CAP_COMPUTE_BF16");
   static const shape kShapes[] = {
-      {1, 1, 1, 1, 1, 1, 1, false, 1.0f},       // the smallest problem
-      {1, 2, 1, 7, 13, 3, 5, true, 1.0f},       // odd dims, GQA, cross, causal
-      {1, 4, 2, 33, 47, 17, 31, false, 2.0f},   // odd head_dim, tails everywhere
-      {2, 3, 3, 50, 50, 64, 64, true, 1.0f},    // row block + 2, causal diagonal
-      {1, 8, 2, 1, 300, 128, 128, false, 1.0f}, // GQA decode (split-KV)
-      {1, 2, 2, 100, 77, 80, 48, true, 1.0f},   // seq_q > seq_kv: rows that see nothing
-      {1, 1, 1, 130, 530, 65, 64, true, 3.0f},  // several K/V tiles, peaky softmax
-      {1, 4, 1, 9, 1000, 64, 64, false, 1.0f},  // MQA, 9 rows per task
-      {1, 2, 1, 96, 96, 128, 100, true, 1.0f},  // two row blocks, dv not whole vectors
-      {1, 1, 1, 8, 48, 32, 96, false, 1.0f},    // exactly one register tile
+      {1, 1, 1, 1, 1, 1, 1, false, 1.0f},        // the smallest problem
+      {1, 2, 1, 7, 13, 3, 5, true, 1.0f},        // odd dims, GQA, cross, causal
+      {1, 4, 2, 33, 47, 17, 31, false, 2.0f},    // odd head_dim, tails everywhere
+      {2, 3, 3, 50, 50, 64, 64, true, 1.0f},     // row block + 2, causal diagonal
+      {1, 8, 2, 1, 300, 128, 128, false, 1.0f},  // GQA decode (split-KV)
+      {1, 2, 2, 100, 77, 80, 48, true, 1.0f},    // seq_q > seq_kv: rows that see nothing
+      {1, 1, 1, 130, 530, 65, 64, true, 3.0f},   // several K/V tiles, peaky softmax
+      {1, 4, 1, 9, 1000, 64, 64, false, 1.0f},   // MQA, 9 rows per task
+      {1, 2, 1, 96, 96, 128, 100, true, 1.0f},   // two row blocks, dv not whole vectors
+      {1, 1, 1, 8, 48, 32, 96, false, 1.0f},     // exactly one register tile
   };
   const attn_dtype types[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16, ATTN_DTYPE_Q8_0};
   double worst = 0.0;
@@ -214,8 +214,9 @@ int main(int argc, char **argv) {
     }
   EXPECT(g_differs > 0, "BF16 mode never differed from F32 mode: is p rounded at all?");
   f32_mode(k, f32k);
-  printf("flash__avx512bf16 BF16 mode: worst error / bound %.3f; differs from F32 mode in %d "
-         "cases\n",
-         worst, g_differs);
+  printf(
+      "flash__avx512bf16 BF16 mode: worst error / bound %.3f; differs from F32 mode in %d "
+      "cases\n",
+      worst, g_differs);
   return test_finish("test_flash_bf16");
 }
