@@ -9,12 +9,13 @@
 //   for each K/V tile j (tkv keys) the task's rows can see:
 //     K̂ = bf16(K) packed [dqk/2][keys][2], V̂ = bf16(V) packed [keys/2][dvp][2]
 //     for each block of BK_ROW_BLOCK rows:
-//       S = scale · Q̂·K̂ᵀ          vdpbf16ps, 8 rows × 48 keys register tiles, fp32 sums
-//       per row: m' = max(m, max S), α = e^(m−m'), p = e^(S−m'), l' = α·l + Σ p (fp32)
+//       S = ±Q̂·K̂ᵀ                 vdpbf16ps, 8 rows × 48 keys register tiles, fp32 sums
+//       per row: m' = max(m, c·max S), α = e^(m−m'), p = e^(c·S−m'), l' = α·l + Σ p (fp32)
 //       P̃ = bf16(p) (nearest even, vcvtne2ps2bf16)
 //       acc = α·acc + P̃·V̂           vdpbf16ps, 6 rows × 64 columns, fp32 sums
 //   o = acc / l    (l sums the unrounded p; l = 0: the row saw no key, zeros)
-// The scale multiplies the fp32 scores (Q is not pre-scaled: scale·q would be a second
+// The scale's sign goes into Q̂ (bf16(−q) = −bf16(q): exact) and c = |scale| multiplies
+// the fp32 scores inside the softmax's fma (Q is not pre-scaled: scale·q would be a second
 // rounding of Q). Causal: tiles and register tiles past every row's limit are skipped, as
 // in flash__avx512. The layouts, the error bound and the invariants:
 // docs/low-precision-kernels.md.
@@ -29,7 +30,6 @@
 #include "flash/flash_avx512.h"
 #include "flash/flash_plan.h"
 #include "simd/kv_widen.h"
-#include "simd/softmax.h"
 #include "simd/vec_exp.h"
 
 // Register tiles (≤ 32 zmm: accumulators + B vectors + 1 broadcast) and the row block.
@@ -83,15 +83,15 @@ static void bk_plan_make(const attn_problem *p, const attn_exec *exec, bk_plan *
 
 // ── Register-tile dispatch: each (rows, vectors) its own unrolled instance ──────────
 static void bk_qk_any(int mr, int nv, const uint32_t *a, const uint32_t *b, int64_t ldb,
-                      int64_t nkp, float *s, int64_t lds, float scale) {
-#define BK_QK_CASE(M)                             \
-  case M:                                         \
-    if (nv == 3)                                  \
-      bk_qk(M, 3, a, b, ldb, nkp, s, lds, scale); \
-    else if (nv == 2)                             \
-      bk_qk(M, 2, a, b, ldb, nkp, s, lds, scale); \
-    else                                          \
-      bk_qk(M, 1, a, b, ldb, nkp, s, lds, scale); \
+                      int64_t nkp, float *s, int64_t lds) {
+#define BK_QK_CASE(M)                      \
+  case M:                                  \
+    if (nv == 3)                           \
+      bk_qk(M, 3, a, b, ldb, nkp, s, lds); \
+    else if (nv == 2)                      \
+      bk_qk(M, 2, a, b, ldb, nkp, s, lds); \
+    else                                   \
+      bk_qk(M, 1, a, b, ldb, nkp, s, lds); \
     break;
   switch (mr) {
     BK_QK_CASE(1)
@@ -158,12 +158,13 @@ static bk_rows bk_task_rows(const attn_problem *p, const flash_plan *pl, const f
   return w;
 }
 
-// Q̂ = bf16(Q) in pairs, in the panels the Q·Kᵀ tiles read: rows in blocks of
+// Q̂ = sign(scale)·bf16(Q) in pairs, in the panels the Q·Kᵀ tiles read: rows in blocks of
 // BK_ROW_BLOCK, each in tiles of BK_QK_MR rows (the last narrower); the tile of mr rows
 // at row R holds row R + i's pair k at qp[R·dqk2p + k·mr + i].
 static void bk_load_q(const attn_problem *p, const bk_plan *bp, const bk_rows *w, int64_t b,
                       const float *q, uint32_t *qp, uint32_t *tmp) {
   const int64_t dqk = p->head_dim_qk, d2 = bp->dqk2, d2p = bp->dqk2p, nrows = w->nrows;
+  const uint32_t sign = p->scale < 0.0f ? 0x80008000u : 0u;  // both halves negated: exact
   for (int64_t r0 = 0; r0 < nrows; r0 += BK_ROW_BLOCK) {
     const int64_t nb = nrows - r0 < BK_ROW_BLOCK ? nrows - r0 : BK_ROW_BLOCK;
     for (int64_t r = r0; r < r0 + nb; r += BK_QK_MR) {
@@ -178,7 +179,7 @@ static void bk_load_q(const attn_problem *p, const bk_plan *bp, const bk_rows *w
                                                                    : left >= 32 ? 32
                                                                                 : (int)left));
         }
-        for (int64_t k = 0; k < d2; k++) panel[k * mr + i] = tmp[k];
+        for (int64_t k = 0; k < d2; k++) panel[k * mr + i] = tmp[k] ^ sign;
       }
     }
   }
@@ -210,17 +211,18 @@ static void bk_block(const attn_problem *p, const bk_plan *bp, int64_t r0, int64
     for (int64_t r = r0; r < r0 + nb; r += BK_QK_MR) {
       const int64_t mr = r0 + nb - r < BK_QK_MR ? r0 + nb - r : BK_QK_MR;
       if (c >= bk_max_lim(lims, r, mr)) continue;  // causal: no row of the tile sees these
-      bk_qk_any((int)mr, nv, qp + r * d2p, kt + c, tkv, d2, S + (r - r0) * tkv + c, tkv, p->scale);
+      bk_qk_any((int)mr, nv, qp + r * d2p, kt + c, tkv, d2, S + (r - r0) * tkv + c, tkv);
     }
   }
   // The softmax in two passes over the rows (one row's max → exp latency hides behind
-  // the others'): masks each row past its limit, then p rounded to bf16, α, (m, l); lim 0
-  // keeps (m, l) with α = 1 and p = 0.
+  // the others'): each row's max over the keys it sees, then p rounded to bf16, α, (m, l)
+  // (zeros past the row's limit); lim 0 keeps (m, l) with α = 1 and p = 0.
+  const float cs = fabsf(p->scale);
   for (int64_t row = r0; row < r0 + nb; row++)
-    alpha[row] = vs_tile_max(S + (row - r0) * tkv, lims[row], ncb);
+    alpha[row] = bk_row_max(S + (row - r0) * tkv, lims[row]);
   for (int64_t row = r0; row < r0 + nb; row++)
-    alpha[row] = bk_exp_round(S + (row - r0) * tkv, ncb, alpha[row], &m[row], &l[row],
-                              pb + (row - r0) * tkv);
+    alpha[row] = bk_exp_round(S + (row - r0) * tkv, lims[row], ncb, cs, alpha[row], &m[row],
+                              &l[row], pb + (row - r0) * tkv);
   // P̃·V̂: equal register tiles of at most BK_PV_MR rows, each over the key pairs up to
   // its rows' last visible key (p = 0 beyond, and for the padding key of an odd count).
   const int64_t ntiles = (nb + BK_PV_MR - 1) / BK_PV_MR;

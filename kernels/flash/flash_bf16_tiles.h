@@ -34,11 +34,11 @@ BK_INLINE __m512bh bk_load_pairs(const uint32_t *p) {
   return (__m512bh)_mm512_loadu_si512(p);
 }
 
-// S[r][0 .. nv·16) = scale · Σ_{k < nkp} pair-dot(A[r][k], B[k][·]), r < mr:
-// A = a Q̂ panel (row r's k-th pair at a[k·mr + r]), B row k at b + k·ldb (u32 pairs of
-// keys), S row r at s + r·lds. mr, nv compile-time constants (always inlined).
+// S[r][0 .. nv·16) = Σ_{k < nkp} pair-dot(A[r][k], B[k][·]), r < mr (unscaled: the
+// softmax applies |scale|): A = a Q̂ panel (row r's k-th pair at a[k·mr + r]), B row k at
+// b + k·ldb (u32 pairs of keys), S row r at s + r·lds. mr, nv compile-time constants.
 BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32_t *b, int64_t ldb,
-                     int64_t nkp, float *s, int64_t lds, float scale) {
+                     int64_t nkp, float *s, int64_t lds) {
   __m512 acc[BK_QK_MR][BK_QK_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
@@ -56,12 +56,10 @@ BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32
       for (int v = 0; v < nv; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ab, bv[v]);
     }
   }
-  const __m512 vs = _mm512_set1_ps(scale);
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 16
-    for (int v = 0; v < nv; v++)
-      _mm512_storeu_ps(s + r * lds + v * 16, _mm512_mul_ps(acc[r][v], vs));
+    for (int v = 0; v < nv; v++) _mm512_storeu_ps(s + r * lds + v * 16, acc[r][v]);
 }
 
 // acc[r][0 .. nv·16) = init_r + Σ_{j < nkp} pair-dot(P[r][2j..2j+1], V̂[j][·]), r < mr;
@@ -166,32 +164,58 @@ static inline void bk_pack_v(const float *v, int64_t ldv, int64_t nk, int64_t dv
   }
 }
 
-// The online softmax's second pass (simd/softmax.h, vs_online_softmax_exp) fused with the
-// rounding of p: s[0 .. n_pad) scores (masked by the first pass, whose maximum is t) in,
-// pb[0 .. n_pad) = bf16(e^(s − m')) out, l' = α·l + Σ p over the unrounded p; returns α.
-// n_pad a multiple of 16. t = −∞ (nothing visible): pb = 0, α = 1, (m, l) kept.
-static inline float bk_exp_round(const float *s, int64_t n_pad, float t, float *m, float *l,
-                                 uint16_t *pb) {
-  if (t == -INFINITY) {
+// ── The online softmax of one row of one tile (simd/softmax.h's update) ────────────
+// The scores come unscaled, S = ±Q̂·K̂ᵀ with the sign of the scale already in Q̂, so the
+// scaled score is c·s with c = |scale| ≥ 0; c·max s = max c·s (a product by c ≥ 0 and its
+// rounding are monotone). Only s[0 .. lim) is read: columns past the row's limit are
+// stale and never enter (masked loads), so nothing is written there to mask them.
+
+// Pass 1: max of s[0 .. lim) (−∞ for lim = 0). Four independent maxima (max is exact).
+static inline float bk_row_max(const float *s, int64_t lim) {
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  __m512 m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+  int64_t j = 0;
+  for (; j + 64 <= lim; j += 64) {
+    m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + j));
+    m1 = _mm512_max_ps(m1, _mm512_loadu_ps(s + j + 16));
+    m2 = _mm512_max_ps(m2, _mm512_loadu_ps(s + j + 32));
+    m3 = _mm512_max_ps(m3, _mm512_loadu_ps(s + j + 48));
+  }
+  for (; j + 16 <= lim; j += 16) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + j));
+  if (j < lim)
+    m1 = _mm512_max_ps(m1, _mm512_mask_loadu_ps(ninf, (__mmask16)((1u << (lim - j)) - 1u), s + j));
+  return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+}
+
+// Pass 2 fused with the rounding of p: t = bk_row_max, m' = max(m, c·t),
+// pb[j] = bf16(e^(c·s_j − m')) for j < lim (one fma, then the shared vf_exp) and 0 for
+// lim ≤ j < n_pad, l' = α·l + Σ p over the unrounded p; returns α = e^(m − m').
+// n_pad a multiple of 16, lim ≤ n_pad. lim = 0: pb = 0, α = 1, (m, l) kept.
+static inline float bk_exp_round(const float *s, int64_t lim, int64_t n_pad, float c, float t,
+                                 float *m, float *l, uint16_t *pb) {
+  if (lim == 0) {
     memset(pb, 0, (size_t)n_pad * sizeof *pb);
     return 1.0f;
   }
-  const float m_new = t > *m ? t : *m;
+  const float ct = c * t, m_new = ct > *m ? ct : *m;
   const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);  // e^(−∞) = 0 on the first tile
-  const __m512 vm = _mm512_set1_ps(m_new);
+  const __m512 vc = _mm512_set1_ps(c), vm = _mm512_set1_ps(-m_new);
   __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
   int64_t j = 0;
-  for (; j + 32 <= n_pad; j += 32) {
-    const __m512 p0 = vf_exp(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
-    const __m512 p1 = vf_exp(_mm512_sub_ps(_mm512_loadu_ps(s + j + 16), vm));
+  for (; j + 32 <= lim; j += 32) {
+    const __m512 p0 = vf_exp(_mm512_fmadd_ps(_mm512_loadu_ps(s + j), vc, vm));
+    const __m512 p1 = vf_exp(_mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), vc, vm));
     sum0 = _mm512_add_ps(sum0, p0), sum1 = _mm512_add_ps(sum1, p1);
     _mm512_storeu_si512(pb + j, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
   }
-  if (j < n_pad) {
-    const __m512 p0 = vf_exp(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+  for (; j < lim; j += 16) {  // one or two vectors, the last one masked at lim
+    const __mmask16 k = (__mmask16)(lim - j >= 16 ? 0xffffu : (1u << (lim - j)) - 1u);
+    const __m512 x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, s + j), vc, vm);
+    const __m512 p0 = _mm512_maskz_mov_ps(k, vf_exp(x));
     sum0 = _mm512_add_ps(sum0, p0);
     _mm256_storeu_si256((__m256i *)(pb + j), (__m256i)_mm512_cvtneps_pbh(p0));
   }
+  for (; j < n_pad; j += 16) _mm256_storeu_si256((__m256i *)(pb + j), _mm256_setzero_si256());
   *l = alpha * *l + _mm512_reduce_add_ps(_mm512_add_ps(sum0, sum1));
   *m = m_new;
   return alpha;

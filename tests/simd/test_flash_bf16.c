@@ -13,7 +13,8 @@
 //   • bitwise the same output for 1 and 2 threads; nothing written past O;
 //   • the bf16 path really ran: somewhere the output differs from flash__avx512 in F32 on
 //     the same rounded inputs (that one does not round p);
-//   • F32 mode is flash__avx512's, bitwise.
+//   • F32 mode is flash__avx512's, bitwise;
+//   • the checker (kernels/check: the BF16 mode's reference and tolerance) passes it too.
 // Exit 77 when the CPU lacks AVX512_BF16.
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "check/check.h"
 #include "core/convert.h"
 #include "test_util.h"
 
@@ -103,7 +105,9 @@ static double compare(const attn_problem *p, const float *qr, const float *kr, c
 typedef struct shape {
   int64_t b, h, kvh, sq, skv, dqk, dv;
   bool causal;
-  float amp;  // Q and K amplitude: larger = peakier softmax
+  float amp;       // Q and K amplitude: larger = peakier softmax
+  bool set_scale;  // scale below instead of 1/sqrt(dqk)
+  float scale;
 } shape;
 
 static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shape *c,
@@ -111,6 +115,7 @@ static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shap
   attn_problem p = attn_problem_make(c->b, c->h, c->kvh, c->sq, c->skv, c->dqk, c->dv, c->causal);
   p.kv_dtype = t;
   p.compute = ATTN_COMPUTE_BF16;
+  if (c->set_scale) p.scale = c->scale;
   char err[256], what[200];
   snprintf(what, sizeof what, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld/%lld %s %s", (long long)c->b,
            (long long)c->h, (long long)c->kvh, (long long)c->sq, (long long)c->skv,
@@ -151,8 +156,19 @@ static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shap
     worst = r > worst ? r : worst;
   }
   EXPECT(memcmp(o[0], o[1], no * sizeof(float)) == 0, "%s: 1 and 2 threads differ", what);
+  // The checker's own verdict: its reference rounds the inputs as the mode says.
+  attn_check_prepared *pc = attn_check_prepare_convert(&p, q, kf, vf, err, sizeof err);
+  EXPECT(pc != NULL, "%s: cannot prepare the check: %s", what, err);
+  if (pc) {
+    attn_check_result cr;
+    const attn_exec ex2 = {.threads = 2};
+    EXPECT(attn_check_kernel(k, pc, &ex2, &cr) && !cr.fallback, "%s: checker: %s", what,
+           cr.message);
+    attn_check_prepared_free(pc);
+  }
   // The same rounded problem in F32 mode on flash__avx512: p is not rounded there.
   attn_problem p32 = attn_problem_make(c->b, c->h, c->kvh, c->sq, c->skv, c->dqk, c->dv, c->causal);
+  p32.scale = p.scale;
   const attn_exec ex1 = {.threads = 1};
   if (attn_kernel_call(f32k, &p32, &ex1, qr, kr, vr, o[2], err, sizeof err) == ATTN_OK &&
       memcmp(o[0], o[2], no * sizeof(float)) != 0)
@@ -191,16 +207,18 @@ int main(int argc, char **argv) {
   }
   EXPECT((k->caps & ATTN_CAP_COMPUTE_BF16) != 0, "flash__avx512bf16 lacks ATTN_CAP_COMPUTE_BF16");
   static const shape kShapes[] = {
-      {1, 1, 1, 1, 1, 1, 1, false, 1.0f},        // the smallest problem
-      {1, 2, 1, 7, 13, 3, 5, true, 1.0f},        // odd dims, GQA, cross, causal
-      {1, 4, 2, 33, 47, 17, 31, false, 2.0f},    // odd head_dim, tails everywhere
-      {2, 3, 3, 50, 50, 64, 64, true, 1.0f},     // row block + 2, causal diagonal
-      {1, 8, 2, 1, 300, 128, 128, false, 1.0f},  // GQA decode (split-KV)
-      {1, 2, 2, 100, 77, 80, 48, true, 1.0f},    // seq_q > seq_kv: rows that see nothing
-      {1, 1, 1, 130, 530, 65, 64, true, 3.0f},   // several K/V tiles, peaky softmax
-      {1, 4, 1, 9, 1000, 64, 64, false, 1.0f},   // MQA, 9 rows per task
-      {1, 2, 1, 96, 96, 128, 100, true, 1.0f},   // two row blocks, dv not whole vectors
-      {1, 1, 1, 8, 48, 32, 96, false, 1.0f},     // exactly one register tile
+      {1, 1, 1, 1, 1, 1, 1, false, 1.0f, false, 0.0f},        // the smallest problem
+      {1, 2, 1, 7, 13, 3, 5, true, 1.0f, false, 0.0f},        // odd dims, GQA, cross, causal
+      {1, 4, 2, 33, 47, 17, 31, false, 2.0f, false, 0.0f},    // odd head_dim, tails everywhere
+      {2, 3, 3, 50, 50, 64, 64, true, 1.0f, false, 0.0f},     // row block + 2, causal diagonal
+      {1, 8, 2, 1, 300, 128, 128, false, 1.0f, false, 0.0f},  // GQA decode (split-KV)
+      {1, 2, 2, 100, 77, 80, 48, true, 1.0f, false, 0.0f},  // seq_q > seq_kv: rows that see nothing
+      {1, 1, 1, 130, 530, 65, 64, true, 3.0f, false, 0.0f},  // several K/V tiles, peaky softmax
+      {1, 4, 1, 9, 1000, 64, 64, false, 1.0f, false, 0.0f},  // MQA, 9 rows per task
+      {1, 2, 1, 96, 96, 128, 100, true, 1.0f, false, 0.0f},  // two row blocks, dv not whole vectors
+      {1, 1, 1, 8, 48, 32, 96, false, 1.0f, false, 0.0f},    // exactly one register tile
+      {1, 2, 1, 40, 70, 33, 20, true, 2.0f, true, -0.3f},    // negative scale: sign in Q̂
+      {1, 2, 2, 20, 50, 16, 16, true, 1.0f, true, 0.0f},     // scale 0: uniform weights
   };
   const attn_dtype types[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16, ATTN_DTYPE_Q8_0};
   double worst = 0.0;

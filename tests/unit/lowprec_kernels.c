@@ -108,11 +108,11 @@ static int lp_run(lp_variant var, const attn_problem *p, const float *q, const v
   return ATTN_OK;
 }
 
-#define LP_ENTRY(fn, var)                                                                   \
+#define LP_ENTRY(fn, var)                                                                    \
   static int fn(const attn_problem *p, const attn_exec *exec, const float *q, const void *k, \
-                const void *v, float *o, void *ws) {                                        \
-    (void)exec;                                                                             \
-    return lp_run(var, p, q, k, v, o, ws);                                                  \
+                const void *v, float *o, void *ws) {                                         \
+    (void)exec;                                                                              \
+    return lp_run(var, p, q, k, v, o, ws);                                                   \
   }
 LP_ENTRY(lp_honest_run, HONEST)
 LP_ENTRY(lp_p_f16_run, P_F16)

@@ -101,10 +101,12 @@ static void fill(float *x, size_t n, uint64_t seed) {
 }
 
 static void test_portable_path(void) {
-  const attn_kernel probe = {.name = "probe", .summary = "x", .caps = ATTN_CAP_ALL_SHAPES,
-                             .run = probe_run};
-  const attn_kernel probe_q8 = {.name = "probe_q8", .summary = "x",
-                                .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_Q8_0, .run = probe_run};
+  const attn_kernel probe = {
+      .name = "probe", .summary = "x", .caps = ATTN_CAP_ALL_SHAPES, .run = probe_run};
+  const attn_kernel probe_q8 = {.name = "probe_q8",
+                                .summary = "x",
+                                .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_Q8_0,
+                                .run = probe_run};
   attn_problem p = attn_problem_make(1, 2, 1, 3, 5, 64, 32, false);
   float q[384], k32[320], v32[160], o[192], want[384];
   fill(q, 384, 1), fill(k32, 320, 2), fill(v32, 160, 3);
@@ -154,7 +156,8 @@ static void test_portable_path(void) {
   EXPECT(!memcmp(g_q, want, sizeof want), "int8: Q quantized and dequantized per 32-block");
   EXPECT(attn_kernel_workspace(&probe_q8, &p, NULL) == qb, "int8 workspace: Q only");
   // a kernel with the mode's cap gets the inputs untouched
-  const attn_kernel probe_bf16 = {.name = "probe_bf16", .summary = "x",
+  const attn_kernel probe_bf16 = {.name = "probe_bf16",
+                                  .summary = "x",
                                   .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_COMPUTE_BF16,
                                   .run = probe_run};
   p = attn_problem_make(1, 2, 1, 3, 5, 64, 32, false);
@@ -345,9 +348,10 @@ static void test_matrix(void) {
     }
     attn_check_prepared_free(pc);
   }
-  printf("  %d compute-mode cases: honest %d pass; p_f16 %d fail, acc_bf16 %d fail, "
-         "q_block64 %d fail\n",
-         modes, passes[0], fails[1], fails[2], fails[3]);
+  printf(
+      "  %d compute-mode cases: honest %d pass; p_f16 %d fail, acc_bf16 %d fail, "
+      "q_block64 %d fail\n",
+      modes, passes[0], fails[1], fails[2], fails[3]);
   EXPECT(modes >= 20, "the matrix has compute-mode cases (%d)", modes);
   EXPECT(fails[2] > 0 && fails[3] > 0, "the matrix catches bf16 accumulation and Q blocks");
   free(cases);
