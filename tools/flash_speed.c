@@ -30,16 +30,37 @@
 // alignment — to measure what unaligned inputs cost.
 // --regtile N runs register-tile variant N of each kernel (attn_exec.regtile; `attnbench list`
 // shows them, rt=); an index the kernel does not have is an error (the warm-up call says why).
+// --compute f32,bf16,f16,int8 (a list; default f32) sets attn_problem.compute: each K/V type
+// runs in each mode, all alternated per rep as the types are ("vs first" is a ratio under the
+// same load). A kernel without the mode's ATTN_CAP_COMPUTE_* bit runs as attn_kernel_run
+// sends it. E.g. flash__avx512bf16 in f32 (flash__avx512's path) against bf16:
+//   flash_speed --kernel flash__avx512bf16 --threads 2 --seq 2048 --d 128 --compute f32,bf16
+// --unit-peaks (x86-64 with AVX-512) first measures, per --threads value, the float32 FMA
+// peak (vfmadd231ps zmm, 32 flops) and, with AVX512_BF16, the bf16 dot-product peak
+// (vdpbf16ps zmm, 64 flops: 32 pair products and adds), 12 independent accumulators per
+// thread, best of 5 rounds: the denominators of "% of the unit's peak".
 #include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "attn.h"
 #include "core/convert.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include "machine/peak/bandwidth.h"
+
+// CPU seconds of the process (every thread) or of the calling thread: unlike wall time,
+// not stretched by other processes' use of the cores.
+static double cpu_seconds(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -97,7 +118,29 @@ typedef struct speed_args {
   attn_options opt;
   attn_dtype dts[ATTN_DTYPE_COUNT];
   int ndt;
+  attn_compute cms[ATTN_COMPUTE_COUNT];
+  int ncm, unit_peaks;
 } speed_args;
+
+static const char *const kComputeNames[ATTN_COMPUTE_COUNT] = {"f32", "bf16", "f16", "int8"};
+
+// --compute's list into a->cms; false after a message.
+static bool parse_computes(const char *v, speed_args *a) {
+  a->ncm = 0;
+  for (const char *s = v; *s;) {
+    const size_t len = strcspn(s, ",");
+    int found = -1;
+    for (int c = 0; c < ATTN_COMPUTE_COUNT; c++)
+      if (strlen(kComputeNames[c]) == len && !strncmp(s, kComputeNames[c], len)) found = c;
+    if (found < 0 || a->ncm == ATTN_COMPUTE_COUNT) {
+      fprintf(stderr, "flash_speed: --compute: '%s' is not a list of f32, bf16, f16, int8\n", v);
+      return false;
+    }
+    a->cms[a->ncm++] = (attn_compute)found;
+    s += len + (s[len] == ',');
+  }
+  return a->ncm > 0;
+}
 
 // --kv-dtype's list into a->dts; false after a message.
 static bool parse_dtypes(const char *v, speed_args *a) {
@@ -126,7 +169,9 @@ static int parse_args(int argc, char **argv, speed_args *a) {
                     .seq = 2048,
                     .d = 64,
                     .dts = {ATTN_DTYPE_F32},
-                    .ndt = 1};
+                    .ndt = 1,
+                    .cms = {ATTN_COMPUTE_F32},
+                    .ncm = 1};
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -140,6 +185,8 @@ static int parse_args(int argc, char **argv, speed_args *a) {
       a->want_sinks = true;
     else if (!strcmp(o, "--lse"))
       a->want_lse = true;
+    else if (!strcmp(o, "--unit-peaks"))
+      a->unit_peaks = 1;
     else if (!v) {
       fprintf(stderr, "flash_speed: %s needs a value\n", o);
       return 2;
@@ -175,6 +222,9 @@ static int parse_args(int argc, char **argv, speed_args *a) {
     else if (!strcmp(o, "--kv-dtype")) {
       if (!parse_dtypes(v, a)) return 2;
       i++;
+    } else if (!strcmp(o, "--compute")) {
+      if (!parse_computes(v, a)) return 2;
+      i++;
     } else if (!strcmp(o, "--tile-kv"))
       a->base.tile_kv = (int)number(o, v, 0, 1 << 20), i++;
     else if (!strcmp(o, "--regtile"))
@@ -201,7 +251,7 @@ static int parse_args(int argc, char **argv, speed_args *a) {
 
 // The variants timed alternately: each K/V type, plain and (--ab) with the options; without
 // --ab every variant has the options (if any were given). pv[x] stores K/V as dts[vdt[x]].
-enum { kMaxVariants = 2 * ATTN_DTYPE_COUNT, kMaxCopies = 64 };
+enum { kMaxVariants = 2 * ATTN_DTYPE_COUNT * ATTN_COMPUTE_COUNT, kMaxCopies = 64 };
 typedef struct speed_variants {
   attn_problem pv[kMaxVariants];
   int vdt[kMaxVariants], nv;
@@ -274,8 +324,9 @@ static void print_header(const speed_args *a, const speed_variants *vs, const at
   if (a->offset) printf(", inputs %d bytes past 64-byte boundaries", a->offset);
   if (vs->nv > 1) printf(", variants timed alternately");
   printf("\n");
-  printf("%-16s %-5s %-4s %3s %10s %10s %9s %9s %8s %10s %10s\n", "kernel", "kv", "opts", "T",
-         "median ms", "min ms", "GFLOP/s", "KV GB/s", "vs first", "RSS MiB", "in+out MiB");
+  printf("%-18s %-5s %-5s %-4s %3s %10s %10s %9s %9s %9s %9s %8s %10s %10s\n", "kernel", "kv",
+         "mode", "opts", "T", "median ms", "min ms", "cpu ms", "GFLOP/s", "cpuGFLOP/s", "KV GB/s",
+         "vs first", "RSS MiB", "in+out MiB");
 }
 
 // Times every variant of kr at `threads` threads (0: OpenMP's default) and prints one row
@@ -285,7 +336,7 @@ static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
   const int nv = vs->nv, reps = a->reps, rotate = a->rotate;
   attn_exec ex = a->base;
   ex.threads = threads;
-  static double t[kMaxVariants][1000];
+  static double t[kMaxVariants][1000], cpu[kMaxVariants][1000];
   void *ws[kMaxVariants] = {NULL};
   bool fb[kMaxVariants] = {false};
   char err[256];
@@ -315,10 +366,11 @@ static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
     for (int y = 0; y < nv; y++) {
       const int x = (y + r) % nv;  // the order rotates: no variant always runs first
       const int di = vs->vdt[x];
-      const double t0 = omp_get_wtime();
+      const double t0 = omp_get_wtime(), c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
       attn_kernel_run(kr, &vs->pv[x], &ex, in->qs[c], in->ks[di][c], in->vs[di][c], in->os[c],
                       ws[x], &fb[x]);
       t[x][r] = omp_get_wtime() - t0;
+      cpu[x][r] = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
     }
   }
   double med0 = 0.0;
@@ -327,18 +379,97 @@ static int time_kernel(const attn_kernel *kr, int threads, const speed_args *a,
     const attn_problem *pv = &vs->pv[x];
     free(ws[x]);
     qsort(t[x], (size_t)reps, sizeof(double), cmp_double);
+    qsort(cpu[x], (size_t)reps, sizeof(double), cmp_double);
     const double med = t[x][reps / 2];
+    const int nt = threads ? threads : omp_get_max_threads();
     if (x == 0) med0 = med;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("%-16s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n", kr->name,
-           attn_dtype_name(a->dts[di]), pv->opts && attn_problem_options_used(pv) ? "B" : "-",
-           threads ? threads : omp_get_max_threads(), med * 1e3, t[x][0] * 1e3,
-           attn_flops(pv) / med / 1e9, in->kv_bytes[di] / med / 1e9, med0 / med,
+    printf("%-18s %-5s %-5s %-4s %3d %10.3f %10.3f %9.1f %9.1f %9.1f %9.1f %8.3f %10.1f %10.1f%s\n",
+           kr->name, attn_dtype_name(a->dts[di]), kComputeNames[pv->compute],
+           pv->opts && attn_problem_options_used(pv) ? "B" : "-", nt, med * 1e3, t[x][0] * 1e3,
+           cpu[x][reps / 2] * 1e3, attn_flops(pv) / med / 1e9,
+           attn_flops(pv) / (cpu[x][reps / 2] / nt) / 1e9, in->kv_bytes[di] / med / 1e9, med0 / med,
            (double)ru.ru_maxrss / 1024.0, io_mib + in->kv_bytes[di] / 1048576.0,
            fb[x] ? "  (portable fallback)" : "");
   }
   return 0;
+}
+
+// ── Unit peaks: 12 independent accumulators per thread, `iters` steps ─────────────────
+#if defined(__x86_64__)
+enum { kPeakAcc = 12 };
+__attribute__((target("avx512f"))) static double peak_fma(long iters, const float *in) {
+  __m512 acc[kPeakAcc];
+  const __m512 a = _mm512_loadu_ps(in), b = _mm512_loadu_ps(in + 16);
+  for (int i = 0; i < kPeakAcc; i++) acc[i] = _mm512_set1_ps((float)i);
+  for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+    for (int i = 0; i < kPeakAcc; i++) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
+  float sum = 0.0f;
+  for (int i = 0; i < kPeakAcc; i++) sum += _mm512_reduce_add_ps(acc[i]);
+  return (double)sum;
+}
+__attribute__((target("avx512f,avx512bf16"))) static double peak_bf16(long iters, const float *in) {
+  __m512 acc[kPeakAcc];
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(in), _mm512_loadu_ps(in + 16));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(in + 16), _mm512_loadu_ps(in));
+  for (int i = 0; i < kPeakAcc; i++) acc[i] = _mm512_set1_ps((float)i);
+  for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+    for (int i = 0; i < kPeakAcc; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  float sum = 0.0f;
+  for (int i = 0; i < kPeakAcc; i++) sum += _mm512_reduce_add_ps(acc[i]);
+  return (double)sum;
+}
+// GFLOP/s of `threads` threads running the FMA or bf16 loop (flops per instruction), best
+// of 5 rounds: by wall time (*wall), and as the sum over threads of each one's flops per
+// second of its own CPU time (returned; what the threads reach while on a core, which
+// other load does not lower — the denominator for flash_speed's cpuGFLOP/s).
+static double peak_rate(int threads, int bf16, double flops, double *wall) {
+  static float in[32];
+  for (int i = 0; i < 32; i++) in[i] = 1e-3f * (float)(i + 1);
+  const long iters = 20000000 / kPeakAcc;
+  const double per_thread = flops * kPeakAcc * (double)iters;
+  double best = 0.0, best_cpu = 0.0, sink = 0.0;
+  for (int round = 0; round < 5; round++) {
+    double cpu_rate = 0.0;
+    const double t0 = omp_get_wtime();
+#pragma omp parallel num_threads(threads) reduction(+ : sink, cpu_rate)
+    {
+      const double c0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+      sink += bf16 ? peak_bf16(iters, in) : peak_fma(iters, in);
+      cpu_rate += per_thread / (cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e9;
+    }
+    const double rate = per_thread * threads / (omp_get_wtime() - t0) / 1e9;
+    best = rate > best ? rate : best;
+    best_cpu = cpu_rate > best_cpu ? cpu_rate : best_cpu;
+  }
+  *wall = sink == 12345.0 ? 0.0 : best;  // sink read: the loops are not dead code
+  return best_cpu;
+}
+#endif
+
+static void print_unit_peaks(int threads) {
+  const int t = threads ? threads : omp_get_max_threads();
+#if defined(__x86_64__)
+  const uint32_t isa = attn_cpu_features();
+  if (!(isa & ATTN_ISA_AVX512F)) {
+    printf("unit peaks: needs avx512f\n");
+    return;
+  }
+  double wall;
+  const double fma = peak_rate(t, 0, 32.0, &wall);
+  printf("unit peaks, %d threads (wall / per CPU-second): vfmadd231ps zmm %.1f / %.1f GFLOP/s", t,
+         wall, fma);
+  if (isa & ATTN_ISA_AVX512BF16) {
+    const double bf = peak_rate(t, 1, 64.0, &wall);
+    printf(", vdpbf16ps zmm %.1f / %.1f GFLOP/s\n", wall, bf);
+  } else
+    printf(", vdpbf16ps: needs avx512bf16\n");
+#else
+  printf("unit peaks (%d threads): x86-64 only\n", t);
+#endif
 }
 
 int main(int argc, char **argv) {
@@ -353,6 +484,9 @@ int main(int argc, char **argv) {
              b.median_gbs, b.threads, b.bytes >> 20, b.ok ? "verified" : "SUM MISMATCH");
   }
 
+  if (a.unit_peaks)
+    for (int ti = 0; ti < a.nthreads; ti++) print_unit_peaks(a.threads[ti]);
+
   attn_problem p =
       attn_problem_make(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq, a.d, a.d, a.causal);
   float *sinks = malloc((size_t)a.heads * sizeof(float));
@@ -366,12 +500,14 @@ int main(int argc, char **argv) {
   if (a.want_lse) a.opt.lse = lse;
   static speed_variants vs;
   for (int di = 0; di < a.ndt; di++)
-    for (int b = 0; b < (a.ab ? 2 : 1); b++) {
-      vs.pv[vs.nv] = p;
-      vs.pv[vs.nv].kv_dtype = a.dts[di];
-      vs.pv[vs.nv].opts = !a.ab || b ? &a.opt : NULL;
-      vs.vdt[vs.nv++] = di;
-    }
+    for (int ci = 0; ci < a.ncm; ci++)
+      for (int b = 0; b < (a.ab ? 2 : 1); b++) {
+        vs.pv[vs.nv] = p;
+        vs.pv[vs.nv].kv_dtype = a.dts[di];
+        vs.pv[vs.nv].compute = a.cms[ci];
+        vs.pv[vs.nv].opts = !a.ab || b ? &a.opt : NULL;
+        vs.vdt[vs.nv++] = di;
+      }
   char err[256];
   for (int x = 0; x < vs.nv; x++) {
     if (!attn_problem_validate(&vs.pv[x], err, sizeof err)) {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The flash kernels compute every attention option natively:
 //   1. every flash kernel this CPU runs declares ATTN_CAP_OPT_ALL, and on every case it
-//      is native: attn_kernel_run reports no fallback;
+//      is native: attn_kernel_run reports no fallback (the low-precision flash kernels,
+//      with an ATTN_CAP_COMPUTE_* bit, leave options to the portable path: skipped,
+//      docs/low-precision-kernels.md);
 //   2. every option case of the check matrix, plus cases built from the kernel record's
 //      tiles (window 1, tile − 1, tile, tile + 1, 2·tile + 1, more than seq_kv, with the
 //      key tile forced to the register tile and at the default; both alignments with
@@ -243,6 +245,10 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < attn_kernel_count(); i++) {
     const attn_kernel *k = attn_kernel_at(i);
     if (strncmp(k->name, "flash__", 7) != 0 || !attn_kernel_available(k, NULL, 0)) continue;
+    if ((k->caps & ATTN_CAP_COMPUTE_ALL) && !(k->caps & ATTN_CAP_OPT_ALL)) {
+      printf("%s: skipped (low-precision kernel; options run on the portable path)\n", k->name);
+      continue;
+    }
     kernels++;
     EXPECT((k->caps & ATTN_CAP_OPT_ALL) == ATTN_CAP_OPT_ALL, "%s lacks option caps %#x", k->name,
            k->caps);
