@@ -210,17 +210,19 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.problem = attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq, dqk, dv,
                                    s->causal.v[ic] != 0);
     pt.opts = config_option_combination(s, io);
+    pt.problem.kv_dtype = s->kv_dtypes[ikd];
     char why[160];
     attn_options checked_opts;  // the values only: validated with the problem, not kept
     attn_bench_opts_apply(&pt.opts, &checked_opts);
     attn_problem checked = pt.problem;
     checked.opts = &checked_opts;
-    if (!attn_problem_validate(&checked, why, sizeof why))
-      return config_fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
-    pt.problem.kv_dtype = s->kv_dtypes[ikd];  // e.g. q8_0 with a head dim not a multiple of 32
-    if (!attn_problem_validate(&pt.problem, why, sizeof why))
-      return config_fail(c, config_line_of(c, s->name, "kv_dtype") ? config_line_of(c, s->name, "kv_dtype") : sec,
-                  "[%s]: invalid point: %s", s->name, why), false;
+    // Each field by the problem's rule; the message names the line of the key that set it
+    // (e.g. kv_dtype q8_0 with a head dim not a multiple of 32), else the section's.
+    for (int f = 0; f < ATTN_FIELD_COUNT; f++) {
+      if (attn_problem_check_field(&checked, (attn_field)f, why, sizeof why)) continue;
+      const int line = config_line_of(c, s->name, attn_field_name((attn_field)f));
+      return config_fail(c, line ? line : sec, "[%s]: invalid point: %s", s->name, why), false;
+    }
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     pt.threads_default = t == 0;
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
