@@ -100,14 +100,13 @@ static inline attn_head_opts attn_head_opts_of(const attn_problem *p, int64_t b,
   return ho;
 }
 
-// What query head h of batch b reads and writes: its Q and O blocks, the K/V head
-// attn_kv_head_of(p, h) of p->kv_dtype rows, and its options. The one place the kernels
-// that walk (b, h) one head at a time find them.
+// What query head h of batch b reads and writes: its Q and O blocks and the K/V head
+// attn_kv_head_of(p, h) of p->kv_dtype rows (its options: attn_head_opts_of). The one
+// place the kernels that walk (b, h) one head at a time find them.
 typedef struct attn_head_view {
   const float *q;     // [seq_q][head_dim_qk]
   const void *k, *v;  // [seq_kv] rows of head_dim_qk, head_dim_v elements (p->kv_dtype)
   float *o;           // [seq_q][head_dim_v]
-  attn_head_opts opts;
 } attn_head_view;
 
 static inline attn_head_view attn_head_at(const attn_problem *p, const float *q, const void *k,
@@ -116,8 +115,7 @@ static inline attn_head_view attn_head_at(const attn_problem *p, const float *q,
   return (attn_head_view){.q = attn_q_head(p, q, b, h),
                           .k = attn_kv_head(p, k, b, g, p->head_dim_qk),
                           .v = attn_kv_head(p, v, b, g, p->head_dim_v),
-                          .o = attn_o_head(p, o, b, h),
-                          .opts = attn_head_opts_of(p, b, h)};
+                          .o = attn_o_head(p, o, b, h)};
 }
 
 // The final float32 score of (row i, key j) from the scaled dot product s: softcap,

@@ -67,7 +67,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
     for (int64_t h = 0; h < p->heads; h++) {
       const attn_head_view hd = attn_head_at(p, q, k, v, o, b, h);
       const char *kh = hd.k, *vh = hd.v;  // K/V rows by their byte size
-      const attn_head_opts ho = hd.opts;
+      const attn_head_opts ho = attn_head_opts_of(p, b, h);
       for (int64_t i0 = 0; i0 < p->seq_q; i0 += TQ) {
         const int64_t nq = (p->seq_q - i0 < TQ) ? p->seq_q - i0 : TQ;
         for (int64_t r = 0; r < nq; r++) {

@@ -33,7 +33,7 @@ static int naive_run(const attn_problem *p, const attn_exec *exec, const float *
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads; h++) {
       const attn_head_view hd = attn_head_at(p, q, k, v, o, b, h);
-      const attn_head_opts ho = hd.opts;
+      const attn_head_opts ho = attn_head_opts_of(p, b, h);
       for (int64_t i = 0; i < p->seq_q; i++) {
         int64_t lo, hi;
         attn_row_keys(p, i, &lo, &hi);

@@ -47,7 +47,7 @@ static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
   double *acc = s + p->seq_kv;
   const attn_head_view hd = attn_head_at(p, q, k, v, o, b, h);
-  const attn_head_opts ho = hd.opts;
+  const attn_head_opts ho = attn_head_opts_of(p, b, h);
   const float *mrow = ho.mask;
   int64_t lo, hi;
   attn_row_keys(p, i, &lo, &hi);
