@@ -210,8 +210,8 @@ static bool convert_kv(attn_check_prepared *pc, char *err, size_t err_len) {
 
 // Reference output, the tolerance, and what stops a case from being conclusive.
 static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
-  const attn_problem pf = attn_check_f32_view(&pc->p);
-  if (attn_inputs_check(&pf, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
+  const attn_problem pf = attn_check_f32_view(&pc->p);  // validated by prepare_common
+  if (attn_inputs_domain(&pf, pc->q, pc->k, pc->v, pc->domain, sizeof pc->domain) == ATTN_OK)
     pc->domain[0] = '\0';
   return run_reference(pc, err, err_len) && attn_check_tolerances(pc, err, err_len) &&
          storage_error(pc, err, err_len);
