@@ -165,14 +165,16 @@ static bool check_kv_dtype(const attn_problem *p, char *err, size_t err_len) {
   return true;
 }
 
-static bool check_align(const attn_options *o, char *err, size_t err_len) {
+static bool check_align(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
   if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT)
     return fail(err, err_len, "align must be bottom-right (0) or top-left (1) (got %d)",
                 (int)o->align);
   return true;
 }
 
-static bool check_window(const attn_options *o, char *err, size_t err_len) {
+static bool check_window(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
   if (!o->window) return true;
   if (o->window_left < 0 && o->window_left != ATTN_WINDOW_UNBOUNDED)
     return fail(err, err_len, "window left must be >= 0 or unbounded (got %lld)",
@@ -188,7 +190,8 @@ static bool check_window(const attn_options *o, char *err, size_t err_len) {
 // 0). Above ATTN_SOFTCAP_MAX a score small enough that s·(1/c) flushes (|s| < c·2^-126)
 // would lose more than 2^-62 of itself; within [FLT_MIN, 2^64] c, 1/c and the loss
 // are harmless, and kernels and the reference read the same c.
-static bool check_softcap(const attn_options *o, char *err, size_t err_len) {
+static bool check_softcap(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
   if (float_subnormal(o->softcap) ||
       !(o->softcap == 0.0f ||
         (o->softcap >= ATTN_SOFTCAP_MIN && o->softcap <= (float)ATTN_SOFTCAP_MAX)))
@@ -200,7 +203,8 @@ static bool check_softcap(const attn_options *o, char *err, size_t err_len) {
 // alibi max_bias: the smallest slope of the rule is 2^-max_bias (head n−1), so up to
 // 126 every slope is a normal float32; a subnormal max_bias reads as 0 (off) in
 // kernels while the reference derives slopes of 1 from it.
-static bool check_alibi(const attn_options *o, char *err, size_t err_len) {
+static bool check_alibi(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
   if (float_subnormal(o->alibi_max_bias) ||
       !(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
                                       o->alibi_max_bias <= ATTN_ALIBI_MAX_BIAS_MAX)))
@@ -221,52 +225,35 @@ static bool check_mask(const attn_problem *p, char *err, size_t err_len) {
   return true;
 }
 
+// The fields in attn_field order: the name, the check, and whether the field is one of
+// p->opts (such a check passes without options).
+static const struct {
+  const char *name;
+  bool (*check)(const attn_problem *p, char *err, size_t err_len);
+  bool option;
+} kFields[ATTN_FIELD_COUNT] = {
+    [ATTN_FIELD_SIZES] = {"sizes", check_sizes, false},
+    [ATTN_FIELD_HEADS] = {"heads", check_heads, false},
+    [ATTN_FIELD_SCALE] = {"scale", check_scale, false},
+    [ATTN_FIELD_KV_DTYPE] = {"kv_dtype", check_kv_dtype, false},
+    [ATTN_FIELD_ALIGN] = {"align", check_align, true},
+    [ATTN_FIELD_WINDOW] = {"window", check_window, true},
+    [ATTN_FIELD_SOFTCAP] = {"softcap", check_softcap, true},
+    [ATTN_FIELD_ALIBI] = {"alibi", check_alibi, true},
+    [ATTN_FIELD_MASK] = {"mask", check_mask, true},
+};
+
 bool attn_problem_check_field(const attn_problem *p, attn_field field, char *err, size_t err_len) {
   if (!p) return fail(err, err_len, "problem is NULL");
-  bool ok = true;
-  switch (field) {
-    case ATTN_FIELD_SIZES:
-      ok = check_sizes(p, err, err_len);
-      break;
-    case ATTN_FIELD_HEADS:
-      ok = check_heads(p, err, err_len);
-      break;
-    case ATTN_FIELD_SCALE:
-      ok = check_scale(p, err, err_len);
-      break;
-    case ATTN_FIELD_KV_DTYPE:
-      ok = check_kv_dtype(p, err, err_len);
-      break;
-    case ATTN_FIELD_ALIGN:
-      ok = !p->opts || check_align(p->opts, err, err_len);
-      break;
-    case ATTN_FIELD_WINDOW:
-      ok = !p->opts || check_window(p->opts, err, err_len);
-      break;
-    case ATTN_FIELD_SOFTCAP:
-      ok = !p->opts || check_softcap(p->opts, err, err_len);
-      break;
-    case ATTN_FIELD_ALIBI:
-      ok = !p->opts || check_alibi(p->opts, err, err_len);
-      break;
-    case ATTN_FIELD_MASK:
-      ok = !p->opts || check_mask(p, err, err_len);
-      break;
-    default:
-      return fail(err, err_len, "field %d is not an attn_field", (int)field);
-  }
+  if ((unsigned)field >= ATTN_FIELD_COUNT)
+    return fail(err, err_len, "field %d is not an attn_field", (int)field);
+  const bool ok = (kFields[field].option && !p->opts) || kFields[field].check(p, err, err_len);
   if (ok && err && err_len) err[0] = '\0';
   return ok;
 }
 
 const char *attn_field_name(attn_field field) {
-  static const char *const names[ATTN_FIELD_COUNT] = {
-      [ATTN_FIELD_SIZES] = "sizes",     [ATTN_FIELD_HEADS] = "heads",
-      [ATTN_FIELD_SCALE] = "scale",     [ATTN_FIELD_KV_DTYPE] = "kv_dtype",
-      [ATTN_FIELD_ALIGN] = "align",     [ATTN_FIELD_WINDOW] = "window",
-      [ATTN_FIELD_SOFTCAP] = "softcap", [ATTN_FIELD_ALIBI] = "alibi",
-      [ATTN_FIELD_MASK] = "mask"};
-  return (unsigned)field < ATTN_FIELD_COUNT ? names[field] : "?";
+  return (unsigned)field < ATTN_FIELD_COUNT ? kFields[field].name : "?";
 }
 
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
