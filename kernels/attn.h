@@ -81,9 +81,15 @@
 //         O_i = Σ_j e^(s_ij − m) v_j / ( Σ_j e^(s_ij − m) + e^(sink_h − m) )
 //     over the keys j that row i *sees*, where the sink term is present only with sinks
 //     and m is any shift (kernels use the maximum of the row's scores and the sink).
-//   Alignment: off = seq_kv − seq_q (ATTN_ALIGN_BOTTOM_RIGHT, the default, as above) or
-//     off = 0 (ATTN_ALIGN_TOP_LEFT, PyTorch's is_causal). It places the diagonal of the
-//     causal mask, the window and the ALiBi distances; it matters only when seq_q ≠ seq_kv.
+//   Alignment: off = seq_kv − seq_q (ATTN_ALIGN_BOTTOM_RIGHT, the default, as above),
+//     off = 0 (ATTN_ALIGN_TOP_LEFT, PyTorch's is_causal) or off = diag_offset
+//     (ATTN_ALIGN_OFFSET). It places the diagonal of the causal mask, the window and the
+//     ALiBi distances. The explicit offset describes a chunk of a larger problem: query rows
+//     at global positions [qo, qo + seq_q) against keys at [ko, ko + seq_kv) of a problem
+//     whose own offset is OFF see exactly the keys (and ALiBi distances) the whole problem
+//     would with diag_offset = qo − ko + OFF (context parallelism, harness/mpi). With
+//     equal chunks (qo == ko, seq_q == seq_kv) the default alignment already says that.
+//     |diag_offset| ≤ ATTN_DIAG_OFFSET_MAX.
 //   Window (left, right), ATTN_WINDOW_UNBOUNDED (−1) for an unbounded side: row i sees key j
 //     iff  −left ≤ j − (i + off) ≤ right.  The causal flag is the window (∞, 0): with both,
 //     right becomes min(right, 0). Mistral is causal with left = 4095.
@@ -150,7 +156,12 @@ extern "C" {
 typedef enum attn_align {
   ATTN_ALIGN_BOTTOM_RIGHT = 0,  // off = seq_kv − seq_q (the default)
   ATTN_ALIGN_TOP_LEFT = 1,      // off = 0 (PyTorch's is_causal)
+  ATTN_ALIGN_OFFSET = 2,        // off = attn_options.diag_offset (a chunk of a larger problem)
 } attn_align;
+
+// The largest |attn_options.diag_offset| (2^60: every diagonal i + off stays far from
+// int64 overflow for any valid size).
+#define ATTN_DIAG_OFFSET_MAX (INT64_C(1) << 60)
 
 #define ATTN_WINDOW_UNBOUNDED (-1)  // a window side without limit
 
@@ -180,6 +191,8 @@ typedef struct attn_options {
   const float *mask;          // [seq_q][seq_kv] or [batch][heads][seq_q][seq_kv]; NULL = none
   bool mask_per_head;         // mask has the 4-D (batch, head) layout
   float *lse;                 // output [batch][heads][seq_q]; NULL = not wanted
+  int64_t diag_offset;        // off with ATTN_ALIGN_OFFSET, |off| <= ATTN_DIAG_OFFSET_MAX;
+                              // ignored by the other alignments
 } attn_options;
 
 // The element type of K and V (see "K/V element types"). Q and O are always float32.
@@ -237,13 +250,15 @@ typedef struct attn_problem {
 
 // Bits of the options a problem uses (ATTN_CAP_OPT_* values, 0 = a plain problem).
 // Alignment counts only when it changes something (top-left with causal or a window,
-// or ALiBi, and seq_q != seq_kv).
+// or ALiBi, and seq_q != seq_kv: ATTN_CAP_OPT_ALIGN; an explicit offset other than
+// seq_kv − seq_q with causal, a window or ALiBi: ATTN_CAP_OPT_OFFSET).
 uint32_t attn_problem_options_used(const attn_problem *p);
 
 // ALiBi slope of query head h (0 without ALiBi): the explicit array or the max_bias rule.
 float attn_alibi_slope(const attn_problem *p, int64_t h);
 
-// The offset off of the aligned diagonal: seq_kv − seq_q (bottom-right) or 0 (top-left).
+// The offset off of the aligned diagonal: seq_kv − seq_q (bottom-right), 0 (top-left) or
+// opts->diag_offset (ATTN_ALIGN_OFFSET).
 int64_t attn_diag_offset(const attn_problem *p);
 
 // A problem with the default scale 1/sqrt(head_dim_qk).
@@ -256,11 +271,12 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 // err != NULL). Rejects: sizes < 1, heads % kv_heads != 0, a scale that is non-finite or
 // subnormal, any tensor whose element or byte count overflows size_t, a kv_dtype outside
 // attn_dtype, Q8_0 with head_dim_qk or head_dim_v not a multiple of 32; and among the
-// options: an alignment other than the two, a window side < 0 other than
-// ATTN_WINDOW_UNBOUNDED, a softcap other than 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX],
-// an alibi_max_bias other than 0 or in [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX],
-// both alibi_max_bias and alibi_slopes, a mask tensor whose size overflows. (Array
-// contents are inputs: attn_inputs_check checks them.)
+// options: an alignment other than the three, |diag_offset| > ATTN_DIAG_OFFSET_MAX with
+// ATTN_ALIGN_OFFSET, a window side < 0 other than ATTN_WINDOW_UNBOUNDED, a softcap other
+// than 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an alibi_max_bias other than 0 or in
+// [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX], both alibi_max_bias and
+// alibi_slopes, a mask tensor whose size overflows. (Array contents are inputs:
+// attn_inputs_check checks them.)
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
 
 // The fields of a problem as attn_problem_validate checks them, one rule each, in the
@@ -273,7 +289,7 @@ typedef enum attn_field {
   ATTN_FIELD_HEADS,     // heads % kv_heads == 0
   ATTN_FIELD_SCALE,     // finite, not subnormal
   ATTN_FIELD_KV_DTYPE,  // an attn_dtype; Q8_0 with head dims that are multiples of 32
-  ATTN_FIELD_ALIGN,     // opts->align: one of the two alignments
+  ATTN_FIELD_ALIGN,     // opts->align: one of the three; diag_offset in range with OFFSET
   ATTN_FIELD_WINDOW,    // opts window sides: >= 0 or ATTN_WINDOW_UNBOUNDED
   ATTN_FIELD_SOFTCAP,   // opts->softcap: 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX]
   ATTN_FIELD_ALIBI,     // opts->alibi_max_bias: 0 or in range; not with alibi_slopes too
@@ -295,10 +311,10 @@ const char *attn_field_name(attn_field field);
 // scores and the V accumulation safely inside float32 (conditions 1–3 above); with options
 // also: ALiBi slopes and sinks finite, slopes 0 or normal (|slope| ≥ FLT_MIN: a subnormal
 // slope reads as 0 in a kernel, not in the reference), |sink| ≤ ATTN_SCORE_LIMIT,
-// |slope|·max(seq_q, seq_kv)·2 ≤ ATTN_SCORE_LIMIT, mask values finite or −inf with |finite| ≤
-// ATTN_SCORE_LIMIT (so every final score stays below 3·2^120, inside float32 with a 2^6 margin).
-// O(size of the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem or NULL
-// tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
+// |slope|·(2·max(seq_q, seq_kv) + |off|) ≤ ATTN_SCORE_LIMIT, mask values finite or −inf with
+// |finite| ≤ ATTN_SCORE_LIMIT (so every final score stays below 3·2^120, inside float32 with a 2^6
+// margin). O(size of the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem
+// or NULL tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
 // "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
 // K and V are p->kv_dtype tensors; the conditions apply to their stored values.
 int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
@@ -406,8 +422,10 @@ enum {
   ATTN_CAP_OPT_SINKS = 1u << 12,    // attention sinks
   ATTN_CAP_OPT_MASK = 1u << 13,     // additive mask (either layout)
   ATTN_CAP_OPT_LSE = 1u << 14,      // LSE output
+  ATTN_CAP_OPT_OFFSET = 1u << 15,   // explicit diagonal offset (ATTN_ALIGN_OFFSET)
   ATTN_CAP_OPT_ALL = ATTN_CAP_OPT_ALIGN | ATTN_CAP_OPT_WINDOW | ATTN_CAP_OPT_SOFTCAP |
-                     ATTN_CAP_OPT_ALIBI | ATTN_CAP_OPT_SINKS | ATTN_CAP_OPT_MASK | ATTN_CAP_OPT_LSE,
+                     ATTN_CAP_OPT_ALIBI | ATTN_CAP_OPT_SINKS | ATTN_CAP_OPT_MASK |
+                     ATTN_CAP_OPT_LSE | ATTN_CAP_OPT_OFFSET,
   // K/V element types the kernel's entry point reads natively (float32 always). Any other
   // type reaches it as a float32 copy of K and V (attn_kernel_run).
   ATTN_CAP_KV_F16 = 1u << 16,
@@ -606,6 +624,10 @@ uint32_t attn_cpu_features(void);
 // True if ATTNBENCH_ISA_MASK is unset, empty or well-formed (see above); otherwise false
 // and a one-line message naming the variable and its value in err.
 bool attn_isa_mask_check(char *err, size_t err_len);
+// Why a unit the CPU has is not among attn_cpu_features() (e.g. "amx-bf16: the kernel
+// refused tile data (arch_prctl(ARCH_REQ_XCOMP_PERM): ...)"); "" when nothing is held back.
+// On Linux x86, detection asks the OS for AMX tile state (ARCH_REQ_XCOMP_PERM) once.
+const char *attn_cpu_features_note(void);
 // Space-separated names of the bits in isa ("avx2 avx512f"); "none" for 0.
 const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len);
 

@@ -287,6 +287,35 @@ def peaks(context):
     return out
 
 
+def unit_peaks(context):
+    """{(unit, isa, threads): G ops/s} of the low-precision units from
+    peak_unit_gops_<unit>_<isa>_T<n> context entries (unit e.g. "bf16-dot", isa e.g.
+    "avx512bf16"; the FP32 FMA peaks are peaks())."""
+    out = {}
+    for k, v in context.items():
+        if k.startswith("peak_unit_gops_"):
+            name, _, t = k[len("peak_unit_gops_"):].rpartition("_T")
+            unit, _, isa = name.partition("_")
+            try:
+                x = float(v)
+                if math.isfinite(x) and unit and isa:
+                    out[(unit, isa, int(t))] = x
+            except (TypeError, ValueError):
+                pass
+    return out
+
+
+def peak_unit_names(context):
+    """{code: unit name} of the points' peak_unit counter, from the "peak_units" context
+    entry ("0 fp32-fma, 1 bf16-dot, ...")."""
+    out = {}
+    for part in str(context.get("peak_units", "")).split(","):
+        code, _, name = part.strip().partition(" ")
+        if code.isdigit() and name:
+            out[int(code)] = name
+    return out
+
+
 def bandwidths(context):
     """{threads: GB/s} from read_bandwidth_gbs_T<n> context entries."""
     out = {}

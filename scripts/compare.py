@@ -181,6 +181,11 @@ def print_machines(files):
     for isa, t in peak_keys:
         rows.append(("FMA peak %s T%d GFLOP/s" % (isa, t),
                      lambda c, k=(isa, t): fmt_num(attnresults.peaks(c).get(k))))
+    unit_keys = sorted({k for _, (c, _) in files for k in attnresults.unit_peaks(c)},
+                       key=lambda k: (k[2], k[0], k[1]))
+    for unit, isa, t in unit_keys:
+        rows.append(("%s peak %s T%d G ops/s" % (unit, isa, t),
+                     lambda c, k=(unit, isa, t): fmt_num(attnresults.unit_peaks(c).get(k))))
     for t in sorted({t for _, (c, _) in files for t in attnresults.bandwidths(c)}):
         rows.append(("read bandwidth T%d GB/s" % t,
                      lambda c, t=t: fmt_num(attnresults.bandwidths(c).get(t))))

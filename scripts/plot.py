@@ -18,7 +18,9 @@ framework (PyTorch, ONNX Runtime, OpenVINO, ggml) a strong hue no kernel uses; t
 names the kernel's thread count (and a baseline's framework) and sits right of the panels,
 never over data. The roofline draws one ceiling per thread count and ISA of the plotted
 kernels (AVX2 kernels against the AVX2 peak, AVX-512 ones against AVX-512's; kernels
-without an ISA against the highest peak), each bent down by the read bandwidth.
+without an ISA against the highest peak; points of a bf16, f16 or int8 compute mode that
+a kernel runs natively against the peak of the unit they were judged by, e.g. "bf16-dot
+avx512bf16": their peak_unit counter), each bent down by the read bandwidth.
 
 usage: scripts/plot.py RESULTS.json [--out-dir DIR]
 """
@@ -102,17 +104,39 @@ def kernel_isa(name, isas):
     return None
 
 
+def point_unit(p, context):
+    """The low-precision unit a point was judged by (its peak_unit counter, named by the
+    context's "peak_units"), or None for the FP32 FMA (code 0) and older files."""
+    code = p.get("peak_unit")
+    if not code:
+        return None
+    return attnresults.peak_unit_names(context).get(int(code))
+
+
 def ceilings(points, context):
     """The roofline ceilings the plotted points are measured against: [(threads, isa,
-    FMA peak GFLOP/s or None, read bandwidth GB/s or None)], one per (thread count, ISA
+    peak G ops/s or None, read bandwidth GB/s or None)], one per (thread count, ISA
     of a plotted kernel); kernels without an ISA (blocked, blas, frameworks) add the
-    thread count's highest peak. isa is None when the context has no peak for it."""
+    thread count's highest FMA peak. isa is None when the context has no peak for it. A
+    point judged by a low-precision unit (its peak_unit counter: a bf16, f16 or int8
+    compute mode on a kernel that runs it natively) adds that unit's ceiling instead,
+    named "<unit> <isa>" (e.g. "bf16-dot avx512bf16")."""
     peaks = attnresults.peaks(context)
+    units = attnresults.unit_peaks(context)
     bws = attnresults.bandwidths(context)
     isas = {i for i, _ in peaks}
     out = set()
     for p in points:
         t = p.threads
+        unit = point_unit(p, context)
+        if unit:
+            at_t = {i: v for (u, i, tt), v in units.items() if u == unit and tt == t and v > 0}
+            if at_t:  # the unit's ISA whose peak the point recorded, else its best
+                want = p.get("peak_GFLOP/s")
+                isa = min(at_t, key=lambda i: abs(at_t[i] - want)) if want else \
+                    max(at_t, key=at_t.get)
+                out.add((t, "%s %s" % (unit, isa), at_t[isa], bws.get(t)))
+                continue
         at_t = {i: v for (i, tt), v in peaks.items() if tt == t and v > 0}
         isa = kernel_isa(p.kernel, isas)
         if isa is None or isa not in at_t:
@@ -288,14 +312,16 @@ def roofline(points, context, title, path):
     grays = ["dimgray", "black", "gray", "silver"]
     styles = ["--", ":", "-.", (0, (5, 1))]
     isas = sorted({c[1] for c in ceilings(ok, context) if c[1]})
-    for t, isa, v, bw in ceilings(ok, context):  # min(FMA peak of the ISA, intensity x bandwidth)
+    for t, isa, v, bw in ceilings(ok, context):  # min(unit's peak, intensity x bandwidth)
         col = grays[threads.index(t) % len(grays)]
         if v:
             ridge = v / bw if bw else lo
             xs = [lo, max(lo, min(hi, ridge)), hi] if bw else [lo, hi]
             ys = [min(v, bw * x) if bw else v for x in xs]
+            # FP32 FMA ceilings are named by their ISA, the other units "<unit> <isa>"
+            name = "FMA %s %.0f GFLOP/s" % (isa, v) if " " not in isa else "%s %.0f GOP/s" % (isa, v)
             ax.plot(xs, ys, color=col, lw=0.9, ls=styles[isas.index(isa) % len(styles)],
-                    label="T%d: FMA %s %.0f GFLOP/s%s" % (t, isa, v, ", %.0f GB/s" % bw if bw else ""))
+                    label="T%d: %s%s" % (t, name, ", %.0f GB/s" % bw if bw else ""))
         elif bw:
             ax.plot([lo, hi], [bw * lo, bw * hi], color=col, lw=0.9, ls="--",
                     label="T%d: read bandwidth %.0f GB/s" % (t, bw))

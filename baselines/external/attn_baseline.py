@@ -55,7 +55,8 @@ sys.path.insert(0, HERE)  # attn_options, for the baselines
 import attn_options  # noqa: E402
 
 BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16",
-           "ggml_flash_attn_q8_0")
+           "ggml_flash_attn_q8_0", "openvino_sdpa", "openvino_sdpa_bf16", "torch_sdpa_bf16",
+           "torch_sdpa_f16")
 INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
 EXIT_NOT_INSTALLED = 3
 EXIT_UNSUPPORTED = 4
@@ -283,6 +284,11 @@ def cmd_run(a):
             kv_paths = " stored-kv %s %s" % (a.out + ".k.npy", a.out + ".v.npy")
             save_npy(a.out + ".k.npy", k.astype(stored).astype(np.float32))
             save_npy(a.out + ".v.npy", v.astype(stored).astype(np.float32))
+        # A low-precision baseline (COMPUTE, e.g. "bf16") is checked against the bound of
+        # that attnbench compute mode: the checkpoint line names it.
+        compute = getattr(mod, "COMPUTE", "f32")
+        if compute != "f32":
+            kv_paths += " compute %s" % compute
         if a.wait_for_check:
             # Checked before timed: the caller checks O against the reference and answers
             # "time" (go on) or anything else (stop here, untimed).
@@ -299,6 +305,7 @@ def cmd_run(a):
     shape = {k: x for k, x in p.items() if k != "options"}  # the arrays stay out of JSON
     result = {"baseline": mod.NAME, "summary": mod.SUMMARY, "problem": shape, "threads": a.threads,
               "kv_storage": getattr(mod, "KV_STORAGE", "f32"),
+              "compute": getattr(mod, "COMPUTE", "f32"),
               "warmup": a.warmup, "repetitions": a.repetitions, "min_time": a.min_time,
               "input_copies": a.input_copies, "times_s": times,
               "inputs_digest": problem_digest(p, q, k, v),

@@ -30,8 +30,10 @@ def available():
     return True, ""
 
 
-def prepare(problem, inputs, threads):
-    """Returns (fn, info): fn(i) computes O for input copy i (a numpy float32 array)."""
+def prepare(problem, inputs, threads, dtype="float32"):
+    """Returns (fn, info): fn(i) computes O for input copy i (a numpy float32 array).
+    dtype: the tensors' type in the call ("float32", or "bfloat16" / "float16" for the
+    low-precision variants; the conversion is done once, outside timing)."""
     import torch
     import torch.nn.functional as F
 
@@ -41,7 +43,8 @@ def prepare(problem, inputs, threads):
     except RuntimeError:  # already set in this process
         pass
     p = problem
-    tensors = [tuple(torch.from_numpy(a) for a in qkv) for qkv in inputs]
+    tdt = getattr(torch, dtype)
+    tensors = [tuple(torch.from_numpy(a).to(tdt) for a in qkv) for qkv in inputs]
     kw = {"scale": p["scale"]}
     if p["kv_heads"] != p["heads"]:
         kw["enable_gqa"] = True
@@ -50,7 +53,7 @@ def prepare(problem, inputs, threads):
     used = attn_options.used(p)
     if used & {"alibi", "mask"}:  # additive: ALiBi + mask, -inf outside each row's range
         b = attn_options.bias(np, p)
-        mask = torch.from_numpy(np.ascontiguousarray(b, dtype=np.float32))
+        mask = torch.from_numpy(np.ascontiguousarray(b, dtype=np.float32)).to(tdt)
         kw["attn_mask"] = mask
     elif used & {"align", "window"}:  # a boolean mask: the row ranges
         mask = torch.from_numpy(attn_options.visible(np, p))
@@ -74,7 +77,12 @@ def prepare(problem, inputs, threads):
             "mask": "none" if mask is None else str(mask.dtype).replace("torch.", ""),
             "interop_threads": torch.get_num_interop_threads(),
             "backend": _backend(torch, q, k, v, mask, kw), "blas": _blas(torch)}
-    return (lambda c: fn(c).numpy()), info
+    def out(c):
+        return fn(c).float().numpy()
+
+    out.timed = fn  # timed without the conversion of O back to float32
+    info["dtype"] = dtype
+    return out, info
 
 
 def _backend(torch, q, k, v, mask, kw):

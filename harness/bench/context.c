@@ -29,7 +29,7 @@ extern char **environ;
 
 enum { kMemo = 32 };
 typedef struct peak_memo {
-  uint32_t isa;
+  attn_peak_key key;
   int threads;
   double v;
 } peak_memo;
@@ -42,52 +42,69 @@ static int g_npeaks;
 static bw_memo g_bw[kMemo];
 static int g_nbw;
 
-static const char *isa_key(uint32_t isa) {
-  switch (isa) {
-    case ATTN_ISA_AVX512F:
-      return "avx512f";
-    case ATTN_ISA_AVX2:
-      return "avx2";
-    case ATTN_ISA_NEON:
-      return "neon";
-    default:
-      return "scalar";
-  }
+// "avx512f", "avx512bf16", "neon-dotprod", … for one ATTN_ISA_* bit; "scalar" for 0.
+static void isa_key(uint32_t isa, char *buf, size_t len) {
+  if (isa)
+    attn_isa_names(isa, buf, len);
+  else
+    snprintf(buf, len, "scalar");
+}
+
+// The context key of a peak: peak_fma_gflops_<isa>_T<n> for the FP32 FMA (the key plots
+// and reports read since before the other units), peak_unit_gops_<unit>_<isa>_T<n> else.
+static void peak_context_key(attn_peak_key key, int threads, char *buf, size_t len) {
+  char isa[64];
+  isa_key(key.isa, isa, sizeof isa);
+  if (key.unit == ATTN_PEAK_FP32_FMA)
+    snprintf(buf, len, "peak_fma_gflops_%s_T%d", isa, threads);
+  else
+    snprintf(buf, len, "peak_unit_gops_%s_%s_T%d", attn_peak_unit_name(key.unit), isa, threads);
 }
 
 double attn_bench_fma_peak(uint32_t isa, int threads) {
+  return attn_bench_unit_peak((attn_peak_key){ATTN_PEAK_FP32_FMA, isa}, threads);
+}
+
+double attn_bench_unit_peak(attn_peak_key key, int threads) {
   for (int i = 0; i < g_npeaks; i++)
-    if (g_peaks[i].isa == isa && g_peaks[i].threads == threads) return g_peaks[i].v;
+    if (g_peaks[i].key.unit == key.unit && g_peaks[i].key.isa == key.isa &&
+        g_peaks[i].threads == threads)
+      return g_peaks[i].v;
   double v = 0;
   // The probe takes the best of several short runs; on a busy machine a call can still
   // land entirely in a noisy stretch, so take the best of three calls (a peak is a max).
   for (int i = 0; i < 3; i++) {
-    const double x = attn_peak_fma_gflops(isa, threads);
+    const double x = attn_peak_gops(key.unit, key.isa, threads);
     v = x > v ? x : v;
   }
-  // On t <= physical cores the FMA units are private, so the t-thread peak should be
+  // On t <= physical cores the units are private, so the t-thread peak should be
   // about t x the one-thread peak. Far below that, another process held a core while we
   // measured: try a few more times, then keep the best measurement and say so (the
   // % peak counters of those points can then exceed 100).
   const int cores = attn_bench_physical_cores();
   if (threads > 1 && threads <= cores) {
-    const double expect = threads * attn_bench_fma_peak(isa, 1);
+    const double expect = threads * attn_bench_unit_peak(key, 1);
     for (int i = 0; i < 5 && v < 0.8 * expect; i++) {
-      const double x = attn_peak_fma_gflops(isa, threads);
+      const double x = attn_peak_gops(key.unit, key.isa, threads);
       v = x > v ? x : v;
     }
     if (v < 0.8 * expect) {
-      char key[64], msg[160];
-      snprintf(key, sizeof key, "peak_warning_%s_T%d", isa_key(isa), threads);
+      char isa[64], key_name[96], msg[160];
+      isa_key(key.isa, isa, sizeof isa);
+      snprintf(key_name, sizeof key_name, "peak_warning_%s%s%s_T%d",
+               key.unit == ATTN_PEAK_FP32_FMA ? "" : attn_peak_unit_name(key.unit),
+               key.unit == ATTN_PEAK_FP32_FMA ? "" : "_", isa, threads);
       snprintf(msg, sizeof msg,
-               "measured %.1f GFLOP/s, below %d x the 1-thread %.1f: the machine "
+               "measured %.1f %s, below %d x the 1-thread %.1f: the machine "
                "was busy; %% of peak at %d threads is overstated",
-               v, threads, expect / threads, threads);
-      attn_gb_add_context(key, msg);
-      fprintf(stderr, "warning: FMA peak (%s, %d threads) %s\n", isa_key(isa), threads, msg);
+               v, key.unit == ATTN_PEAK_FP32_FMA ? "GFLOP/s" : "G ops/s", threads, expect / threads,
+               threads);
+      attn_gb_add_context(key_name, msg);
+      fprintf(stderr, "warning: %s peak (%s, %d threads) %s\n", attn_peak_unit_name(key.unit), isa,
+              threads, msg);
     }
   }
-  if (g_npeaks < kMemo) g_peaks[g_npeaks++] = (peak_memo){isa, threads, v};
+  if (g_npeaks < kMemo) g_peaks[g_npeaks++] = (peak_memo){key, threads, v};
   return v;
 }
 
@@ -269,16 +286,22 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   }
   ctx("environment", "%s", buf[0] ? buf : "(no OMP_*/GOMP_*/OPENBLAS_*/ATTNBENCH_* set)");
 
-  // Peaks for every (ISA, threads) pair the plan uses (and the one-thread peaks the
-  // multi-thread ones are judged against), then one context entry per measured pair.
+  // Peaks for every (unit, ISA, threads) the plan's points are judged by (and the
+  // one-thread peaks the multi-thread ones are checked against), then one context entry
+  // per measured peak. The points' peak_unit counter is a code of this list.
+  ctx("peak_units", "%d %s, %d %s, %d %s, %d %s, %d %s", ATTN_PEAK_FP32_FMA,
+      attn_peak_unit_name(ATTN_PEAK_FP32_FMA), ATTN_PEAK_BF16_DOT,
+      attn_peak_unit_name(ATTN_PEAK_BF16_DOT), ATTN_PEAK_FP16_FMA,
+      attn_peak_unit_name(ATTN_PEAK_FP16_FMA), ATTN_PEAK_INT8_DOT,
+      attn_peak_unit_name(ATTN_PEAK_INT8_DOT), ATTN_PEAK_AMX_BF16,
+      attn_peak_unit_name(ATTN_PEAK_AMX_BF16));
   for (size_t i = 0; i < plan->count; i++) {
     const attn_bench_point *pt = &plan->points[i];
-    if (measure) (void)attn_bench_fma_peak(attn_bench_peak_isa(pt->kernel), pt->threads);
+    if (measure) (void)attn_bench_unit_peak(attn_bench_point_peak_key(pt), pt->threads);
   }
   for (int j = 0; j < g_npeaks; j++) {
-    char key[64];
-    snprintf(key, sizeof key, "peak_fma_gflops_%s_T%d", isa_key(g_peaks[j].isa),
-             g_peaks[j].threads);
+    char key[128];
+    peak_context_key(g_peaks[j].key, g_peaks[j].threads, key, sizeof key);
     if (g_peaks[j].v > 0)
       ctx(key, "%.1f", g_peaks[j].v);
     else

@@ -222,12 +222,8 @@ uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
                         mask);
 }
 
-uint32_t attn_bench_peak_isa(const attn_kernel *k) {
-  uint32_t isa = k->required_isa ? k->required_isa : attn_cpu_features();
-  // the best bit: AVX-512F over AVX2 (NEON stands alone)
-  if (isa & ATTN_ISA_AVX512F) return ATTN_ISA_AVX512F;
-  if (isa & ATTN_ISA_AVX2) return ATTN_ISA_AVX2;
-  return isa & ATTN_ISA_NEON;
+attn_peak_key attn_bench_point_peak_key(const attn_bench_point *pt) {
+  return attn_peak_unit_for(pt->kernel, &pt->problem, attn_cpu_features());
 }
 
 // The prepared reference (inputs, reference output, tolerance) depends on the shape
@@ -513,6 +509,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   const double gflop = attn_flops(p) * 1e-9;
   attn_gb_set_counter(st, "GFLOP/s", gflop, ATTN_GB_RATE_PER_ITER);
   attn_gb_set_counter(st, "GB/s", (double)tensor_bytes(p) * 1e-9, ATTN_GB_RATE_PER_ITER);
+  // The unit the point is judged by, as its code (the context's "peak_units" names them).
+  attn_gb_set_counter(st, "peak_unit", (double)s->peak_key.unit, ATTN_GB_PLAIN);
   if (s->peak_gflops > 0) {
     attn_gb_set_counter(st, "%peak", gflop * 100.0 / s->peak_gflops, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);

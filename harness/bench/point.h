@@ -9,6 +9,7 @@
 #include "bench/config.h"
 #include "bench/gbench/gbench.h"
 #include "core/settings.h"
+#include "machine/peak/peak.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,10 +34,11 @@ int attn_bench_point_settings(const attn_bench_point *pt, attn_settings *s,
 
 typedef struct attn_bench_state {
   const attn_bench_point *point;
-  double peak_gflops;    // FMA peak for the point's ISA and threads; 0 = unknown
-  double bandwidth_gbs;  // read bandwidth measured with the point's threads; 0 = unknown
-  bool adjacent_probe;   // probe the bandwidth around each timed run (if memory-bound)
-  char refused[192];     // non-empty: not run (e.g. does not fit in memory)
+  attn_peak_key peak_key;  // the unit the point is judged by (attn_bench_point_peak_key)
+  double peak_gflops;      // that unit's peak (G ops/s) on the point's threads; 0 = unknown
+  double bandwidth_gbs;    // read bandwidth measured with the point's threads; 0 = unknown
+  bool adjacent_probe;     // probe the bandwidth around each timed run (if memory-bound)
+  char refused[192];       // non-empty: not run (e.g. does not fit in memory)
   // filled by the first run
   bool checked, check_pass;
   char check_message[512];
@@ -55,10 +57,9 @@ uint64_t attn_bench_point_bytes(const attn_bench_point *pt);
 // the reference's work fits ATTN_BENCH_CHECK_BUDGET (other dimensions unchanged).
 attn_problem attn_bench_check_shape(const attn_problem *p);
 
-// The ISA whose FMA peak a kernel is compared with: its best required ISA bit, or, for
-// kernels that require none (portable C; OpenBLAS dispatches at run time), the best
-// ISA of this CPU.
-uint32_t attn_bench_peak_isa(const attn_kernel *k);
+// The unit (and its ISA) whose peak a point's "% of peak" is against: attn_peak_unit_for
+// (machine/peak/peak.h) for the point's kernel and problem on this CPU.
+attn_peak_key attn_bench_point_peak_key(const attn_bench_point *pt);
 
 // The roofline time of a point: the least time its work allows on a machine with FMA
 // peak `peak_gflops` (GFLOP/s) and read bandwidth `bandwidth_gbs` (GB/s, 1 G = 1e9):

@@ -452,9 +452,9 @@ static bool plan_memory(attn_bench_plan *plan, attn_bench_state *states, bool dr
 static void register_points(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a) {
   for (size_t i = 0; i < plan->count; i++) {
     attn_bench_state *s = &states[i];
-    if (!a->no_probe) {  // memoised: measured once per (ISA, threads) / threads
-      s->peak_gflops =
-          attn_bench_fma_peak(attn_bench_peak_isa(s->point->kernel), s->point->threads);
+    s->peak_key = attn_bench_point_peak_key(s->point);
+    if (!a->no_probe) {  // memoised: measured once per (unit, ISA, threads) / threads
+      s->peak_gflops = attn_bench_unit_peak(s->peak_key, s->point->threads);
       s->bandwidth_gbs = attn_bench_read_bandwidth(s->point->threads);
       s->adjacent_probe = !a->no_adjacent_probe;
     }
@@ -514,7 +514,8 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
   }
   *out_used = out;  // ours now: the baselines may add to it
 
-  if (!a->quiet && !a->no_probe) fprintf(stderr, "measuring FMA peaks and read bandwidth...\n");
+  if (!a->quiet && !a->no_probe)
+    fprintf(stderr, "measuring compute-unit peaks and read bandwidth...\n");
   attn_bench_add_context(plan, a->config, !a->no_probe);
   if (a->filter) attn_gb_add_context("benchmark_filter", a->filter);
   register_points(plan, states, a);

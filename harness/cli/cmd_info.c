@@ -3,7 +3,8 @@
 //   CPU model, logical CPUs / OpenMP threads, SIMD ISAs detected (and compiled in), the
 //   SIMD-related CPU flags, and
 //   the measured FP32 FMA peak in GFLOP/s per available ISA for 1 thread and for all
-//   threads (harness/peak/peak.h). `--no-peak` skips the ~1–2 s measurement.
+//   threads, then the low-precision units' peaks (BF16/INT8 dot products, FP16, AMX;
+//   harness/machine/peak/peak.h). `--no-peak` skips the ~2–4 s measurement.
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,6 +137,33 @@ static int serve_bandwidth_probe(int threads) {
   return ATTNBENCH_EXIT_OK;
 }
 
+// The table "compute unit peaks, measured": every low-precision probe of this build, in
+// G ops/s (multiply + add per product, as FLOPs), or "not on this CPU" (with the reason
+// when the CPU has the unit but the OS withholds it, e.g. AMX tile data).
+static void print_unit_peaks(uint32_t isa, int threads) {
+  size_t n;
+  const attn_peak_probe *probes = attn_peak_probes(&n);
+  const char *note = attn_cpu_features_note();
+  printf("compute unit peaks, measured (G ops/s; a product's multiply and add count 2):\n");
+  printf("  %-8s  %-20s  %12s  %12s\n", "unit", "instruction", "1 thread", "all threads");
+  for (size_t i = 0; i < n; i++) {
+    const attn_peak_probe *pr = &probes[i];
+    if (pr->unit == ATTN_PEAK_FP32_FMA) continue;  // the table above
+    const char *unit = attn_peak_unit_name(pr->unit);
+    if ((isa & pr->isa) != pr->isa) {
+      char bit[32];
+      attn_isa_names(pr->isa, bit, sizeof bit);
+      const bool why = note[0] && strncmp(note, bit, strlen(bit)) == 0;
+      printf("  %-8s  %-20s  not on this CPU (%s)%s%s\n", unit, pr->instruction, bit,
+             why ? ": " : "", why ? note : "");
+      continue;
+    }
+    const double one = attn_peak_gops(pr->unit, pr->isa, 1);
+    const double all = attn_peak_gops(pr->unit, pr->isa, threads);
+    printf("  %-8s  %-20s  %12.1f  %12.1f (%d)\n", unit, pr->instruction, one, all, threads);
+  }
+}
+
 int cmd_info(int argc, char **argv) {
   bool no_peak = false;
   int serve = 0;
@@ -143,7 +171,7 @@ int cmd_info(int argc, char **argv) {
       {.name = "no-peak",
        .kind = CLI_FLAG,
        .dest = &no_peak,
-       .help = "skip the FMA peak measurement (takes 1-2 s)"},
+       .help = "skip the peak measurements (take 2-4 s)"},
       {.name = "bandwidth-probe-server",
        .kind = CLI_INT,
        .dest = &serve,
@@ -157,9 +185,10 @@ int cmd_info(int argc, char **argv) {
       .command = "info",
       .summary =
           "Print the CPU model, the SIMD ISAs found, and this machine's measured FP32\n"
-          "FMA peak (GFLOP/s) per available ISA for 1 thread and all threads: the\n"
-          "yardstick for '% of peak' figures. Peaks are measured (independent FMA\n"
-          "chains covering latency x ports), not computed from a spec sheet.",
+          "FMA peak (GFLOP/s) per available ISA, then the peaks of the low-precision\n"
+          "units (BF16 and INT8 dot products, FP16, AMX-BF16), for 1 thread and all\n"
+          "threads: the yardsticks for '% of peak' figures. Peaks are measured\n"
+          "(independent chains covering latency x ports), not computed from a spec sheet.",
       .epilog = "example:\n  attnbench info",
       CLI_OPTIONS(opts),
   };
@@ -168,7 +197,7 @@ int cmd_info(int argc, char **argv) {
   if (attn_resolve_env_bad("info")) return ATTNBENCH_EXIT_USAGE;  // ATTNBENCH_TILE_* etc.
   if (serve > 0) return serve_bandwidth_probe(serve);
 
-  char model[128], found[64], compiled[64];
+  char model[128], found[160], compiled[160];  // every ATTN_ISA_* name fits
   cpu_model(model, sizeof model);
   const uint32_t isa = attn_cpu_features();
   const int threads = omp_get_max_threads();
@@ -181,6 +210,8 @@ int cmd_info(int argc, char **argv) {
   if (id->note[0]) printf("            note: %s\n", id->note);
   printf("threads:    %d (OpenMP default; OMP_NUM_THREADS overrides)\n", threads);
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
+  if (attn_cpu_features_note()[0])
+    printf("            not offered: %s\n", attn_cpu_features_note());
   printf("compiled:   %s\n", attn_isa_names(compiled_isas(), compiled, sizeof compiled));
   char flags[256];
   cpu_flags(flags, sizeof flags);
@@ -217,6 +248,7 @@ int cmd_info(int argc, char **argv) {
     snprintf(all_label, sizeof all_label, "(%d)", threads);
     printf("  %-8s  %12.1f  %12.1f %s\n", rows[i].name, one, all, all_label);
   }
+  print_unit_peaks(isa, threads);
   attn_info_parallel(stdout, true);  // parallel section incl. the read-bandwidth probe
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

@@ -2,7 +2,7 @@
 // `attnbench list` — every kernel in the registry, one line each:
 //     <name>  available|unavailable (needs avx512f)  <caps>  <opts>  <kv>  <tiles>  <summary>
 // <opts> is "opts=" and the attention options (attn.h) the entry point handles natively,
-// comma-separated ("opts=align,window,softcap,alibi,sinks,mask,lse"), or "opts=fallback"
+// comma-separated ("opts=align,window,softcap,alibi,sinks,mask,lse,offset"), or "opts=fallback"
 // when it handles none: problems with options it lacks run on the portable path.
 // <kv> is "kv=" and the K/V element types (attn.h) the entry point reads natively besides
 // f32 ("kv=f16,bf16,q8_0"), or "kv=convert": it gets float32 copies (attn_kernel_run).
@@ -189,8 +189,9 @@ int cmd_list(int argc, char **argv) {
           "keys, P.V tile 6 rows x 64 columns; rt= the register-tile variants that\n"
           "--regtile picks, default first) and a one-line summary; plug-in kernels end with\n"
           "[plug-in: PATH]. opts= lists the attention options (align, window, softcap,\n"
-          "alibi, sinks, mask, lse) handled natively; opts=fallback: problems with options\n"
-          "run on the shared portable path. kv= lists the K/V types (f16, bf16, q8_0)\n"
+          "alibi, sinks, mask, lse, offset) handled natively; opts=fallback: problems with\n"
+          "options"
+          " run on the shared portable path. kv= lists the K/V types (f16, bf16, q8_0)\n"
           "read natively; kv=convert: they reach the kernel as float32 copies.\n"
           "Every kernel accepts every valid problem; the flags say which cases it\n"
           "handles natively rather than by a general path.",

@@ -88,6 +88,22 @@ static void options_cases(bool quick, attn_check_case *out, size_t cap, size_t *
       }
     }
   }
+  // explicit diagonal offsets: chunks [qo, qo + sq) × [ko, ko + skv) of a longer causal,
+  // windowed or ALiBi problem (off = qo − ko): below, on and above the diagonal, unequal
+  // chunk lengths, offsets past the chunk so that every key or none is seen
+  static const int64_t kOffsets[][3] = {{37, 29, 0},   {37, 29, 37},  {29, 37, -29}, {40, 40, 80},
+                                        {40, 40, -45}, {33, 64, 100}, {64, 33, -7}};
+  for (size_t c = 0; c < COUNT(kOffsets); c++) {
+    if (quick && c % 2) continue;
+    attn_problem p = attn_problem_make(1, 4, 2, kOffsets[c][0], kOffsets[c][1], 32, 32, c % 3 != 2);
+    const attn_options o = {.align = ATTN_ALIGN_OFFSET,
+                            .diag_offset = kOffsets[c][2],
+                            .window = c % 3 != 0,
+                            .window_left = 20,
+                            .window_right = c % 3 == 2 ? 4 : 0,
+                            .alibi_max_bias = c % 2 ? 8.0f : 0.0f};
+    add_opt(out, cap, n, p, ATTN_DIST_NORMAL, o, ATTN_CHECK_GEN_LSE);
+  }
   // softcap: moderate scores, and huge ones (LARGE: |s| ~ 1e4, capped at 50 or 5)
   add_opt(out, cap, n, attn_problem_make(1, 2, 2, 33, 47, 64, 64, false), ATTN_DIST_NORMAL,
           (attn_options){.softcap = 1.5f}, 0);
@@ -252,6 +268,7 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
       OPT_APPEND(",%lld", (long long)o->window_right);
   }
   if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_APPEND(" align=top-left");
+  if (o->align == ATTN_ALIGN_OFFSET) OPT_APPEND(" offset=%lld", (long long)o->diag_offset);
   if (o->softcap > 0.0f) OPT_APPEND(" softcap=%g", (double)o->softcap);
   if (o->alibi_max_bias > 0.0f) OPT_APPEND(" alibi=%g", (double)o->alibi_max_bias);
   if (o->alibi_slopes || gen & ATTN_CHECK_GEN_SLOPES) OPT_APPEND(" alibi-slopes");

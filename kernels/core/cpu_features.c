@@ -2,6 +2,7 @@
 // Run-time CPU feature detection. The binary is compiled for baseline x86-64 (or
 // aarch64); only the per-ISA kernel files use wider instructions, and the registry
 // offers them only when this says the CPU and OS support them.
+#define _DEFAULT_SOURCE  // syscall() for the AMX permission request (glibc)
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,13 +12,47 @@
 #include "attn.h"
 #include "core/attn_internal.h"
 
+// Why a unit the CPU has is not offered (e.g. the OS refused AMX tile state); "" if none.
+static char g_note[192];
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static uint64_t read_xcr0(void) {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return ((uint64_t)hi << 32) | lo;
+}
+
+// AMX-BF16: cpuid leaf 7 EDX bit 22 (AMX-BF16) and bit 24 (AMX-TILE), XCR0 bits 17
+// (XTILECFG) and 18 (XTILEDATA) enabled by the OS, and on Linux the per-process
+// permission for the 8 KiB XTILEDATA state: arch_prctl(ARCH_REQ_XCOMP_PERM, 18). Without
+// the permission the first tile instruction faults, so the unit is then not offered and
+// g_note says why.
+static bool amx_usable(uint32_t edx7, uint64_t xcr0) {
+  const bool amx_bf16 = edx7 & (1u << 22), amx_tile = edx7 & (1u << 24);
+  if (!amx_bf16 || !amx_tile) return false;
+  if ((xcr0 & 0x60000) != 0x60000) {
+    snprintf(g_note, sizeof g_note, "amx-bf16: the OS does not enable tile state (XCR0)");
+    return false;
+  }
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  enum { kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18 };
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) != 0) {
+    snprintf(g_note, sizeof g_note,
+             "amx-bf16: the kernel refused tile data (arch_prctl(ARCH_REQ_XCOMP_PERM): %s)",
+             strerror(errno));
+    return false;
+  }
+  return true;
+#else
+  snprintf(g_note, sizeof g_note, "amx-bf16: no way to request tile data on this OS");
+  return false;
+#endif
 }
 
 static uint32_t detect(void) {
@@ -35,6 +70,7 @@ static uint32_t detect(void) {
   const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16);
   const bool avx512bw = b & (1u << 30), avx512vl = b & (1u << 31);
   const bool avx512fp16 = d & (1u << 23), avx512vnni = c & (1u << 11);
+  const uint32_t edx7 = d;
   const bool f16c = ymm_os && (c1 & (1u << 29));
   unsigned a1 = 0, b1 = 0, c1b = 0, d1 = 0;
   if (a >= 1) __cpuid_count(7, 1, a1, b1, c1b, d1);  // a = max subleaf of leaf 7
@@ -50,15 +86,27 @@ static uint32_t detect(void) {
   if (avx512_fbwvl && avx512fp16) isa |= ATTN_ISA_AVX512FP16;
   if (avx512_fbwvl && avx512vnni) isa |= ATTN_ISA_AVX512VNNI;
   if ((isa & ATTN_ISA_AVX2) && avxvnni) isa |= ATTN_ISA_AVXVNNI;
+  // AMX tiles take bf16 operands from memory that the AVX-512 code around them converts.
+  if ((isa & ATTN_ISA_AVX512BF16) && amx_usable(edx7, xcr0)) isa |= ATTN_ISA_AMXBF16;
   return isa;
 }
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
-#ifndef HWCAP_ASIMD
-#define HWCAP_ASIMD (1 << 1)
-#endif
+// The Linux arm64 hwcap bits (uapi asm/hwcap.h), spelled out for older headers.
+enum {
+  kHwcapAsimd = 1 << 1,
+  kHwcapAsimddp = 1 << 20,   // SDOT/UDOT
+  kHwcapAsimdfhm = 1 << 23,  // FMLAL/FMLSL
+  kHwcap2Bf16 = 1 << 14,     // BFDOT, BFMMLA, BFCVT
+};
 static uint32_t detect(void) {
-  return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? ATTN_ISA_NEON : 0;
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  if (!(hw & kHwcapAsimd)) return 0;
+  uint32_t isa = ATTN_ISA_NEON;
+  if (hw & kHwcapAsimddp) isa |= ATTN_ISA_NEON_DOTPROD;
+  if (hw & kHwcapAsimdfhm) isa |= ATTN_ISA_NEON_FHM;
+  if (hw2 & kHwcap2Bf16) isa |= ATTN_ISA_NEON_BF16;
+  return isa;
 }
 #elif defined(__aarch64__)
 static uint32_t detect(void) {
@@ -112,6 +160,11 @@ uint32_t attn_cpu_features(void) {
     cached = (int)isa;
   }
   return (uint32_t)cached;
+}
+
+const char *attn_cpu_features_note(void) {
+  (void)attn_cpu_features();  // detection fills the note
+  return g_note;
 }
 
 bool attn_cpu_vendor_amd(void) {

@@ -167,9 +167,14 @@ static bool check_kv_dtype(const attn_problem *p, char *err, size_t err_len) {
 
 static bool check_align(const attn_problem *p, char *err, size_t err_len) {
   const attn_options *o = p->opts;
-  if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT)
-    return fail(err, err_len, "align must be bottom-right (0) or top-left (1) (got %d)",
+  if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT &&
+      o->align != ATTN_ALIGN_OFFSET)
+    return fail(err, err_len, "align must be bottom-right (0), top-left (1) or offset (2) (got %d)",
                 (int)o->align);
+  if (o->align == ATTN_ALIGN_OFFSET &&
+      (o->diag_offset > ATTN_DIAG_OFFSET_MAX || o->diag_offset < -ATTN_DIAG_OFFSET_MAX))
+    return fail(err, err_len, "diag_offset must be in [-2^60, 2^60] (got %lld)",
+                (long long)o->diag_offset);
   return true;
 }
 
@@ -269,6 +274,9 @@ uint32_t attn_problem_options_used(const attn_problem *p) {
   const bool alibi = o->alibi_slopes || o->alibi_max_bias > 0.0f;
   if (o->align == ATTN_ALIGN_TOP_LEFT && p->seq_q != p->seq_kv && (p->causal || o->window || alibi))
     used |= ATTN_CAP_OPT_ALIGN;
+  if (o->align == ATTN_ALIGN_OFFSET && o->diag_offset != p->seq_kv - p->seq_q &&
+      (p->causal || o->window || alibi))
+    used |= ATTN_CAP_OPT_OFFSET;
   if (o->window && (o->window_left >= 0 || o->window_right >= 0)) used |= ATTN_CAP_OPT_WINDOW;
   if (o->softcap > 0.0f) used |= ATTN_CAP_OPT_SOFTCAP;
   if (alibi) used |= ATTN_CAP_OPT_ALIBI;
@@ -285,7 +293,7 @@ const char *attn_option_names(uint32_t caps, char *buf, size_t buf_len) {
   } names[] = {{ATTN_CAP_OPT_ALIGN, "align"},     {ATTN_CAP_OPT_WINDOW, "window"},
                {ATTN_CAP_OPT_SOFTCAP, "softcap"}, {ATTN_CAP_OPT_ALIBI, "alibi"},
                {ATTN_CAP_OPT_SINKS, "sinks"},     {ATTN_CAP_OPT_MASK, "mask"},
-               {ATTN_CAP_OPT_LSE, "lse"}};
+               {ATTN_CAP_OPT_LSE, "lse"},         {ATTN_CAP_OPT_OFFSET, "offset"}};
   if (!buf || !buf_len) return buf;
   buf[0] = '\0';
   size_t used = 0;
@@ -300,7 +308,9 @@ const char *attn_option_names(uint32_t caps, char *buf, size_t buf_len) {
 }
 
 int64_t attn_diag_offset(const attn_problem *p) {
-  return (p->opts && p->opts->align == ATTN_ALIGN_TOP_LEFT) ? 0 : p->seq_kv - p->seq_q;
+  if (p->opts && p->opts->align == ATTN_ALIGN_TOP_LEFT) return 0;
+  if (p->opts && p->opts->align == ATTN_ALIGN_OFFSET) return p->opts->diag_offset;
+  return p->seq_kv - p->seq_q;
 }
 
 float attn_alibi_slope(const attn_problem *p, int64_t h) {
@@ -508,7 +518,9 @@ int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, con
   // 4. the options' arrays
   const attn_options *o = p->opts;
   if (o) {
-    const double dist = 2.0 * (double)(p->seq_q > p->seq_kv ? p->seq_q : p->seq_kv);
+    // |j − i − off| < seq_q + seq_kv + |off| ≤ 2·max(seq_q, seq_kv) + |off|
+    const double dist = 2.0 * (double)(p->seq_q > p->seq_kv ? p->seq_q : p->seq_kv) +
+                        fabs((double)attn_diag_offset(p));
     for (int64_t h = 0; h < p->heads; h++) {
       if (o->alibi_slopes && !(fabs((double)o->alibi_slopes[h]) * dist <= ATTN_SCORE_LIMIT))
         return fail(err, err_len,

@@ -675,6 +675,8 @@ def results(path):
         check(key in ctx and ctx[key] != "", "context has %s" % key)
     check(any(k.startswith("binding_T") for k in ctx), "context has the binding")
     check(any(k.startswith("peak_fma_gflops_") for k in ctx), "context has measured FMA peaks")
+    check(ctx.get("peak_units", "").startswith("0 fp32-fma, 1 bf16-dot"),
+          "context names the peak_unit codes (%s)" % ctx.get("peak_units"))
     for t in {int(b["kernel_threads"]) for b in doc["benchmarks"] if b.get("run_type") == "iteration"}:
         check("read_bandwidth_gbs_T%d" % t in ctx, "context has the read bandwidth at %d threads" % t)
     runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
@@ -687,6 +689,8 @@ def results(path):
         for c in ("GFLOP/s", "GB/s", "%peak", "B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal",
                   "kernel_threads", "flop", "bytes"):
             check(c in b, "%s has counter %s" % (b["name"], c))
+        # f32 points are judged by the FP32 FMA peak (attn_peak_unit_for)
+        check(b.get("peak_unit") == 0, "%s: peak_unit 0 (fp32-fma), got %s" % (b["name"], b.get("peak_unit")))
         if "GFLOP/s" in b and "flop" in b:
             # the rate is flop per iteration / seconds per iteration
             secs = b["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1}[b["time_unit"]]

@@ -144,6 +144,45 @@ def plots(sdir):
             want = {"flash__avx2": "avx2", "tiled__avx2": "avx2", "flash__avx512": "avx512f",
                     "omp__avx512": "avx512f"}.get(p.kernel)
             check(isa == want, "%s is scored against %s (got %s)" % (p.kernel, want, isa))
+        # a point judged by a low-precision unit (peak_unit counter, named by the context's
+        # peak_units) gets that unit's ceiling; the FP32 points keep theirs
+        ctx2 = dict(ctx, peak_units="0 fp32-fma, 1 bf16-dot, 2 fp16-fma, 3 int8-dot, 4 amx-bf16")
+        ctx2["peak_unit_gops_bf16-dot_avx512bf16_T2"] = "400.0"
+        ctx2["peak_unit_gops_int8-dot_avx512vnni_T2"] = "800.0"
+        pts2 = [p for p in pts.values() if p.kernel == "flash__avx512" and p.threads == 2]
+        for p in pts2:
+            p.counters["peak_unit"], p.counters["peak_GFLOP/s"] = 1, 400.0
+        got = plot.ceilings(pts2, ctx2)
+        check(got == [(2, "bf16-dot avx512bf16", 400.0, BWS[2])],
+              "a bf16-dot point has the bf16-dot ceiling (%s)" % got)
+        import attnresults as ar
+        check(ar.unit_peaks(ctx2) == {("bf16-dot", "avx512bf16", 2): 400.0,
+                                      ("int8-dot", "avx512vnni", 2): 800.0},
+              "unit peaks read from the context (%s)" % ar.unit_peaks(ctx2))
+        for p in pts2:
+            p.counters["peak_unit"] = 0
+        check(plot.ceilings(pts2, ctx2) == [(2, "avx512f", PEAKS[("avx512f", 2)], BWS[2])],
+              "an fp32-fma point keeps the FMA ceiling (%s)" % plot.ceilings(pts2, ctx2))
+        # drawn: a roofline of a bf16 point names the unit
+        d2 = os.path.dirname(both)
+        f2 = os.path.join(d2, "units.json")
+        with open(both) as f:
+            doc = json.load(f)
+        doc["context"] = ctx2
+        for b in doc["benchmarks"]:
+            if b.get("label") == "flash__avx512":
+                b["peak_unit"], b["peak_GFLOP/s"] = 1, 400.0
+        with open(f2, "w") as f:
+            json.dump(doc, f)
+        figs2 = []
+        plot.plt.close = lambda fig=None: figs2.append(fig) if hasattr(fig, "axes") else real_close(fig)
+        try:
+            check(plot.main([f2, "--out-dir", d2]) == 0, "plot.py runs on a file with unit peaks")
+        finally:
+            plot.plt.close = real_close
+        labels = ceiling_labels(figs2[2]) if len(figs2) == 3 else []
+        check("T2: bf16-dot avx512bf16 400 GOP/s, 20 GB/s" in labels,
+              "the roofline names the bf16-dot ceiling (%s)" % labels)
     # frameworks: fixed colours, far from each other and from every x86 kernel's
     fw = {n: plot.kernel_color(n) for n in ("torch_sdpa", "ort_attention", "openvino_sdpa", "ggml_flash_attn")}
     check([plot.framework(n) for n in fw] == ["PyTorch", "ONNX Runtime", "OpenVINO", "ggml"],

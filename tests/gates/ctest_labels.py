@@ -18,7 +18,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 KNOWN = {"unit", "kernels", "simd", "parallel", "cli", "bench", "baselines", "gates", "ci",
-         "exhaustive", "fuzz", "python", "plugins", "install", "docs"}
+         "exhaustive", "fuzz", "python", "plugins", "install", "docs", "mpi"}
 REQUIRED = ["unit", "kernels", "simd", "parallel", "ci"]
 REQUIRED_HARNESS = ["cli", "bench", "baselines", "gates"]
 

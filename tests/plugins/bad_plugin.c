@@ -22,7 +22,7 @@ static const attn_kernel kA = RECORD("naive", dummy_run, 0);
 #elif defined(BAD_NORUN)
 static const attn_kernel kA = RECORD("bad_norun", NULL, 0);
 #elif defined(BAD_CAPS)
-static const attn_kernel kA = RECORD("bad_caps", dummy_run, 1u << 20);
+static const attn_kernel kA = RECORD("bad_caps", dummy_run, 1u << 30);
 #else
 static const attn_kernel kA = RECORD("bad_first", dummy_run, 0);
 #endif

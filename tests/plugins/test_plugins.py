@@ -142,7 +142,7 @@ with tempfile.TemporaryDirectory() as tmp:
         ("dup", "kernel name 'bad_first' appears twice"),
         ("shadow", "kernel 'naive' shadows the built-in"),
         ("norun", "run (the entry point) is NULL"),
-        ("caps", "caps 0x100000 has unknown bits"),
+        ("caps", "caps 0x40000000 has unknown bits"),
     ]]
     for path, msg in cases:
         for args, env in [(["--plugin", path], None), ([], {"ATTNBENCH_PLUGINS": path})]:

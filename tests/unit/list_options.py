@@ -16,7 +16,7 @@ from clitest import check  # noqa: E402
 
 clitest.init()
 BIN = clitest.BIN
-ALL = ["align", "window", "softcap", "alibi", "sinks", "mask", "lse"]
+ALL = ["align", "window", "softcap", "alibi", "sinks", "mask", "lse", "offset"]
 
 
 def run(*args):

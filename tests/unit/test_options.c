@@ -58,7 +58,7 @@ static void test_validation(void) {
   expect_invalid(&p, "not both");
   o.alibi_slopes = NULL;
   o.align = (attn_align)7;
-  expect_invalid(&p, "align must be bottom-right (0) or top-left (1) (got 7)");
+  expect_invalid(&p, "align must be bottom-right (0), top-left (1) or offset (2) (got 7)");
   o.align = ATTN_ALIGN_TOP_LEFT;
   EXPECT(attn_problem_validate(&p, NULL, 0), "softcap + alibi + top-left valid");
   // alignment is "used" only where it changes something

@@ -51,7 +51,7 @@ int main(void) {
   static const attn_kernel badcaps = {
       .name = "plug_caps", .summary = "x", .caps = 1u << 30, .run = run_zero};
   static const attn_kernel badisa = {
-      .name = "plug_isa", .summary = "x", .required_isa = 1u << 7, .run = run_zero};
+      .name = "plug_isa", .summary = "x", .required_isa = 1u << 30, .run = run_zero};
   static const attn_kernel badtile = {
       .name = "plug_tile", .summary = "x", .run = run_zero, .qk_rows = -1};
   static const attn_kernel dup = REC("plug_one");

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Timing and threading for the FMA peak probe (peak.h), plus the scalar baseline loop.
+// Timing and threading for the peak probes (peak.h), their table, and the scalar
+// baseline loop.
 #include "peak.h"
 
 #include <omp.h>
@@ -25,19 +26,58 @@ uint64_t attn_peak_loop__scalar(uint64_t iters, float *sink) {
   return iters * PEAK_CHAINS * 2u;
 }
 
-typedef uint64_t (*peak_loop_fn)(uint64_t, float *);
-
-static peak_loop_fn loop_for(uint32_t isa) {
-  if (isa == 0) return attn_peak_loop__scalar;
-  if ((attn_cpu_features() & isa) != isa) return NULL;
+// The probes of this architecture: the FP32 FMA rows first (scalar, then by width), then
+// the low-precision units. Operations per instruction as counted in peak.h.
+static const attn_peak_probe kProbes[] = {
+    {ATTN_PEAK_FP32_FMA, 0, "mul + add (scalar)", 2, attn_peak_loop__scalar},
 #if defined(__x86_64__) || defined(__i386__)
-  if (isa == ATTN_ISA_AVX2) return attn_peak_loop__avx2;
-  if (isa == ATTN_ISA_AVX512F) return attn_peak_loop__avx512;
+    {ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX2, "vfmadd231ps ymm", 16, attn_peak_loop__avx2},
+    {ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX512F, "vfmadd231ps zmm", 32, attn_peak_loop__avx512},
+    // 16 float32 lanes x 2 bf16 pairs x (multiply + add)
+    {ATTN_PEAK_BF16_DOT, ATTN_ISA_AVX512BF16, "vdpbf16ps zmm", 64, attn_peak_loop__avx512bf16},
+    // 32 binary16 lanes x (multiply + add)
+    {ATTN_PEAK_FP16_FMA, ATTN_ISA_AVX512FP16, "vfmadd231ph zmm", 64, attn_peak_loop__avx512fp16},
+    // 16 int32 lanes x 4 byte pairs x (multiply + add)
+    {ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX512VNNI, "vpdpbusd zmm", 128, attn_peak_loop__avx512vnni},
+    // 8 int32 lanes x 4 byte pairs x (multiply + add), VEX-encoded
+    {ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI, "vpdpbusd ymm (vex)", 64, attn_peak_loop__avxvnni},
+    // C[16x16] += A[16x32] B[32x16]: 16 x 16 x 32 x (multiply + add)
+    {ATTN_PEAK_AMX_BF16, ATTN_ISA_AMXBF16, "tdpbf16ps", 16384, attn_peak_loop__amxbf16},
 #endif
 #if defined(__aarch64__)
-  if (isa == ATTN_ISA_NEON) return attn_peak_loop__neon;
+    {ATTN_PEAK_FP32_FMA, ATTN_ISA_NEON, "fmla v.4s", 8, attn_peak_loop__neon},
+    // 4 float32 lanes x 2 bf16 pairs x (multiply + add)
+    {ATTN_PEAK_BF16_DOT, ATTN_ISA_NEON_BF16, "bfdot v.4s", 16, attn_peak_loop__neon_bf16},
+    // 4 float32 lanes x (multiply + add) of the low binary16 halves
+    {ATTN_PEAK_FP16_FMA, ATTN_ISA_NEON_FHM, "fmlal v.4s", 8, attn_peak_loop__neon_fhm},
+    // 4 int32 lanes x 4 byte pairs x (multiply + add)
+    {ATTN_PEAK_INT8_DOT, ATTN_ISA_NEON_DOTPROD, "sdot v.4s", 32, attn_peak_loop__neon_dotprod},
 #endif
+};
+
+const attn_peak_probe *attn_peak_probes(size_t *count) {
+  *count = sizeof kProbes / sizeof kProbes[0];
+  return kProbes;
+}
+
+const attn_peak_probe *attn_peak_probe_find(attn_peak_unit unit, uint32_t isa) {
+  for (size_t i = 0; i < sizeof kProbes / sizeof kProbes[0]; i++)
+    if (kProbes[i].unit == unit && kProbes[i].isa == isa) return &kProbes[i];
   return NULL;
+}
+
+const char *attn_peak_unit_name(attn_peak_unit unit) {
+  static const char *const names[ATTN_PEAK_UNIT_COUNT] = {"fp32-fma", "bf16-dot", "fp16-fma",
+                                                          "int8-dot", "amx-bf16"};
+  return (unsigned)unit < ATTN_PEAK_UNIT_COUNT ? names[unit] : "?";
+}
+
+typedef attn_peak_loop_fn peak_loop_fn;
+
+static peak_loop_fn loop_for(attn_peak_unit unit, uint32_t isa) {
+  const attn_peak_probe *probe = attn_peak_probe_find(unit, isa);
+  if (!probe || (attn_cpu_features() & isa) != isa) return NULL;
+  return probe->loop;
 }
 
 static double now(void) {
@@ -77,7 +117,11 @@ int attn_peak_threads(int threads, char *err, size_t err_len) {
 }
 
 double attn_peak_fma_gflops(uint32_t isa, int threads) {
-  const peak_loop_fn fn = loop_for(isa);
+  return attn_peak_gops(ATTN_PEAK_FP32_FMA, isa, threads);
+}
+
+double attn_peak_gops(attn_peak_unit unit, uint32_t isa, int threads) {
+  const peak_loop_fn fn = loop_for(unit, isa);
   if (!fn) return 0.0;
   threads = attn_peak_threads(threads, NULL, 0);
   if (threads == 0) return 0.0;  // above the thread cap: never enter the parallel region

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+// cp_plan.c — sharding, chunk-pair problems, the LSE merge and the time model (cp_plan.h).
+#include "mpi/cp_plan.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const kStrategyNames[CP_STRATEGY_COUNT] = {"ring", "zigzag", "allgather",
+                                                              "ulysses"};
+
+const char *cp_strategy_name(cp_strategy s) {
+  return (unsigned)s < CP_STRATEGY_COUNT ? kStrategyNames[s] : "?";
+}
+
+bool cp_strategy_parse(const char *s, cp_strategy *out) {
+  for (int i = 0; i < CP_STRATEGY_COUNT; i++)
+    if (strcmp(s, kStrategyNames[i]) == 0) {
+      *out = (cp_strategy)i;
+      return true;
+    }
+  return false;
+}
+
+int64_t cp_cut(int64_t total, int64_t n, int64_t i) {
+  // total·i/n without overflow for total, n < 2^31·… : sizes here are < 2^40, n < 2^16
+  return (int64_t)(((__int128)total * i) / n);
+}
+
+cp_shard cp_shard_of(int64_t seq, int ranks, int rank, bool zigzag) {
+  cp_shard sh = {0};
+  if (!zigzag) {
+    sh.count = 1;
+    sh.start[0] = cp_cut(seq, ranks, rank);
+    sh.len[0] = cp_cut(seq, ranks, rank + 1) - sh.start[0];
+  } else {
+    const int64_t n = 2 * (int64_t)ranks, c[2] = {rank, n - 1 - rank};
+    sh.count = 2;
+    for (int i = 0; i < 2; i++) {
+      sh.start[i] = cp_cut(seq, n, c[i]);
+      sh.len[i] = cp_cut(seq, n, c[i] + 1) - sh.start[i];
+    }
+  }
+  sh.rows = sh.len[0] + sh.len[1];
+  return sh;
+}
+
+bool cp_uses_zigzag(cp_strategy s, bool causal) {
+  return s == CP_ZIGZAG || (s == CP_ALLGATHER && causal);
+}
+
+bool cp_pair_problem(const attn_problem *whole, int64_t qo, int64_t lq, int64_t ko, int64_t lk,
+                     float *lse, attn_problem *p, attn_options *o) {
+  *p = *whole;
+  p->seq_q = lq;
+  p->seq_kv = lk;
+  *o = whole->opts ? *whole->opts : (attn_options){0};
+  o->lse = lse;
+  const bool alibi = o->alibi_slopes || o->alibi_max_bias > 0.0f;
+  const bool window = o->window && (o->window_left >= 0 || o->window_right >= 0);
+  const int64_t off = qo - ko + attn_diag_offset(whole);  // the whole problem's off is 0
+  o->align = ATTN_ALIGN_OFFSET;
+  o->diag_offset = off;
+  if (!window && !alibi && p->causal) {
+    if (ko + lk - 1 <= qo + attn_diag_offset(whole)) {  // every row sees every key
+      p->causal = false;
+      o->align = ATTN_ALIGN_BOTTOM_RIGHT;
+    } else if (off == lk - lq) {  // the chunk's own bottom-right diagonal (equal chunks)
+      o->align = ATTN_ALIGN_BOTTOM_RIGHT;
+    }
+  } else if (!window && !alibi) {  // no mask: every key
+    o->align = ATTN_ALIGN_BOTTOM_RIGHT;
+  }
+  if (o->align == ATTN_ALIGN_BOTTOM_RIGHT) o->diag_offset = 0;
+  const bool any = o->align != ATTN_ALIGN_BOTTOM_RIGHT || o->window || o->softcap != 0.0f ||
+                   alibi || o->sinks || o->mask || o->lse;
+  p->opts = any ? o : NULL;
+  return attn_flops(p) > 0.0;
+}
+
+void cp_merge(double *acc, double *lacc, const float *o_part, const float *lse_part, int64_t rows,
+              int64_t dv) {
+  for (int64_t r = 0; r < rows; r++) {
+    const double l = lse_part[r];
+    if (l == -INFINITY) continue;
+    double *a = acc + r * dv;
+    const float *x = o_part + r * dv;
+    if (lacc[r] == -INFINITY) {
+      for (int64_t d = 0; d < dv; d++) a[d] = x[d];
+      lacc[r] = l;
+      continue;
+    }
+    const double m = lacc[r] > l ? lacc[r] : l;
+    const double wa = exp(lacc[r] - m), wb = exp(l - m), inv = 1.0 / (wa + wb);
+    for (int64_t d = 0; d < dv; d++) a[d] = (wa * a[d] + wb * (double)x[d]) * inv;
+    lacc[r] = m + log(wa + wb);
+  }
+}
+
+// ── The model ──────────────────────────────────────────────────────────────────────────
+
+static double pair_flops(const attn_problem *whole, int64_t qo, int64_t lq, int64_t ko,
+                         int64_t lk) {
+  attn_problem p;
+  attn_options o;
+  return cp_pair_problem(whole, qo, lq, ko, lk, NULL, &p, &o) ? attn_flops(&p) : 0.0;
+}
+
+// Flops of rank r's query chunks against shard s's key chunks.
+static double shard_flops(const attn_problem *w, const cp_shard *q, const cp_shard *k) {
+  double f = 0.0;
+  for (int a = 0; a < q->count; a++)
+    for (int b = 0; b < k->count; b++)
+      f += pair_flops(w, q->start[a], q->len[a], k->start[b], k->len[b]);
+  return f;
+}
+
+static double kv_row_bytes(const attn_problem *w) {
+  return (double)attn_kv_row_bytes(w->kv_dtype, w->head_dim_qk) +
+         (double)attn_kv_row_bytes(w->kv_dtype, w->head_dim_v);
+}
+
+cp_model_out cp_model_predict(const cp_model_in *in) {
+  cp_model_out out = {0};
+  const attn_problem *w = &in->whole;
+  const int n = in->ranks;
+  const int64_t S = w->seq_q;
+  const bool zz = cp_uses_zigzag(in->strategy, w->causal);
+  const double kv_row = kv_row_bytes(w) * (double)(w->batch * w->kv_heads);
+  const int64_t max_rows = cp_shard_of(S, n, 0, zz).rows + 1;  // shards differ by ≤ 2 rows
+  if (in->strategy == CP_RING || in->strategy == CP_ZIGZAG) {
+    const double t_msg = in->latency_s + (double)max_rows * kv_row / in->bytes_per_s;
+    double busiest = 0.0;
+    double rank_busy[n > 0 ? n : 1];
+    for (int r = 0; r < n; r++) rank_busy[r] = 0.0;
+    for (int s = 0; s < n; s++) {
+      double step = 0.0;
+      for (int r = 0; r < n; r++) {
+        const cp_shard q = cp_shard_of(S, n, r, zz), k = cp_shard_of(S, n, (r - s + n) % n, zz);
+        const double t = shard_flops(w, &q, &k) / in->flops_per_s;
+        rank_busy[r] += t;
+        if (t > step) step = t;
+      }
+      if (s < n - 1 && t_msg > step) {
+        out.comm_s += t_msg - step;
+        step = t_msg;
+      }
+      out.total_s += step;
+    }
+    for (int r = 0; r < n; r++) busiest = rank_busy[r] > busiest ? rank_busy[r] : busiest;
+    out.compute_s = busiest;
+  } else if (in->strategy == CP_ALLGATHER) {
+    out.comm_s = (n - 1) * (in->latency_s + (double)max_rows * kv_row / in->bytes_per_s);
+    const cp_shard all = {.count = 1, .start = {0}, .len = {S}, .rows = S};
+    for (int r = 0; r < n; r++) {
+      const cp_shard q = cp_shard_of(S, n, r, zz);
+      const double t = shard_flops(w, &q, &all) / in->flops_per_s;
+      if (t > out.compute_s) out.compute_s = t;
+    }
+    out.total_s = out.comm_s + out.compute_s;
+  } else {  // Ulysses: Q, K, V in and O out by all-to-all; the busiest rank's heads
+    const int64_t hmax = (w->heads + n - 1) / n;
+    attn_problem part = *w;
+    part.heads = hmax;
+    part.kv_heads = w->kv_heads >= n ? (w->kv_heads + n - 1) / n : 1;
+    const double q_row =
+        4.0 * (double)(w->head_dim_qk + w->head_dim_v) * (double)(w->batch * w->heads);
+    const double bytes = (double)max_rows * (q_row + kv_row) * (double)(n - 1) / (double)n;
+    out.comm_s = 2.0 * (n - 1) * in->latency_s + bytes / in->bytes_per_s;
+    out.compute_s = attn_flops(&part) / in->flops_per_s;
+    out.total_s = out.comm_s + out.compute_s;
+  }
+  return out;
+}

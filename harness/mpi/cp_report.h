@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// cp_report.h — what `attnbench-mpi` measures and writes (docs/mpi.md "Results"): the
+// point-to-point probe, per run and rank the compute, exposed and full communication
+// time per step, the hidden fraction, end-to-end time and tokens/s, the check verdict, the
+// model's prediction for the same run; the results JSON (rank 0, atomically); --predict.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "check/check.h"
+#include "mpi/cp_config.h"
+#include "mpi/cp_run.h"
+
+typedef struct cp_report_run_sum {
+  cp_run_spec spec;
+  attn_problem whole;
+  attn_options opts;
+  double measured_s, rate;  // end-to-end time; mean per-rank flops/s of the kernel calls
+} cp_report_run_sum;
+
+typedef struct cp_report {
+  int rank, ranks;
+  bool quiet;
+  double lat_s[CP_MAX_STEPS], bw[CP_MAX_STEPS];  // probe, rank 0 ↔ peer (rank 0 only)
+  double lat_max, bw_min;
+  char *json;  // the "runs" array's items so far (rank 0)
+  size_t json_len, json_cap;
+  size_t n_runs;
+  cp_report_run_sum runs[CP_MAX_RUNS];
+} cp_report;
+
+// Validates the output path before any work (fileio.h's contract); config is an input.
+bool cp_report_prepare(const char *out, const char *config, char *err, size_t err_len);
+// Every rank: runs the probe.
+bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, char *err, size_t err_len);
+// Every rank: collects the ranks' timings on rank 0, which prints and records the run.
+bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, const cp_result *res,
+                   const char *verdict, const attn_check_result *cr, char *err, size_t err_len);
+// Rank 0: the model's predictions for 8 and 64 nodes at 25, 100 and 400 Gb/s, per run.
+void cp_report_predict(const cp_report *rep, double latency_s, FILE *f);
+// Rank 0: the results JSON.
+bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t err_len);
+void cp_report_free(cp_report *rep);

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+// attnbench-mpi — context-parallel attention over MPI (docs/mpi.md):
+//   mpirun -np N attnbench-mpi [--config FILE | shape options] [--out results.json]
+// Every rank parses the same arguments and refuses bad input identically before any
+// communication. A watchdog (--timeout) ends a rank whose peers died or hang; the job then
+// stops with that message. Rank 0 checks the gathered output against the double reference,
+// prints one line per run and writes the results JSON (atomically).
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check/check.h"
+#include "common/cli_args.h"
+#include "mpi/cp_config.h"
+#include "mpi/cp_report.h"
+#include "mpi/cp_run.h"
+
+// ── The watchdog ───────────────────────────────────────────────────────────────────────
+
+static char g_alarm_msg[200];
+static void on_alarm(int sig) {
+  (void)sig;
+  const ssize_t w = write(2, g_alarm_msg, strlen(g_alarm_msg));
+  (void)w;
+  _exit(3);
+}
+static void watchdog_arm(int rank, int seconds) {
+  snprintf(g_alarm_msg, sizeof g_alarm_msg,
+           "attnbench-mpi: rank %d: no result within --timeout %d s (a rank died, hangs or the "
+           "run is too long); stopping the job\n",
+           rank, seconds);
+  struct sigaction sa = {.sa_handler = on_alarm};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  alarm((unsigned)seconds);
+}
+
+// Test only: ATTNBENCH_MPI_TEST_FAULT = exit:R (rank R exits at once), hang:R (rank R
+// stops answering), merge (every rank merges with equal weights: a broken merge).
+static void test_fault(int rank, bool *bad_merge) {
+  const char *f = getenv("ATTNBENCH_MPI_TEST_FAULT");
+  if (!f || !*f) return;
+  if (strcmp(f, "merge") == 0) {
+    *bad_merge = true;
+    return;
+  }
+  int r = -1;
+  if (sscanf(f, "exit:%d", &r) == 1 && r == rank) _exit(1);
+  if (sscanf(f, "hang:%d", &r) == 1 && r == rank)
+    for (;;) pause();
+}
+
+// ── The command line ───────────────────────────────────────────────────────────────────
+
+typedef struct args {
+  const char *config, *out, *strategy, *kernel, *kv_dtype, *window;
+  int64_t batch, heads, kv_heads, seq, head_dim, head_dim_v, seed;
+  int threads, timeout;
+  double alibi, softcap, predict_latency_us;
+  bool causal, lse, no_check, predict, quiet, dry_run;
+} args;
+
+static int parse_args(int argc, char **argv, args *a) {
+  *a = (args){.strategy = "ring",
+              .kernel = "flash__avx512",
+              .kv_dtype = "f32",
+              .window = "none",
+              .batch = 1,
+              .heads = 8,
+              .head_dim = 64,
+              .seq = 0,
+              .seed = 1,
+              .threads = 1,
+              .timeout = 600,
+              .predict_latency_us = 2.0};
+  const cli_option opts[] = {
+      {.name = "config",
+       .kind = CLI_STRING,
+       .dest = &a->config,
+       .metavar = "FILE",
+       .help = "runs from an INI file (configs/mpi.ini); else one run from the options below"},
+      {.name = "out",
+       .kind = CLI_STRING,
+       .dest = &a->out,
+       .metavar = "PATH",
+       .help = "results JSON (written by rank 0, atomically)"},
+      {.name = "strategy",
+       .kind = CLI_STRING,
+       .dest = &a->strategy,
+       .metavar = "S",
+       .help = "ring | zigzag | allgather | ulysses (default ring)"},
+      {.name = "kernel",
+       .kind = CLI_STRING,
+       .dest = &a->kernel,
+       .metavar = "NAME",
+       .help = "any registered kernel (default flash__avx512)"},
+      {.name = "threads",
+       .kind = CLI_INT,
+       .dest = &a->threads,
+       .min = 0,
+       .max = ATTN_MAX_THREADS,
+       .metavar = "N",
+       .help = "threads per rank (default 1; 0 = OpenMP default)"},
+      {.name = "batch",
+       .kind = CLI_INT64,
+       .dest = &a->batch,
+       .min = 1,
+       .max = 1 << 20,
+       .metavar = "B",
+       .help = "batch (default 1)"},
+      {.name = "heads",
+       .kind = CLI_INT64,
+       .dest = &a->heads,
+       .min = 1,
+       .max = 1 << 20,
+       .metavar = "H",
+       .help = "query heads (default 8)"},
+      {.name = "kv-heads",
+       .kind = CLI_INT64,
+       .dest = &a->kv_heads,
+       .min = 1,
+       .max = 1 << 20,
+       .metavar = "H",
+       .help = "K/V heads (default heads)"},
+      {.name = "seq-len",
+       .kind = CLI_INT64,
+       .dest = &a->seq,
+       .min = 1,
+       .max = INT64_C(1) << 40,
+       .metavar = "S",
+       .help = "sequence length (required without --config)"},
+      {.name = "head-dim",
+       .kind = CLI_INT64,
+       .dest = &a->head_dim,
+       .min = 1,
+       .max = 1 << 20,
+       .metavar = "D",
+       .help = "head dim of Q and K (default 64)"},
+      {.name = "head-dim-v",
+       .kind = CLI_INT64,
+       .dest = &a->head_dim_v,
+       .min = 1,
+       .max = 1 << 20,
+       .metavar = "D",
+       .help = "head dim of V (default head-dim)"},
+      {.name = "causal", .kind = CLI_FLAG, .dest = &a->causal, .help = "causal mask"},
+      {.name = "window",
+       .kind = CLI_STRING,
+       .dest = &a->window,
+       .metavar = "L:R",
+       .help = "sliding window (inf = unbounded side)"},
+      {.name = "alibi",
+       .kind = CLI_DOUBLE,
+       .dest = &a->alibi,
+       .fmin = 0,
+       .fmax = 126,
+       .metavar = "B",
+       .help = "ALiBi max_bias (0 off)"},
+      {.name = "softcap",
+       .kind = CLI_DOUBLE,
+       .dest = &a->softcap,
+       .fmin = 0,
+       .fmax = 1e18,
+       .metavar = "C",
+       .help = "logit soft-cap (0 off)"},
+      {.name = "kv-dtype",
+       .kind = CLI_STRING,
+       .dest = &a->kv_dtype,
+       .metavar = "T",
+       .help = "f32 | f16 | bf16 | q8_0"},
+      {.name = "lse", .kind = CLI_FLAG, .dest = &a->lse, .help = "gather and check the LSE too"},
+      {.name = "no-check",
+       .kind = CLI_FLAG,
+       .dest = &a->no_check,
+       .help = "skip the reference check (large runs)"},
+      {.name = "seed",
+       .kind = CLI_INT64,
+       .dest = &a->seed,
+       .min = 0,
+       .max = INT64_MAX,
+       .metavar = "N",
+       .help = "input seed (default 1)"},
+      {.name = "timeout",
+       .kind = CLI_INT,
+       .dest = &a->timeout,
+       .min = 1,
+       .max = 1 << 20,
+       .metavar = "S",
+       .help = "stop the job after S seconds without a result (default 600)"},
+      {.name = "predict",
+       .kind = CLI_FLAG,
+       .dest = &a->predict,
+       .help = "print the model's times for 8 and 64 nodes at 25/100/400 Gb/s"},
+      {.name = "predict-latency-us",
+       .kind = CLI_DOUBLE,
+       .dest = &a->predict_latency_us,
+       .fmin = 0,
+       .fmax = 1e6,
+       .metavar = "US",
+       .help = "link latency for --predict (default 2)"},
+      {.name = "dry-run",
+       .kind = CLI_FLAG,
+       .dest = &a->dry_run,
+       .help = "validate and list the runs, run nothing"},
+      {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print only errors"},
+  };
+  const cli_spec spec = {.command = "mpi",
+                         .summary = "context-parallel attention over MPI (docs/mpi.md)",
+                         CLI_OPTIONS(opts)};
+  return cli_parse(&spec, argc, argv);
+}
+
+// The runs of the command line or the config; false with a message.
+static bool collect_runs(const args *a, cp_runs *runs, char *err, size_t err_len) {
+  if (a->config) return cp_config_load(a->config, runs, err, err_len);
+  if (a->seq == 0) {
+    snprintf(err, err_len, "give --seq-len (or --config FILE)");
+    return false;
+  }
+  cp_run_spec *r = &runs->run[runs->count++];
+  *r = (cp_run_spec){.batch = a->batch,
+                     .heads = a->heads,
+                     .kv_heads = a->kv_heads ? a->kv_heads : a->heads,
+                     .seq = a->seq,
+                     .head_dim = a->head_dim,
+                     .head_dim_v = a->head_dim_v ? a->head_dim_v : a->head_dim,
+                     .causal = a->causal,
+                     .lse = a->lse,
+                     .check = !a->no_check,
+                     .alibi = (float)a->alibi,
+                     .softcap = (float)a->softcap,
+                     .threads = a->threads,
+                     .seed = (uint64_t)a->seed};
+  if (!cp_strategy_parse(a->strategy, &r->strategy)) {
+    snprintf(err, err_len, "--strategy '%s': want ring, zigzag, allgather or ulysses", a->strategy);
+    return false;
+  }
+  if (!attn_dtype_parse(a->kv_dtype, &r->kv_dtype)) {
+    snprintf(err, err_len, "--kv-dtype '%s': want f32, f16, bf16 or q8_0", a->kv_dtype);
+    return false;
+  }
+  if (!cp_parse_window(a->window, &r->window, &r->window_left, &r->window_right)) {
+    snprintf(err, err_len, "--window '%s': want none or LEFT:RIGHT (inf = unbounded)", a->window);
+    return false;
+  }
+  if (strlen(a->kernel) > ATTN_KERNEL_NAME_MAX) {
+    snprintf(err, err_len, "--kernel: name too long");
+    return false;
+  }
+  snprintf(r->kernel, sizeof r->kernel, "%s", a->kernel);
+  snprintf(r->name, sizeof r->name, "%s/S%lld/%s%s", a->strategy, (long long)r->seq, a->kv_dtype,
+           r->causal ? "/causal" : "");
+  return true;
+}
+
+// Rank 0: the gathered output and LSE against the double reference of the whole problem.
+static attn_check_verdict check_run(const cp_run_spec *r, const cp_job *job, const cp_result *res,
+                                    attn_check_result *cr) {
+  const attn_problem *w = &job->whole;
+  attn_options o = w->opts ? *w->opts : (attn_options){0};
+  float lse_dummy = 0.0f;
+  o.lse = r->lse ? &lse_dummy : NULL;  // prepare copies the problem; lse only says "check it"
+  attn_problem p = *w;
+  p.opts = (r->lse || w->opts) ? &o : NULL;
+  const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), nv = attn_v_elems(&p);
+  float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float)),
+        *v = malloc(nv * sizeof(float));
+  attn_check_verdict verdict = ATTN_CHECK_FAIL;
+  char err[256] = "out of memory";
+  attn_check_prepared *pc = NULL;
+  if (q && k && v) {
+    cp_fill(q, r->seed, 0, w->batch, w->heads, 0, w->seq_q, w->head_dim_qk);
+    cp_fill(k, r->seed, 1, w->batch, w->kv_heads, 0, w->seq_kv, w->head_dim_qk);
+    cp_fill(v, r->seed, 2, w->batch, w->kv_heads, 0, w->seq_kv, w->head_dim_v);
+    pc = attn_check_prepare_convert(&p, q, k, v, err, sizeof err);
+  }
+  if (pc) {
+    attn_check_output_lse(pc, res->o, r->lse ? res->lse : NULL, cr);
+    verdict = cr->verdict;
+  } else {
+    snprintf(cr->message, sizeof cr->message, "cannot prepare the reference: %s", err);
+  }
+  attn_check_prepared_free(pc);
+  free(q), free(k), free(v);
+  return verdict;
+}
+
+// Runs one spec on every rank; rank 0 checks, reports and appends to the JSON.
+static bool run_one(const cp_run_spec *r, int rank, int ranks, bool bad_merge, cp_report *rep,
+                    int *status) {
+  cp_job job = {.lse = r->lse,
+                .kernel = attn_kernel_find(r->kernel),
+                .exec = {.threads = r->threads},
+                .strategy = r->strategy,
+                .seed = r->seed,
+                .comm = MPI_COMM_WORLD,
+                .rank = rank,
+                .ranks = ranks,
+                .fault_merge = bad_merge};
+  job.whole = cp_run_problem(r, &job.opts);
+  if (job.whole.opts) job.whole.opts = &job.opts;
+  static cp_result res;
+  char err[512] = "";
+  if (!cp_run(&job, &res, err, sizeof err)) {
+    fprintf(stderr, "attnbench-mpi: %s\n", err);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return false;
+  }
+  attn_check_result cr = {.verdict = ATTN_CHECK_PASS};
+  attn_check_verdict verdict = ATTN_CHECK_PASS;
+  if (rank == 0 && r->check) {
+    verdict = check_run(r, &job, &res, &cr);
+    if (verdict == ATTN_CHECK_FAIL) *status = 1;
+  }
+  if (!cp_report_run(rep, r, &job, &res, r->check ? attn_check_verdict_name(verdict) : "off", &cr,
+                     err, sizeof err)) {
+    fprintf(stderr, "attnbench-mpi: %s\n", err);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  cp_result_free(&res);
+  return true;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  args a;
+  const int rc = parse_args(argc, argv, &a);
+  if (rc != CLI_OK) {
+    MPI_Finalize();
+    return cli_exit_code(rc);
+  }
+  // Identical validation on every rank, before any communication; rank 0 prints it.
+  static cp_runs runs;
+  char err[512] = "";
+  bool ok = collect_runs(&a, &runs, err, sizeof err);
+  for (size_t i = 0; ok && i < runs.count; i++)
+    ok = cp_run_validate(&runs.run[i], ranks, err, sizeof err);
+  if (ok && a.out && !cp_report_prepare(a.out, a.config, err, sizeof err)) ok = false;
+  if (!ok) {
+    if (rank == 0) fprintf(stderr, "attnbench-mpi: %s\n", err);
+    MPI_Finalize();
+    return 2;
+  }
+  if (a.dry_run) {
+    for (size_t i = 0; rank == 0 && i < runs.count; i++) printf("%s\n", runs.run[i].name);
+    if (rank == 0) printf("%zu runs on %d ranks\n", runs.count, ranks);
+    MPI_Finalize();
+    return 0;
+  }
+  watchdog_arm(rank, a.timeout);
+  bool bad_merge = false;
+  test_fault(rank, &bad_merge);
+  static cp_report rep;
+  int status = 0;
+  if (!cp_report_begin(&rep, rank, ranks, a.quiet, err, sizeof err)) {
+    fprintf(stderr, "attnbench-mpi: %s\n", err);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  for (size_t i = 0; i < runs.count; i++)
+    run_one(&runs.run[i], rank, ranks, bad_merge, &rep, &status);
+  if (rank == 0 && a.predict) cp_report_predict(&rep, a.predict_latency_us * 1e-6, stdout);
+  if (rank == 0 && a.out && !cp_report_write(&rep, a.out, err, sizeof err)) {
+    fprintf(stderr, "attnbench-mpi: %s\n", err);
+    status = 1;
+  }
+  cp_report_free(&rep);
+  MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  alarm(0);
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""attnbench-mpi under mpirun (docs/mpi.md): one case per CTest test.
+
+Usage: mpi_cases.py BIN MPIEXEC SOURCE_DIR CASE NP
+  BIN = none when the MPI build is off: the case is skipped (exit 77).
+Cases:
+  checked    tests/mpi/checked.ini on NP ranks: every run passes the check against the
+             double reference (output and LSE), the results JSON is complete and sane.
+  bad_merge  the same with a broken merge (ATTNBENCH_MPI_TEST_FAULT=merge): every run that
+             merges must fail the check, and the job exits 1.
+  rank_exit  one rank exits at start: the job ends non-zero within the bound.
+  rank_hang  one rank stops answering: the watchdog (--timeout 4) ends the job with its
+             message within the bound.
+  bad_input  inputs refused alike on every rank, before communicating: exit 2, one line.
+  predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
+  config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+binary, mpiexec, src, case, np_ = sys.argv[1:6]
+if binary == "none":
+    print("attnbench-mpi not built (no MPI found, or -DATTNBENCH_MPI=OFF): skipped")
+    sys.exit(77)
+
+env = dict(os.environ)
+env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+# Open MPI's own start-up allocations are never freed; leaks of ours are found by the unit
+# tests' LeakSanitizer runs, not here.
+env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
+env.pop("ATTNBENCH_MPI_TEST_FAULT", None)
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def mpirun(args, fault=None, timeout=300):
+    e = dict(env)
+    if fault:
+        e["ATTNBENCH_MPI_TEST_FAULT"] = fault
+    cmd = [mpiexec, "-np", np_, "--oversubscribe", binary] + args
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
+
+
+config = os.path.join(src, "tests", "mpi", "checked.ini")
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "mpi.json")
+    if case == "checked":
+        rc, so, se, _ = mpirun(["--config", config, "--out", out, "--timeout", "240"])
+        check(rc == 0, f"exit {rc}\n{so}\n{se}")
+        runs = json.load(open(out))["runs"] if os.path.exists(out) else []
+        check(len(runs) == 52, f"{len(runs)} runs in the JSON, want 52")
+        for r in runs:
+            check(r["check"] == "pass", f"{r['name']}: {r['check']}")
+            check(len(r["ranks"]) == int(np_), f"{r['name']}: {len(r['ranks'])} ranks")
+            check(r["time_s"] > 0 and r["tokens_per_s"] > 0, f"{r['name']}: time")
+            for k in r["ranks"]:
+                check(0.0 <= k["hidden_fraction"] <= 1.0, f"{r['name']}: hidden fraction")
+                check(k["flops"] > 0, f"{r['name']} rank {k['rank']}: no work")
+            if r["strategy"] in ("ring", "zigzag"):
+                check(all(len(k["steps"]) == int(np_) for k in r["ranks"]), f"{r['name']}: steps")
+    elif case == "bad_merge":
+        rc, so, se, _ = mpirun(["--config", config, "--out", out], fault="merge")
+        check(rc == 1, f"a broken merge exited {rc}, want 1")
+        runs = json.load(open(out))["runs"] if os.path.exists(out) else []
+        merging = [r for r in runs if r["strategy"] != "ulysses"]  # Ulysses does not merge
+        check(merging and all(r["check"] == "fail" for r in merging),
+              "runs passed with a broken merge: " +
+              ", ".join(r["name"] for r in merging if r["check"] != "fail"))
+    elif case in ("rank_exit", "rank_hang"):
+        fault = "exit:1" if case == "rank_exit" else f"hang:{int(np_) - 1}"
+        rc, so, se, dt = mpirun(["--seq-len", "64", "--heads", "2", "--timeout", "4"],
+                                fault=fault, timeout=120)
+        check(rc != 0, f"{case}: exit 0")
+        check(dt < 60, f"{case}: took {dt:.1f} s (bound 60)")
+        if case == "rank_hang":
+            check("no result within --timeout 4 s" in se, f"no watchdog message:\n{se}")
+    elif case == "bad_input":
+        for args, want in (
+                (["--strategy", "ulysses", "--seq-len", "64", "--heads", "1"], "ulysses needs heads >= ranks"),
+                (["--strategy", "zigzag", "--causal", "--seq-len", "3"], "needs seq_len >="),
+                (["--seq-len", "64", "--kernel", "nope"], "unknown kernel 'nope'"),
+                (["--seq-len", "64", "--kv-dtype", "q8_0", "--head-dim", "20"], "multiples of 32"),
+                (["--seq-len", "64", "--window", "3"], "--window '3'")):
+            rc, so, se, _ = mpirun(args, timeout=60)
+            check(rc == 2, f"{args}: exit {rc}, want 2\n{se}")
+            check(se.count(want) == 1, f"{args}: want one '{want}' in\n{se}")
+    elif case == "predict":
+        rc, so, se, _ = mpirun(["--seq-len", "96", "--heads", "4", "--causal", "--strategy", "zigzag",
+                                "--predict"])
+        check(rc == 0, f"exit {rc}\n{se}")
+        rows = [l for l in so.splitlines() if l.startswith("zigzag/S96")]
+        check(any(" 8 " in l for l in rows) and any(" 64 " in l for l in rows), so)
+        check("25 Gb/s" in so and "400 Gb/s" in so, so)
+    elif case == "config_dry_run":  # the shipped config validates on every rank
+        rc, so, se, _ = mpirun(["--config", os.path.join(src, "configs", "mpi.ini"), "--dry-run"],
+                               timeout=60)
+        check(rc == 0, f"exit {rc}\n{se}")
+        check(f"runs on {np_} ranks" in so and not so.startswith("0 runs"), so)
+    else:
+        print("unknown case", case)
+        sys.exit(2)
+
+print(f"{case} on {np_} ranks: {'ok' if not failures else f'{failures} failure(s)'}")
+sys.exit(1 if failures else 0)
