@@ -326,23 +326,49 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
                                int64_t seq_kv, int64_t head_dim_qk, int64_t head_dim_v,
                                bool causal);
 
-// Checks every field. Returns true if the problem is valid; otherwise false and a
-// one-line, human-readable reason in err (if err != NULL). Rejects: sizes < 1,
-// heads % kv_heads != 0, a scale that is non-finite or subnormal, any tensor whose element
-// or byte count overflows size_t, a kv_dtype outside attn_dtype, Q8_0 with head_dim_qk or
-// head_dim_v not a multiple of 32, a compute outside attn_compute, INT8 without kv_dtype
-// Q8_0 (or with head_dim_qk not a multiple of 32); and among the options: an alignment
-// other than the three, |diag_offset| > ATTN_DIAG_OFFSET_MAX with ATTN_ALIGN_OFFSET, a
-// window side < 0 other than ATTN_WINDOW_UNBOUNDED, a softcap other than 0 or in
-// [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an alibi_max_bias other than 0 or in
+// Checks every field (attn_problem_check_field, in attn_field order). Returns true if the
+// problem is valid; otherwise false and a one-line, human-readable reason in err (if
+// err != NULL). Rejects: sizes < 1, heads % kv_heads != 0, a scale that is non-finite or
+// subnormal, any tensor whose element or byte count overflows size_t, a kv_dtype outside
+// attn_dtype, Q8_0 with head_dim_qk or head_dim_v not a multiple of 32, a compute outside
+// attn_compute, INT8 without kv_dtype Q8_0 (or with head_dim_qk not a multiple of 32); and
+// among the options: an alignment other than the three, |diag_offset| > ATTN_DIAG_OFFSET_MAX
+// with ATTN_ALIGN_OFFSET, a window side < 0 other than ATTN_WINDOW_UNBOUNDED, a softcap other
+// than 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an alibi_max_bias other than 0 or in
 // [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX], both alibi_max_bias and alibi_slopes, a
-// mask or LSE tensor whose size overflows. (Array contents are inputs: attn_inputs_check
-// checks them.) With a layout (see "Serving layouts"): a kind outside
+// mask tensor whose size overflows. (Array contents are inputs: attn_inputs_check checks
+// them.) With a layout (see "Serving layouts"): a kind outside
 // attn_layout_kind, a NULL array, cu_seqlens not starting at 0 or decreasing, seq_q /
 // seq_kv other than the largest lengths, no query or no key in the batch, a page_size
 // outside 1..ATTN_MAX_PAGE_SIZE, num_pages < 1, a page-table row too short for its
 // sequence or a used entry outside [0, num_pages), packed tensors or a pool too large.
 bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len);
+
+// The fields of a problem as attn_problem_validate checks them, one rule each, in the
+// order it checks them. A caller that fills a problem in steps (a command line, a config
+// file) checks each field where it sets it and names the option that set it; the option
+// fields pass when p->opts is NULL. Every check but ATTN_FIELD_SIZES's reads sizes that
+// ATTN_FIELD_SIZES admits (none divides by or indexes with them).
+typedef enum attn_field {
+  ATTN_FIELD_SIZES,     // the seven sizes >= 1; Q, K, V and O fit in size_t bytes
+  ATTN_FIELD_HEADS,     // heads % kv_heads == 0
+  ATTN_FIELD_SCALE,     // finite, not subnormal
+  ATTN_FIELD_KV_DTYPE,  // an attn_dtype; Q8_0 with head dims that are multiples of 32
+  ATTN_FIELD_ALIGN,     // opts->align: one of the three; diag_offset in range with OFFSET
+  ATTN_FIELD_WINDOW,    // opts window sides: >= 0 or ATTN_WINDOW_UNBOUNDED
+  ATTN_FIELD_SOFTCAP,   // opts->softcap: 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX]
+  ATTN_FIELD_ALIBI,     // opts->alibi_max_bias: 0 or in range; not with alibi_slopes too
+  ATTN_FIELD_MASK,      // opts->mask: its size fits in size_t bytes
+  ATTN_FIELD_COMPUTE,   // an attn_compute; INT8 with kv_dtype Q8_0 and head_dim_qk % 32 == 0
+  ATTN_FIELD_LAYOUT,    // the batch layout, when not NULL (see "Serving layouts")
+} attn_field;
+#define ATTN_FIELD_COUNT 11
+
+// Checks one field: true, or false with attn_problem_validate's one-line reason in err.
+bool attn_problem_check_field(const attn_problem *p, attn_field field, char *err, size_t err_len);
+
+// The field's name as the problem and its options spell it ("kv_dtype", "softcap", ...).
+const char *attn_field_name(attn_field field);
 
 // The input domain (see "Numerics contract" above). 2^120 ≈ 1.33e36.
 #define ATTN_SCORE_LIMIT 0x1p120  // bound on max(1,|scale|)·max‖q_i‖₂·max‖k_j‖₂

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Sweep configs: INI (inih) → validated lists (config_sweep.h) → benchmark points
-// (config_expand.c: the cartesian product).
+// Sweep configs, first half: INI (inih) → validated lists (config_sweep.h; config_read).
+// The points (the cartesian product) and attn_bench_plan_load: config_expand.c.
 // inih does the parsing; a small pre-scan of the file records the line of every key so
 // that errors found after parsing (d_model vs heads, ...) still name FILE:LINE.
 #define _POSIX_C_SOURCE 200809L  // strtok_r
@@ -576,122 +576,46 @@ static char *read_config(const char *path, size_t *len, char *err, size_t err_le
   return NULL;
 }
 
-static void format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len) {
+void config_format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len) {
   if (line > 0)
     snprintf(err, len, "%s:%d: %s", c->path, line, msg);
   else
     snprintf(err, len, "%s: %s", c->path, msg);
 }
 
-bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
-                          attn_bench_plan *plan, char *err, size_t err_len) {
-  plan->points = NULL;
-  plan->count = 0;
-  parse_ctx *c = calloc(1, sizeof *c);
-  sweep *sweeps = calloc(kMaxSweeps, sizeof *sweeps);
-  char *text = NULL;
-  bool ok = false;
-  if (!c || !sweeps) {
-    snprintf(err, err_len, "%s: out of memory", path);
-    goto done;
-  }
+bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char *err,
+                 size_t err_len) {
   c->path = path;
-  c->sweeps = sweeps;
   size_t text_len = 0;
-  text = read_config(path, &text_len, err, err_len);
-  if (!text) goto done;
+  char *text = read_config(path, &text_len, err, err_len);
+  if (!text) return false;
+  bool ok = false;
   if (!prescan(c, text, text_len)) {
-    format_error(c, c->err_line, c->err, err, err_len);
+    config_format_error(c, c->err_line, c->err, err, err_len);
     goto done;
   }
   const int rc = ini_parse_string(text, handler, c);  // the text holds no NUL (prescan)
   if (rc > 0 && (!c->err_line || rc < c->err_line)) {
-    format_error(c, rc, "syntax error (expected [section], key = value or a comment)", err,
-                 err_len);
+    config_format_error(c, rc, "syntax error (expected [section], key = value or a comment)", err,
+                        err_len);
     goto done;
   }
   if (c->err_line) {
-    format_error(c, c->err_line, c->err, err, err_len);
+    config_format_error(c, c->err_line, c->err, err, err_len);
     goto done;
   }
   if (c->nsweeps == 0) {
-    format_error(c, 0, "no sweeps (no [section] with keys)", err, err_len);
+    config_format_error(c, 0, "no sweeps (no [section] with keys)", err, err_len);
     goto done;
   }
-  // Every sweep is validated and the points counted before any is expanded, so a config
-  // that would expand to millions of points fails at once instead of after minutes.
-  size_t total = 0;
   for (int i = 0; i < c->nsweeps; i++) {
-    sweep *s = &c->sweeps[i];
-    if (!validate(c, s, ov && ov->kernel_count)) {
-      format_error(c, c->err_line, c->err, err, err_len);
-      goto done;
-    }
-    const size_t n = config_sweep_points(s, ov, ATTN_BENCH_MAX_POINTS);
-    total = n > ATTN_BENCH_MAX_POINTS - total ? ATTN_BENCH_MAX_POINTS + 1 : total + n;
-    if (total > ATTN_BENCH_MAX_POINTS) {
-      char msg[160];
-      if (n > ATTN_BENCH_MAX_POINTS)
-        snprintf(msg, sizeof msg,
-                 "[%s] expands to more than %d points (the product of its list lengths)", s->name,
-                 ATTN_BENCH_MAX_POINTS);
-      else
-        snprintf(msg, sizeof msg, "the sweeps up to [%s] expand to more than %d points", s->name,
-                 ATTN_BENCH_MAX_POINTS);
-      format_error(c, config_line_of(c, s->name, NULL), msg, err, err_len);
+    if (!validate(c, &c->sweeps[i], ov && ov->kernel_count)) {
+      config_format_error(c, c->err_line, c->err, err, err_len);
       goto done;
     }
   }
-  plan_builder b = {0};
-  for (int i = 0; i < c->nsweeps; i++) {
-    if (!config_expand(c, &c->sweeps[i], ov, &b)) {
-      format_error(c, c->err_line, c->err, err, err_len);
-      free(b.pts);
-      free(b.slots);
-      attn_bench_plan tmp = {.batches = b.batches, .batch_count = b.nbatches};
-      attn_bench_plan_free(&tmp);
-      goto done;
-    }
-  }
-  free(b.slots);
-  // Kernels this CPU cannot run are left out with a note (never an error).
-  size_t kept = 0;
-  const attn_kernel *noted_kernels[kMaxKernels];
-  int nnoted = 0;
-  for (size_t i = 0; i < b.n; i++) {
-    char why[96];
-    if (attn_kernel_available(b.pts[i].kernel, why, sizeof why)) {
-      b.pts[kept++] = b.pts[i];
-      continue;
-    }
-    bool noted = false;
-    for (int j = 0; j < nnoted; j++) noted |= noted_kernels[j] == b.pts[i].kernel;
-    if (noted) continue;
-    if (nnoted < kMaxKernels) noted_kernels[nnoted++] = b.pts[i].kernel;
-    if (notes)
-      fprintf(notes, "note: skipping kernel %s on this CPU (%s)\n", b.pts[i].kernel->name, why);
-  }
-  plan->points = b.pts;
-  plan->count = kept;
-  plan->batches = b.batches;
-  plan->batch_count = b.nbatches;
   ok = true;
 done:
   free(text);
-  free(sweeps);
-  free(c);
   return ok;
-}
-
-void attn_bench_plan_free(attn_bench_plan *plan) {
-  for (size_t i = 0; i < plan->batch_count; i++) {
-    attn_serving_free(plan->batches[i]);
-    free(plan->batches[i]);
-  }
-  free(plan->batches);
-  plan->batches = NULL;
-  plan->batch_count = 0;
-  free(plan->points);
-  plan->points = NULL;
-  plan->count = 0;
 }

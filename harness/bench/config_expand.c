@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Sweep configs, second half: a validated sweep (config_sweep.h) → the cartesian product
 // of its lists as benchmark points, each validated and named; points another sweep
-// already produced are dropped. Also the names and values of the option keys' values.
+// already produced are dropped. Also the names and values of the option keys' values, and
+// attn_bench_plan_load (config.c reads and validates; this file counts and expands).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,10 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.problem = attn_problem_make(s->batch.v[ib], heads, kv, sq, skv ? skv->v[iskv] : sq, dqk, dv,
                                    s->causal.v[ic] != 0);
     pt.opts = config_option_combination(s, io);
+    pt.problem.kv_dtype = s->kv_dtypes[ikd];
+    pt.problem.compute = ov && ov->compute_count ? ov->computes[ico] : s->computes[ico];
+    // int8 pairs with q8_0 K/V only (validate() made sure the sweep has q8_0)
+    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) continue;
     if (isv != built_isv) {  // one batch per serving combination, shared by the inner lists
       built_isv = isv;
       attn_serving_batch *batch;
@@ -243,18 +248,13 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     attn_bench_opts_apply(&pt.opts, &checked_opts);
     attn_problem checked = pt.problem;
     checked.opts = &checked_opts;
-    if (!attn_problem_validate(&checked, why, sizeof why))
-      return config_fail(c, sec, "[%s]: invalid point: %s", s->name, why), false;
-    pt.problem.kv_dtype = s->kv_dtypes[ikd];  // e.g. q8_0 with a head dim not a multiple of 32
-    if (!attn_problem_validate(&pt.problem, why, sizeof why))
-      return config_fail(c, config_line_of(c, s->name, "kv_dtype") ? config_line_of(c, s->name, "kv_dtype") : sec,
-                  "[%s]: invalid point: %s", s->name, why), false;
-    pt.problem.compute = ov && ov->compute_count ? ov->computes[ico] : s->computes[ico];
-    // int8 pairs with q8_0 K/V only (validate() made sure the sweep has q8_0)
-    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) continue;
-    if (!attn_problem_validate(&pt.problem, why, sizeof why))
-      return config_fail(c, config_line_of(c, s->name, "compute") ? config_line_of(c, s->name, "compute") : sec,
-                  "[%s]: invalid point: %s", s->name, why), false;
+    // Each field by the problem's rule; the message names the line of the key that set it
+    // (e.g. kv_dtype q8_0 with a head dim not a multiple of 32), else the section's.
+    for (int f = 0; f < ATTN_FIELD_COUNT; f++) {
+      if (attn_problem_check_field(&checked, (attn_field)f, why, sizeof why)) continue;
+      const int line = config_line_of(c, s->name, attn_field_name((attn_field)f));
+      return config_fail(c, line ? line : sec, "[%s]: invalid point: %s", s->name, why), false;
+    }
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     pt.threads_default = t == 0;
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
@@ -306,4 +306,91 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   }
   // clang-format on
   return true;
+}
+
+bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
+                          attn_bench_plan *plan, char *err, size_t err_len) {
+  plan->points = NULL;
+  plan->count = 0;
+  parse_ctx *c = calloc(1, sizeof *c);
+  sweep *sweeps = calloc(kMaxSweeps, sizeof *sweeps);
+  bool ok = false;
+  if (!c || !sweeps) {
+    snprintf(err, err_len, "%s: out of memory", path);
+    goto done;
+  }
+  c->sweeps = sweeps;
+  if (!config_read(path, ov, c, err, err_len)) goto done;
+  // Every sweep is validated (config_read) and the points counted before any is expanded,
+  // so a config that would expand to millions of points fails at once instead of after
+  // minutes.
+  size_t total = 0;
+  for (int i = 0; i < c->nsweeps; i++) {
+    const sweep *s = &c->sweeps[i];
+    const size_t n = config_sweep_points(s, ov, ATTN_BENCH_MAX_POINTS);
+    total = n > ATTN_BENCH_MAX_POINTS - total ? ATTN_BENCH_MAX_POINTS + 1 : total + n;
+    if (total > ATTN_BENCH_MAX_POINTS) {
+      char msg[160];
+      if (n > ATTN_BENCH_MAX_POINTS)
+        snprintf(msg, sizeof msg,
+                 "[%s] expands to more than %d points (the product of its list lengths)", s->name,
+                 ATTN_BENCH_MAX_POINTS);
+      else
+        snprintf(msg, sizeof msg, "the sweeps up to [%s] expand to more than %d points", s->name,
+                 ATTN_BENCH_MAX_POINTS);
+      config_format_error(c, config_line_of(c, s->name, NULL), msg, err, err_len);
+      goto done;
+    }
+  }
+  plan_builder b = {0};
+  for (int i = 0; i < c->nsweeps; i++) {
+    if (!config_expand(c, &c->sweeps[i], ov, &b)) {
+      config_format_error(c, c->err_line, c->err, err, err_len);
+      free(b.pts);
+      free(b.slots);
+      attn_bench_plan tmp = {.batches = b.batches, .batch_count = b.nbatches};
+      attn_bench_plan_free(&tmp);
+      goto done;
+    }
+  }
+  free(b.slots);
+  // Kernels this CPU cannot run are left out with a note (never an error).
+  size_t kept = 0;
+  const attn_kernel *noted_kernels[kMaxKernels];
+  int nnoted = 0;
+  for (size_t i = 0; i < b.n; i++) {
+    char why[96];
+    if (attn_kernel_available(b.pts[i].kernel, why, sizeof why)) {
+      b.pts[kept++] = b.pts[i];
+      continue;
+    }
+    bool noted = false;
+    for (int j = 0; j < nnoted; j++) noted |= noted_kernels[j] == b.pts[i].kernel;
+    if (noted) continue;
+    if (nnoted < kMaxKernels) noted_kernels[nnoted++] = b.pts[i].kernel;
+    if (notes)
+      fprintf(notes, "note: skipping kernel %s on this CPU (%s)\n", b.pts[i].kernel->name, why);
+  }
+  plan->points = b.pts;
+  plan->count = kept;
+  plan->batches = b.batches;
+  plan->batch_count = b.nbatches;
+  ok = true;
+done:
+  free(sweeps);
+  free(c);
+  return ok;
+}
+
+void attn_bench_plan_free(attn_bench_plan *plan) {
+  for (size_t i = 0; i < plan->batch_count; i++) {
+    attn_serving_free(plan->batches[i]);
+    free(plan->batches[i]);
+  }
+  free(plan->batches);
+  plan->batches = NULL;
+  plan->batch_count = 0;
+  free(plan->points);
+  plan->points = NULL;
+  plan->count = 0;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The parsed form of a sweep config, shared by its reader (config.c: inih handlers,
-// cross-key validation) and its expansion into points (config_expand.c). Private to
-// harness/bench/config*.c; the interface is bench/config.h.
+// cross-key validation) and its expansion into points (config_expand.c, which also holds
+// attn_bench_plan_load: read, count, expand). Private to harness/bench/config*.c; the
+// interface is bench/config.h.
 #ifndef ATTNBENCH_BENCH_CONFIG_SWEEP_H
 #define ATTNBENCH_BENCH_CONFIG_SWEEP_H
 
@@ -88,6 +89,13 @@ void config_copy_str(char *dst, size_t n, const char *src);
 int config_line_of(const parse_ctx *c, const char *section, const char *key);
 // Records the first semantic error; returns 0 (inih's "handler failed").
 int config_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// "PATH:LINE: msg" (line 0: "PATH: msg") into err.
+void config_format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len);
+// Reads and parses path into c (c->sweeps set by the caller) and validates every sweep;
+// false with "PATH:LINE: why" in err. The first half of attn_bench_plan_load (config.c).
+bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char *err,
+                 size_t err_len);
 
 // The number of combinations of a sweep's option lists, and combination `index`.
 size_t config_option_combinations(const sweep *s);

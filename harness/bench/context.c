@@ -12,7 +12,7 @@
 #include "bench/gbench/gbench.h"
 #include "bench/inputs.h"
 #include "bench/point.h"
-#include "cli/build_info.h"
+#include "common/build_info.h"
 #include "machine/cpu_ident.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/peak/peak.h"
@@ -172,6 +172,23 @@ static void option_context(const attn_bench_plan *plan) {
         (unsigned long long)ATTN_BENCH_MASK_SEED);
 }
 
+// Where each plug-in kernel came from (plugins/plugins.h loaded them; the registry keeps
+// the origins): "example__scalar=/abs/example_plugin.so, other=/abs/b.so"; none: no entry.
+static void plugins_context(void) {
+  size_t len = 1;
+  for (size_t i = attn_builtin_count(); i < attn_kernel_count(); i++)
+    len += strlen(attn_kernel_at(i)->name) + strlen(attn_kernel_origin(attn_kernel_at(i))) + 3;
+  if (len == 1) return;
+  char *buf = malloc(len), *at = buf;
+  if (!buf) return;  // the context is informational
+  for (size_t i = attn_builtin_count(); i < attn_kernel_count(); i++) {
+    const attn_kernel *k = attn_kernel_at(i);
+    at += sprintf(at, "%s%s=%s", at == buf ? "" : ", ", k->name, attn_kernel_origin(k));
+  }
+  attn_gb_add_context("plugins", buf);
+  free(buf);
+}
+
 void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path, bool measure) {
   const attn_topology *t = attn_topology_get();
   char buf[512];
@@ -181,6 +198,7 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   ctx("cflags", "%s", ATTNBENCH_CFLAGS);
   ctx("build_type", "%s", ATTNBENCH_BUILD_TYPE);
   ctx("config", "%s", config_path ? config_path : "");
+  plugins_context();
   option_context(plan);
   // The config's text, so a results file says exactly what was swept (first 16 KiB).
   FILE *cf = config_path ? fopen(config_path, "r") : NULL;

@@ -13,6 +13,7 @@
 // Steps: options → kernel → output target → memory (file sizes) → read → problem →
 // memory (full estimate) → compute → finite? → --check → write → report.
 #define _POSIX_C_SOURCE 200809L
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,7 +264,7 @@ static bool store_kv(const run_args *a, attn_problem *p, const npy_array *k, con
   }
   p->kv_dtype = a->kv_dtype;
   char err[256];
-  if (!attn_problem_validate(p, err, sizeof err)) {
+  if (!attn_problem_check_field(p, ATTN_FIELD_KV_DTYPE, err, sizeof err)) {
     fprintf(stderr, "attnbench run: --kv-dtype %s: %s\n", a->kv_dtype_name, err);
     return false;
   }
@@ -713,8 +714,8 @@ int cmd_run(int argc, char **argv) {
       !files_have_dtype(&a, (const named_array *const[3]){&q, &k, &v}) ||
       !qkv_derive_problem("run", &q, &k, &v, a.causal, &p) || !store_kv(&a, &p, &k.a, &v.a, &kv))
     goto done;
-  if (a.scale_given) p.scale = (float)a.scale;
-  p.compute = a.compute;
+  if (a.scale_given && !scale_arg_apply("run", a.scale, &p)) goto done;
+  if (!compute_arg_apply("run", a.compute, &p)) goto done;
   if (!option_args_load("run", &a.opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   const size_t n_lse = (size_t)p.batch * (size_t)p.heads * (size_t)p.seq_q;
   if (a.opt.lse_path && !(lse = malloc(n_lse * sizeof *lse))) {
@@ -723,10 +724,11 @@ int cmd_run(int argc, char **argv) {
   }
   opts.lse = lse;
   p.opts = &opts;
-  if (!attn_problem_validate(&p, err, sizeof err)) {
-    fprintf(stderr, "attnbench run: %s\n", err);
-    goto done;
-  }
+  // Each field was checked once, where it was set: the sizes and heads from the shapes
+  // (qkv_derive_problem), kv_dtype (store_kv), the scale (scale_arg_apply), the options
+  // (option_args_validate, option_args_load). attn_kernel_call checks the whole problem
+  // again as its contract's guard.
+  assert(attn_problem_validate(&p, NULL, 0));
   {
     const int src = settle(kernel, &p, &a);  // the one resolution of the settings
     if (src >= 0) {

@@ -55,6 +55,20 @@ static bool parse_window(const char *text, int64_t *left, int64_t *right) {
   return true;
 }
 
+// The options' values that come from the command line itself (the arrays come from
+// files: option_args_load); the window's syntax is checked first (option_args_validate).
+static attn_options scalar_options(const option_args *a) {
+  attn_options o = {0};
+  if (a->window) {
+    o.window = true;
+    parse_window(a->window, &o.window_left, &o.window_right);
+  }
+  if (a->align && strcmp(a->align, "top-left") == 0) o.align = ATTN_ALIGN_TOP_LEFT;
+  if (a->softcap_given) o.softcap = (float)a->softcap;
+  if (a->alibi_given) o.alibi_max_bias = (float)a->alibi;
+  return o;
+}
+
 int option_args_validate(const char *cmd, const option_args *a) {
   int64_t l, r;
   if (a->window && !parse_window(a->window, &l, &r)) {
@@ -67,10 +81,13 @@ int option_args_validate(const char *cmd, const option_args *a) {
     fprintf(stderr, "attnbench %s: --align '%s': want top-left or bottom-right\n", cmd, a->align);
     return ATTNBENCH_EXIT_USAGE;
   }
-  // The ranges are attn_problem_validate's, checked here on the float32 value the kernels
-  // get: 1e-50 > 0 as typed rounds to 0, which would mean "off".
+  // The window and the alignment are valid as parsed; softcap and max_bias are checked by
+  // the problem's own rules (attn_problem_check_field) on the float32 value the kernels
+  // get, and a value given must not be 0 ("off"): 1e-50 > 0 as typed rounds to 0.
+  const attn_options o = scalar_options(a);
+  const attn_problem probe = {.opts = &o};  // the option fields read no size
   if (a->softcap_given &&
-      !((float)a->softcap >= ATTN_SOFTCAP_MIN && (float)a->softcap <= (float)ATTN_SOFTCAP_MAX)) {
+      (o.softcap == 0.0f || !attn_problem_check_field(&probe, ATTN_FIELD_SOFTCAP, NULL, 0))) {
     fprintf(stderr,
             "attnbench %s: --softcap %g: want C in [%g, %g] as float32 (smaller values flush "
             "to 0 in kernels)\n",
@@ -78,7 +95,7 @@ int option_args_validate(const char *cmd, const option_args *a) {
     return ATTNBENCH_EXIT_USAGE;
   }
   if (a->alibi_given &&
-      !((float)a->alibi >= ATTN_ALIBI_MAX_BIAS_MIN && (float)a->alibi <= ATTN_ALIBI_MAX_BIAS_MAX)) {
+      (o.alibi_max_bias == 0.0f || !attn_problem_check_field(&probe, ATTN_FIELD_ALIBI, NULL, 0))) {
     fprintf(stderr,
             "attnbench %s: --alibi %g: want MAX_BIAS in [%g, %g] as float32 (smaller values "
             "flush to 0 in kernels; above %g the slopes 2^-max_bias... do)\n",
@@ -86,7 +103,7 @@ int option_args_validate(const char *cmd, const option_args *a) {
             (double)ATTN_ALIBI_MAX_BIAS_MAX);
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (a->alibi_given && a->slopes_path) {
+  if (a->alibi_given && a->slopes_path) {  // two options for one field
     fprintf(stderr, "attnbench %s: give --alibi or --alibi-slopes, not both\n", cmd);
     return ATTNBENCH_EXIT_USAGE;
   }
@@ -114,14 +131,7 @@ static bool load_array(const char *cmd, const char *flag, const char *path, int 
 
 bool option_args_load(const char *cmd, const option_args *a, const attn_problem *p, attn_options *o,
                       npy_array *slopes, npy_array *sinks, npy_array *mask) {
-  *o = (attn_options){0};
-  if (a->window) {
-    o->window = true;
-    parse_window(a->window, &o->window_left, &o->window_right);
-  }
-  if (a->align && strcmp(a->align, "top-left") == 0) o->align = ATTN_ALIGN_TOP_LEFT;
-  if (a->softcap_given) o->softcap = (float)a->softcap;
-  if (a->alibi_given) o->alibi_max_bias = (float)a->alibi;
+  *o = scalar_options(a);  // checked by option_args_validate
   const int64_t heads[1] = {p->heads};
   if (a->slopes_path) {
     if (!load_array(cmd, "--alibi-slopes", a->slopes_path, 1, heads, "[heads]", slopes))
@@ -153,8 +163,30 @@ bool option_args_load(const char *cmd, const option_args *a, const attn_problem 
     }
     o->mask = mask->data;
     o->mask_per_head = four;
+    attn_problem with_mask = *p;
+    with_mask.opts = o;
+    if (!attn_problem_check_field(&with_mask, ATTN_FIELD_MASK, err, sizeof err)) {
+      fprintf(stderr, "attnbench %s: --mask %s: %s\n", cmd, a->mask_path, err);
+      return false;
+    }
   }
   return true;
+}
+
+bool scale_arg_apply(const char *cmd, double scale, attn_problem *p) {
+  p->scale = (float)scale;
+  char err[256];
+  if (attn_problem_check_field(p, ATTN_FIELD_SCALE, err, sizeof err)) return true;
+  fprintf(stderr, "attnbench %s: --scale %g: %s\n", cmd, scale, err);
+  return false;
+}
+
+bool compute_arg_apply(const char *cmd, attn_compute mode, attn_problem *p) {
+  p->compute = mode;
+  char err[256];
+  if (attn_problem_check_field(p, ATTN_FIELD_COMPUTE, err, sizeof err)) return true;
+  fprintf(stderr, "attnbench %s: --compute %s: %s\n", cmd, attn_compute_name(mode), err);
+  return false;
 }
 
 bool attn_case_timeout_settle(const char *command, double *seconds, bool given) {

@@ -145,13 +145,22 @@ typedef struct option_args {
    .help = (lse_help)}
 // clang-format on
 
-// Validates the values given (window syntax, alignment name, softcap and max_bias > 0 and
-// finite in float32, not both --alibi and --alibi-slopes). Returns -1 to go on, else the
-// exit code (2) after a message "attnbench <cmd>: …".
+// Validates the values given: window syntax, alignment name, softcap and max_bias > 0 and
+// admitted as float32 by the problem's rules (ATTN_FIELD_SOFTCAP, ATTN_FIELD_ALIBI), not
+// both --alibi and --alibi-slopes. The one check of these fields on the command-line path.
+// Returns -1 to go on, else the exit code (2) after a message "attnbench <cmd>: …".
 int option_args_validate(const char *cmd, const option_args *a);
 
 // The options for problem p (the arrays read into the given holders, which the caller
 // npy_free's; o->lse is left NULL — the caller owns that buffer). False (message printed)
-// on a bad file or shape.
+// on a bad file or shape, or a mask the problem refuses (ATTN_FIELD_MASK).
 bool option_args_load(const char *cmd, const option_args *a, const attn_problem *p, attn_options *o,
                       npy_array *slopes, npy_array *sinks, npy_array *mask);
+
+// --scale S: sets p->scale to S as float32 and checks it (ATTN_FIELD_SCALE). False after
+// "attnbench <cmd>: --scale S: <reason>" (a subnormal scale). Where run and check --o
+// set the scale: its one check on their path.
+bool scale_arg_apply(const char *cmd, double scale, attn_problem *p);
+// Sets p->compute and checks that field (ATTN_FIELD_COMPUTE: int8 needs q8_0 K/V, so call it
+// after kv_dtype is set); false after a one-line message naming --compute.
+bool compute_arg_apply(const char *cmd, attn_compute mode, attn_problem *p);

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "machine/topology.h"
-
 double attn_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -116,6 +114,51 @@ uint64_t attn_run_bytes(const attn_kernel *k, const attn_problem *p, const attn_
   uint64_t b = attn_bytes_add(attn_tensor_bytes(p), attn_kernel_workspace(k, p, exec));
   if (check) b = attn_bytes_add(b, attn_check_bytes(p, NULL, exec));
   return b;
+}
+
+const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, u++;
+  if (v == (double)(uint64_t)v)
+    snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
+  else
+    snprintf(buf, len, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// Reads one unsigned number from a file; false if absent or "max".
+static bool read_u64(const char *path, uint64_t *v) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  unsigned long long x;
+  const bool ok = fscanf(f, "%llu", &x) == 1;
+  fclose(f);
+  if (ok) *v = x;
+  return ok;
+}
+
+uint64_t attn_available_memory(void) {
+  uint64_t avail = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) avail = (uint64_t)kb * 1024;
+    fclose(f);
+  }
+  // cgroup v2, then v1: a limit below physical memory caps what we may use.
+  uint64_t limit, used;
+  if ((read_u64("/sys/fs/cgroup/memory.max", &limit) &&
+       read_u64("/sys/fs/cgroup/memory.current", &used)) ||
+      (read_u64("/sys/fs/cgroup/memory/memory.limit_in_bytes", &limit) &&
+       read_u64("/sys/fs/cgroup/memory/memory.usage_in_bytes", &used))) {
+    const uint64_t headroom = limit > used ? limit - used : 0;
+    if (limit < (UINT64_C(1) << 60) && (avail == 0 || headroom < avail)) avail = headroom;
+  }
+  return avail;
 }
 
 bool attn_memory_budget(uint64_t *bytes, char *err, size_t err_len) {

@@ -5,7 +5,7 @@
 //   * the "unknown kernel 'X'; available kernels: …" message;
 //   * the memory estimate of a run, a check and a bench point, and the refusal rule
 //     (need > 80% of the memory budget = available memory, capped by
-//     ATTNBENCH_MEMORY_LIMIT);
+//     ATTNBENCH_MEMORY_LIMIT), the available memory itself and the byte format ("1.5 GiB");
 //   * the scan for non-finite output elements (`run` refuses to write them).
 // Output files are fileio.h's.
 #pragma once
@@ -31,6 +31,11 @@ void attn_print_kernel_names(FILE *f);
 void attn_report_unknown_kernel(const char *command, const char *name);
 
 // ── memory ──────────────────────────────────────────────────────────────────────────
+// Bytes of memory a new allocation can use now: MemAvailable from /proc/meminfo, lowered
+// to the cgroup memory limit's headroom when one is set. 0 if unknown.
+uint64_t attn_available_memory(void);
+// "1.5 GiB", "32 KiB", ...
+const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len);
 // Byte arithmetic that saturates at UINT64_MAX instead of wrapping.
 uint64_t attn_bytes_add(uint64_t a, uint64_t b);
 uint64_t attn_bytes_mul(uint64_t a, uint64_t b);

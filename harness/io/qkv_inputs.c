@@ -98,7 +98,8 @@ bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array
   if (K[3] != Q[3])
     MISMATCH("K head_dim_qk (dim 3) is %lld but Q head_dim_qk is %lld", (long long)K[3],
              (long long)Q[3]);
-  if (Q[1] % K[1] != 0)
+  *p = attn_problem_make(Q[0], Q[1], K[1], Q[2], K[2], Q[3], V[3], causal);
+  if (!attn_problem_check_field(p, ATTN_FIELD_HEADS, NULL, 0))
     MISMATCH("Q heads (dim 1) = %lld is not a multiple of K/V kv_heads (dim 1) = %lld",
              (long long)Q[1], (long long)K[1]);
 #undef MISMATCH
@@ -110,10 +111,9 @@ bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array
             cmd, k->path, attn_dtype_name(kt), v->path, attn_dtype_name(vt));
     return false;
   }
-  *p = attn_problem_make(Q[0], Q[1], K[1], Q[2], K[2], Q[3], V[3], causal);
   p->kv_dtype = kt;
   char err[256];
-  if (!attn_problem_validate(p, err, sizeof err)) {
+  if (!attn_problem_check_field(p, ATTN_FIELD_SIZES, err, sizeof err)) {
     fprintf(stderr, "attnbench %s: invalid problem: %s\n", cmd, err);
     return false;
   }

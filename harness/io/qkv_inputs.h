@@ -30,7 +30,8 @@ bool qkv_load_kv(const char *cmd, named_array *t);
 attn_dtype qkv_file_dtype(const named_array *t);
 
 // The problem the three shapes describe (default scale); false (message printed) if they
-// disagree or the problem is invalid. kv_dtype is F16 when K and V are both '<f2'
+// disagree or the problem refuses the sizes they give (ATTN_FIELD_HEADS, ATTN_FIELD_SIZES:
+// the fields set here are checked here, once). kv_dtype is F16 when K and V are both '<f2'
 // (float16), BF16 when both are bfloat16, F32 when both are float32; a mix is refused.
 bool qkv_derive_problem(const char *cmd, const named_array *q, const named_array *k,
                         const named_array *v, bool causal, attn_problem *p);

@@ -48,13 +48,6 @@ void attn_topology_summary(const attn_topology *t, char *buf, size_t len);
 // A few labelled lines for people (`attnbench info`).
 void attn_topology_print(const attn_topology *t, FILE *out);
 
-// Bytes of memory a new allocation can use now: MemAvailable from /proc/meminfo, lowered
-// to the cgroup memory limit's headroom when one is set. 0 if unknown.
-uint64_t attn_available_memory(void);
-
-// "1.5 GiB", "32 KiB", ...
-const char *attn_format_bytes(uint64_t bytes, char *buf, size_t len);
-
 #ifdef __cplusplus
 }
 #endif

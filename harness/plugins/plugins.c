@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 
 #include "attn.h"
-#include "bench/gbench/gbench.h"
 #include "common/cli_args.h"
 
 int attn_plugin_load(const char *path, char *err, size_t err_len) {
@@ -70,23 +69,6 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
     return -1;
   }
   return 0;  // stays loaded: the registry points into it
-}
-
-// The results context (bench) says where each plug-in kernel came from:
-//   "plugins": "example__scalar=/abs/example_plugin.so, other=/abs/b.so"
-static void record_in_context(void) {
-  size_t len = 1;
-  for (size_t i = attn_builtin_count(); i < attn_kernel_count(); i++)
-    len += strlen(attn_kernel_at(i)->name) + strlen(attn_kernel_origin(attn_kernel_at(i))) + 3;
-  if (len == 1) return;
-  char *buf = malloc(len), *at = buf;
-  if (!buf) return;  // the context is informational; the kernels are registered
-  for (size_t i = attn_builtin_count(); i < attn_kernel_count(); i++) {
-    const attn_kernel *k = attn_kernel_at(i);
-    at += sprintf(at, "%s%s=%s", at == buf ? "" : ", ", k->name, attn_kernel_origin(k));
-  }
-  attn_gb_add_context("plugins", buf);
-  free(buf);
 }
 
 int attn_plugins_from_args(int *argc, char **argv) {
@@ -149,6 +131,5 @@ int attn_plugins_from_args(int *argc, char **argv) {
       return ATTNBENCH_EXIT_FAILURE;
     }
   }
-  record_in_context();
   return ATTNBENCH_EXIT_OK;
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/build_info.h"
+#include "common/build_info.h"
 #include "common/cli_args.h"
 #include "io/fileio.h"
 #include "machine/cpu_ident.h"

@@ -300,7 +300,8 @@ static bool round_inputs(attn_check_prepared *pc, char *err, size_t err_len) {
 static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
   const void *kk = pc->ks ? pc->ks : (const void *)pc->k;
   const void *vv = pc->vs ? pc->vs : (const void *)pc->v;
-  if (attn_inputs_check(&pc->p, pc->q, kk, vv, pc->domain, sizeof pc->domain) == ATTN_OK)
+  // validated by prepare_common: the domain check without its own re-validation
+  if (attn_inputs_domain(&pc->p, pc->q, kk, vv, pc->domain, sizeof pc->domain) == ATTN_OK)
     pc->domain[0] = '\0';
   return round_inputs(pc, err, err_len) && run_reference(pc, err, err_len) &&
          attn_check_tolerances(pc, err, err_len) && storage_error(pc, err, err_len) &&

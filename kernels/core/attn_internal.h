@@ -59,6 +59,11 @@ static inline size_t attn_size_add_sat(size_t a, size_t b) {
 // core/settings.h). The one place this rule is written.
 int attn_exec_threads(const attn_exec *exec);
 
+// attn_inputs_check for a problem and tensor pointers already checked (attn_kernel_call
+// validates them first): the input domain alone, same results and messages.
+int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, const void *v,
+                       char *err, size_t err_len);
+
 // Kernels start with this: what attn_kernel_call already guaranteed.
 #define ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o)                      \
   do {                                                                \
@@ -93,6 +98,24 @@ static inline attn_head_opts attn_head_opts_of(const attn_problem *p, int64_t b,
   if (o->lse) ho.lse = o->lse + ((size_t)b * (size_t)p->heads + (size_t)h) * (size_t)p->seq_q;
   ho.finish = ho.softcap > 0.0f || ho.slope != 0.0f || ho.mask;
   return ho;
+}
+
+// What query head h of batch b reads and writes: its Q and O blocks and the K/V head
+// attn_kv_head_of(p, h) of p->kv_dtype rows (its options: attn_head_opts_of). The one
+// place the kernels that walk (b, h) one head at a time find them.
+typedef struct attn_head_view {
+  const float *q;     // [seq_q][head_dim_qk]
+  const void *k, *v;  // [seq_kv] rows of head_dim_qk, head_dim_v elements (p->kv_dtype)
+  float *o;           // [seq_q][head_dim_v]
+} attn_head_view;
+
+static inline attn_head_view attn_head_at(const attn_problem *p, const float *q, const void *k,
+                                          const void *v, float *o, int64_t b, int64_t h) {
+  const int64_t g = attn_kv_head_of(p, h);
+  return (attn_head_view){.q = attn_q_head(p, q, b, h),
+                          .k = attn_kv_head(p, k, b, g, p->head_dim_qk),
+                          .v = attn_kv_head(p, v, b, g, p->head_dim_v),
+                          .o = attn_o_head(p, o, b, h)};
 }
 
 // The final float32 score of (row i, key j) from the scaled dot product s: softcap,

@@ -105,6 +105,8 @@ uint32_t attn_dtype_cap(attn_dtype t) {
   return 0;
 }
 
+// The one-line reason into err (if any); false, for `return fail(...)` in a check (and
+// `return fail(...), ATTN_ERR_RANGE` where a status is returned).
 static bool fail(char *err, size_t err_len, const char *fmt, ...) {
   if (err && err_len) {
     va_list ap;
@@ -137,8 +139,12 @@ static bool float_subnormal(float x) {
   return (w & 0x7F800000u) == 0 && (w & 0x007FFFFFu) != 0;
 }
 
-bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
-  if (!p) return fail(err, err_len, "problem is NULL");
+// ── Validation, one field at a time ─────────────────────────────────────────────────
+// Each rule of the contract is written once, in the check of its field; a caller that
+// fills a problem in steps checks each field where it sets it (attn_problem_check_field),
+// and attn_problem_validate checks them all.
+
+static bool check_sizes(const attn_problem *p, char *err, size_t err_len) {
   const struct {
     const char *name;
     int64_t value;
@@ -150,19 +156,42 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
       return fail(err, err_len, "%s must be >= 1 (got %lld)", sizes[i].name,
                   (long long)sizes[i].value);
   }
+  const struct {
+    const char *name;
+    int64_t a, b, c, d;
+  } tensors[] = {{"Q", p->batch, p->heads, p->seq_q, p->head_dim_qk},
+                 {"K", p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk},
+                 {"V", p->batch, p->kv_heads, p->seq_kv, p->head_dim_v},
+                 {"O", p->batch, p->heads, p->seq_q, p->head_dim_v}};
+  for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+    if (!tensor_fits(tensors[i].a, tensors[i].b, tensors[i].c, tensors[i].d))
+      return fail(err, err_len, "%s tensor %lldx%lldx%lldx%lld overflows size_t bytes",
+                  tensors[i].name, (long long)tensors[i].a, (long long)tensors[i].b,
+                  (long long)tensors[i].c, (long long)tensors[i].d);
+  }
+  return true;
+}
+
+static bool check_heads(const attn_problem *p, char *err, size_t err_len) {
+  if (p->kv_heads < 1)  // the divisor: check_sizes's rule, so that this check stands alone
+    return fail(err, err_len, "kv_heads must be >= 1 (got %lld)", (long long)p->kv_heads);
   if (p->heads % p->kv_heads != 0)
     return fail(err, err_len, "heads (%lld) must be a multiple of kv_heads (%lld)",
                 (long long)p->heads, (long long)p->kv_heads);
+  return true;
+}
+
+static bool check_scale(const attn_problem *p, char *err, size_t err_len) {
   if (!isfinite(p->scale)) return fail(err, err_len, "scale must be finite (got %g)", p->scale);
   if (float_subnormal(p->scale))
     return fail(err, err_len,
                 "scale %g is subnormal: kernels flush it to 0 (FTZ/DAZ); give 0 or a scale with "
                 "%g <= |scale| <= %g",
                 (double)p->scale, (double)FLT_MIN, (double)FLT_MAX);
-  if (!tensor_fits(p->batch, p->heads, p->seq_q, p->head_dim_qk))
-    return fail(err, err_len, "Q tensor %lldx%lldx%lldx%lld overflows size_t bytes",
-                (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
-                (long long)p->head_dim_qk);
+  return true;
+}
+
+static bool check_kv_dtype(const attn_problem *p, char *err, size_t err_len) {
   if ((unsigned)p->kv_dtype >= ATTN_DTYPE_COUNT)
     return fail(err, err_len, "kv_dtype %d is not a K/V element type (f32 f16 bf16 q8_0)",
                 (int)p->kv_dtype);
@@ -172,6 +201,10 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
                 "kv_dtype q8_0 needs head_dim_qk and head_dim_v to be multiples of %d (got "
                 "%lld and %lld)",
                 ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk, (long long)p->head_dim_v);
+  return true;
+}
+
+static bool check_compute(const attn_problem *p, char *err, size_t err_len) {
   if ((unsigned)p->compute >= ATTN_COMPUTE_COUNT)
     return fail(err, err_len, "compute %d is not a compute mode (f32 bf16 f16 int8)",
                 (int)p->compute);
@@ -183,65 +216,115 @@ bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
   if (p->compute == ATTN_COMPUTE_INT8 && p->head_dim_qk % ATTN_Q8_0_BLOCK != 0)
     return fail(err, err_len, "compute int8 needs head_dim_qk to be a multiple of %d (got %lld)",
                 ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk);
-  if (!tensor_fits(p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk))
-    return fail(err, err_len, "K tensor %lldx%lldx%lldx%lld overflows size_t bytes",
-                (long long)p->batch, (long long)p->kv_heads, (long long)p->seq_kv,
-                (long long)p->head_dim_qk);
-  if (!tensor_fits(p->batch, p->kv_heads, p->seq_kv, p->head_dim_v))
-    return fail(err, err_len, "V tensor %lldx%lldx%lldx%lld overflows size_t bytes",
-                (long long)p->batch, (long long)p->kv_heads, (long long)p->seq_kv,
-                (long long)p->head_dim_v);
-  if (!tensor_fits(p->batch, p->heads, p->seq_q, p->head_dim_v))
-    return fail(err, err_len, "O tensor %lldx%lldx%lldx%lld overflows size_t bytes",
-                (long long)p->batch, (long long)p->heads, (long long)p->seq_q,
-                (long long)p->head_dim_v);
-  if (p->opts) {
-    const attn_options *o = p->opts;
-    if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT &&
-        o->align != ATTN_ALIGN_OFFSET)
-      return fail(err, err_len,
-                  "align must be bottom-right (0), top-left (1) or offset (2) (got %d)",
-                  (int)o->align);
-    if (o->align == ATTN_ALIGN_OFFSET &&
-        (o->diag_offset > ATTN_DIAG_OFFSET_MAX || o->diag_offset < -ATTN_DIAG_OFFSET_MAX))
-      return fail(err, err_len, "diag_offset must be in [-2^60, 2^60] (got %lld)",
-                  (long long)o->diag_offset);
-    if (o->window) {
-      if (o->window_left < 0 && o->window_left != ATTN_WINDOW_UNBOUNDED)
-        return fail(err, err_len, "window left must be >= 0 or unbounded (got %lld)",
-                    (long long)o->window_left);
-      if (o->window_right < 0 && o->window_right != ATTN_WINDOW_UNBOUNDED)
-        return fail(err, err_len, "window right must be >= 0 or unbounded (got %lld)",
-                    (long long)o->window_right);
-    }
-    // softcap c: kernels compute c·tanh(s·(1/c)) under FTZ/DAZ. A subnormal c reads as 0
-    // (off) there; c > 2^126 has a subnormal 1/c, which reads as 0 (every score capped to
-    // 0). Above ATTN_SOFTCAP_MAX a score small enough that s·(1/c) flushes (|s| < c·2^-126)
-    // would lose more than 2^-62 of itself; within [FLT_MIN, 2^64] c, 1/c and the loss
-    // are harmless, and kernels and the reference read the same c.
-    if (float_subnormal(o->softcap) ||
-        !(o->softcap == 0.0f ||
-          (o->softcap >= ATTN_SOFTCAP_MIN && o->softcap <= (float)ATTN_SOFTCAP_MAX)))
-      return fail(err, err_len, "softcap must be 0 (none) or in [%g, %g] (got %.9g)",
-                  (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX, (double)o->softcap);
-    // alibi max_bias: the smallest slope of the rule is 2^-max_bias (head n−1), so up to
-    // 126 every slope is a normal float32; a subnormal max_bias reads as 0 (off) in
-    // kernels while the reference derives slopes of 1 from it.
-    if (float_subnormal(o->alibi_max_bias) ||
-        !(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
-                                        o->alibi_max_bias <= ATTN_ALIBI_MAX_BIAS_MAX)))
-      return fail(err, err_len, "alibi max_bias must be 0 (none) or in [%g, %g] (got %.9g)",
-                  (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
-                  (double)o->alibi_max_bias);
-    if (o->alibi_max_bias > 0.0f && o->alibi_slopes)
-      return fail(err, err_len, "give ALiBi either max_bias or explicit slopes, not both");
-    if (o->mask && !tensor_fits(o->mask_per_head ? p->batch : 1, o->mask_per_head ? p->heads : 1,
-                                p->seq_q, p->seq_kv))
-      return fail(err, err_len, "mask tensor of %lldx%lld overflows size_t bytes",
-                  (long long)p->seq_q, (long long)p->seq_kv);
-  }
-  if (p->layout && !attn_layout_validate(p, err, err_len)) return false;
-  if (err && err_len) err[0] = '\0';
+  return true;
+}
+
+// The batch layout (attn.h, "Serving layouts"; core/layout.c): NULL is dense.
+static bool check_layout(const attn_problem *p, char *err, size_t err_len) {
+  return !p->layout || attn_layout_validate(p, err, err_len);
+}
+
+static bool check_align(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
+  if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT &&
+      o->align != ATTN_ALIGN_OFFSET)
+    return fail(err, err_len, "align must be bottom-right (0), top-left (1) or offset (2) (got %d)",
+                (int)o->align);
+  if (o->align == ATTN_ALIGN_OFFSET &&
+      (o->diag_offset > ATTN_DIAG_OFFSET_MAX || o->diag_offset < -ATTN_DIAG_OFFSET_MAX))
+    return fail(err, err_len, "diag_offset must be in [-2^60, 2^60] (got %lld)",
+                (long long)o->diag_offset);
+  return true;
+}
+
+static bool check_window(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
+  if (!o->window) return true;
+  if (o->window_left < 0 && o->window_left != ATTN_WINDOW_UNBOUNDED)
+    return fail(err, err_len, "window left must be >= 0 or unbounded (got %lld)",
+                (long long)o->window_left);
+  if (o->window_right < 0 && o->window_right != ATTN_WINDOW_UNBOUNDED)
+    return fail(err, err_len, "window right must be >= 0 or unbounded (got %lld)",
+                (long long)o->window_right);
+  return true;
+}
+
+// softcap c: kernels compute c·tanh(s·(1/c)) under FTZ/DAZ. A subnormal c reads as 0
+// (off) there; c > 2^126 has a subnormal 1/c, which reads as 0 (every score capped to
+// 0). Above ATTN_SOFTCAP_MAX a score small enough that s·(1/c) flushes (|s| < c·2^-126)
+// would lose more than 2^-62 of itself; within [FLT_MIN, 2^64] c, 1/c and the loss
+// are harmless, and kernels and the reference read the same c.
+static bool check_softcap(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
+  if (float_subnormal(o->softcap) ||
+      !(o->softcap == 0.0f ||
+        (o->softcap >= ATTN_SOFTCAP_MIN && o->softcap <= (float)ATTN_SOFTCAP_MAX)))
+    return fail(err, err_len, "softcap must be 0 (none) or in [%g, %g] (got %.9g)",
+                (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX, (double)o->softcap);
+  return true;
+}
+
+// alibi max_bias: the smallest slope of the rule is 2^-max_bias (head n−1), so up to
+// 126 every slope is a normal float32; a subnormal max_bias reads as 0 (off) in
+// kernels while the reference derives slopes of 1 from it.
+static bool check_alibi(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
+  if (float_subnormal(o->alibi_max_bias) ||
+      !(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
+                                      o->alibi_max_bias <= ATTN_ALIBI_MAX_BIAS_MAX)))
+    return fail(err, err_len, "alibi max_bias must be 0 (none) or in [%g, %g] (got %.9g)",
+                (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
+                (double)o->alibi_max_bias);
+  if (o->alibi_max_bias > 0.0f && o->alibi_slopes)
+    return fail(err, err_len, "give ALiBi either max_bias or explicit slopes, not both");
+  return true;
+}
+
+static bool check_mask(const attn_problem *p, char *err, size_t err_len) {
+  const attn_options *o = p->opts;
+  if (o->mask && !tensor_fits(o->mask_per_head ? p->batch : 1, o->mask_per_head ? p->heads : 1,
+                              p->seq_q, p->seq_kv))
+    return fail(err, err_len, "mask tensor of %lldx%lld overflows size_t bytes",
+                (long long)p->seq_q, (long long)p->seq_kv);
+  return true;
+}
+
+// The fields in attn_field order: the name, the check, and whether the field is one of
+// p->opts (such a check passes without options).
+static const struct {
+  const char *name;
+  bool (*check)(const attn_problem *p, char *err, size_t err_len);
+  bool option;
+} kFields[ATTN_FIELD_COUNT] = {
+    [ATTN_FIELD_SIZES] = {"sizes", check_sizes, false},
+    [ATTN_FIELD_HEADS] = {"heads", check_heads, false},
+    [ATTN_FIELD_SCALE] = {"scale", check_scale, false},
+    [ATTN_FIELD_KV_DTYPE] = {"kv_dtype", check_kv_dtype, false},
+    [ATTN_FIELD_ALIGN] = {"align", check_align, true},
+    [ATTN_FIELD_WINDOW] = {"window", check_window, true},
+    [ATTN_FIELD_SOFTCAP] = {"softcap", check_softcap, true},
+    [ATTN_FIELD_ALIBI] = {"alibi", check_alibi, true},
+    [ATTN_FIELD_MASK] = {"mask", check_mask, true},
+    [ATTN_FIELD_COMPUTE] = {"compute", check_compute, false},
+    [ATTN_FIELD_LAYOUT] = {"layout", check_layout, false},
+};
+
+bool attn_problem_check_field(const attn_problem *p, attn_field field, char *err, size_t err_len) {
+  if (!p) return fail(err, err_len, "problem is NULL");
+  if ((unsigned)field >= ATTN_FIELD_COUNT)
+    return fail(err, err_len, "field %d is not an attn_field", (int)field);
+  const bool ok = (kFields[field].option && !p->opts) || kFields[field].check(p, err, err_len);
+  if (ok && err && err_len) err[0] = '\0';
+  return ok;
+}
+
+const char *attn_field_name(attn_field field) {
+  return (unsigned)field < ATTN_FIELD_COUNT ? kFields[field].name : "?";
+}
+
+bool attn_problem_validate(const attn_problem *p, char *err, size_t err_len) {
+  for (int f = 0; f < ATTN_FIELD_COUNT; f++)
+    if (!attn_problem_check_field(p, (attn_field)f, err, err_len)) return false;
   return true;
 }
 
@@ -460,6 +543,11 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
     fail(err, err_len, "a tensor pointer (q, k or v) is NULL");
     return ATTN_ERR_INVALID;
   }
+  return attn_inputs_domain(p, q, k, v, err, err_len);
+}
+
+int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, const void *v,
+                       char *err, size_t err_len) {
   if (p->layout) {
     const int rc = attn_layout_inputs_check(p, q, k, v, err, err_len);
     return rc != ATTN_OK ? rc : options_check(p, err, err_len);
@@ -480,8 +568,9 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
     if (bad < t[i].n) {
       char at[96];
       coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
-      return range_fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)",
-                        t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
+      return fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)", t[i].name,
+                  at, (double)elem(t[i].type, t[i].x, t[i].n3, bad)),
+             ATTN_ERR_RANGE;
     }
   }
   // 1b. compute f16: every element of Q, K and V must round to a finite binary16
@@ -511,22 +600,24 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
       const double qn = max_row_norm(ATTN_DTYPE_F32, qg, group * p->seq_q, dqk);
       const double bound = s * qn * kn;
       if (bound > ATTN_SCORE_LIMIT)
-        return range_fail(err, err_len,
-                          "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
-                          "%.3g*%.3g*%.3g = %.3g exceeds the limit %.3g (batch %lld, K/V head "
-                          "%lld; Euclidean row norms)",
-                          s, qn, kn, bound, ATTN_SCORE_LIMIT, (long long)b, (long long)g);
+        return fail(err, err_len,
+                    "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
+                    "%.3g*%.3g*%.3g = %.3g exceeds the limit %.3g (batch %lld, K/V head "
+                    "%lld; Euclidean row norms)",
+                    s, qn, kn, bound, ATTN_SCORE_LIMIT, (long long)b, (long long)g),
+               ATTN_ERR_RANGE;
       // 2b. a pre-scaled operand (scale·Q, or scale·K) stays finite: with ‖k‖ < 1 the
       // bound above allows |scale|·‖q‖ up to 2^128 and beyond. (|scale| ≤ 1 cannot grow
       // an element.)
       const double sa = fabs((double)p->scale), big = fmax(qn, kn);
       if (sa > 1.0 && sa * big > ATTN_SCORE_LIMIT)
-        return range_fail(err, err_len,
-                          "the scaled %s may overflow float32: |scale|*max|%s| = %.3g*%.3g = "
-                          "%.3g exceeds the limit %.3g (batch %lld, K/V head %lld; Euclidean "
-                          "row norms)",
-                          qn >= kn ? "queries" : "keys", qn >= kn ? "q" : "k", sa, big, sa * big,
-                          ATTN_SCORE_LIMIT, (long long)b, (long long)g);
+        return fail(err, err_len,
+                    "the scaled %s may overflow float32: |scale|*max|%s| = %.3g*%.3g = "
+                    "%.3g exceeds the limit %.3g (batch %lld, K/V head %lld; Euclidean "
+                    "row norms)",
+                    qn >= kn ? "queries" : "keys", qn >= kn ? "q" : "k", sa, big, sa * big,
+                    ATTN_SCORE_LIMIT, (long long)b, (long long)g),
+               ATTN_ERR_RANGE;
     }
   }
   // 3. the V accumulation: seq_kv·max|v|
@@ -539,10 +630,11 @@ int attn_inputs_check(const attn_problem *p, const float *q, const void *k, cons
   if ((double)p->seq_kv * vmax > ATTN_VALUE_LIMIT) {
     char at[96];
     coords(vat, t[2].n1, t[2].n2, t[2].n3, at, sizeof at);
-    return range_fail(err, err_len,
-                      "the V accumulation may overflow float32: seq_kv*max|v| = %lld*%.3g "
-                      "(|V%s|) = %.3g exceeds the limit %.3g",
-                      (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT);
+    return fail(err, err_len,
+                "the V accumulation may overflow float32: seq_kv*max|v| = %lld*%.3g "
+                "(|V%s|) = %.3g exceeds the limit %.3g",
+                (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT),
+           ATTN_ERR_RANGE;
   }
   return options_check(p, err, err_len);
 }
@@ -556,30 +648,33 @@ static int options_check(const attn_problem *p, char *err, size_t err_len) {
                         fabs((double)attn_diag_offset(p));
     for (int64_t h = 0; h < p->heads; h++) {
       if (o->alibi_slopes && !(fabs((double)o->alibi_slopes[h]) * dist <= ATTN_SCORE_LIMIT))
-        return range_fail(err, err_len,
-                          "ALiBi slope[%lld] = %g is not finite or |slope|*2*max(seq) exceeds "
-                          "%.3g",
-                          (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT);
+        return fail(err, err_len,
+                    "ALiBi slope[%lld] = %g is not finite or |slope|*2*max(seq) exceeds "
+                    "%.3g",
+                    (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT),
+               ATTN_ERR_RANGE;
       // a subnormal slope reads as 0 in a kernel (DAZ) and not in the reference
       if (o->alibi_slopes && float_subnormal(o->alibi_slopes[h]))
-        return range_fail(err, err_len,
-                          "ALiBi slope[%lld] = %g is subnormal: slopes must be 0 or normal "
-                          "float32 (|slope| >= %g)",
-                          (long long)h, (double)o->alibi_slopes[h], (double)FLT_MIN);
+        return fail(err, err_len,
+                    "ALiBi slope[%lld] = %g is subnormal: slopes must be 0 or normal "
+                    "float32 (|slope| >= %g)",
+                    (long long)h, (double)o->alibi_slopes[h], (double)FLT_MIN),
+               ATTN_ERR_RANGE;
       if (o->sinks && !(fabs((double)o->sinks[h]) <= ATTN_SCORE_LIMIT))
-        return range_fail(err, err_len,
-                          "sink[%lld] = %g is not finite or exceeds %.3g in magnitude",
-                          (long long)h, (double)o->sinks[h], ATTN_SCORE_LIMIT);
+        return fail(err, err_len, "sink[%lld] = %g is not finite or exceeds %.3g in magnitude",
+                    (long long)h, (double)o->sinks[h], ATTN_SCORE_LIMIT),
+               ATTN_ERR_RANGE;
     }
     if (o->mask) {
       const size_t n = attn_mask_elems(p);
       for (size_t i = 0; i < n; i++) {
         const float x = o->mask[i];
         if (x == -INFINITY || fabs((double)x) <= ATTN_SCORE_LIMIT) continue;
-        return range_fail(err, err_len,
-                          "mask[%zu] = %g: mask values must be -inf or finite with magnitude "
-                          "<= %.3g",
-                          i, (double)x, ATTN_SCORE_LIMIT);
+        return fail(err, err_len,
+                    "mask[%zu] = %g: mask values must be -inf or finite with magnitude "
+                    "<= %.3g",
+                    i, (double)x, ATTN_SCORE_LIMIT),
+               ATTN_ERR_RANGE;
       }
     }
   }

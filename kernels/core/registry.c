@@ -445,7 +445,7 @@ int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const att
       snprintf(err, err_len, "kernel %s is unavailable on this CPU: %s", k->name, why);
     return ATTN_ERR_INVALID;
   }
-  rc = attn_inputs_check(p, q, kk, v, err, err_len);
+  rc = attn_inputs_domain(p, q, kk, v, err, err_len);  // the problem and pointers: above
   if (rc != ATTN_OK) return rc;
   const size_t ws_bytes = attn_kernel_workspace(k, p, exec);
   void *ws = NULL;

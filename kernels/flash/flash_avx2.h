@@ -40,6 +40,8 @@
 //   1  4x24/4x24  Q·Kᵀ 12 + 3 + 1, P·V 12 + 3 + 1
 //   2  3x32/6x16  Q·Kᵀ 12 accumulators + 1 broadcast, the 4 K vectors as FMA memory
 //                 operands (or 3 broadcasts + 1 K vector); P·V the default's
+// (flash_avx512.h and flash_avx2.h each hold this table with their own ISA's numbers:
+// the same shape, other data.)
 #define FL_RT0_QK_MR 6
 #define FL_RT0_QK_NV 2
 #define FL_RT0_PV_MR 6

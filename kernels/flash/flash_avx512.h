@@ -57,6 +57,8 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 //   0  8x48/6x64   Q·Kᵀ 24 + 3 + 1, P·V 24 + 4 + 1 (the default)
 //   1  12x32/8x32  Q·Kᵀ 24 + 2 + 1 (14 loads per 24 FMAs), P·V 16 + 2 + 1
 //   2  6x64/8x48   Q·Kᵀ 24 + 4 + 1 (10 loads per 24 FMAs), P·V 24 + 3 + 1
+// (flash_avx512.h and flash_avx2.h each hold this table with their own ISA's numbers:
+// the same shape, other data.)
 #define FL_RT0_QK_MR 8
 #define FL_RT0_QK_NV 3
 #define FL_RT0_PV_MR 6

@@ -86,7 +86,10 @@ _Static_assert(FL_ROW_KEYS % VF_W == 0 && FL_ROW_KEYS % FL_DEC_ACC == 0,
 
 // s[j] = Σ_i a[j·VF_W + i], j < VF_W: the accumulators of VF_W keys (key j's vector at
 // a + j·VF_W) reduced together into one vector, lane j = key j's sum. A fixed tree: halves
-// of the register, then quarters, pairs and single lanes, added pairwise.
+// of the register, then quarters, pairs and single lanes, added pairwise. One form per
+// ISA on purpose: the AVX-512 and AVX2 trees have the same shape (one level fewer on
+// AVX2) but each level is that ISA's own cross-lane shuffle, which the SIMD mapping layer
+// (vec_*.h) does not name.
 #if defined(__AVX512F__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {
   // The tree leaves input j's sum in lane π(j), π = 0 2 1 3 8 10 9 11 4 6 5 7 12 14 13 15

@@ -65,11 +65,8 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
 
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads; h++) {
-      const int64_t g = attn_kv_head_of(p, h);
-      const float *qh = attn_q_head(p, q, b, h);
-      const char *kh = attn_kv_head(p, k, b, g, dqk);
-      const char *vh = attn_kv_head(p, v, b, g, dv);
-      float *oh = attn_o_head(p, o, b, h);
+      const attn_head_view hd = attn_head_at(p, q, k, v, o, b, h);
+      const char *kh = hd.k, *vh = hd.v;  // K/V rows by their byte size
       const attn_head_opts ho = attn_head_opts_of(p, b, h);
       for (int64_t i0 = 0; i0 < p->seq_q; i0 += TQ) {
         const int64_t nq = (p->seq_q - i0 < TQ) ? p->seq_q - i0 : TQ;
@@ -97,7 +94,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
           }
           // S = scale · Q_tile · K_tileᵀ, masked entries = −∞
           for (int64_t r = 0; r < nq; r++) {
-            const float *qrow = qh + (i0 + r) * dqk;
+            const float *qrow = hd.q + (i0 + r) * dqk;
             int64_t lo, hi;  // keys row r sees: columns [lo − j0, hi − j0) of this tile
             attn_row_keys(p, i0 + r, &lo, &hi);
             const int64_t c_lo = lo - j0 > 0 ? (lo - j0 < nk ? lo - j0 : nk) : 0;
@@ -138,7 +135,7 @@ static int blocked_run(const attn_problem *p, const attn_exec *exec, const float
           }
         }
         for (int64_t r = 0; r < nq; r++) {
-          float *orow = oh + (i0 + r) * dv;
+          float *orow = hd.o + (i0 + r) * dv;
           if (ho.lse) ho.lse[i0 + r] = attn_row_lse(l[r], m[r]);
           // l == 0: no visible key; a sink joins the denominator (attn_denominator)
           const float inv = l[r] > 0.0f ? 1.0f / attn_denominator(&ho, l[r], m[r]) : 0.0f;

@@ -32,24 +32,20 @@ static int naive_run(const attn_problem *p, const attn_exec *exec, const float *
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
   for (int64_t b = 0; b < p->batch; b++) {
     for (int64_t h = 0; h < p->heads; h++) {
-      const int64_t g = attn_kv_head_of(p, h);
-      const float *qh = attn_q_head(p, q, b, h);
-      const void *kh = attn_kv_head(p, k, b, g, dqk);
-      const void *vh = attn_kv_head(p, v, b, g, dv);
-      float *oh = attn_o_head(p, o, b, h);
+      const attn_head_view hd = attn_head_at(p, q, k, v, o, b, h);
       const attn_head_opts ho = attn_head_opts_of(p, b, h);
       for (int64_t i = 0; i < p->seq_q; i++) {
         int64_t lo, hi;
         attn_row_keys(p, i, &lo, &hi);
         const int64_t n = hi - lo;
-        float *z = oh + i * dv;
+        float *z = hd.o + i * dv;
         memset(z, 0, (size_t)dv * sizeof *z);
         float m = -INFINITY;
         const size_t k0 = (size_t)(lo * dqk), v0 = (size_t)(lo * dv);  // the row's first key
         for (int64_t j = 0; j < n; j++) {
           float w = 0.0f;
           for (int64_t d = 0; d < dqk; d++)
-            w += qh[i * dqk + d] * kv_at(t, kh, dqk, k0 + (size_t)(j * dqk + d));
+            w += hd.q[i * dqk + d] * kv_at(t, hd.k, dqk, k0 + (size_t)(j * dqk + d));
           alpha[j] = ho.finish ? attn_score_finish(&ho, w * p->scale, i, lo + j) : w * p->scale;
           m = fmaxf(m, alpha[j]);
         }
@@ -66,7 +62,8 @@ static int naive_run(const attn_problem *p, const attn_exec *exec, const float *
         const float inv_l = 1.0f / attn_denominator(&ho, l, m);
         for (int64_t j = 0; j < n; j++) {
           const float a = alpha[j] * inv_l;
-          for (int64_t d = 0; d < dv; d++) z[d] += a * kv_at(t, vh, dv, v0 + (size_t)(j * dv + d));
+          for (int64_t d = 0; d < dv; d++)
+            z[d] += a * kv_at(t, hd.v, dv, v0 + (size_t)(j * dv + d));
         }
       }
     }

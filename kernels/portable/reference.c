@@ -58,21 +58,18 @@ static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v;
   double *acc = s + p->seq_kv;
   float *qi = (float *)(acc + dv);  // row i of Q as the mode reads it
-  const int64_t g = attn_kv_head_of(p, h);
-  const float *qh = attn_q_head(p, q, b, h);
-  const void *kh = attn_kv_head(p, k, b, g, dqk);
-  const void *vh = attn_kv_head(p, v, b, g, dv);
+  const attn_head_view hd = attn_head_at(p, q, k, v, o, b, h);
   const attn_head_opts ho = attn_head_opts_of(p, b, h);
   const float *mrow = ho.mask;
   int64_t lo, hi;
   attn_row_keys(p, i, &lo, &hi);
-  float *orow = attn_o_head(p, o, b, h) + i * dv;
-  attn_compute_round_q(c, qh + i * dqk, 1, dqk, qi);
+  float *orow = hd.o + i * dv;
+  attn_compute_round_q(c, hd.q + i * dqk, 1, dqk, qi);
   double m = -INFINITY;
   for (int64_t j = lo; j < hi; j++) {
     double dot = 0.0;
     for (int64_t d = 0; d < dqk; d++)
-      dot += (double)qi[d] * kv_at(t, kh, dqk, (size_t)(j * dqk + d), c, rkv);
+      dot += (double)qi[d] * kv_at(t, hd.k, dqk, (size_t)(j * dqk + d), c, rkv);
     double x = (double)p->scale * dot;
     if (ho.softcap > 0.0f) x = (double)ho.softcap * tanh(x / (double)ho.softcap);
     if (ho.slope != 0.0f) x += (double)ho.slope * (double)(j - i - ho.off);
@@ -90,7 +87,8 @@ static void reference_row_run(const attn_problem *p, int64_t b, int64_t h, int64
   for (int64_t j = lo; j < hi; j++) {
     const double pj = exp(s[j - lo] - m);
     l += pj;
-    for (int64_t d = 0; d < dv; d++) acc[d] += pj * kv_at(t, vh, dv, (size_t)(j * dv + d), c, rkv);
+    for (int64_t d = 0; d < dv; d++)
+      acc[d] += pj * kv_at(t, hd.v, dv, (size_t)(j * dv + d), c, rkv);
   }
   if (ho.lse) ho.lse[i] = (float)(m + log(l));
   const double denom = ho.has_sink ? l + exp((double)ho.sink - m) : l;

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: MIT
-// vtanh.h — array entry points to each ISA's vectorised tanh (simd/vec_tanh.h), for the
-// accuracy test and anyone who wants to measure it: y[i] = tanh(x[i]) for i < n (any n;
-// attn_vsoftcap__*: y[i] = c·tanh(x[i]/c), vf_softcap, for c > 0;
-// the tail uses masked loads/stores), computed under the caller's floating-point
-// environment (kernels run it under FTZ/DAZ). Call only when attn_cpu_features() has the
-// ISA; each is compiled only on its architecture.
+// vtanh.h — the bounds and polynomial of each ISA's vectorised tanh (simd/vec_tanh.h) and
+// its array entry points attn_vtanh__<isa> and attn_vsoftcap__<isa> (declared in
+// simd/varray.h): y[i] = tanh(x[i]), and c·tanh(x[i]/c) (vf_softcap) for c > 0.
 #pragma once
 
-#include <stddef.h>
+#include "simd/varray.h"  // the entry points
 
 // The error bound of vf_tanh, in ulp of the exactly rounded tanh, over every float x
 // whose tanh is a normal float (|tanh x| ≥ FLT_MIN), on AVX2, AVX-512 and NEON (same
@@ -32,22 +29,3 @@
 #define VTANH_C4 (-0.008797429f)
 #define VTANH_C5 0.0033316067f
 #define VTANH_C6 (-0.0008931613f)
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-#if defined(__x86_64__) || defined(__i386__)
-void attn_vtanh__avx2(const float *x, float *y, size_t n);
-void attn_vtanh__avx512(const float *x, float *y, size_t n);
-void attn_vsoftcap__avx2(const float *x, float *y, size_t n, float c);
-void attn_vsoftcap__avx512(const float *x, float *y, size_t n, float c);
-#endif
-#if defined(__aarch64__)
-void attn_vtanh__neon(const float *x, float *y, size_t n);
-void attn_vsoftcap__neon(const float *x, float *y, size_t n, float c);
-#endif
-
-#ifdef __cplusplus
-}
-#endif

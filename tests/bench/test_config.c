@@ -264,6 +264,9 @@ static void test_kv_dtype(void) {
   expect_error("kv_dtype q8", bad, strlen(bad), 6, "'q8' is not a K/V type");
   const char *q8 = "[s]\n" GOOD_KEYS "kv_dtype = bf16, q8_0\n";
   expect_error("q8_0 with head_dim 16", q8, strlen(q8), 6, "multiples of 32");
+  // a point the problem refuses names the line of the key that set the refused field
+  const char *cap = "[s]\n" GOOD_KEYS "softcap = 1e30\n";
+  expect_error("softcap above 2^64", cap, strlen(cap), 6, "softcap must be 0 (none) or in");
   const char *empty = "[s]\n" GOOD_KEYS "kv_dtype =\n";
   expect_error("kv_dtype empty", empty, strlen(empty), 6, "kv_dtype: empty list");
   const char *dup = "[s]\n" GOOD_KEYS "kv_dtype = f16,\n";

@@ -99,7 +99,7 @@ with tempfile.TemporaryDirectory() as tmp:
         (["--softcap", "1e20"], 2, "--softcap 1e+20: want C in ["),
         (["--alibi", "1e-45"], 2, "--alibi 1e-45: want MAX_BIAS in [1.17549e-38, 126]"),
         (["--alibi", "127"], 2, "--alibi 127: want MAX_BIAS in ["),
-        (["--scale", "1e-45"], 1, "scale 1.4013e-45 is subnormal"),
+        (["--scale", "1e-45"], 1, "--scale 1e-45: scale 1.4013e-45 is subnormal"),
         (["--scale", "-1e-39"], 1, "is subnormal"),
     ]
     for extra, want_rc, want_msg in flush:

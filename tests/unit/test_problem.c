@@ -46,6 +46,79 @@ int main(void) {
   EXPECT(rejects(p, "overflows"), "overflowing K accepted");
   EXPECT(!attn_problem_validate(NULL, err, sizeof err), "NULL problem accepted");
 
+  // one field at a time: a problem wrong in exactly one field fails that field's check
+  // alone, with the message attn_problem_validate gives
+  {
+    attn_options opt = {0};
+    attn_problem base = good;
+    base.opts = &opt;
+    static float slopes[8];
+    static const float mask_data[1] = {0};
+    struct {
+      attn_field field;
+      const char *needle;
+      attn_problem p;
+      attn_options o;
+    } one[] = {
+        {ATTN_FIELD_SIZES, "seq_q", base, opt},
+        {ATTN_FIELD_HEADS, "multiple of kv_heads", base, opt},
+        {ATTN_FIELD_SCALE, "subnormal", base, opt},
+        {ATTN_FIELD_KV_DTYPE, "multiples of 32", base, opt},
+        {ATTN_FIELD_ALIGN, "align", base, opt},
+        {ATTN_FIELD_WINDOW, "window left", base, opt},
+        {ATTN_FIELD_SOFTCAP, "softcap", base, opt},
+        {ATTN_FIELD_ALIBI, "not both", base, opt},
+        {ATTN_FIELD_MASK, "mask tensor", base, opt},
+    };
+    one[0].p.seq_q = 0;
+    one[1].p.kv_heads = 3;
+    one[2].p.scale = 1e-40f;
+    one[3].p.kv_dtype = ATTN_DTYPE_Q8_0;  // head dims 16 and 32
+    one[4].o.align = (attn_align)7;
+    one[5].o.window = true, one[5].o.window_left = -2;
+    one[6].o.softcap = 1e30f;
+    one[7].o.alibi_max_bias = 8.0f, one[7].o.alibi_slopes = slopes;
+    one[8].p.seq_q = (int64_t)1 << 40, one[8].p.seq_kv = (int64_t)1 << 40;
+    one[8].o.mask = mask_data;
+    EXPECT(sizeof one / sizeof one[0] == ATTN_FIELD_COUNT, "one case per field");
+    for (size_t c = 0; c < sizeof one / sizeof one[0]; c++) {
+      one[c].p.opts = &one[c].o;
+      EXPECT(!attn_problem_validate(&one[c].p, err, sizeof err) && strstr(err, one[c].needle),
+             "field %s: validate says '%s'", attn_field_name(one[c].field), err);
+      for (int f = 0; f < ATTN_FIELD_COUNT; f++) {
+        if (f == (int)one[c].field) {
+          err[0] = '\0';
+          EXPECT(!attn_problem_check_field(&one[c].p, (attn_field)f, err, sizeof err) &&
+                     strstr(err, one[c].needle),
+                 "field %s: its own check passes or says '%s'", attn_field_name((attn_field)f),
+                 err);
+        } else {
+          EXPECT(attn_problem_check_field(&one[c].p, (attn_field)f, err, sizeof err),
+                 "a %s error fails the %s check: %s", attn_field_name(one[c].field),
+                 attn_field_name((attn_field)f), err);
+        }
+      }
+    }
+    EXPECT(attn_problem_check_field(&base, ATTN_FIELD_KV_DTYPE, err, sizeof err) && !err[0],
+           "a passing check clears err");
+    attn_problem plain = good;  // options fields pass without options
+    for (int f = ATTN_FIELD_ALIGN; f < ATTN_FIELD_COUNT; f++)
+      EXPECT(attn_problem_check_field(&plain, (attn_field)f, err, sizeof err),
+             "%s without options: %s", attn_field_name((attn_field)f), err);
+    EXPECT(!attn_problem_check_field(NULL, ATTN_FIELD_SCALE, err, sizeof err), "NULL problem");
+    EXPECT(!attn_problem_check_field(&good, (attn_field)ATTN_FIELD_COUNT, err, sizeof err) &&
+               strstr(err, "not an attn_field"),
+           "a field beyond the enum: '%s'", err);
+    EXPECT(strcmp(attn_field_name(ATTN_FIELD_KV_DTYPE), "kv_dtype") == 0 &&
+               strcmp(attn_field_name((attn_field)ATTN_FIELD_COUNT), "?") == 0,
+           "field names");
+    attn_problem zero_kv = good;  // the heads check alone does not divide by 0
+    zero_kv.kv_heads = 0;
+    EXPECT(!attn_problem_check_field(&zero_kv, ATTN_FIELD_HEADS, err, sizeof err) &&
+               strstr(err, "kv_heads must be >= 1"),
+           "kv_heads 0 in the heads check: '%s'", err);
+  }
+
   // sizes
   EXPECT(attn_q_elems(&good) == 2u * 8 * 5 * 16, "q elems %zu", attn_q_elems(&good));
   EXPECT(attn_k_elems(&good) == 2u * 2 * 9 * 16, "k elems %zu", attn_k_elems(&good));
