@@ -69,6 +69,8 @@ int main(void) {
         {ATTN_FIELD_SOFTCAP, "softcap", base, opt},
         {ATTN_FIELD_ALIBI, "not both", base, opt},
         {ATTN_FIELD_MASK, "mask tensor", base, opt},
+        {ATTN_FIELD_COMPUTE, "compute", base, opt},
+        {ATTN_FIELD_LAYOUT, "layout", base, opt},
     };
     one[0].p.seq_q = 0;
     one[1].p.kv_heads = 3;
@@ -80,6 +82,9 @@ int main(void) {
     one[7].o.alibi_max_bias = 8.0f, one[7].o.alibi_slopes = slopes;
     one[8].p.seq_q = (int64_t)1 << 40, one[8].p.seq_kv = (int64_t)1 << 40;
     one[8].o.mask = mask_data;
+    one[9].p.compute = (attn_compute)7;
+    static const attn_layout bad_layout = {.kind = (attn_layout_kind)9};
+    one[10].p.layout = &bad_layout;
     EXPECT(sizeof one / sizeof one[0] == ATTN_FIELD_COUNT, "one case per field");
     for (size_t c = 0; c < sizeof one / sizeof one[0]; c++) {
       one[c].p.opts = &one[c].o;
