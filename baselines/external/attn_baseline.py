@@ -221,10 +221,11 @@ def cmd_list():
         mod = load_baseline(name)
         ok, why = mod.available()
         opts = ",".join(sorted(getattr(mod, "OPTIONS", ()))) or "-"
-        print("%-18s %-13s %s%s; kv: %s" % (name, "available" if ok else "not installed",
-                                            mod.SUMMARY if ok else why + "; install: " +
-                                            INSTALL_HINT, "; options: " + opts if ok else "",
-                                            getattr(mod, "KV_STORAGE", "f32")))
+        print("%-18s %-13s %s%s; compute: %s; kv: %s" % (
+            name, "available" if ok else "not installed",
+            mod.SUMMARY if ok else why + "; install: " + INSTALL_HINT,
+            "; options: " + opts if ok else "", getattr(mod, "COMPUTE", "f32"),
+            getattr(mod, "KV_STORAGE", "f32")))
     return 0
 
 
