@@ -187,9 +187,12 @@ static const char *const kMachineKeys[] = {"vendor", "family", "model", "steppin
 enum { kMachineKeyCount = 6 };
 
 // A [machine] text value the writer can put back as "key = value": non-empty, shorter than
-// size, and not starting with ';' or '#' (after "= " inih would read that as a comment).
-static bool text_value_ok(const char *value, size_t size) {
-  return value[0] && value[0] != ';' && value[0] != '#' && strlen(value) < size;
+// size, not starting with ';' or '#' (after "= " inih would read that as a comment), and
+// short enough that "key = value" fits a line (kMaxLine): "key =value" can be one
+// character shorter than what the writer puts back.
+static bool text_value_ok(const char *key, const char *value, size_t size) {
+  return value[0] && value[0] != ';' && value[0] != '#' && strlen(value) < size &&
+         strlen(key) + 3 + strlen(value) <= kMaxLine;
 }
 
 // Closes the section being read: [machine] or a kernel section must be complete.
@@ -332,7 +335,7 @@ static int handler(void *user, const char *section, const char *name, const char
     bool ok = true;
     switch (i) {
       case 0:
-        ok = text_value_ok(value, sizeof m->vendor);
+        ok = text_value_ok(name, value, sizeof m->vendor);
         copy(m->vendor, sizeof m->vendor, value);
         break;
       case 1:
@@ -345,18 +348,19 @@ static int handler(void *user, const char *section, const char *name, const char
         ok = parse_int(value, -1, 1 << 20, &m->stepping);
         break;
       case 4:
-        ok = text_value_ok(value, sizeof m->isa);
+        ok = text_value_ok(name, value, sizeof m->isa);
         copy(m->isa, sizeof m->isa, value);
         break;
       default:
-        ok = text_value_ok(value, sizeof m->build);
+        ok = text_value_ok(name, value, sizeof m->build);
         copy(m->build, sizeof m->build, value);
         break;
     }
     if (!ok)
       return fail(c, c->line, "[machine]: %s = '%s': expected %s", name, value,
                   i >= 1 && i <= 3 ? "a whole number (-1 = unknown)"
-                                   : "a non-empty value not starting with ';' or '#'");
+                                   : "a non-empty value not starting with ';' or '#' "
+                                     "that fits a line as 'key = value'");
     return 1;
   }
   attn_tune_entry *e = &c->out->entries[c->out->count - 1];
