@@ -56,6 +56,8 @@ typedef struct run_args {
   int64_t page_size;
 } run_args;
 
+static int settle_args(run_args *a);
+
 // Parses the command line into *a. Returns -1 to go on, else the exit code.
 static int parse_args(int argc, char **argv, run_args *a) {
   const cli_option opts[] = {
@@ -176,6 +178,12 @@ static int parse_args(int argc, char **argv, run_args *a) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  return settle_args(a);
+}
+
+// The checks and conversions of what parse_args read that cli_parse cannot make alone.
+// Returns -1 to go on, else the exit code.
+static int settle_args(run_args *a) {
   if (!attn_case_timeout_settle("run", &a->case_timeout, a->case_timeout_given))
     return ATTNBENCH_EXIT_USAGE;
   if (a->scale_given && !isfinite((float)a->scale)) {
