@@ -162,13 +162,13 @@ static void amxf_pack_q(const attn_problem *p, const amxf_plan *pl, const amxf_t
 
 // The online softmax of one row against key block j0 (S row s, lim keys visible, lim ≥ 0):
 // P̃ row pb, α applied to the acc row; (m, l) updated. lim = 0 leaves all but pb alone.
-static void amxf_softmax_row(const float *s, int64_t lim, float c, float *m, float *l,
-                             uint16_t *pb, float *acc, int64_t dvp) {
+static void amxf_softmax_row(const float *s, int64_t lim, float c, float *m, float *l, uint16_t *pb,
+                             float *acc, int64_t dvp) {
   memset(pb, 0, AMXF_KEYS * sizeof *pb);
   if (lim <= 0) return;
   float mx = -INFINITY;
   for (int64_t j = 0; j < lim; j++) mx = s[j] > mx ? s[j] : mx;
-  const float cm = c * mx, m_new = cm > *m ? cm : *m;  // c ≥ 0: c·max s = max c·s
+  const float cm = c * mx, m_new = cm > *m ? cm : *m;         // c ≥ 0: c·max s = max c·s
   const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);  // e^(−∞) = 0 at first
   float sum = 0.0f;
   for (int64_t j = 0; j < lim; j++) {

@@ -28,9 +28,10 @@ static int flash_amx_run(const attn_problem *p, const attn_exec *exec, const flo
 
 const attn_kernel attn_kernel_flash__amxbf16 = {
     .name = "flash__amxbf16",
-    .summary = "BF16 compute mode on AMX tiles (tdpbf16ps): VNNI-pair bf16 K/V tiles packed "
-               "once, 16x32 QK^T / 16x16 PV tiles, fp32 softmax and sums, P rounded to bf16; "
-               "F32 mode is flash__avx512's",
+    .summary =
+        "BF16 compute mode on AMX tiles (tdpbf16ps): VNNI-pair bf16 K/V tiles packed "
+        "once, 16x32 QK^T / 16x16 PV tiles, fp32 softmax and sums, P rounded to bf16; "
+        "F32 mode is flash__avx512's",
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16 | ATTN_ISA_AMXBF16,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_COMPUTE_BF16,
     .workspace = flash_amx_workspace,

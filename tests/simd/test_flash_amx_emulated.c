@@ -56,9 +56,8 @@ static int check_case(const attn_kernel *k, const shape *c, attn_dtype t, bool e
   if (c->scale == c->scale) p.scale = c->scale;
   char err[256], what[160];
   snprintf(what, sizeof what, "%s B%lld H%lld KV%lld Sq%lld Skv%lld D%lld/%lld %s %s", k->name,
-           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq,
-           (long long)c->skv, (long long)c->dqk, (long long)c->dv, c->causal ? "causal" : "full",
-           attn_dtype_name(t));
+           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq, (long long)c->skv,
+           (long long)c->dqk, (long long)c->dv, c->causal ? "causal" : "full", attn_dtype_name(t));
   const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), nv = attn_v_elems(&p);
   float *q = malloc(nq * 4), *kf = malloc(nk * 4), *vf = malloc(nv * 4);
   for (size_t i = 0; i < nq; i++) q[i] = c->amp * urand();
@@ -84,7 +83,8 @@ static int check_case(const attn_kernel *k, const shape *c, attn_dtype t, bool e
       EXPECT(attn_kernel_call(k, &p, &ex, q, ks, vs, out[ti], err, sizeof err) == ATTN_OK, "%s: %s",
              what, err);
     }
-    if (expect_pass) EXPECT(memcmp(out[0], out[1], no * 4) == 0, "%s: 1 and 2 threads differ", what);
+    if (expect_pass)
+      EXPECT(memcmp(out[0], out[1], no * 4) == 0, "%s: 1 and 2 threads differ", what);
     free(out[0]), free(out[1]);
     attn_check_prepared_free(pc);
   }

@@ -16,8 +16,7 @@ static inline int hsum_epi32_256(__m256i x) {
 
 #define VNNI_T __m256i
 #define VNNI_SET1(x) _mm256_set1_epi32(x)
-#define VNNI_DPBUSD(acc, a, b) \
-  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b))
+#define VNNI_DPBUSD(acc, a, b) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b))
 #define VNNI_ADD(x, y) _mm256_add_epi32(x, y)
 #define VNNI_HSUM(x) hsum_epi32_256(x)
 #define VNNI_OPS 64u  // 8 lanes x 4 byte pairs x (multiply + add)
