@@ -7,6 +7,7 @@
 //     chunk and the 16-column V̂ tile, key counts around the 32-key block, causal with
 //     rows that see nothing, GQA/MQA decode rows stacked in one tile, negative and zero
 //     scale, K/V stored as f32, bf16, f16, q8_0), threads 1 and 2 bitwise equal;
+//   • the emulated TDPBF16PS itself against the instruction's formula (exact sums);
 //   • must fail: with the emulated TDPBF16PS pairing the wrong halves of B (a VNNI pair
 //     interleave the wrong way round) the same checker fails the kernel;
 //   • detection: where cpuid lacks AMX-TILE or AMX-BF16, attn_cpu_features() has no
@@ -119,6 +120,42 @@ static void run_matrix(const attn_kernel *k) {
     }
 }
 
+// The emulated TDPBF16PS against the SDM's formula written out directly, on small integers
+// (every sum exact, so only the indexing is tested): C[m][n] = Σ_k Σ_t A[m][2k+t]·B[k][2n+t],
+// with a 12-row × 10-pair shape (loads zero the rest of a tile) and a strided A.
+static void emulator_semantics(void) {
+  enum { M = 12, K = 10, N = 9 };
+  uint16_t a[M][40], b[K][2 * N];  // A with a row stride of 40 elements (80 bytes)
+  for (int m = 0; m < M; m++)
+    for (int e = 0; e < 40; e++) a[m][e] = attn_f32_to_bf16((float)((m * 7 + e * 3) % 11 - 5));
+  for (int k = 0; k < K; k++)
+    for (int e = 0; e < 2 * N; e++) b[k][e] = attn_f32_to_bf16((float)((k * 5 + e) % 7 - 3));
+  float c[M][N];
+  memset(c, 0, sizeof c);
+  amx_tilecfg cfg;
+  amx_tilecfg_init(&cfg);
+  amx_tilecfg_set(&cfg, 0, M, 4 * N);  // C
+  amx_tilecfg_set(&cfg, 1, M, 4 * K);  // A: K pairs per row
+  amx_tilecfg_set(&cfg, 2, K, 4 * N);  // B: K pair rows of N pairs
+  AMX_TILE_CONFIG(&cfg);
+  AMX_TILE_ZERO(0);
+  AMX_TILE_LOAD(1, a, 80);
+  AMX_TILE_LOAD(2, b, 4 * N);
+  AMX_TILE_DPBF16PS(0, 1, 2);
+  AMX_TILE_STORE(0, c, 4 * N);
+  AMX_TILE_RELEASE();
+  int bad = 0;
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double want = 0.0;
+      for (int k = 0; k < K; k++)
+        for (int t = 0; t < 2; t++)
+          want += (double)attn_bf16_to_f32(a[m][2 * k + t]) * attn_bf16_to_f32(b[k][2 * n + t]);
+      bad += c[m][n] != (float)want;
+    }
+  EXPECT(bad == 0, "emulated tdpbf16ps differs from the formula in %d of %d elements", bad, M * N);
+}
+
 // Where cpuid has no AMX, the unit is not detected and the real kernel is refused.
 static void detection(void) {
   const attn_kernel *real = attn_kernel_find("flash__amxbf16");
@@ -152,6 +189,7 @@ static void detection(void) {
 }
 
 int main(void) {
+  emulator_semantics();
   run_matrix(&kEmulated);
   // Must fail: B's pairs read the wrong way round in both GEMMs.
   amx_emu_swap_pairs = 1;
