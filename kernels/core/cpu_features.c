@@ -28,31 +28,40 @@ static uint64_t read_xcr0(void) {
   return ((uint64_t)hi << 32) | lo;
 }
 
-// AMX-BF16: cpuid leaf 7 EDX bit 22 (AMX-BF16) and bit 24 (AMX-TILE), XCR0 bits 17
-// (XTILECFG) and 18 (XTILEDATA) enabled by the OS, and on Linux the per-process
-// permission for the 8 KiB XTILEDATA state: arch_prctl(ARCH_REQ_XCOMP_PERM, 18). Without
-// the permission the first tile instruction faults, so the unit is then not offered and
-// g_note says why.
-static bool amx_usable(uint32_t edx7, uint64_t xcr0) {
+// AMX-BF16: cpuid leaf 7 EDX bit 22 (AMX-BF16) and bit 24 (AMX-TILE); on Linux the
+// per-process permission for the 8 KiB XTILEDATA state, requested with
+// arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18) and confirmed with
+// ARCH_GET_XCOMP_PERM (without it the first tile instruction faults); then XCR0 bits 17
+// (XTILECFG) and 18 (XTILEDATA), read after the request: the OS saves tile state. A CPU
+// without the cpuid bits simply has no AMX (no note); any later failure leaves the unit
+// out and g_note says why.
+static bool amx_usable(uint32_t edx7) {
   const bool amx_bf16 = edx7 & (1u << 22), amx_tile = edx7 & (1u << 24);
   if (!amx_bf16 || !amx_tile) return false;
-  if ((xcr0 & 0x60000) != 0x60000) {
-    snprintf(g_note, sizeof g_note, "amx-bf16: the OS does not enable tile state (XCR0)");
-    return false;
-  }
 #if defined(__linux__) && defined(SYS_arch_prctl)
-  enum { kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18 };
+  enum { kGetXcompPerm = 0x1022, kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18 };
   if (syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) != 0) {
     snprintf(g_note, sizeof g_note,
              "amx-bf16: the kernel refused tile data (arch_prctl(ARCH_REQ_XCOMP_PERM): %s)",
              strerror(errno));
     return false;
   }
-  return true;
+  unsigned long long granted = 0;
+  if (syscall(SYS_arch_prctl, kGetXcompPerm, &granted) != 0 ||
+      !(granted & (1ull << kXfeatureXtiledata))) {
+    snprintf(g_note, sizeof g_note,
+             "amx-bf16: tile data not among the granted features (ARCH_GET_XCOMP_PERM)");
+    return false;
+  }
 #else
   snprintf(g_note, sizeof g_note, "amx-bf16: no way to request tile data on this OS");
   return false;
 #endif
+  if ((read_xcr0() & 0x60000) != 0x60000) {
+    snprintf(g_note, sizeof g_note, "amx-bf16: the OS does not enable tile state (XCR0)");
+    return false;
+  }
+  return true;
 }
 
 static uint32_t detect(void) {
@@ -87,7 +96,7 @@ static uint32_t detect(void) {
   if (avx512_fbwvl && avx512vnni) isa |= ATTN_ISA_AVX512VNNI;
   if ((isa & ATTN_ISA_AVX2) && avxvnni) isa |= ATTN_ISA_AVXVNNI;
   // AMX tiles take bf16 operands from memory that the AVX-512 code around them converts.
-  if ((isa & ATTN_ISA_AVX512BF16) && amx_usable(edx7, xcr0)) isa |= ATTN_ISA_AMXBF16;
+  if ((isa & ATTN_ISA_AVX512BF16) && amx_usable(edx7)) isa |= ATTN_ISA_AMXBF16;
   return isa;
 }
 #elif defined(__aarch64__) && defined(__linux__)

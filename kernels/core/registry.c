@@ -14,6 +14,12 @@
 #else
 #define ATTN_KERNEL_X86(sym)
 #endif
+// AMX kernels: x86-64 builds whose compiler has -mamx-tile -mamx-bf16 (kernels/CMakeLists.txt).
+#if defined(ATTNBENCH_HAVE_AMX)
+#define ATTN_KERNEL_AMX(sym) ATTN_KERNEL(sym)
+#else
+#define ATTN_KERNEL_AMX(sym)
+#endif
 #if defined(__aarch64__)
 #define ATTN_KERNEL_ARM(sym) ATTN_KERNEL(sym)
 #else

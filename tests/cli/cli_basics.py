@@ -44,7 +44,7 @@ for required in ("reference", "naive", "blocked"):
 check(len(set(names)) == len(names), "kernel names are unique")
 for name, ok, line in kernels:
     if not ok:
-        check(re.search(r"unavailable \(needs [a-z0-9 ]+\)", line), f"unavailable line says why: {line!r}")
+        check(re.search(r"unavailable \(needs [a-z0-9 -]+\)", line), f"unavailable line says why: {line!r}")
 rc, out, err = run("list", "--json")
 check(rc == 0, "list --json exits 0")
 try:
