@@ -160,6 +160,11 @@ static double share_phase(const cp_model_in *in, const double *work, double *fin
   return m;
 }
 
+// Seconds to write `bytes` into freshly allocated memory at the probed copy rate (0: free).
+static double fresh_copy_s(const cp_model_in *in, double bytes) {
+  return in->copy_bytes_per_s > 0.0 ? bytes / in->copy_bytes_per_s : 0.0;
+}
+
 cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
   cp_model_out out = {0};
   const attn_problem *w = &in->whole;
@@ -189,7 +194,10 @@ cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
       out.total_s += step;
     }
   } else if (in->strategy == CP_ALLGATHER) {
-    out.comm_s = (n - 1) * (in->latency_s + (double)max_rows * kv_row / in->bytes_per_s);
+    // the ring all-gather, then every shard received into a new buffer and copied into the
+    // whole K and V (two fresh writes of all S rows)
+    out.comm_s = (n - 1) * (in->latency_s + (double)max_rows * kv_row / in->bytes_per_s) +
+                 fresh_copy_s(in, 2.0 * (double)S * kv_row);
     const cp_shard all = {.count = 1, .start = {0}, .len = {S}, .rows = S};
     for (int r = 0; r < n; r++) {
       const cp_shard q = cp_shard_of(S, n, r, zz);
@@ -206,7 +214,10 @@ cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
     const double q_row =
         4.0 * (double)(w->head_dim_qk + w->head_dim_v) * (double)(w->batch * w->heads);
     const double bytes = (double)max_rows * (q_row + kv_row) * (double)(n - 1) / (double)n;
-    out.comm_s = 2.0 * (n - 1) * in->latency_s + bytes / in->bytes_per_s;
+    // each way packed, received and unpacked into new buffers: three fresh writes of a
+    // rank's share of Q, K, V and O
+    out.comm_s = 2.0 * (n - 1) * in->latency_s + bytes / in->bytes_per_s +
+                 fresh_copy_s(in, 3.0 * (double)max_rows * (q_row + kv_row));
     out.total_s = out.comm_s + share_phase(in, work, fin, busy);
   }
   for (int r = 0; r < n; r++) {

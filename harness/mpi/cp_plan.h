@@ -71,6 +71,7 @@ typedef struct cp_model_in {
   double bytes_per_s;  // link bandwidth
   int threads;         // threads per rank (<= 0: 1)
   int cores;           // cores all ranks time-share (one machine); 0: every rank has its own
+  double copy_bytes_per_s;  // local copies into fresh buffers (allgather, Ulysses); 0: free
 } cp_model_in;
 
 typedef struct cp_model_out {

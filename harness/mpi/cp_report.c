@@ -55,15 +55,16 @@ bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, double pre
   MPI_Comm_free(&node);
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   rep->cores = on_node == ranks && online > 0 ? (int)online : 0;
-  if (!cp_probe(MPI_COMM_WORLD, rep->lat_s, rep->bw, err, err_len)) return false;
+  if (!cp_probe(MPI_COMM_WORLD, rep->lat_s, rep->bw, &rep->copy_bw, err, err_len)) return false;
   rep->lat_max = 0.0, rep->bw_min = INFINITY;
   for (int p = 1; p < ranks; p++) {
     rep->lat_max = rep->lat_s[p] > rep->lat_max ? rep->lat_s[p] : rep->lat_max;
     rep->bw_min = rep->bw[p] < rep->bw_min ? rep->bw[p] : rep->bw_min;
   }
   if (rank == 0 && !quiet && ranks > 1)
-    printf("probe: rank 0 <-> others: latency %.2f us (worst), bandwidth %.2f GB/s (worst)\n",
-           rep->lat_max * 1e6, rep->bw_min / 1e9);
+    printf("probe: rank 0 <-> others: latency %.2f us (worst), bandwidth %.2f GB/s (worst); "
+           "copy into fresh memory %.2f GB/s\n",
+           rep->lat_max * 1e6, rep->bw_min / 1e9, rep->copy_bw / 1e9);
   return true;
 }
 
@@ -84,7 +85,8 @@ static double predict_nodes(const cp_report_run_sum *s, int nodes, double gbps, 
                     .latency_s = latency_s,
                     .bytes_per_s = gbps * 1e9 / 8.0,
                     .threads = s->spec.threads,
-                    .cores = 0};
+                    .cores = 0,
+                    .copy_bytes_per_s = s->copy_bw};
   if (mi.whole.opts) mi.whole.opts = &s->opts;
   return cp_model_predict(&mi, NULL).total_s;
 }
@@ -189,7 +191,8 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
     }
     cp_report_run_sum *sum = &rep->runs[rep->n_runs];
     *sum = (cp_report_run_sum){
-        .spec = *r, .whole = job->whole, .opts = job->opts, .measured_s = measured};
+        .spec = *r, .whole = job->whole, .opts = job->opts, .measured_s = measured,
+        .copy_bw = rep->copy_bw};
     if (sum->whole.opts) sum->whole.opts = &sum->opts;
     cp_model_in mi = {.strategy = r->strategy,
                       .whole = sum->whole,
@@ -197,7 +200,8 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
                       .latency_s = rep->lat_max,
                       .bytes_per_s = isfinite(rep->bw_min) ? rep->bw_min : 1e30,
                       .threads = r->threads,
-                      .cores = rep->cores};
+                      .cores = rep->cores,
+                      .copy_bytes_per_s = rep->copy_bw};
     const double rate = busy ? cp_model_calibrate(&mi, busy) : NAN;
     free(busy);
     sum->rate = isfinite(rate) && rate > 0 ? rate : 1.0;
@@ -246,8 +250,8 @@ bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t er
   int w =
       snprintf(head, sizeof head,
                "{\n  \"context\": {\"tool\": \"attnbench-mpi\", \"ranks\": %d, \"mpi\": \"%s\", "
-               "\"shared_cores\": %d, \"probe\": [",
-               rep->ranks, ver, rep->cores);
+               "\"shared_cores\": %d, \"fresh_copy_bytes_per_s\": %.6g, \"probe\": [",
+               rep->ranks, ver, rep->cores, rep->copy_bw);
   for (int p = 1; p < rep->ranks && w > 0 && (size_t)w < sizeof head - 128; p++)
     w += snprintf(head + w, sizeof head - (size_t)w,
                   "%s{\"peer\": %d, \"latency_s\": %.6g, \"bandwidth_bytes_per_s\": %.6g}",

@@ -19,6 +19,7 @@ typedef struct cp_report_run_sum {
   attn_options opts;
   double measured_s;  // end-to-end time
   double rate;        // a rank's kernel rate on cores of its own (cp_model_calibrate)
+  double copy_bw;     // the probe's copy rate into fresh memory
 } cp_report_run_sum;
 
 typedef struct cp_report {
@@ -26,6 +27,7 @@ typedef struct cp_report {
   bool quiet;
   double lat_s[CP_MAX_STEPS], bw[CP_MAX_STEPS];  // probe, rank 0 ↔ peer (rank 0 only)
   double lat_max, bw_min;
+  double copy_bw;             // bytes/s of a memcpy into fresh memory (the slowest rank)
   int cores;                  // cores the ranks time-share (all on one machine), else 0
   double predict_latency_s;   // link latency of the recorded predictions (--predict-latency-us)
   char *json;  // the "runs" array's items so far (rank 0)

@@ -220,6 +220,30 @@ static void test_model_formula(void) {
     }
 }
 
+// The collectives' local copies: allgather writes all S rows of K and V twice into new
+// buffers, Ulysses a rank's share (the largest shard + 1 row) of Q, K, V and O three times;
+// at γ bytes/s that adds exactly bytes/γ to the prediction.
+static void test_model_copies(void) {
+  const attn_problem w = attn_problem_make(1, 4, 2, 96, 96, 16, 8, true);
+  const double kv_row = 2.0 * (16 + 8) * sizeof(float), q_row = 4.0 * (16 + 8) * sizeof(float);
+  const double gamma = 1e8, want[2] = {2.0 * 96 * kv_row, 3.0 * (48 + 1) * (q_row + kv_row)};
+  const cp_strategy st[2] = {CP_ALLGATHER, CP_ULYSSES};
+  for (int i = 0; i < 2; i++) {
+    cp_model_in in = {.strategy = st[i],
+                      .whole = w,
+                      .ranks = 2,
+                      .flops_per_s = 1e9,
+                      .latency_s = 1e-6,
+                      .bytes_per_s = 1e9,
+                      .threads = 1};
+    const double base = cp_model_predict(&in, NULL).total_s;
+    in.copy_bytes_per_s = gamma;
+    const double with = cp_model_predict(&in, NULL).total_s;
+    EXPECT(fabs((with - base) / (want[i] / gamma) - 1) < 1e-9, "%s: copies add %.17g, want %.17g",
+           cp_strategy_name(st[i]), with - base, want[i] / gamma);
+  }
+}
+
 int main(void) {
   test_shards();
   test_pairs_exact();
@@ -228,5 +252,6 @@ int main(void) {
   test_model();
   test_share();
   test_model_formula();
+  test_model_copies();
   return test_finish("test_cp_plan");
 }
