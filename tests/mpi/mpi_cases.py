@@ -16,7 +16,7 @@ Cases:
   predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
   config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
   scaling    scripts/mpi-scaling on 1..NP ranks (tiny shapes): one JSON with a strong and a
-             weak row per rank count and strategy, efficiencies that are the formula's
+             weak row per rank count and strategy (the median of 3 repeats), efficiencies that are the formula's
              (recomputed here from the times), the weak lengths S1·sqrt(n); render-results
              renders it.
 """
@@ -120,7 +120,7 @@ with tempfile.TemporaryDirectory() as tmp:
                             mpiexec, "--ranks", ",".join(str(n) for n in range(1, int(np_) + 1)),
                             "--seq-len", "256", "--weak-seq-len", "128", "--heads", "2",
                             "--head-dim", "32", "--strategies", "zigzag,allgather", "--timeout",
-                            "120", "--out", out], env=env, capture_output=True, text=True, timeout=400)
+                            "120", "--repeats", "3", "--out", out], env=env, capture_output=True, text=True, timeout=400)
         check(p.returncode == 0, f"mpi-scaling exit {p.returncode}\n{p.stdout[-1500:]}\n{p.stderr[-1500:]}")
         doc = json.load(open(out)) if os.path.exists(out) else {"strong": [], "weak": []}
         for kind in ("strong", "weak"):
@@ -130,6 +130,8 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{kind}: rows {[(r['strategy'], r['ranks']) for r in rows]}")
             one = {r["strategy"]: r for r in rows if r["ranks"] == 1}
             for r in rows:
+                check(len(r["times_s"]) == 3 and r["time_s"] == sorted(r["times_s"])[1],
+                      f"{kind} {r}: not the median of 3 repeats")
                 b = one[r["strategy"]]
                 work = r["flops"] / b["flops"] if kind == "weak" else 1.0
                 want = work * b["time_s"] / (r["ranks"] * r["time_s"])
