@@ -66,11 +66,11 @@ typedef struct cp_model_in {
   cp_strategy strategy;
   attn_problem whole;  // the global problem (batch, heads, seq, dims, causal; opts for window)
   int ranks;
-  double flops_per_s;  // one rank's attention rate on cores of its own (useful flops)
-  double latency_s;    // link latency per message
-  double bytes_per_s;  // link bandwidth
-  int threads;         // threads per rank (<= 0: 1)
-  int cores;           // cores all ranks time-share (one machine); 0: every rank has its own
+  double flops_per_s;       // one rank's attention rate on cores of its own (useful flops)
+  double latency_s;         // link latency per message
+  double bytes_per_s;       // link bandwidth
+  int threads;              // threads per rank (<= 0: 1)
+  int cores;                // cores all ranks time-share (one machine); 0: every rank has its own
   double copy_bytes_per_s;  // local copies into fresh buffers (allgather, Ulysses); 0: free
 } cp_model_in;
 

@@ -47,8 +47,7 @@ bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, double pre
   // machines the model gives every rank cores of its own (cores = 0).
   MPI_Comm node;
   int on_node = 1;
-  if (!cp_mpi_ok(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                                     &node),
+  if (!cp_mpi_ok(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
                  "MPI_Comm_split_type", err, err_len))
     return false;
   MPI_Comm_size(node, &on_node);
@@ -62,9 +61,10 @@ bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, double pre
     rep->bw_min = rep->bw[p] < rep->bw_min ? rep->bw[p] : rep->bw_min;
   }
   if (rank == 0 && !quiet && ranks > 1)
-    printf("probe: rank 0 <-> others: latency %.2f us (worst), bandwidth %.2f GB/s (worst); "
-           "copy into fresh memory %.2f GB/s\n",
-           rep->lat_max * 1e6, rep->bw_min / 1e9, rep->copy_bw / 1e9);
+    printf(
+        "probe: rank 0 <-> others: latency %.2f us (worst), bandwidth %.2f GB/s (worst); "
+        "copy into fresh memory %.2f GB/s\n",
+        rep->lat_max * 1e6, rep->bw_min / 1e9, rep->copy_bw / 1e9);
   return true;
 }
 
@@ -185,14 +185,16 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
                 "MPI_Gather", err, err_len);
   if (ok && rep->rank == 0 && rep->n_runs < CP_MAX_RUNS) {
     double measured = 0.0, *busy = malloc((size_t)n * sizeof(double));
-    for (int i = 0; busy && i < n; i++) {
+    for (int i = 0; i < n; i++) {
       measured = all[i * per] > measured ? all[i * per] : measured;
-      busy[i] = all[i * per + 1];
+      if (busy) busy[i] = all[i * per + 1];
     }
     cp_report_run_sum *sum = &rep->runs[rep->n_runs];
-    *sum = (cp_report_run_sum){
-        .spec = *r, .whole = job->whole, .opts = job->opts, .measured_s = measured,
-        .copy_bw = rep->copy_bw};
+    *sum = (cp_report_run_sum){.spec = *r,
+                               .whole = job->whole,
+                               .opts = job->opts,
+                               .measured_s = measured,
+                               .copy_bw = rep->copy_bw};
     if (sum->whole.opts) sum->whole.opts = &sum->opts;
     cp_model_in mi = {.strategy = r->strategy,
                       .whole = sum->whole,

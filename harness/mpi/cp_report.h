@@ -27,10 +27,10 @@ typedef struct cp_report {
   bool quiet;
   double lat_s[CP_MAX_STEPS], bw[CP_MAX_STEPS];  // probe, rank 0 ↔ peer (rank 0 only)
   double lat_max, bw_min;
-  double copy_bw;             // bytes/s of a memcpy into fresh memory (the slowest rank)
-  int cores;                  // cores the ranks time-share (all on one machine), else 0
-  double predict_latency_s;   // link latency of the recorded predictions (--predict-latency-us)
-  char *json;  // the "runs" array's items so far (rank 0)
+  double copy_bw;            // bytes/s of a memcpy into fresh memory (the slowest rank)
+  int cores;                 // cores the ranks time-share (all on one machine), else 0
+  double predict_latency_s;  // link latency of the recorded predictions (--predict-latency-us)
+  char *json;                // the "runs" array's items so far (rank 0)
   size_t json_len, json_cap;
   size_t n_runs;
   cp_report_run_sum runs[CP_MAX_RUNS];

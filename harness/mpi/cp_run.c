@@ -442,7 +442,6 @@ bool cp_probe(MPI_Comm comm, double *lat_s, double *bw_bytes_s, double *copy_byt
   }
   free(buf);
   double mine = fresh_copy_rate();
-  return ok &&
-         cp_mpi_ok(MPI_Allreduce(&mine, copy_bytes_s, 1, MPI_DOUBLE, MPI_MIN, comm),
-                   "MPI_Allreduce", err, err_len);
+  return ok && cp_mpi_ok(MPI_Allreduce(&mine, copy_bytes_s, 1, MPI_DOUBLE, MPI_MIN, comm),
+                         "MPI_Allreduce", err, err_len);
 }

@@ -359,8 +359,7 @@ int main(int argc, char **argv) {
   test_fault(rank, &bad_merge);
   static cp_report rep;
   int status = 0;
-  if (!cp_report_begin(&rep, rank, ranks, a.quiet, a.predict_latency_us * 1e-6, err,
-                       sizeof err)) {
+  if (!cp_report_begin(&rep, rank, ranks, a.quiet, a.predict_latency_us * 1e-6, err, sizeof err)) {
     fprintf(stderr, "attnbench-mpi: %s\n", err);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
