@@ -6,6 +6,7 @@
 #   P/lib/cmake/attnbench/                                 find_package(attnbench) + version
 #   P/lib/pkgconfig/attnbench.pc                           pkg-config attnbench
 #   P/bin/attnbench                                        the CLI (when ATTNBENCH_HARNESS)
+#   P/bin/attnbench-mpi                                    context parallelism (when MPI is on)
 #   P/share/attnbench/{configs,scripts}/                   sweep configs and result scripts
 #   P/share/attnbench/baselines/external/                  the external baselines' runner
 #                                                          (`bench --baselines`, docs/baselines.md)
@@ -52,6 +53,10 @@ if(TARGET attnbench)
   set(ATTN_HAVE_CLI 1)
 else()
   set(ATTN_HAVE_CLI 0)
+endif()
+# Not exported: a program, not a library; it links the MPI it was built with (docs/mpi.md).
+if(TARGET attnbench-mpi)
+  install(TARGETS attnbench-mpi RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/attnbench/configs)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/scripts/ DESTINATION ${CMAKE_INSTALL_DATADIR}/attnbench/scripts

@@ -23,8 +23,10 @@ is "bandwidth" when the bytes term is the larger (decode), else "FMA" (prefill).
 """
 import json
 import math
+import os
 import statistics
 import sys
+import tempfile
 
 SHAPE_KEYS = ("B", "H", "KV", "Sq", "Skv", "Dqk", "Dv", "causal")
 # The option counters and their value when absent (no option; -1 = unbounded window side).
@@ -354,3 +356,20 @@ def machine(context):
             context.get("cpu_model_number", "?"), context.get("cpu_stepping", "?"))
     return {"cpu": context.get("cpu_model", "?"), "uarch": context.get("cpu_uarch", "uarch not recorded"),
             "id": ident, "hypervisor": context.get("cpu_hypervisor", "?")}
+
+
+def write_atomic(path, text):
+    """Writes text to path through a temporary file in the same folder and a rename: a
+    reader sees the old file or the whole new one, never a part."""
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -3,6 +3,7 @@
 #include "mpi/cp_plan.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const kStrategyNames[CP_STRATEGY_COUNT] = {"ring", "zigzag", "allgather",
@@ -119,7 +120,52 @@ static double kv_row_bytes(const attn_problem *w) {
          (double)attn_kv_row_bytes(w->kv_dtype, w->head_dim_v);
 }
 
-cp_model_out cp_model_predict(const cp_model_in *in) {
+double cp_share_makespan(const double *work, int n, int threads, int cores, double *finish) {
+  const int t = threads > 0 ? threads : 1;
+  double last = 0.0;
+  if (cores <= 0 || (int64_t)n * t <= cores) {  // no sharing: every job at full speed
+    for (int i = 0; i < n; i++) {
+      if (finish) finish[i] = work[i];
+      last = work[i] > last ? work[i] : last;
+    }
+    return last;
+  }
+  int *order = malloc((size_t)n * sizeof(int));
+  if (!order) return NAN;
+  for (int i = 0; i < n; i++) {  // insertion sort by work: n is a rank count
+    int j = i;
+    for (; j > 0 && work[order[j - 1]] > work[i]; j--) order[j] = order[j - 1];
+    order[j] = i;
+  }
+  // Every unfinished job advances at the same rate, so all share one progress figure: the
+  // jobs end in order of work, job order[i] after (work − progress) / rate more seconds.
+  double now = 0.0, progress = 0.0;
+  for (int i = 0; i < n; i++) {
+    const int k = n - i;  // jobs still running
+    const double rate = fmin(1.0, (double)cores / ((double)k * t));
+    now += (work[order[i]] - progress) / rate;
+    progress = work[order[i]];
+    if (finish) finish[order[i]] = now;
+  }
+  free(order);
+  return now;
+}
+
+// One phase in which every rank computes work[r] seconds (on cores of its own): its wall
+// time under time sharing, added to rank_busy; returns the phase's makespan.
+static double share_phase(const cp_model_in *in, const double *work, double *finish,
+                          double *rank_busy) {
+  const double m = cp_share_makespan(work, in->ranks, in->threads, in->cores, finish);
+  for (int r = 0; r < in->ranks; r++) rank_busy[r] += finish[r];
+  return m;
+}
+
+// Seconds to write `bytes` into freshly allocated memory at the probed copy rate (0: free).
+static double fresh_copy_s(const cp_model_in *in, double bytes) {
+  return in->copy_bytes_per_s > 0.0 ? bytes / in->copy_bytes_per_s : 0.0;
+}
+
+cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
   cp_model_out out = {0};
   const attn_problem *w = &in->whole;
   const int n = in->ranks;
@@ -127,47 +173,68 @@ cp_model_out cp_model_predict(const cp_model_in *in) {
   const bool zz = cp_uses_zigzag(in->strategy, w->causal);
   const double kv_row = kv_row_bytes(w) * (double)(w->batch * w->kv_heads);
   const int64_t max_rows = cp_shard_of(S, n, 0, zz).rows + 1;  // shards differ by ≤ 2 rows
+  double *work = calloc((size_t)n, sizeof(double)), *fin = calloc((size_t)n, sizeof(double));
+  double *busy = calloc((size_t)n, sizeof(double));
+  if (!work || !fin || !busy) {
+    free(work), free(fin), free(busy);
+    return (cp_model_out){NAN, NAN, NAN};
+  }
   if (in->strategy == CP_RING || in->strategy == CP_ZIGZAG) {
     const double t_msg = in->latency_s + (double)max_rows * kv_row / in->bytes_per_s;
-    double busiest = 0.0;
-    double rank_busy[n > 0 ? n : 1];
-    for (int r = 0; r < n; r++) rank_busy[r] = 0.0;
     for (int s = 0; s < n; s++) {
-      double step = 0.0;
       for (int r = 0; r < n; r++) {
         const cp_shard q = cp_shard_of(S, n, r, zz), k = cp_shard_of(S, n, (r - s + n) % n, zz);
-        const double t = shard_flops(w, &q, &k) / in->flops_per_s;
-        rank_busy[r] += t;
-        if (t > step) step = t;
+        work[r] = shard_flops(w, &q, &k) / in->flops_per_s;
       }
+      double step = share_phase(in, work, fin, busy);
       if (s < n - 1 && t_msg > step) {
         out.comm_s += t_msg - step;
         step = t_msg;
       }
       out.total_s += step;
     }
-    for (int r = 0; r < n; r++) busiest = rank_busy[r] > busiest ? rank_busy[r] : busiest;
-    out.compute_s = busiest;
   } else if (in->strategy == CP_ALLGATHER) {
-    out.comm_s = (n - 1) * (in->latency_s + (double)max_rows * kv_row / in->bytes_per_s);
+    // the ring all-gather, then every shard received into a new buffer and copied into the
+    // whole K and V (two fresh writes of all S rows)
+    out.comm_s = (n - 1) * (in->latency_s + (double)max_rows * kv_row / in->bytes_per_s) +
+                 fresh_copy_s(in, 2.0 * (double)S * kv_row);
     const cp_shard all = {.count = 1, .start = {0}, .len = {S}, .rows = S};
     for (int r = 0; r < n; r++) {
       const cp_shard q = cp_shard_of(S, n, r, zz);
-      const double t = shard_flops(w, &q, &all) / in->flops_per_s;
-      if (t > out.compute_s) out.compute_s = t;
+      work[r] = shard_flops(w, &q, &all) / in->flops_per_s;
     }
-    out.total_s = out.comm_s + out.compute_s;
-  } else {  // Ulysses: Q, K, V in and O out by all-to-all; the busiest rank's heads
-    const int64_t hmax = (w->heads + n - 1) / n;
+    out.total_s = out.comm_s + share_phase(in, work, fin, busy);
+  } else {  // Ulysses: Q, K, V in and O out by all-to-all; rank r's heads over the sequence
     attn_problem part = *w;
-    part.heads = hmax;
     part.kv_heads = w->kv_heads >= n ? (w->kv_heads + n - 1) / n : 1;
+    for (int r = 0; r < n; r++) {
+      part.heads = cp_cut(w->heads, n, r + 1) - cp_cut(w->heads, n, r);
+      work[r] = attn_flops(&part) / in->flops_per_s;
+    }
     const double q_row =
         4.0 * (double)(w->head_dim_qk + w->head_dim_v) * (double)(w->batch * w->heads);
     const double bytes = (double)max_rows * (q_row + kv_row) * (double)(n - 1) / (double)n;
-    out.comm_s = 2.0 * (n - 1) * in->latency_s + bytes / in->bytes_per_s;
-    out.compute_s = attn_flops(&part) / in->flops_per_s;
-    out.total_s = out.comm_s + out.compute_s;
+    // each way packed, received and unpacked into new buffers: three fresh writes of a
+    // rank's share of Q, K, V and O
+    out.comm_s = 2.0 * (n - 1) * in->latency_s + bytes / in->bytes_per_s +
+                 fresh_copy_s(in, 3.0 * (double)max_rows * (q_row + kv_row));
+    out.total_s = out.comm_s + share_phase(in, work, fin, busy);
   }
+  for (int r = 0; r < n; r++) {
+    out.compute_s = busy[r] > out.compute_s ? busy[r] : out.compute_s;
+    if (rank_compute_s) rank_compute_s[r] = busy[r];
+  }
+  free(work), free(fin), free(busy);
   return out;
+}
+
+double cp_model_calibrate(const cp_model_in *in, const double *measured_compute_s) {
+  cp_model_in unit = *in;
+  unit.flops_per_s = 1.0;
+  double *pred = malloc((size_t)in->ranks * sizeof(double)), sp = 0.0, sm = 0.0;
+  if (!pred) return NAN;
+  cp_model_predict(&unit, pred);
+  for (int r = 0; r < in->ranks; r++) sp += pred[r], sm += measured_compute_s[r];
+  free(pred);
+  return sm > 0.0 ? sp / sm : NAN;
 }

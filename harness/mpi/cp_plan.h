@@ -61,27 +61,43 @@ bool cp_pair_problem(const attn_problem *whole, int64_t qo, int64_t lq, int64_t 
 void cp_merge(double *acc, double *lacc, const float *o_part, const float *lse_part, int64_t rows,
               int64_t dv);
 
-// ── The time model (docs/mpi.md) ───────────────────────────────────────────────────────
+// ── The time model (docs/mpi.md "The model") ───────────────────────────────────────────
 typedef struct cp_model_in {
   cp_strategy strategy;
   attn_problem whole;  // the global problem (batch, heads, seq, dims, causal; opts for window)
   int ranks;
-  double flops_per_s;  // one rank's measured attention rate (useful flops, attn_flops)
-  double latency_s;    // link latency per message
-  double bytes_per_s;  // link bandwidth
+  double flops_per_s;       // one rank's attention rate on cores of its own (useful flops)
+  double latency_s;         // link latency per message
+  double bytes_per_s;       // link bandwidth
+  int threads;              // threads per rank (<= 0: 1)
+  int cores;                // cores all ranks time-share (one machine); 0: every rank has its own
+  double copy_bytes_per_s;  // local copies into fresh buffers (allgather, Ulysses); 0: free
 } cp_model_in;
 
 typedef struct cp_model_out {
   double total_s;    // predicted end-to-end time
-  double compute_s;  // the busiest rank's compute
+  double compute_s;  // the busiest rank's compute (wall time, time sharing included)
   double comm_s;     // communication not hidden behind compute
 } cp_model_out;
 
+// Processor sharing (time sharing): n jobs start together, job i needing work[i] seconds
+// on `threads` cores of its own; while k jobs are unfinished each advances at
+// min(1, cores / (k·threads)) (cores <= 0: at 1). Writes each job's finish time to
+// finish[i] (may be NULL) and returns the last one.
+double cp_share_makespan(const double *work, int n, int threads, int cores, double *finish);
+
 // Predicts the strategy's time from per-pair compute (attn_flops of each chunk pair at
-// the measured rate) and message sizes at the link's latency and bandwidth. Ring steps
-// cost max(compute of the step, latency + bytes/bandwidth); the gather of the output to
-// rank 0 is not part of the time.
-cp_model_out cp_model_predict(const cp_model_in *in);
+// flops_per_s, the ranks of a step time-sharing `cores`) and message sizes at the link's
+// latency and bandwidth. Ring steps cost max(compute of the step, latency +
+// bytes/bandwidth); the gather of the output to rank 0 is not part of the time.
+// rank_compute_s (may be NULL; [ranks]) receives each rank's predicted compute wall time.
+cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s);
+
+// The rate on cores of its own that makes the model's compute wall time, summed over the
+// ranks, equal the measured sum (measured_compute_s [ranks]): every predicted compute time
+// is proportional to 1/rate, so rate = Σ predicted(rate 1) / Σ measured. Without time
+// sharing this is Σ flops / Σ compute. in->flops_per_s is ignored.
+double cp_model_calibrate(const cp_model_in *in, const double *measured_compute_s);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/fileio.h"
 #include "mpi/cp_ulysses.h"
@@ -37,27 +38,66 @@ static void jappend(cp_report *rep, const char *fmt, ...) {
   }
 }
 
-bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, char *err, size_t err_len) {
+bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, double predict_latency_s,
+                     char *err, size_t err_len) {
   memset(rep, 0, sizeof *rep);
   rep->rank = rank, rep->ranks = ranks, rep->quiet = quiet;
-  if (!cp_probe(MPI_COMM_WORLD, rep->lat_s, rep->bw, err, err_len)) return false;
+  rep->predict_latency_s = predict_latency_s;
+  // The ranks time-share one machine's cores when they all share its memory; on several
+  // machines the model gives every rank cores of its own (cores = 0).
+  MPI_Comm node;
+  int on_node = 1;
+  if (!cp_mpi_ok(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                 "MPI_Comm_split_type", err, err_len))
+    return false;
+  MPI_Comm_size(node, &on_node);
+  MPI_Comm_free(&node);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  rep->cores = on_node == ranks && online > 0 ? (int)online : 0;
+  if (!cp_probe(MPI_COMM_WORLD, rep->lat_s, rep->bw, &rep->copy_bw, err, err_len)) return false;
   rep->lat_max = 0.0, rep->bw_min = INFINITY;
   for (int p = 1; p < ranks; p++) {
     rep->lat_max = rep->lat_s[p] > rep->lat_max ? rep->lat_s[p] : rep->lat_max;
     rep->bw_min = rep->bw[p] < rep->bw_min ? rep->bw[p] : rep->bw_min;
   }
   if (rank == 0 && !quiet && ranks > 1)
-    printf("probe: rank 0 <-> others: latency %.2f us (worst), bandwidth %.2f GB/s (worst)\n",
-           rep->lat_max * 1e6, rep->bw_min / 1e9);
+    printf(
+        "probe: rank 0 <-> others: latency %.2f us (worst), bandwidth %.2f GB/s (worst); "
+        "copy into fresh memory %.2f GB/s\n",
+        rep->lat_max * 1e6, rep->bw_min / 1e9, rep->copy_bw / 1e9);
   return true;
+}
+
+// The predictions: N nodes, one rank each on cores of its own, at the run's calibrated rate.
+enum { kPredictNodes = 2, kPredictLinks = 3 };
+static const int kNodes[kPredictNodes] = {8, 64};
+static const double kGbps[kPredictLinks] = {25, 100, 400};
+
+// The model's time of run s on `nodes` nodes at `gbps` Gb/s; NaN where the shape does not
+// fit (Ulysses needs heads >= ranks; zigzag shards need seq >= 2·ranks).
+static double predict_nodes(const cp_report_run_sum *s, int nodes, double gbps, double latency_s) {
+  if ((s->spec.strategy == CP_ULYSSES && s->spec.heads < nodes) || s->spec.seq < 2 * nodes)
+    return NAN;
+  cp_model_in mi = {.strategy = s->spec.strategy,
+                    .whole = s->whole,
+                    .ranks = nodes,
+                    .flops_per_s = s->rate,
+                    .latency_s = latency_s,
+                    .bytes_per_s = gbps * 1e9 / 8.0,
+                    .threads = s->spec.threads,
+                    .cores = 0,
+                    .copy_bytes_per_s = s->copy_bw};
+  if (mi.whole.opts) mi.whole.opts = &s->opts;
+  return cp_model_predict(&mi, NULL).total_s;
 }
 
 // Per rank: total, compute, exposed comm, flops, bytes, then steps × (compute, wait, alone).
 enum { kHead = 5 };
 
 static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, const double *all,
-                     int steps, const char *verdict, const attn_check_result *cr, double measured,
-                     const cp_model_out *m) {
+                     int steps, const char *verdict, const attn_check_result *cr,
+                     const cp_report_run_sum *sum, const cp_model_out *m) {
+  const double measured = sum->measured_s;
   const int n = rep->ranks, per = kHead + 3 * steps;
   double wmin = INFINITY, wmax = 0.0;
   for (int i = 0; i < n; i++) {
@@ -87,14 +127,24 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
           "\"alibi\": %g, \"softcap\": %g, \"kv_dtype\": \"%s\", \"lse\": %s,\n     \"check\": "
           "\"%s\", \"max_abs_err\": %s, \"worst_ratio\": %s,\n     \"time_s\": %.9g, "
           "\"tokens_per_s\": %.6g, \"gflops\": %.6g, \"work_imbalance\": %.6g, "
-          "\"model_time_s\": %.9g, \"model_error\": %.4g,\n     \"ranks\": [",
+          "\"model_time_s\": %.9g, \"model_error\": %.4g, \"model_rate_flops_per_s\": %.6g,\n     "
+          "\"predictions\": [",
           rep->n_runs ? "," : "", r->name, cp_strategy_name(r->strategy), r->kernel, r->threads,
           (long long)r->batch, (long long)r->heads, (long long)r->kv_heads, (long long)r->seq,
           (long long)r->head_dim, (long long)r->head_dim_v, r->causal ? "true" : "false", win,
           (double)r->alibi, (double)r->softcap, attn_dtype_name(r->kv_dtype),
           r->lse ? "true" : "false", verdict, err_s, ratio_s, measured, tokens / measured,
           attn_flops(&job->whole) / measured / 1e9, wmin > 0 ? wmax / wmin - 1.0 : 0.0, m->total_s,
-          m->total_s / measured - 1.0);
+          m->total_s / measured - 1.0, sum->rate);
+  for (int a = 0, first = 1; a < kPredictNodes; a++)
+    for (int b = 0; b < kPredictLinks; b++) {
+      const double t = predict_nodes(sum, kNodes[a], kGbps[b], rep->predict_latency_s);
+      if (!isfinite(t)) continue;
+      jappend(rep, "%s{\"nodes\": %d, \"gbps\": %g, \"latency_s\": %.6g, \"time_s\": %.9g}",
+              first ? "" : ", ", kNodes[a], kGbps[b], rep->predict_latency_s, t);
+      first = 0;
+    }
+  jappend(rep, "],\n     \"ranks\": [");
   for (int i = 0; i < n; i++) {
     const double *x = all + i * per;
     double alone = 0.0, wait = 0.0;
@@ -134,26 +184,32 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
       cp_mpi_ok(MPI_Gather(mine, per, MPI_DOUBLE, all, per, MPI_DOUBLE, 0, MPI_COMM_WORLD),
                 "MPI_Gather", err, err_len);
   if (ok && rep->rank == 0 && rep->n_runs < CP_MAX_RUNS) {
-    double measured = 0.0, flops = 0.0, busy = 0.0;
+    double measured = 0.0, *busy = malloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++) {
       measured = all[i * per] > measured ? all[i * per] : measured;
-      flops += all[i * per + 3], busy += all[i * per + 1];
+      if (busy) busy[i] = all[i * per + 1];
     }
     cp_report_run_sum *sum = &rep->runs[rep->n_runs];
     *sum = (cp_report_run_sum){.spec = *r,
                                .whole = job->whole,
                                .opts = job->opts,
                                .measured_s = measured,
-                               .rate = busy > 0 ? flops / busy : 0.0};
+                               .copy_bw = rep->copy_bw};
     if (sum->whole.opts) sum->whole.opts = &sum->opts;
-    const cp_model_in mi = {.strategy = r->strategy,
-                            .whole = sum->whole,
-                            .ranks = n,
-                            .flops_per_s = sum->rate > 0 ? sum->rate : 1.0,
-                            .latency_s = rep->lat_max,
-                            .bytes_per_s = isfinite(rep->bw_min) ? rep->bw_min : 1e30};
-    const cp_model_out m = cp_model_predict(&mi);
-    json_run(rep, r, job, all, steps, verdict, cr, measured, &m);
+    cp_model_in mi = {.strategy = r->strategy,
+                      .whole = sum->whole,
+                      .ranks = n,
+                      .latency_s = rep->lat_max,
+                      .bytes_per_s = isfinite(rep->bw_min) ? rep->bw_min : 1e30,
+                      .threads = r->threads,
+                      .cores = rep->cores,
+                      .copy_bytes_per_s = rep->copy_bw};
+    const double rate = busy ? cp_model_calibrate(&mi, busy) : NAN;
+    free(busy);
+    sum->rate = isfinite(rate) && rate > 0 ? rate : 1.0;
+    mi.flops_per_s = sum->rate;
+    const cp_model_out m = cp_model_predict(&mi, NULL);
+    json_run(rep, r, job, all, steps, verdict, cr, sum, &m);
     rep->n_runs++;
     if (!rep->quiet || strcmp(verdict, "fail") == 0)
       printf("%-40s %-5s %10.4f s %12.0f tok/s  model %.4f s (%+.0f%%)%s%s\n", r->name, verdict,
@@ -164,36 +220,24 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
   return ok;
 }
 
-void cp_report_predict(const cp_report *rep, double latency_s, FILE *f) {
-  static const int kNodes[] = {8, 64};
-  static const double kGbps[] = {25, 100, 400};
+void cp_report_predict(const cp_report *rep, FILE *f) {
   fprintf(f,
-          "model: time for N nodes (one rank each, this rank's measured compute rate), "
+          "model: time for N nodes (one rank each, this run's calibrated compute rate), "
           "latency %.1f us\n",
-          latency_s * 1e6);
+          rep->predict_latency_s * 1e6);
   fprintf(f, "%-40s %6s %12s %12s %12s\n", "run", "nodes", "25 Gb/s", "100 Gb/s", "400 Gb/s");
-  for (size_t i = 0; i < rep->n_runs; i++) {
-    const cp_report_run_sum *s = &rep->runs[i];
-    for (size_t a = 0; a < sizeof kNodes / sizeof kNodes[0]; a++) {
-      fprintf(f, "%-40s %6d", s->spec.name, kNodes[a]);
-      for (size_t b = 0; b < sizeof kGbps / sizeof kGbps[0]; b++) {
-        cp_model_in mi = {.strategy = s->spec.strategy,
-                          .whole = s->whole,
-                          .ranks = kNodes[a],
-                          .flops_per_s = s->rate > 0 ? s->rate : 1.0,
-                          .latency_s = latency_s,
-                          .bytes_per_s = kGbps[b] * 1e9 / 8.0};
-        if (mi.whole.opts) mi.whole.opts = &s->opts;
-        const bool fits = (s->spec.strategy != CP_ULYSSES || s->spec.heads >= kNodes[a]) &&
-                          s->spec.seq >= 2 * kNodes[a];
-        if (fits)
-          fprintf(f, " %10.4f s", cp_model_predict(&mi).total_s);
+  for (size_t i = 0; i < rep->n_runs; i++)
+    for (int a = 0; a < kPredictNodes; a++) {
+      fprintf(f, "%-40s %6d", rep->runs[i].spec.name, kNodes[a]);
+      for (int b = 0; b < kPredictLinks; b++) {
+        const double t = predict_nodes(&rep->runs[i], kNodes[a], kGbps[b], rep->predict_latency_s);
+        if (isfinite(t))
+          fprintf(f, " %10.4f s", t);
         else
           fprintf(f, " %12s", "n/a");
       }
       fputc('\n', f);
     }
-  }
 }
 
 bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t err_len) {
@@ -208,8 +252,8 @@ bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t er
   int w =
       snprintf(head, sizeof head,
                "{\n  \"context\": {\"tool\": \"attnbench-mpi\", \"ranks\": %d, \"mpi\": \"%s\", "
-               "\"probe\": [",
-               rep->ranks, ver);
+               "\"shared_cores\": %d, \"fresh_copy_bytes_per_s\": %.6g, \"probe\": [",
+               rep->ranks, ver, rep->cores, rep->copy_bw);
   for (int p = 1; p < rep->ranks && w > 0 && (size_t)w < sizeof head - 128; p++)
     w += snprintf(head + w, sizeof head - (size_t)w,
                   "%s{\"peer\": %d, \"latency_s\": %.6g, \"bandwidth_bytes_per_s\": %.6g}",

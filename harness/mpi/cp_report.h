@@ -17,7 +17,9 @@ typedef struct cp_report_run_sum {
   cp_run_spec spec;
   attn_problem whole;
   attn_options opts;
-  double measured_s, rate;  // end-to-end time; mean per-rank flops/s of the kernel calls
+  double measured_s;  // end-to-end time
+  double rate;        // a rank's kernel rate on cores of its own (cp_model_calibrate)
+  double copy_bw;     // the probe's copy rate into fresh memory
 } cp_report_run_sum;
 
 typedef struct cp_report {
@@ -25,7 +27,10 @@ typedef struct cp_report {
   bool quiet;
   double lat_s[CP_MAX_STEPS], bw[CP_MAX_STEPS];  // probe, rank 0 ↔ peer (rank 0 only)
   double lat_max, bw_min;
-  char *json;  // the "runs" array's items so far (rank 0)
+  double copy_bw;            // bytes/s of a memcpy into fresh memory (the slowest rank)
+  int cores;                 // cores the ranks time-share (all on one machine), else 0
+  double predict_latency_s;  // link latency of the recorded predictions (--predict-latency-us)
+  char *json;                // the "runs" array's items so far (rank 0)
   size_t json_len, json_cap;
   size_t n_runs;
   cp_report_run_sum runs[CP_MAX_RUNS];
@@ -33,13 +38,15 @@ typedef struct cp_report {
 
 // Validates the output path before any work (fileio.h's contract); config is an input.
 bool cp_report_prepare(const char *out, const char *config, char *err, size_t err_len);
-// Every rank: runs the probe.
-bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, char *err, size_t err_len);
+// Every rank: runs the probe and finds whether the ranks share one machine's cores.
+bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, double predict_latency_s,
+                     char *err, size_t err_len);
 // Every rank: collects the ranks' timings on rank 0, which prints and records the run.
 bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, const cp_result *res,
                    const char *verdict, const attn_check_result *cr, char *err, size_t err_len);
-// Rank 0: the model's predictions for 8 and 64 nodes at 25, 100 and 400 Gb/s, per run.
-void cp_report_predict(const cp_report *rep, double latency_s, FILE *f);
+// Rank 0: the model's predictions for 8 and 64 nodes at 25, 100 and 400 Gb/s, per run (one
+// rank per node at the run's calibrated rate; the same figures the JSON records).
+void cp_report_predict(const cp_report *rep, FILE *f);
 // Rank 0: the results JSON.
 bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t err_len);
 void cp_report_free(cp_report *rep);

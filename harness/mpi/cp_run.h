@@ -59,5 +59,8 @@ void cp_fill(float *dst, uint64_t seed, int t, int64_t batch, int64_t heads, int
 
 // Ping-pong between rank 0 and every other rank: latency (half a round trip of 8 bytes)
 // and bandwidth (bytes / half round trip of 4 MiB messages), the median of repeats.
-// lat_s / bw_bytes_s have ranks entries (entry 0 unused); valid on rank 0.
-bool cp_probe(MPI_Comm comm, double *lat_s, double *bw_bytes_s, char *err, size_t err_len);
+// lat_s / bw_bytes_s have ranks entries (entry 0 unused); valid on rank 0. *copy_bytes_s
+// (every rank): the slowest rank's rate of a memcpy into freshly mapped memory (48 MiB,
+// median of 3): what the collective strategies' packing and unpacking into new buffers costs.
+bool cp_probe(MPI_Comm comm, double *lat_s, double *bw_bytes_s, double *copy_bytes_s, char *err,
+              size_t err_len);

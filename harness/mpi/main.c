@@ -200,7 +200,7 @@ static int parse_args(int argc, char **argv, args *a) {
        .fmin = 0,
        .fmax = 1e6,
        .metavar = "US",
-       .help = "link latency for --predict (default 2)"},
+       .help = "link latency of the predictions (--predict, JSON; default 2)"},
       {.name = "dry-run",
        .kind = CLI_FLAG,
        .dest = &a->dry_run,
@@ -359,13 +359,13 @@ int main(int argc, char **argv) {
   test_fault(rank, &bad_merge);
   static cp_report rep;
   int status = 0;
-  if (!cp_report_begin(&rep, rank, ranks, a.quiet, err, sizeof err)) {
+  if (!cp_report_begin(&rep, rank, ranks, a.quiet, a.predict_latency_us * 1e-6, err, sizeof err)) {
     fprintf(stderr, "attnbench-mpi: %s\n", err);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   for (size_t i = 0; i < runs.count; i++)
     run_one(&runs.run[i], rank, ranks, bad_merge, &rep, &status);
-  if (rank == 0 && a.predict) cp_report_predict(&rep, a.predict_latency_us * 1e-6, stdout);
+  if (rank == 0 && a.predict) cp_report_predict(&rep, stdout);
   if (rank == 0 && a.out && !cp_report_write(&rep, a.out, err, sizeof err)) {
     fprintf(stderr, "attnbench-mpi: %s\n", err);
     status = 1;

@@ -11,7 +11,10 @@
 4. the same program built with `pkg-config --cflags --libs attnbench` runs too;
 5. the installed attnbench loads the example plug-in: `list` marks it, `check --plugin
    ... --kernel example__scalar` passes (cases > 0), `bench --plugin ...` times it and the
-   results file holds its points.
+   results file holds its points;
+6. with the MPI build (--mpiexec given): bin/attnbench-mpi is installed and the installed
+   program runs a checked zigzag job on 2 ranks (the check passes); without it, the prefix
+   has no attnbench-mpi.
 """
 import argparse
 import json
@@ -21,7 +24,7 @@ import subprocess
 import sys
 
 ap = argparse.ArgumentParser()
-for a in ["cmake", "build-dir", "config", "source", "work", "cc", "pkg-config", "version", "sanitize"]:
+for a in ["cmake", "build-dir", "config", "source", "work", "cc", "pkg-config", "version", "sanitize", "mpiexec"]:
     ap.add_argument("--" + a, default="")
 A = ap.parse_args()
 KERNEL = "example__scalar"
@@ -149,6 +152,20 @@ if p.returncode == 0:
     expect(len(names) == 2 and all(n.startswith(KERNEL + "/") for n in names)
            and all(b["real_time"] > 0 and "error_occurred" not in b for b in runs),
            f"results file: {names}")
+
+# ── 6. attnbench-mpi beside attnbench (MPI build only) ───────────────────────────────
+mpi_exe = os.path.join(prefix, "bin", "attnbench-mpi")
+if A.mpiexec:
+    expect(os.access(mpi_exe, os.X_OK), "missing bin/attnbench-mpi (the MPI build is on)")
+    if os.access(mpi_exe, os.X_OK):
+        menv = dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                    ASAN_OPTIONS=(env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":"))
+        p = sh(A.mpiexec, "-np", "2", "--oversubscribe", mpi_exe, "--strategy", "zigzag", "--causal",
+               "--seq-len", "100", "--heads", "2", "--lse", "--timeout", "60", env=menv, ok=False)
+        expect(p.returncode == 0 and "zigzag/S100/f32/causal" in p.stdout and " pass " in p.stdout,
+               f"installed attnbench-mpi: rc {p.returncode}: {p.stdout[-500:]} {p.stderr[-500:]}")
+else:
+    expect(not os.path.exists(mpi_exe), "bin/attnbench-mpi installed without the MPI build")
 
 for f in failures:
     print("FAIL:", f)

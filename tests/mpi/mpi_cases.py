@@ -15,6 +15,10 @@ Cases:
   bad_input  inputs refused alike on every rank, before communicating: exit 2, one line.
   predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
   config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
+  scaling    scripts/mpi-scaling on 1..NP ranks (tiny shapes): one JSON with a strong and a
+             weak row per rank count and strategy (the median of 3 repeats), efficiencies that are the formula's
+             (recomputed here from the times), the weak lengths S1·sqrt(n); render-results
+             renders it.
 """
 import json
 import os
@@ -110,6 +114,43 @@ with tempfile.TemporaryDirectory() as tmp:
                                timeout=60)
         check(rc == 0, f"exit {rc}\n{se}")
         check(f"runs on {np_} ranks" in so and not so.startswith("0 runs"), so)
+    elif case == "scaling":
+        import math
+        p = subprocess.run([os.path.join(src, "scripts", "mpi-scaling"), "--bin", binary, "--mpirun",
+                            mpiexec, "--ranks", ",".join(str(n) for n in range(1, int(np_) + 1)),
+                            "--seq-len", "256", "--weak-seq-len", "128", "--heads", "2",
+                            "--head-dim", "32", "--strategies", "zigzag,allgather", "--timeout",
+                            "120", "--repeats", "3", "--out", out], env=env, capture_output=True, text=True, timeout=400)
+        check(p.returncode == 0, f"mpi-scaling exit {p.returncode}\n{p.stdout[-1500:]}\n{p.stderr[-1500:]}")
+        doc = json.load(open(out)) if os.path.exists(out) else {"strong": [], "weak": []}
+        for kind in ("strong", "weak"):
+            rows = doc[kind]
+            check(sorted((r["strategy"], r["ranks"]) for r in rows) ==
+                  sorted((s, n) for s in ("zigzag", "allgather") for n in range(1, int(np_) + 1)),
+                  f"{kind}: rows {[(r['strategy'], r['ranks']) for r in rows]}")
+            one = {r["strategy"]: r for r in rows if r["ranks"] == 1}
+            for r in rows:
+                check(len(r["times_s"]) == 3 and r["time_s"] == sorted(r["times_s"])[1],
+                      f"{kind} {r}: not the median of 3 repeats")
+                b = one[r["strategy"]]
+                work = r["flops"] / b["flops"] if kind == "weak" else 1.0
+                want = work * b["time_s"] / (r["ranks"] * r["time_s"])
+                check(abs(r["efficiency"] / want - 1) < 1e-9, f"{kind} {r}: efficiency, want {want}")
+                want_s = 256 if kind == "strong" else int(round(128 * math.sqrt(r["ranks"]) / 64)) * 64
+                check(r["seq_len"] == want_s, f"{kind} {r['ranks']} ranks: S {r['seq_len']}, want {want_s}")
+        res = os.path.join(tmp, "results")
+        os.makedirs(os.path.join(res, "mpi"))
+        os.replace(out, os.path.join(res, "mpi", "test-scaling.json"))
+        import glob
+        import shutil
+        # render-results renders a results folder: one CPU's smallest committed file beside it
+        shutil.copy(min(glob.glob(os.path.join(src, "results", "*.json")), key=os.path.getsize), res)
+        page = os.path.join(tmp, "results.md")
+        p = subprocess.run([os.path.join(src, "scripts", "render-results"), "--results", res,
+                            "--out", page], capture_output=True, text=True, timeout=60)
+        text = open(page).read() if p.returncode == 0 else p.stderr
+        check("| strong | ranks |" in text and "| weak | ranks |" in text and "64 nodes" in text,
+              f"render-results: {text[-800:]}")
     else:
         print("unknown case", case)
         sys.exit(2)

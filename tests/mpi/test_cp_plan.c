@@ -154,15 +154,93 @@ static void test_model(void) {
                       .flops_per_s = 1e11,
                       .latency_s = 0,
                       .bytes_per_s = 1e30};
-    const cp_model_out fast = cp_model_predict(&in);
+    const cp_model_out fast = cp_model_predict(&in, NULL);
     EXPECT(fast.comm_s < 1e-9, "%s: comm %.3g at infinite bandwidth", cp_strategy_name(in.strategy),
            fast.comm_s);
     EXPECT(fast.total_s >= attn_flops(&w) / 4 / 1e11 * 0.999, "%s: faster than perfect split",
            cp_strategy_name(in.strategy));
     in.bytes_per_s = 1e6;  // 1 MB/s: communication dominates
-    const cp_model_out slow = cp_model_predict(&in);
+    const cp_model_out slow = cp_model_predict(&in, NULL);
     EXPECT(slow.total_s > fast.total_s * 10, "%s: slow link %.3g vs fast %.3g",
            cp_strategy_name(in.strategy), slow.total_s, fast.total_s);
+  }
+}
+
+// Processor sharing: three equal jobs on two cores take 3/2 of one; a short job frees its
+// share for the others; without sharing the makespan is the longest job.
+static void test_share(void) {
+  const double eq[3] = {1, 1, 1}, mixed[3] = {0.1, 2, 0.1};
+  double fin[3];
+  EXPECT(fabs(cp_share_makespan(eq, 3, 1, 2, fin) - 1.5) < 1e-12 && fabs(fin[1] - 1.5) < 1e-12,
+         "3 equal jobs on 2 cores: %.17g", fin[1]);
+  // all three at 2/3 until the short ones end (0.1 / (2/3) = 0.15), then the long one alone
+  EXPECT(fabs(cp_share_makespan(mixed, 3, 1, 2, fin) - (0.15 + 1.9)) < 1e-12 &&
+             fabs(fin[0] - 0.15) < 1e-12 && fabs(fin[2] - 0.15) < 1e-12,
+         "mixed jobs: %.17g %.17g %.17g", fin[0], fin[1], fin[2]);
+  EXPECT(cp_share_makespan(mixed, 3, 1, 0, fin) == 2.0 && fin[0] == 0.1, "no sharing");
+  EXPECT(cp_share_makespan(eq, 3, 2, 6, NULL) == 1.0, "3 ranks x 2 threads fit 6 cores");
+  EXPECT(fabs(cp_share_makespan(eq, 3, 2, 4, NULL) - 1.5) < 1e-12, "3 x 2 threads on 4 cores");
+}
+
+// The model's zigzag prediction for a problem small enough to write out: S = 64 on 2 ranks
+// is 4 chunks of 16; rank 0 holds chunks {0, 3}, rank 1 {1, 2}. Step 0 (own keys): two
+// diagonal blocks and one full block per rank; step 1: two full blocks per rank. With
+// t_msg = α + 33 rows · (K + V row bytes) / β (the largest shard plus one row):
+//   own cores:    max(2d + f, t_msg) + 2f                      (d, f: block times at R)
+//   2 ranks on 1 core (time sharing): max(2·(2d + f), t_msg) + 2·2f
+static void test_model_formula(void) {
+  const double R = 2e9, alpha = 3e-6;
+  attn_problem w = attn_problem_make(1, 1, 1, 64, 64, 16, 16, true);
+  const attn_problem full = attn_problem_make(1, 1, 1, 16, 16, 16, 16, false);
+  const attn_problem diag = attn_problem_make(1, 1, 1, 16, 16, 16, 16, true);
+  const double f = attn_flops(&full) / R, d = attn_flops(&diag) / R;
+  const double kv_bytes = 33.0 * 2 * 16 * sizeof(float);
+  for (int slow = 0; slow <= 1; slow++)
+    for (int cores = 0; cores <= 1; cores++) {
+      const double beta = slow ? kv_bytes / (10 * (2 * d + f)) : 1e12;  // slow: t_msg dominates
+      const cp_model_in in = {.strategy = CP_ZIGZAG,
+                              .whole = w,
+                              .ranks = 2,
+                              .flops_per_s = R,
+                              .latency_s = alpha,
+                              .bytes_per_s = beta,
+                              .threads = 1,
+                              .cores = cores};
+      const double share = cores ? 2.0 : 1.0, t_msg = alpha + kv_bytes / beta;
+      const double want = fmax(share * (2 * d + f), t_msg) + share * 2 * f;
+      double rc[2];
+      const cp_model_out m = cp_model_predict(&in, rc);
+      EXPECT(fabs(m.total_s / want - 1) < 1e-12, "slow %d cores %d: model %.17g, formula %.17g",
+             slow, cores, m.total_s, want);
+      EXPECT(fabs(rc[0] / (share * (2 * d + 3 * f)) - 1) < 1e-12, "rank 0 compute %.17g", rc[0]);
+      EXPECT(fabs(m.comm_s - fmax(0, t_msg - share * (2 * d + f))) < 1e-15, "comm %.17g", m.comm_s);
+      // calibrating on the model's own compute times gives back its rate
+      EXPECT(fabs(cp_model_calibrate(&in, rc) / R - 1) < 1e-12, "calibrated %.17g",
+             cp_model_calibrate(&in, rc));
+    }
+}
+
+// The collectives' local copies: allgather writes all S rows of K and V twice into new
+// buffers, Ulysses a rank's share (the largest shard + 1 row) of Q, K, V and O three times;
+// at γ bytes/s that adds exactly bytes/γ to the prediction.
+static void test_model_copies(void) {
+  const attn_problem w = attn_problem_make(1, 4, 2, 96, 96, 16, 8, true);
+  const double kv_row = 2.0 * (16 + 8) * sizeof(float), q_row = 4.0 * (16 + 8) * sizeof(float);
+  const double gamma = 1e8, want[2] = {2.0 * 96 * kv_row, 3.0 * (48 + 1) * (q_row + kv_row)};
+  const cp_strategy st[2] = {CP_ALLGATHER, CP_ULYSSES};
+  for (int i = 0; i < 2; i++) {
+    cp_model_in in = {.strategy = st[i],
+                      .whole = w,
+                      .ranks = 2,
+                      .flops_per_s = 1e9,
+                      .latency_s = 1e-6,
+                      .bytes_per_s = 1e9,
+                      .threads = 1};
+    const double base = cp_model_predict(&in, NULL).total_s;
+    in.copy_bytes_per_s = gamma;
+    const double with = cp_model_predict(&in, NULL).total_s;
+    EXPECT(fabs((with - base) / (want[i] / gamma) - 1) < 1e-9, "%s: copies add %.17g, want %.17g",
+           cp_strategy_name(st[i]), with - base, want[i] / gamma);
   }
 }
 
@@ -172,5 +250,8 @@ int main(void) {
   test_balance();
   test_merge();
   test_model();
+  test_share();
+  test_model_formula();
+  test_model_copies();
   return test_finish("test_cp_plan");
 }
