@@ -206,14 +206,14 @@ def problem_of(q: Any, k: Any, v: Any, **kw) -> _Problem:
 
 Window = Optional[Tuple[Optional[int], Optional[int]]]
 Masks = Optional[Sequence[ArrayLike]]
+KernelArg = Union[str, "_api.Kernel", None]
 
 
 def attention_varlen(q: ArrayLike, k: ArrayLike, v: ArrayLike, cu_seqlens_q: ArrayLike,
                      cu_seqlens_k: ArrayLike, max_seqlen_q: Optional[int] = None,
                      max_seqlen_k: Optional[int] = None, *, attn_mask: Masks = None,
                      is_causal: bool = False, scale: Optional[float] = None,
-                     kernel: Union[str, "_api.Kernel", None] = None,
-                     align: str = "bottom_right", window: Window = None,
+                     kernel: KernelArg = None, align: str = "bottom_right", window: Window = None,
                      softcap: Optional[float] = None,
                      alibi: Union[float, ArrayLike, None] = None,
                      sinks: Optional[ArrayLike] = None, return_lse: bool = False,
@@ -235,23 +235,17 @@ def attention_varlen(q: ArrayLike, k: ArrayLike, v: ArrayLike, cu_seqlens_q: Arr
 def attention_paged(q: ArrayLike, k_cache: ArrayLike, v_cache: ArrayLike,
                     block_table: ArrayLike, cache_seqlens: ArrayLike,
                     cu_seqlens_q: Optional[ArrayLike] = None,
-                    max_seqlen_q: Optional[int] = None, *, attn_mask: Masks = None,
-                    is_causal: bool = False, scale: Optional[float] = None,
-                    kernel: Union[str, "_api.Kernel", None] = None,
-                    align: str = "bottom_right", window: Window = None,
-                    softcap: Optional[float] = None,
-                    alibi: Union[float, ArrayLike, None] = None,
-                    sinks: Optional[ArrayLike] = None, return_lse: bool = False,
-                    kv_dtype: str = "f32", compute: str = "f32",
-                    threads: Optional[int] = None) -> Any:
+                    max_seqlen_q: Optional[int] = None, *, kernel: KernelArg = None,
+                    return_lse: bool = False, threads: Optional[int] = None,
+                    **options: Any) -> Any:
     """Paged K/V caches, like vLLM's paged attention: k_cache [num_pages, kv_heads,
     page_size, head_dim], v_cache [num_pages, kv_heads, page_size, head_dim_v]; key t of
     sequence b is slot t % page_size of page block_table[b, t // page_size]; sequence b has
     cache_seqlens[b] keys and the queries q[cu_seqlens_q[b]:cu_seqlens_q[b+1]] (q [total_q,
-    heads, head_dim]; cu_seqlens_q=None: one token per sequence, a decode step). Returns O
-    [total_q, heads, head_dim_v] (and LSE [heads, total_q]) as q's type. docs/python.md."""
+    heads, head_dim]; cu_seqlens_q=None: one token per sequence, a decode step). options:
+    attention_varlen()'s keywords (attn_mask, is_causal, scale, align, window, softcap,
+    alibi, sinks, kv_dtype, compute). Returns O [total_q, heads, head_dim_v] (and LSE
+    [heads, total_q]) as q's type. docs/python.md."""
     pr = _paged_problem(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q,
-                        max_seqlen_q, attn_mask=attn_mask, is_causal=is_causal, scale=scale,
-                        align=align, window=window, softcap=softcap, alibi=alibi, sinks=sinks,
-                        kv_dtype=kv_dtype, compute=compute)
+                        max_seqlen_q, **options)
     return _run(pr, kernel, threads, return_lse)

@@ -261,8 +261,8 @@ ATTNPY_EXPORT int attnpy_run(const char *name, const int64_t *dims, int causal, 
 // The end of every check entry point: the reference O into ref (if not NULL and the problem
 // has one: a layout's sequences each have their own), the verdict, stats {max_abs_err,
 // max_rel_err, worst_ratio, worst_index} and the message; frees pc.
-static int check_done(attn_check_prepared *pc, const attn_check_result *r, float *ref,
-                      int *verdict, double *stats, char *message, size_t message_len) {
+static int check_done(attn_check_prepared *pc, const attn_check_result *r, float *ref, int *verdict,
+                      double *stats, char *message, size_t message_len) {
   const float *reference = attn_check_reference_output(pc);
   if (ref && reference)
     memcpy(ref, reference, attn_o_elems(attn_check_problem(pc)) * sizeof(float));
@@ -347,9 +347,9 @@ enum {
   ATTNPY_LAY_PAGES_PER_SEQ,
   ATTNPY_LAY_COUNT
 };
-#define ATTNPY_PROBLEM_PARAMS                                                                \
-  const int64_t *dims, const int64_t *iopt, const double *fopt, const float *slopes,        \
-      const float *sinks, const float *mask, const int64_t *lay, const int64_t *cu_q,       \
+#define ATTNPY_PROBLEM_PARAMS                                                         \
+  const int64_t *dims, const int64_t *iopt, const double *fopt, const float *slopes,  \
+      const float *sinks, const float *mask, const int64_t *lay, const int64_t *cu_q, \
       const int64_t *cu_kv, const int32_t *table
 #define ATTNPY_PROBLEM_ARGS \
   (&(const attnpy_args){dims, iopt, fopt, slopes, sinks, mask, lay, cu_q, cu_kv, table})
@@ -454,9 +454,9 @@ static int setup_ex(const char *name, const attnpy_args *a, float *lse, int thre
 // domain checked). o gets O, lse (if not NULL) the LSE ([batch][heads][seq_q]; with a
 // layout [heads][total_q]). *fallback (if not NULL): whether the shared portable path ran
 // (attn_kernel_native).
-ATTNPY_EXPORT int attnpy_attention(const char *name, ATTNPY_PROBLEM_PARAMS, float *lse,
-                                   int threads, const float *q, const void *k, const void *v,
-                                   float *o, int *fallback, char *err, size_t err_len) {
+ATTNPY_EXPORT int attnpy_attention(const char *name, ATTNPY_PROBLEM_PARAMS, float *lse, int threads,
+                                   const float *q, const void *k, const void *v, float *o,
+                                   int *fallback, char *err, size_t err_len) {
   attnpy_setup st;
   int rc = setup_ex(name, ATTNPY_PROBLEM_ARGS, lse, threads, &st, err, err_len);
   if (rc != ATTN_OK) return rc;
@@ -495,10 +495,9 @@ static double now_seconds(void) {
 // there are `repeats` of them and they add up to min_time, at most `cap`.
 // samples[i] = seconds per call of sample i; out[] = {samples taken, number, threads
 // used (the resolved setting; 0 = OpenMP default), fallback (1: the portable path ran)}.
-ATTNPY_EXPORT int attnpy_bench(const char *name, ATTNPY_PROBLEM_PARAMS, int threads,
-                               const float *q, const void *k, const void *v, float *o, int repeats,
-                               double min_time, int cap, double *samples, int64_t *out, char *err,
-                               size_t err_len) {
+ATTNPY_EXPORT int attnpy_bench(const char *name, ATTNPY_PROBLEM_PARAMS, int threads, const float *q,
+                               const void *k, const void *v, float *o, int repeats, double min_time,
+                               int cap, double *samples, int64_t *out, char *err, size_t err_len) {
   attnpy_setup st;
   int rc = setup_ex(name, ATTNPY_PROBLEM_ARGS, NULL, threads, &st, err, err_len);
   if (rc != ATTN_OK) return rc;
