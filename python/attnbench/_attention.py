@@ -357,7 +357,7 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, attn_mask: Optional[A
 
 
 def check_attention(out: ArrayLike, q: ArrayLike, k: ArrayLike, v: ArrayLike, *,
-                    lse: Optional[ArrayLike] = None, **options) -> CheckResult:
+                    lse: Optional[ArrayLike] = None, **options: Any) -> CheckResult:
     """The checker's CheckResult (kernels/check/check.h, the tolerance of `attnbench check`)
     for an O (and, if given, an LSE) computed for attention(q, k, v, **options) — by
     attention() or by anything else. options: attention()'s problem arguments; with

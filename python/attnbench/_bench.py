@@ -5,14 +5,14 @@ import ctypes
 import os
 import platform
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from . import _api
 from ._api import InvalidOptionError, _native, _raise
 from ._attention import ArrayLike, _checked_native, default_kernel
-from ._layouts import problem_of
+from ._layouts import KernelArg, problem_of
 
 _ISA_AVX2, _ISA_AVX512F, _ISA_NEON = 1 << 0, 1 << 1, 1 << 2  # attn.h ATTN_ISA_*
 _CAP_THREADS = 1 << 4
@@ -163,9 +163,9 @@ class BenchmarkResult:
                     if self.layout != "dense" else ""))
 
 
-def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel=None, repeats: int = 20,
-              min_time: float = 0.2, threads: Optional[int] = None, **options
-              ) -> BenchmarkResult:
+def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = None,
+              repeats: int = 20, min_time: float = 0.2, threads: Optional[int] = None,
+              **options: Any) -> BenchmarkResult:
     """Times attention(q, k, v, kernel=kernel, **options) (its problem arguments; no
     return_lse) — or, with cu_seqlens_q= and cu_seqlens_k=, attention_varlen(q, k, v, ...),
     with block_table= and cache_seqlens=, attention_paged(q, k_cache, v_cache, ...). The call is checked and run once first (validation, warm-up); then at

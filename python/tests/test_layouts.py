@@ -396,8 +396,23 @@ def test_torch(require):
     return True
 
 
+def test_type_hints():
+    """Every public function annotates its parameters and its result (py.typed)."""
+    import inspect
+    for name in ab.__all__:
+        f = getattr(ab, name)
+        if not inspect.isfunction(f):
+            continue
+        sig = inspect.signature(f)
+        bare = [p.name for p in sig.parameters.values()
+                if p.annotation is inspect.Parameter.empty]
+        expect(not bare and sig.return_annotation is not inspect.Signature.empty,
+               f"{name}: no type hint for {bare or 'the result'}")
+
+
 def main():
     require = "--require-torch" in sys.argv[1:]
+    test_type_hints()
     test_ragged()
     test_paged()
     test_kv_types_and_compute()
