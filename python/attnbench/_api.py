@@ -35,15 +35,17 @@ class AttnError(Exception):
 
 
 class DtypeError(AttnError, TypeError):
-    """A tensor is not float32."""
+    """An element type the call cannot read (a tensor, a mask, cu_seqlens, a block table)."""
 
 
 class LayoutError(AttnError, ValueError):
-    """A tensor is not C-contiguous, the output is read-only, or it overlaps an input."""
+    """A tensor's memory: not C-contiguous, not on the CPU, the output read-only or
+    overlapping an input."""
 
 
 class ShapeError(AttnError, ValueError):
-    """A tensor is not 4-D or its shape does not match the others."""
+    """A tensor (or a layout array) has the wrong number of axes, or sizes that do not
+    match the others'."""
 
 
 class UnknownKernelError(AttnError, LookupError):
@@ -55,11 +57,12 @@ class KernelUnavailableError(AttnError, RuntimeError):
 
 
 class InvalidProblemError(AttnError, ValueError):
-    """The problem fails attn_problem_validate (sizes, heads % kv_heads, scale)."""
+    """The problem fails attn_problem_validate (sizes, heads % kv_heads, scale, the
+    options' ranges, a serving layout's offsets, lengths or page table)."""
 
 
 class InvalidOptionError(AttnError, ValueError):
-    """threads / tile_q / tile_kv outside their limits (attn_exec_check)."""
+    """An argument of the wrong kind or value; threads / tiles outside their limits."""
 
 
 class DomainError(AttnError, ValueError):
