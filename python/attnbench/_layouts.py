@@ -181,6 +181,9 @@ def _paged_problem(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q
     seqs = kvlens.size
     table = _block_table(block_table, seqs)
     if cu_seqlens_q is None:  # a decode step: one new token per sequence
+        if qa.shape[0] != seqs:
+            raise ShapeError(f"q: {qa.shape[0]} tokens for {seqs} sequences (cache_seqlens); "
+                             f"with cu_seqlens_q=None each sequence has one query token")
         cu_q = np.arange(seqs + 1, dtype=np.int64)
     else:
         cu_q = _cu_seqlens(cu_seqlens_q, "cu_seqlens_q")

@@ -334,7 +334,7 @@ def test_errors():
     raises(ab.ShapeError, P, q, pl.k[0], pl.v[0], t, n, cq, contains="num_pages")
     raises(ab.ShapeError, P, q, pl.k, np.ascontiguousarray(pl.v[:, :, :2]), t, n, cq,
            contains="page_size")
-    raises(ab.ShapeError, P, q, pl.k, pl.v, t, n, None, contains="last offset")
+    raises(ab.ShapeError, P, q, pl.k, pl.v, t, n, None, contains="cu_seqlens_q=None")
     raises(ab.InvalidProblemError, P, q[:5], pl.k, pl.v, t, np.zeros(5, np.int32),
            contains="seq_kv")  # no sequence has a key
     raises(ab.LayoutError, P, q[:, :, ::2], pl.k, pl.v, t, n, cq, contains="C-contiguous")
