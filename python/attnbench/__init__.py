@@ -4,7 +4,8 @@
 attention() is shaped like torch.nn.functional.scaled_dot_product_attention (causal
 top-left aligned, as PyTorch); attention_varlen() and attention_paged() run a serving
 batch (a ragged batch packed by tokens as flash_attn_varlen_func; paged K/V caches as
-vLLM's), causal bottom-right aligned per sequence; benchmark() times any of them; info() describes the machine;
+vLLM's), causal bottom-right aligned per sequence; benchmark() times any of them;
+info() describes the machine;
 run() / check() / reference() / settings() are `attnbench run` / `check`'s options.
 
     O[b,h] = softmax(scale · Q[b,h] · K[b,g]ᵀ + mask) · V[b,g],   g = h // (heads // kv_heads)
@@ -64,6 +65,7 @@ __all__ = [
     "KernelUnavailableError", "LayoutError", "Settings", "ShapeError", "UnknownKernelError",
     "check", "check_output", "kernel_names", "kernels", "reference", "run", "settings",
     "ALIGNS", "COMPUTE_MODES", "DEFAULT_KERNELS", "KV_DTYPES", "attention", "check_attention",
-    "default_kernel", "quantize", "attention_varlen", "attention_paged", "BenchmarkResult", "MachineInfo", "benchmark", "fma_peak",
+    "default_kernel", "quantize", "attention_varlen", "attention_paged", "BenchmarkResult",
+    "MachineInfo", "benchmark", "fma_peak",
     "info",
 ]

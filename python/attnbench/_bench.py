@@ -168,9 +168,11 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
               **options: Any) -> BenchmarkResult:
     """Times attention(q, k, v, kernel=kernel, **options) (its problem arguments; no
     return_lse) — or, with cu_seqlens_q= and cu_seqlens_k=, attention_varlen(q, k, v, ...),
-    with block_table= and cache_seqlens=, attention_paged(q, k_cache, v_cache, ...). The call is checked and run once first (validation, warm-up); then at
-    least `repeats` samples are timed, together at least min_time seconds. Returns a
-    BenchmarkResult with median, IQR, min, mean, GFLOP/s and % of the FP32 FMA peak."""
+    with block_table= and cache_seqlens=, attention_paged(q, k_cache, v_cache, ...). The
+    call is checked and run once first (validation, warm-up); then at least `repeats`
+    samples are timed, together at least min_time seconds. Returns a BenchmarkResult with
+    median, IQR, min, mean, GFLOP/s and % of the FP32 FMA peak (and, for a layout, tokens/s
+    and K/V GB/s)."""
     if "return_lse" in options:
         raise InvalidOptionError("benchmark: return_lse= is not timed (the LSE is not written)")
     if isinstance(repeats, (bool, np.bool_)) or not isinstance(repeats, int) or not (
@@ -186,8 +188,8 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
     lib = _checked_native()
     flops, isa, caps = ctypes.c_double(), ctypes.c_uint32(), ctypes.c_uint32()
     err = ctypes.create_string_buffer(512)
-    rc = lib.attnpy_problem_info(name, *pr.args(), ctypes.byref(flops), ctypes.byref(isa), ctypes.byref(caps), err,
-                                 len(err))
+    rc = lib.attnpy_problem_info(name, *pr.args(), ctypes.byref(flops), ctypes.byref(isa),
+                                 ctypes.byref(caps), err, len(err))
     if rc != _api._OK:
         _raise(rc, err.value.decode(errors="replace"))
     o = np.empty(pr.oshape, dtype=np.float32)

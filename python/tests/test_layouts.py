@@ -312,7 +312,8 @@ def test_errors():
     raises(ab.ShapeError, V, q, k, v, cq, cu_k, attn_mask=np.zeros((3, 3), bool),
            contains="a list of 5 masks")
     masks = [np.zeros((a, b), np.float32) for a, b in zip(pl.q_lens, pl.kv_lens)]
-    raises(ab.ShapeError, V, q, k, v, cq, cu_k, attn_mask=masks[:-1] + [np.zeros((2, 1), np.float32)],
+    raises(ab.ShapeError, V, q, k, v, cq, cu_k,
+           attn_mask=masks[:-1] + [np.zeros((2, 1), np.float32)],
            contains="attn_mask[4]")
     raises(ab.DtypeError, V, q, k, v, cq, cu_k,
            attn_mask=masks[:-1] + [np.zeros((1, 1), np.float64)], contains="bool or float32")

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """CTest python_torch: test_attention.py and test_layouts.py --require-torch with a Python
-that has torch — the baselines' environment (docs/baselines.md: $ATTNBENCH_BASELINES_VENV, else the source
-tree's .venv-baselines, made by scripts/setup-baselines --only torch). Exit 77 (skipped),
-saying why, when there is none or its torch does not import.
+that has torch — the baselines' environment (docs/baselines.md: $ATTNBENCH_BASELINES_VENV,
+else the source tree's .venv-baselines, made by scripts/setup-baselines --only torch).
+Exit 77 (skipped), saying why, when there is none or its torch does not import.
 
     with_torch.py SOURCE_DIR"""
 
