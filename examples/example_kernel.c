@@ -65,14 +65,17 @@ static int example_run(const attn_problem *p, const attn_exec *exec, const float
 // The record, the plug-in table and the entry point are the same few lines in every
 // plug-in (and in the built-in records, e.g. kernels/portable/naive.c): this file spells
 // them out on purpose, so that it stays a complete, self-contained template to copy.
+// Fields left out are zero: required_isa 0 (portable C runs on any CPU), no register-tile
+// variants.
 static const attn_kernel kExample = {
+    // "<what>__<isa>": unique among the built-in kernels and every loaded plug-in
     .name = "example__scalar",
     .summary = "example plug-in: one-pass online softmax in portable C (examples/)",
-    .required_isa = 0,
+    .run = example_run,              // the entry point attn_kernel_call reaches
+    .workspace = example_workspace,  // its scratch bytes (the caller allocates them)
+    // what this code handles itself; any other option reaches it through the fallbacks
     .caps = ATTN_CAP_CAUSAL | ATTN_CAP_CROSS | ATTN_CAP_DV_NE_DQK,
-    .workspace = example_workspace,
-    .run = example_run,
-    .vec_width = 1,
+    .vec_width = 1,  // float lanes per vector: scalar C
 };
 
 static const attn_kernel *const kKernels[] = {&kExample};

@@ -2,7 +2,10 @@
 """attnbench: attnbench's CPU attention kernels on NumPy arrays and PyTorch tensors.
 
 attention() is shaped like torch.nn.functional.scaled_dot_product_attention (causal
-top-left aligned, as PyTorch); benchmark() times it; info() describes the machine;
+top-left aligned, as PyTorch); attention_varlen() and attention_paged() run a serving
+batch (a ragged batch packed by tokens as flash_attn_varlen_func; paged K/V caches as
+vLLM's), causal bottom-right aligned per sequence; benchmark() times any of them;
+info() describes the machine;
 run() / check() / reference() / settings() are `attnbench run` / `check`'s options.
 
     O[b,h] = softmax(scale · Q[b,h] · K[b,g]ᵀ + mask) · V[b,g],   g = h // (heads // kv_heads)
@@ -52,6 +55,7 @@ from ._attention import (
     default_kernel,
     quantize,
 )
+from ._layouts import attention_paged, attention_varlen
 from ._bench import BenchmarkResult, MachineInfo, benchmark, fma_peak, info
 
 __version__ = "0.1.0"
@@ -61,6 +65,7 @@ __all__ = [
     "KernelUnavailableError", "LayoutError", "Settings", "ShapeError", "UnknownKernelError",
     "check", "check_output", "kernel_names", "kernels", "reference", "run", "settings",
     "ALIGNS", "COMPUTE_MODES", "DEFAULT_KERNELS", "KV_DTYPES", "attention", "check_attention",
-    "default_kernel", "quantize", "BenchmarkResult", "MachineInfo", "benchmark", "fma_peak",
+    "default_kernel", "quantize", "attention_varlen", "attention_paged", "BenchmarkResult",
+    "MachineInfo", "benchmark", "fma_peak",
     "info",
 ]

@@ -10,7 +10,7 @@ from typing import Any, List, NamedTuple, NoReturn, Optional, Tuple, Union
 import numpy as np
 
 _LIB_NAME = "libattnbench_py.so"
-_ABI = 3
+_ABI = 4
 # Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
@@ -35,15 +35,17 @@ class AttnError(Exception):
 
 
 class DtypeError(AttnError, TypeError):
-    """A tensor is not float32."""
+    """An element type the call cannot read (a tensor, a mask, cu_seqlens, a block table)."""
 
 
 class LayoutError(AttnError, ValueError):
-    """A tensor is not C-contiguous, the output is read-only, or it overlaps an input."""
+    """A tensor's memory: not C-contiguous, not on the CPU, the output read-only or
+    overlapping an input."""
 
 
 class ShapeError(AttnError, ValueError):
-    """A tensor is not 4-D or its shape does not match the others."""
+    """A tensor (or a layout array) has the wrong number of axes, or sizes that do not
+    match the others'."""
 
 
 class UnknownKernelError(AttnError, LookupError):
@@ -55,11 +57,12 @@ class KernelUnavailableError(AttnError, RuntimeError):
 
 
 class InvalidProblemError(AttnError, ValueError):
-    """The problem fails attn_problem_validate (sizes, heads % kv_heads, scale)."""
+    """The problem fails attn_problem_validate (sizes, heads % kv_heads, scale, the
+    options' ranges, a serving layout's offsets, lengths or page table)."""
 
 
 class InvalidOptionError(AttnError, ValueError):
-    """threads / tile_q / tile_kv outside their limits (attn_exec_check)."""
+    """An argument of the wrong kind or value; threads / tiles outside their limits."""
 
 
 class DomainError(AttnError, ValueError):
@@ -111,8 +114,10 @@ def _native() -> ctypes.CDLL:
     lib.attnpy_settings.argtypes = [cs, c_i64p, ci, ci, cd, ci, ci, ci, cs, ci, c_ip, c_ip, cs,
                                     csz, cs, csz]
     vp, c_u32p, c_i64 = ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64
-    # The attention entry points: dims, iopt, fopt, then the option arrays (void *).
-    prob: list = [c_i64p, c_i64p, c_dp, vp, vp, vp]
+    # The attention entry points: dims, iopt, fopt, the option arrays (void *), then the
+    # batch layout (lay int64[5] or NULL, cu_seqlens_q, cu_seqlens_kv, page table).
+    prob: list = [c_i64p, c_i64p, c_dp, vp, vp, vp, c_i64p, vp, vp, vp]
+    lib.attnpy_lay_count.restype = ci
     lib.attnpy_opt_counts.argtypes = [c_ip, c_ip]
     lib.attnpy_attention.argtypes = [cs, *prob, vp, ci, vp, vp, vp, vp, c_ip, cs, csz]
     lib.attnpy_attention_check.argtypes = [*prob, vp, vp, vp, vp, vp, vp, c_ip, c_dp, cs, csz]
@@ -209,18 +214,28 @@ def _ptr(a):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
+def _same_sizes(checks, shapes: str) -> None:
+    """ShapeError for the first (tensor, size, wanted, what, whose) whose sizes differ."""
+    for name, got, want, of, ref in checks:
+        if got != want:
+            raise ShapeError(f"{name}: {of} is {got}, {ref} has {want} ({shapes})")
+
+
+def _dense_shapes(qs, ks, vs, dk: int) -> None:
+    """q [b, h, sq, dqk], k [b, hk, skv, dk], v [b, hk, skv, dv] agree (dk: K's logical
+    head_dim, which differs from its last axis for Q8_0 blocks)."""
+    (b, _, _, dqk), (bk, hk, skv, _), (bv, hv, sv, _) = qs, ks, vs
+    _same_sizes((("k", bk, b, "batch", "q"), ("v", bv, b, "batch", "q"),
+                 ("k", dk, dqk, "head_dim_qk (last axis)", "q"),
+                 ("v", hv, hk, "kv_heads (axis 1)", "k"), ("v", sv, skv, "seq_kv (axis 2)", "k")),
+                f"q {tuple(qs)}, k {tuple(ks)}, v {tuple(vs)}")
+
+
 def _problem(q, k, v, causal, scale):
     """dims for the native calls from the shapes of q, k, v; ShapeError on a mismatch."""
     q, k, v = _tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v")
-    (b, h, sq, dqk), (bk, hk, skv, dk), (bv, hv, sv, dv) = q.shape, k.shape, v.shape
-    for name, got, want, of in (("k", bk, b, "batch"), ("v", bv, b, "batch"),
-                                ("k", dk, dqk, "head_dim_qk (last axis)"),
-                                ("v", hv, hk, "kv_heads (axis 1)"),
-                                ("v", sv, skv, "seq_kv (axis 2)")):
-        if got != want:
-            ref = "q" if of in ("batch", "head_dim_qk (last axis)") else "k"
-            raise ShapeError(f"{name}: {of} is {got}, {ref} has {want} "
-                             f"(q {q.shape}, k {k.shape}, v {v.shape})")
+    _dense_shapes(q.shape, k.shape, v.shape, k.shape[3])
+    (b, h, sq, dqk), (_, hk, skv, _), dv = q.shape, k.shape, v.shape[3]
     dims = (ctypes.c_int64 * 7)(b, h, hk, sq, skv, dqk, dv)
     if scale is None:
         has_scale, sc = 0, 0.0

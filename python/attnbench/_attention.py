@@ -21,6 +21,7 @@ ArrayLike = Any  # numpy.ndarray, torch.Tensor, or any DLPack / buffer-protocol 
 KV_DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "q8_0": 3}      # attn.h attn_dtype
 COMPUTE_MODES = {"f32": 0, "bf16": 1, "f16": 2, "int8": 3}  # attn.h attn_compute
 ALIGNS = {"bottom_right": 0, "top_left": 1}                # attn.h attn_align
+_LAY_COUNT = 5  # the layout's int64s (python/native/attnbench_py.c ATTNPY_LAY_*)
 _Q8_0_BLOCK, _Q8_0_BYTES = 32, 34
 # iopt / fopt indices of python/native/attnbench_py.c (checked against the library).
 _IO = ("causal", "align", "window", "window_left", "window_right", "mask_per_head",
@@ -86,8 +87,19 @@ _KV_KINDS = {"f32": ("f32",), "f16": ("f16", "bits16"), "bf16": ("bf16", "bits16
              "q8_0": ("bytes",)}
 
 
-def _kv_array(x: Any, what: str, kv_dtype: str) -> Tuple[np.ndarray, int]:
-    """The stored K or V tensor and its logical head_dim."""
+_ROW_BYTES = {"f32": (4, 1), "f16": (2, 1), "bf16": (2, 1), "q8_0": (_Q8_0_BYTES, _Q8_0_BLOCK)}
+
+
+def _row_bytes(kv_dtype: str, dim: int) -> int:
+    """Bytes of one stored K or V row of dim elements (attn.h attn_kv_row_bytes)."""
+    num, den = _ROW_BYTES[kv_dtype]
+    return dim * num // den
+
+
+def _kv_array(x: Any, what: str, kv_dtype: str,
+              axes: Tuple[str, ...] = ("batch", "kv_heads", "seq_kv", "head_dim")
+              ) -> Tuple[np.ndarray, int]:
+    """The stored K or V tensor (shaped as `axes` name them) and its logical head_dim."""
     a, kind = _raw(x, what)
     if kind not in _KV_KINDS[kv_dtype]:
         want = {"f32": "float32", "f16": "float16 (or its uint16 bits)",
@@ -98,10 +110,10 @@ def _kv_array(x: Any, what: str, kv_dtype: str) -> Tuple[np.ndarray, int]:
         raise DtypeError(f"{what}: dtype {_kind_name(kind)} with kv_dtype='{kv_dtype}', "
                          f"expected {want}{hint}")
     a = _contiguous(a, what)
-    if a.ndim != 4:
-        raise ShapeError(f"{what}: {a.ndim}-D shape {tuple(a.shape)}, expected 4-D "
-                         f"[batch, kv_heads, seq_kv, head_dim]")
-    dim = a.shape[3]
+    if a.ndim != len(axes):
+        raise ShapeError(f"{what}: {a.ndim}-D shape {tuple(a.shape)}, expected {len(axes)}-D "
+                         f"[{', '.join(axes)}]")
+    dim = a.shape[-1]
     if kv_dtype == "q8_0":
         if dim % _Q8_0_BYTES:
             raise ShapeError(f"{what}: last axis of {dim} bytes is not a whole number of "
@@ -110,24 +122,36 @@ def _kv_array(x: Any, what: str, kv_dtype: str) -> Tuple[np.ndarray, int]:
     return a, dim
 
 
-def _f32_vector(x: Any, what: str, n: int) -> np.ndarray:
+def _f32_array(x: Any, what: str, shape: Tuple[int, ...], meaning: str = "") -> np.ndarray:
+    """x as a C-contiguous float32 array of exactly `shape` (DtypeError, ShapeError)."""
     a, kind = _raw(x, what)
     if kind != "f32":
         raise DtypeError(f"{what}: dtype {_kind_name(kind)}, expected float32")
-    if a.shape != (n,):
-        raise ShapeError(f"{what}: shape {tuple(a.shape)}, expected ({n},) (one per query head)")
+    if a.shape != shape:
+        raise ShapeError(f"{what}: shape {tuple(a.shape)}, expected {shape}{meaning}")
     return _contiguous(a, what)
+
+
+def _f32_vector(x: Any, what: str, n: int) -> np.ndarray:
+    return _f32_array(x, what, (n,), " (one per query head)")
+
+
+def _mask_values(x: Any, what: str) -> np.ndarray:
+    """A mask as float32 scores: bool has SDPA's meaning (True = the key takes part: 0,
+    False: -inf), float32 is added as it is."""
+    a, kind = _raw(x, what)
+    if a.dtype == np.bool_:
+        return np.where(a, np.float32(0), np.float32(-np.inf))
+    if kind != "f32":
+        raise DtypeError(f"{what}: dtype {_kind_name(kind)}, expected bool or float32")
+    return a
 
 
 def _mask_array(x: Any, b: int, h: int, sq: int, skv: int) -> Tuple[np.ndarray, bool]:
     """The additive float32 mask and whether it is per (batch, head). A boolean mask has
     SDPA's meaning (True = the key takes part) and becomes 0 / -inf; a mask that is not
     [seq_q, seq_kv] after dropping leading 1s is broadcast to [batch, heads, seq_q, seq_kv]."""
-    a, kind = _raw(x, "attn_mask")
-    if a.dtype == np.bool_:
-        a = np.where(a, np.float32(0), np.float32(-np.inf))
-    elif kind != "f32":
-        raise DtypeError(f"attn_mask: dtype {_kind_name(kind)}, expected bool or float32")
+    a = _mask_values(x, "attn_mask")
     if a.ndim < 2 or a.ndim > 4:
         raise ShapeError(f"attn_mask: {a.ndim}-D shape {tuple(a.shape)}, expected "
                          f"[seq_q, seq_kv] or broadcastable to [batch, heads, seq_q, seq_kv]")
@@ -181,44 +205,28 @@ class _Problem(NamedTuple):
     iopt: Any       # ctypes int64[len(_IO)]
     fopt: Any       # ctypes double[len(_FO)]
     arrays: Tuple[Optional[np.ndarray], ...]  # slopes, sinks, mask (kept alive)
-    oshape: Tuple[int, int, int, int]
+    oshape: Tuple[int, ...]
     torch_out: bool
+    lse_shape: Tuple[int, ...] = ()
+    layout: str = "dense"          # "dense", "ragged" or "paged"
+    lay: Any = None                # ctypes int64[5] for a layout (attnbench_py.c ATTNPY_LAY_*)
+    lay_arrays: Tuple[Optional[np.ndarray], ...] = (None, None, None)  # cu_q, cu_kv, table
+    tokens: int = 0                # query tokens (rows of O per head)
+    kv_bytes: int = 0              # K and V bytes one call reads, as stored
 
-    def ptrs(self) -> list:
-        return [None if a is None else a.ctypes.data for a in self.arrays]
+    def args(self) -> list:
+        """The problem arguments of the native attention entry points."""
+        ptr = [None if a is None else a.ctypes.data for a in self.arrays + self.lay_arrays]
+        return [self.dims, self.iopt, self.fopt, *ptr[:3], self.lay, *ptr[3:]]
 
 
-def _problem(q, k, v, *, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-             enable_gqa=False, align="top_left", window=None, softcap=None, alibi=None,
-             sinks=None, kv_dtype="f32", compute="f32") -> _Problem:
+def _options(h: int, *, is_causal=False, scale=None, align="top_left", window=None,
+             softcap=None, alibi=None, sinks=None, kv_dtype="f32", compute="f32"
+             ) -> Tuple[dict, dict, Optional[np.ndarray], Optional[np.ndarray]]:
+    """The scalar options (iopt, fopt as dicts) and the slopes and sinks arrays."""
     align = _choice(align, "align", ALIGNS)
-    kv_dtype = _choice(kv_dtype, "kv_dtype", KV_DTYPES)
-    compute = _choice(compute, "compute", COMPUTE_MODES)
     if not isinstance(is_causal, (bool, np.bool_)):
         raise InvalidOptionError(f"is_causal: {is_causal!r} is not a bool")
-    if not isinstance(enable_gqa, (bool, np.bool_)):
-        raise InvalidOptionError(f"enable_gqa: {enable_gqa!r} is not a bool")
-    if _real(dropout_p, "dropout_p") != 0.0:
-        raise InvalidOptionError(f"dropout_p: {dropout_p!r}; the kernels do inference only "
-                                 f"(dropout_p must be 0)")
-    qa = _q_array(q, compute)
-    if qa.ndim != 4:
-        raise ShapeError(f"q: {qa.ndim}-D shape {tuple(qa.shape)}, expected 4-D "
-                         f"[batch, heads, seq_q, head_dim]")
-    ka, dk = _kv_array(k, "k", kv_dtype)
-    va, dv = _kv_array(v, "v", kv_dtype)
-    (b, h, sq, dqk), (bk, hk, skv, _), (bv, hv, sv, _) = qa.shape, ka.shape, va.shape
-    for name, got, want, of in (("k", bk, b, "batch"), ("v", bv, b, "batch"),
-                                ("k", dk, dqk, "head_dim (last axis)"),
-                                ("v", hv, hk, "kv_heads (axis 1)"),
-                                ("v", sv, skv, "seq_kv (axis 2)")):
-        if got != want:
-            ref = "q" if of in ("batch", "head_dim (last axis)") else "k"
-            raise ShapeError(f"{name}: {of} is {got}, {ref} has {want} "
-                             f"(q {qa.shape}, k {ka.shape}, v {va.shape})")
-    if hk != h and not enable_gqa:
-        raise ShapeError(f"k: {hk} heads, q has {h}; pass enable_gqa=True for grouped "
-                         f"K/V heads (as scaled_dot_product_attention)")
     io = dict.fromkeys(_IO, 0)
     fo = dict.fromkeys(_FO, 0.0)
     io.update(causal=int(bool(is_causal)), align=ALIGNS[align], kv_dtype=KV_DTYPES[kv_dtype],
@@ -245,23 +253,54 @@ def _problem(q, k, v, *, attn_mask=None, dropout_p=0.0, is_causal=False, scale=N
     elif alibi is not None:
         slopes = _f32_vector(alibi, "alibi", h)
     sinks_a = None if sinks is None else _f32_vector(sinks, "sinks", h)
+    return io, fo, slopes, sinks_a
+
+
+def _ctypes_options(io: dict, fo: dict) -> Tuple[Any, Any]:
+    return ((ctypes.c_int64 * len(_IO))(*(io[n] for n in _IO)),
+            (ctypes.c_double * len(_FO))(*(fo[n] for n in _FO)))
+
+
+def _problem(q, k, v, *, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+             enable_gqa=False, align="top_left", window=None, softcap=None, alibi=None,
+             sinks=None, kv_dtype="f32", compute="f32") -> _Problem:
+    kv_dtype = _choice(kv_dtype, "kv_dtype", KV_DTYPES)
+    compute = _choice(compute, "compute", COMPUTE_MODES)
+    if not isinstance(enable_gqa, (bool, np.bool_)):
+        raise InvalidOptionError(f"enable_gqa: {enable_gqa!r} is not a bool")
+    if _real(dropout_p, "dropout_p") != 0.0:
+        raise InvalidOptionError(f"dropout_p: {dropout_p!r}; the kernels do inference only "
+                                 f"(dropout_p must be 0)")
+    qa = _q_array(q, compute)
+    if qa.ndim != 4:
+        raise ShapeError(f"q: {qa.ndim}-D shape {tuple(qa.shape)}, expected 4-D "
+                         f"[batch, heads, seq_q, head_dim]")
+    ka, dk = _kv_array(k, "k", kv_dtype)
+    va, dv = _kv_array(v, "v", kv_dtype)
+    _api._dense_shapes(qa.shape, ka.shape, va.shape, dk)
+    (b, h, sq, dqk), (_, hk, skv, _) = qa.shape, ka.shape
+    if hk != h and not enable_gqa:
+        raise ShapeError(f"k: {hk} heads, q has {h}; pass enable_gqa=True for grouped "
+                         f"K/V heads (as scaled_dot_product_attention)")
+    io, fo, slopes, sinks_a = _options(h, is_causal=is_causal, scale=scale, align=align,
+                                       window=window, softcap=softcap, alibi=alibi, sinks=sinks,
+                                       kv_dtype=kv_dtype, compute=compute)
     mask = None
     if attn_mask is not None:
         mask, io["mask_per_head"] = _mask_array(attn_mask, b, h, sq, skv)
     dims = (ctypes.c_int64 * 7)(b, h, hk, sq, skv, dqk, dv)
-    iopt = (ctypes.c_int64 * len(_IO))(*(io[n] for n in _IO))
-    fopt = (ctypes.c_double * len(_FO))(*(fo[n] for n in _FO))
-    return _Problem(qa, ka, va, dims, iopt, fopt, (slopes, sinks_a, mask), (b, h, sq, dv),
-                    _is_torch(q))
+    return _Problem(qa, ka, va, dims, *_ctypes_options(io, fo), (slopes, sinks_a, mask),
+                    (b, h, sq, dv), _is_torch(q), lse_shape=(b, h, sq), tokens=b * sq,
+                    kv_bytes=b * hk * skv * (_row_bytes(kv_dtype, dk) + _row_bytes(kv_dtype, dv)))
 
 
 def _checked_native():
     lib = _native()
-    ni, nf = ctypes.c_int(), ctypes.c_int()
+    ni, nf, nl = ctypes.c_int(), ctypes.c_int(), lib.attnpy_lay_count()
     lib.attnpy_opt_counts(ctypes.byref(ni), ctypes.byref(nf))
-    if (ni.value, nf.value) != (len(_IO), len(_FO)):
-        raise ImportError(f"native option counts {ni.value}/{nf.value}, this module has "
-                          f"{len(_IO)}/{len(_FO)}")
+    if (ni.value, nf.value, nl) != (len(_IO), len(_FO), _LAY_COUNT):
+        raise ImportError(f"native option counts {ni.value}/{nf.value}/{nl}, this module has "
+                          f"{len(_IO)}/{len(_FO)}/{_LAY_COUNT}")
     return lib
 
 
@@ -278,33 +317,19 @@ def _to_caller(a: np.ndarray, torch_out: bool):
     return sys.modules["torch"].from_dlpack(a)  # no copy: the tensor shares a's memory
 
 
-def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, attn_mask: Optional[ArrayLike] = None,
-              dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
-              enable_gqa: bool = False, kernel: Union[str, "_api.Kernel", None] = None,
-              align: str = "top_left", window: Optional[Tuple[Optional[int], Optional[int]]] = None,
-              softcap: Optional[float] = None,
-              alibi: Union[float, ArrayLike, None] = None, sinks: Optional[ArrayLike] = None,
-              return_lse: bool = False, kv_dtype: str = "f32", compute: str = "f32",
-              threads: Optional[int] = None):
-    """softmax(scale·Q·Kᵀ + mask)·V like torch.nn.functional.scaled_dot_product_attention,
-    on one of attnbench's kernels. Returns O [batch, heads, seq_q, head_dim_v] float32 (and
-    the LSE [batch, heads, seq_q] with return_lse=True) as the type q came in: a torch
-    tensor for a torch q, else a NumPy array. The arguments: docs/python.md."""
+def _run(pr: _Problem, kernel, threads, return_lse):
+    """Runs the problem on kernel (None: default_kernel()); O, or (O, LSE), as the caller's
+    array type."""
     if not isinstance(return_lse, (bool, np.bool_)):
         raise InvalidOptionError(f"return_lse: {return_lse!r} is not a bool")
-    pr = _problem(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
-                  scale=scale, enable_gqa=enable_gqa, align=align, window=window,
-                  softcap=softcap, alibi=alibi, sinks=sinks, kv_dtype=kv_dtype,
-                  compute=compute)
     name = _api._name(default_kernel() if kernel is None else kernel)
     t = 0 if threads is None else _api._int_option(threads, "threads")
     o = np.empty(pr.oshape, dtype=np.float32)
-    lse = np.empty(pr.oshape[:3], dtype=np.float32) if return_lse else None
+    lse = np.empty(pr.lse_shape, dtype=np.float32) if return_lse else None
     err, fb = ctypes.create_string_buffer(512), ctypes.c_int()
     rc = _checked_native().attnpy_attention(
-        name, pr.dims, pr.iopt, pr.fopt, *pr.ptrs(), None if lse is None else lse.ctypes.data,
-        t, pr.q.ctypes.data, pr.k.ctypes.data, pr.v.ctypes.data, o.ctypes.data,
-        ctypes.byref(fb), err, len(err))
+        name, *pr.args(), None if lse is None else lse.ctypes.data, t, pr.q.ctypes.data,
+        pr.k.ctypes.data, pr.v.ctypes.data, o.ctypes.data, ctypes.byref(fb), err, len(err))
     if rc != _api._OK:
         _raise(rc, err.value.decode(errors="replace"))
     if lse is not None:
@@ -312,35 +337,45 @@ def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, attn_mask: Optional[A
     return _to_caller(o, pr.torch_out)
 
 
+def attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, attn_mask: Optional[ArrayLike] = None,
+              dropout_p: float = 0.0, is_causal: bool = False, scale: Optional[float] = None,
+              enable_gqa: bool = False, kernel: Union[str, "_api.Kernel", None] = None,
+              align: str = "top_left", window: Optional[Tuple[Optional[int], Optional[int]]] = None,
+              softcap: Optional[float] = None,
+              alibi: Union[float, ArrayLike, None] = None, sinks: Optional[ArrayLike] = None,
+              return_lse: bool = False, kv_dtype: str = "f32", compute: str = "f32",
+              threads: Optional[int] = None) -> Any:
+    """softmax(scale·Q·Kᵀ + mask)·V like torch.nn.functional.scaled_dot_product_attention,
+    on one of attnbench's kernels. Returns O [batch, heads, seq_q, head_dim_v] float32 (and
+    the LSE [batch, heads, seq_q] with return_lse=True) as the type q came in: a torch
+    tensor for a torch q, else a NumPy array. The arguments: docs/python.md."""
+    pr = _problem(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                  scale=scale, enable_gqa=enable_gqa, align=align, window=window,
+                  softcap=softcap, alibi=alibi, sinks=sinks, kv_dtype=kv_dtype,
+                  compute=compute)
+    return _run(pr, kernel, threads, return_lse)
+
+
 def check_attention(out: ArrayLike, q: ArrayLike, k: ArrayLike, v: ArrayLike, *,
-                    lse: Optional[ArrayLike] = None, **options) -> CheckResult:
+                    lse: Optional[ArrayLike] = None, **options: Any) -> CheckResult:
     """The checker's CheckResult (kernels/check/check.h, the tolerance of `attnbench check`)
     for an O (and, if given, an LSE) computed for attention(q, k, v, **options) — by
-    attention() or by anything else. options: attention()'s problem arguments."""
+    attention() or by anything else. options: attention()'s problem arguments; with
+    attention_varlen()'s or attention_paged()'s layout arguments (cu_seqlens_q=,
+    cu_seqlens_k= / block_table=, cache_seqlens=) the output of that layout."""
+    from ._layouts import problem_of  # the layouts build on this module
     for bad in ("kernel", "threads", "return_lse"):
         if bad in options:
             raise InvalidOptionError(f"check_attention: {bad}= is not a problem argument")
-    pr = _problem(q, k, v, **options)
-    o, kind = _raw(out, "out")
-    if kind != "f32":
-        raise DtypeError(f"out: dtype {_kind_name(kind)}, expected float32")
-    if o.shape != pr.oshape:
-        raise ShapeError(f"out: shape {tuple(o.shape)}, expected {pr.oshape}")
-    o = _contiguous(o, "out")
-    lse_a = None
-    if lse is not None:
-        lse_a, kind = _raw(lse, "lse")
-        if kind != "f32":
-            raise DtypeError(f"lse: dtype {_kind_name(kind)}, expected float32")
-        if lse_a.shape != pr.oshape[:3]:
-            raise ShapeError(f"lse: shape {tuple(lse_a.shape)}, expected {pr.oshape[:3]}")
-        lse_a = _contiguous(lse_a, "lse")
+    pr = problem_of(q, k, v, **options)
+    o = _f32_array(out, "out", pr.oshape)
+    lse_a = None if lse is None else _f32_array(lse, "lse", pr.lse_shape)
     verdict, stats = ctypes.c_int(), (ctypes.c_double * 4)()
     msg = ctypes.create_string_buffer(512)
     rc = _checked_native().attnpy_attention_check(
-        pr.dims, pr.iopt, pr.fopt, *pr.ptrs(), pr.q.ctypes.data, pr.k.ctypes.data,
-        pr.v.ctypes.data, o.ctypes.data, None if lse_a is None else lse_a.ctypes.data, None,
-        ctypes.byref(verdict), stats, msg, len(msg))
+        *pr.args(), pr.q.ctypes.data, pr.k.ctypes.data, pr.v.ctypes.data, o.ctypes.data,
+        None if lse_a is None else lse_a.ctypes.data, None, ctypes.byref(verdict), stats, msg,
+        len(msg))
     if rc != _api._OK:
         _raise(rc, msg.value.decode(errors="replace"))
     name = _VERDICTS[verdict.value]

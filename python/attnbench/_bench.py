@@ -5,13 +5,14 @@ import ctypes
 import os
 import platform
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from . import _api
 from ._api import InvalidOptionError, _native, _raise
-from ._attention import ArrayLike, _checked_native, _problem, default_kernel
+from ._attention import ArrayLike, _checked_native, default_kernel
+from ._layouts import KernelArg, problem_of
 
 _ISA_AVX2, _ISA_AVX512F, _ISA_NEON = 1 << 0, 1 << 1, 1 << 2  # attn.h ATTN_ISA_*
 _CAP_THREADS = 1 << 4
@@ -146,22 +147,32 @@ class BenchmarkResult:
     compute: str
     kv_dtype: str
     machine: MachineInfo
+    layout: str               # "dense", "ragged" (cu_seqlens_q=, cu_seqlens_k=) or "paged"
+    tokens: int               # query tokens of one call (rows of O per head)
+    tokens_per_s: float       # tokens / median
+    kv_bytes: int             # K and V bytes one call reads (each sequence's keys once, stored)
+    kv_gbs: float             # kv_bytes / median / 1e9
 
     def __str__(self) -> str:
         pk = (f", {self.percent_of_peak:.1f}% of {self.peak_unit}"
               if self.percent_of_peak is not None else f" ({self.peak_unit})")
         return (f"{self.kernel}: median {self.median * 1e6:.2f} us (IQR {self.iqr * 1e6:.2f} "
                 f"us, min {self.min * 1e6:.2f} us; {len(self.times)} samples x {self.number} "
-                f"calls), {self.gflops:.2f} GFLOP/s{pk}")
+                f"calls), {self.gflops:.2f} GFLOP/s{pk}" + (
+                    f"; {self.layout}: {self.tokens_per_s:.4g} tokens/s, K/V {self.kv_gbs:.3g} GB/s"
+                    if self.layout != "dense" else ""))
 
 
-def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel=None, repeats: int = 20,
-              min_time: float = 0.2, threads: Optional[int] = None, **options
-              ) -> BenchmarkResult:
+def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = None,
+              repeats: int = 20, min_time: float = 0.2, threads: Optional[int] = None,
+              **options: Any) -> BenchmarkResult:
     """Times attention(q, k, v, kernel=kernel, **options) (its problem arguments; no
-    return_lse). The call is checked and run once first (validation, warm-up); then at
-    least `repeats` samples are timed, together at least min_time seconds. Returns a
-    BenchmarkResult with median, IQR, min, mean, GFLOP/s and % of the FP32 FMA peak."""
+    return_lse) — or, with cu_seqlens_q= and cu_seqlens_k=, attention_varlen(q, k, v, ...),
+    with block_table= and cache_seqlens=, attention_paged(q, k_cache, v_cache, ...). The
+    call is checked and run once first (validation, warm-up); then at least `repeats`
+    samples are timed, together at least min_time seconds. Returns a BenchmarkResult with
+    median, IQR, min, mean, GFLOP/s and % of the FP32 FMA peak (and, for a layout, tokens/s
+    and K/V GB/s)."""
     if "return_lse" in options:
         raise InvalidOptionError("benchmark: return_lse= is not timed (the LSE is not written)")
     if isinstance(repeats, (bool, np.bool_)) or not isinstance(repeats, int) or not (
@@ -170,22 +181,21 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel=None, repeats:
     if isinstance(min_time, (bool, np.bool_)) or not isinstance(min_time, (int, float)) or not (
             0 <= min_time <= 3600):
         raise InvalidOptionError(f"min_time: {min_time!r}, expected seconds in 0..3600")
-    pr = _problem(q, k, v, **options)
+    pr = problem_of(q, k, v, **options)
     kname = default_kernel() if kernel is None else kernel
     name = _api._name(kname)
     t = 0 if threads is None else _api._int_option(threads, "threads")
     lib = _checked_native()
     flops, isa, caps = ctypes.c_double(), ctypes.c_uint32(), ctypes.c_uint32()
     err = ctypes.create_string_buffer(512)
-    rc = lib.attnpy_problem_info(name, pr.dims, pr.iopt, pr.fopt, *pr.ptrs(),
-                                 ctypes.byref(flops), ctypes.byref(isa), ctypes.byref(caps), err,
-                                 len(err))
+    rc = lib.attnpy_problem_info(name, *pr.args(), ctypes.byref(flops), ctypes.byref(isa),
+                                 ctypes.byref(caps), err, len(err))
     if rc != _api._OK:
         _raise(rc, err.value.decode(errors="replace"))
     o = np.empty(pr.oshape, dtype=np.float32)
     cap = min(_MAX_SAMPLES, max(repeats, 1000))
     samples, out = (ctypes.c_double * cap)(), (ctypes.c_int64 * 4)()
-    rc = lib.attnpy_bench(name, pr.dims, pr.iopt, pr.fopt, *pr.ptrs(), t, pr.q.ctypes.data,
+    rc = lib.attnpy_bench(name, *pr.args(), t, pr.q.ctypes.data,
                           pr.k.ctypes.data, pr.v.ctypes.data, o.ctypes.data, repeats,
                           float(min_time), cap, samples, out, err, len(err))
     if rc != _api._OK:
@@ -210,4 +220,6 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel=None, repeats:
         flops=flops.value, gflops=gflops, peak_gflops=peak,
         percent_of_peak=None if peak is None else 100.0 * gflops / peak, peak_unit=unit,
         threads=used, fallback=bool(out[3]), compute=compute,
-        kv_dtype=options.get("kv_dtype", "f32"), machine=machine)
+        kv_dtype=options.get("kv_dtype", "f32"), machine=machine, layout=pr.layout,
+        tokens=pr.tokens, tokens_per_s=pr.tokens / med, kv_bytes=pr.kv_bytes,
+        kv_gbs=pr.kv_bytes / med * 1e-9)

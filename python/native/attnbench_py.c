@@ -34,7 +34,7 @@
 #define ATTNPY_EXPORT __attribute__((visibility("default")))
 
 enum {
-  ATTNPY_ABI = 3,                // bumped when a signature below changes
+  ATTNPY_ABI = 4,                // bumped when a signature below changes
   ATTNPY_ERR_UNKNOWN = -1,       // no kernel of that name
   ATTNPY_ERR_UNAVAILABLE = -2,   // the CPU lacks an ISA the kernel needs
   ATTNPY_ERR_INVALID_EXEC = -3,  // threads / tiles outside their limits
@@ -62,8 +62,9 @@ ATTNPY_EXPORT int attnpy_kernel_info(size_t i, const char **name, const char **s
   return ATTN_OK;
 }
 
-static int problem_of(const int64_t *dims, int causal, int has_scale, double scale, attn_problem *p,
-                      char *err, size_t err_len) {
+// The dense problem of dims with its scale, not yet validated.
+static int problem_base(const int64_t *dims, int causal, int has_scale, double scale,
+                        attn_problem *p, char *err, size_t err_len) {
   *p =
       attn_problem_make(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6], causal != 0);
   if (has_scale) p->scale = (float)scale;
@@ -71,6 +72,13 @@ static int problem_of(const int64_t *dims, int causal, int has_scale, double sca
     snprintf(err, err_len, "scale %g does not fit in float32", scale);
     return ATTN_ERR_INVALID;
   }
+  return ATTN_OK;
+}
+
+static int problem_of(const int64_t *dims, int causal, int has_scale, double scale, attn_problem *p,
+                      char *err, size_t err_len) {
+  const int rc = problem_base(dims, causal, has_scale, scale, p, err, err_len);
+  if (rc != ATTN_OK) return rc;
   return attn_problem_validate(p, err, err_len) ? ATTN_OK : ATTN_ERR_INVALID;
 }
 
@@ -250,6 +258,22 @@ ATTNPY_EXPORT int attnpy_run(const char *name, const int64_t *dims, int causal, 
   return rc;
 }
 
+// The end of every check entry point: the reference O into ref (if not NULL and the problem
+// has one: a layout's sequences each have their own), the verdict, stats {max_abs_err,
+// max_rel_err, worst_ratio, worst_index} and the message; frees pc.
+static int check_done(attn_check_prepared *pc, const attn_check_result *r, float *ref, int *verdict,
+                      double *stats, char *message, size_t message_len) {
+  const float *reference = attn_check_reference_output(pc);
+  if (ref && reference)
+    memcpy(ref, reference, attn_o_elems(attn_check_problem(pc)) * sizeof(float));
+  attn_check_prepared_free(pc);
+  *verdict = (int)r->verdict;
+  stats[0] = r->max_abs_err, stats[1] = r->max_rel_err, stats[2] = r->worst_ratio;
+  stats[3] = (double)r->worst_index;
+  snprintf(message, message_len, "%s", r->message);
+  return ATTN_OK;
+}
+
 // The checker's verdict (kernels/check/check.h). With name != NULL: runs that kernel on
 // q, k, v and compares; with name == NULL: compares the caller's output o. stats gets
 // {max_abs_err, max_rel_err, worst_ratio, worst_index}; *verdict an attn_check_verdict;
@@ -274,13 +298,7 @@ ATTNPY_EXPORT int attnpy_check(const char *name, const int64_t *dims, int causal
     attn_check_kernel(kern, pc, &e, &r);
   else if (o)
     attn_check_output(pc, o, &r);
-  if (ref) memcpy(ref, attn_check_reference_output(pc), attn_o_elems(&p) * sizeof(float));
-  attn_check_prepared_free(pc);
-  *verdict = (int)r.verdict;
-  stats[0] = r.max_abs_err, stats[1] = r.max_rel_err, stats[2] = r.worst_ratio;
-  stats[3] = (double)r.worst_index;
-  snprintf(message, message_len, "%s", r.message);
-  return ATTN_OK;
+  return check_done(pc, &r, ref, verdict, stats, message, message_len);
 }
 
 // ── attention(): the problem with its options, compute mode and K/V type ────────────
@@ -315,11 +333,66 @@ static bool compute_modes_in_force(void) {
   return !attn_problem_validate(&t, NULL, 0);
 }
 
-static int problem_ex(const int64_t *dims, const int64_t *iopt, const double *fopt,
-                      const float *slopes, const float *sinks, const float *mask, float *lse,
-                      attn_problem *p, attn_options *opts, char *err, size_t err_len) {
-  int rc = problem_of(dims, (int)iopt[ATTNPY_IO_CAUSAL], (int)iopt[ATTNPY_IO_HAS_SCALE],
-                      fopt[ATTNPY_FO_SCALE], p, err, err_len);
+// The problem arguments of the attention entry points (ATTNPY_PROBLEM_PARAMS, in this
+// order): dims, iopt, fopt (above), the option arrays slopes [heads], sinks [heads], mask
+// (NULL = not given), and the batch layout (attn.h "Serving layouts"): lay = NULL for the
+// dense layout, else lay[ATTNPY_LAY_COUNT] (below) with cu_q and cu_kv [sequences + 1] and,
+// for PAGED, table [sequences][pages_per_seq]. dims' batch, seq_q and seq_kv are then
+// taken from the layout (attn_problem_set_layout).
+enum {
+  ATTNPY_LAY_KIND,  // attn_layout_kind: RAGGED or PAGED
+  ATTNPY_LAY_SEQS,  // sequences (the problem's batch), >= 1
+  ATTNPY_LAY_PAGE_SIZE,
+  ATTNPY_LAY_NUM_PAGES,
+  ATTNPY_LAY_PAGES_PER_SEQ,
+  ATTNPY_LAY_COUNT
+};
+#define ATTNPY_PROBLEM_PARAMS                                                         \
+  const int64_t *dims, const int64_t *iopt, const double *fopt, const float *slopes,  \
+      const float *sinks, const float *mask, const int64_t *lay, const int64_t *cu_q, \
+      const int64_t *cu_kv, const int32_t *table
+#define ATTNPY_PROBLEM_ARGS \
+  (&(const attnpy_args){dims, iopt, fopt, slopes, sinks, mask, lay, cu_q, cu_kv, table})
+typedef struct attnpy_args {
+  const int64_t *dims, *iopt;
+  const double *fopt;
+  const float *slopes, *sinks, *mask;
+  const int64_t *lay, *cu_q, *cu_kv;
+  const int32_t *table;
+} attnpy_args;
+
+ATTNPY_EXPORT int attnpy_lay_count(void) {
+  return ATTNPY_LAY_COUNT;
+}
+
+// Sets p's layout (storage *l) from a->lay; attn_problem_validate then checks it.
+static int layout_of(const attnpy_args *a, attn_problem *p, attn_layout *l, char *err,
+                     size_t err_len) {
+  const int64_t *lay = a->lay;
+  if (lay[ATTNPY_LAY_SEQS] < 1 || !a->cu_q || !a->cu_kv ||
+      (lay[ATTNPY_LAY_KIND] == ATTN_LAYOUT_PAGED && !a->table)) {
+    snprintf(err, err_len, "layout: %lld sequences or a missing array",
+             (long long)lay[ATTNPY_LAY_SEQS]);
+    return ATTN_ERR_INVALID;
+  }
+  *l = (attn_layout){.kind = (attn_layout_kind)lay[ATTNPY_LAY_KIND],
+                     .cu_seqlens_q = a->cu_q,
+                     .cu_seqlens_kv = a->cu_kv,
+                     .page_size = lay[ATTNPY_LAY_PAGE_SIZE],
+                     .num_pages = lay[ATTNPY_LAY_NUM_PAGES],
+                     .pages_per_seq = lay[ATTNPY_LAY_PAGES_PER_SEQ],
+                     .page_table = a->table};
+  attn_problem_set_layout(p, l, lay[ATTNPY_LAY_SEQS]);
+  return ATTN_OK;
+}
+
+static int problem_ex(const attnpy_args *a, float *lse, attn_problem *p, attn_options *opts,
+                      attn_layout *l, char *err, size_t err_len) {
+  const int64_t *iopt = a->iopt;
+  const double *fopt = a->fopt;
+  int rc = problem_base(a->dims, (int)iopt[ATTNPY_IO_CAUSAL], (int)iopt[ATTNPY_IO_HAS_SCALE],
+                        fopt[ATTNPY_FO_SCALE], p, err, err_len);
+  if (rc == ATTN_OK && a->lay) rc = layout_of(a, p, l, err, err_len);
   if (rc != ATTN_OK) return rc;
   if (iopt[ATTNPY_IO_KV_DTYPE] < 0 || iopt[ATTNPY_IO_KV_DTYPE] >= ATTN_DTYPE_COUNT ||
       iopt[ATTNPY_IO_COMPUTE] < 0 || iopt[ATTNPY_IO_COMPUTE] >= ATTN_COMPUTE_COUNT) {
@@ -343,79 +416,69 @@ static int problem_ex(const int64_t *dims, const int64_t *iopt, const double *fo
       .window_right = iopt[ATTNPY_IO_WINDOW_RIGHT],
       .softcap = softcap,
       .alibi_max_bias = max_bias,
-      .alibi_slopes = slopes,
-      .sinks = sinks,
-      .mask = mask,
+      .alibi_slopes = a->slopes,
+      .sinks = a->sinks,
+      .mask = a->mask,
       .mask_per_head = iopt[ATTNPY_IO_MASK_PER_HEAD] != 0,
       .lse = lse,
   };
   const bool any = opts->align != ATTN_ALIGN_BOTTOM_RIGHT || opts->window || softcap != 0 ||
-                   max_bias != 0 || slopes || sinks || mask || lse;
+                   max_bias != 0 || a->slopes || a->sinks || a->mask || lse;
   if (any) p->opts = opts;
   return attn_problem_validate(p, err, err_len) ? ATTN_OK : ATTN_ERR_INVALID;
 }
 
 // What attention entry points start from: kernel `name` (NULL: none), the problem with
-// its options and the resolved settings (threads only; tiles etc. from the resolver).
-static int setup_ex(const char *name, const int64_t *dims, const int64_t *iopt, const double *fopt,
-                    const float *slopes, const float *sinks, const float *mask, float *lse,
-                    int threads, const attn_kernel **kern, attn_problem *p, attn_options *opts,
-                    attn_settings *s, char *err, size_t err_len) {
+// its options and layout (storage in *st) and the resolved settings (threads only; tiles
+// etc. from the resolver).
+typedef struct attnpy_setup {
+  const attn_kernel *kern;
+  attn_problem p;
+  attn_options opts;
+  attn_layout layout;
+  attn_settings s;
+} attnpy_setup;
+
+static int setup_ex(const char *name, const attnpy_args *a, float *lse, int threads,
+                    attnpy_setup *st, char *err, size_t err_len) {
   if (err_len) err[0] = '\0';
-  *kern = NULL;
-  int rc = name ? kernel_of(name, kern, err, err_len) : ATTN_OK;
+  st->kern = NULL;
+  int rc = name ? kernel_of(name, &st->kern, err, err_len) : ATTN_OK;
+  if (rc == ATTN_OK) rc = problem_ex(a, lse, &st->p, &st->opts, &st->layout, err, err_len);
   if (rc == ATTN_OK)
-    rc = problem_ex(dims, iopt, fopt, slopes, sinks, mask, lse, p, opts, err, err_len);
-  if (rc == ATTN_OK) rc = settings_of(*kern, p, threads, 0, 0, NULL, -1, s, err, err_len);
+    rc = settings_of(st->kern, &st->p, threads, 0, 0, NULL, -1, &st->s, err, err_len);
   return rc;
 }
 
 // Runs kernel `name` on the problem (attn_kernel_call: problem, exec, ISA and the input
-// domain checked). o gets O, lse (if not NULL) the LSE [batch][heads][seq_q].
-// *fallback (if not NULL): whether the shared portable path ran (attn_kernel_native).
-ATTNPY_EXPORT int attnpy_attention(const char *name, const int64_t *dims, const int64_t *iopt,
-                                   const double *fopt, const float *slopes, const float *sinks,
-                                   const float *mask, float *lse, int threads, const float *q,
-                                   const void *k, const void *v, float *o, int *fallback, char *err,
-                                   size_t err_len) {
-  const attn_kernel *kern;
-  attn_problem p;
-  attn_options opts;
-  attn_settings s;
-  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, lse, threads, &kern, &p, &opts, &s,
-                    err, err_len);
+// domain checked). o gets O, lse (if not NULL) the LSE ([batch][heads][seq_q]; with a
+// layout [heads][total_q]). *fallback (if not NULL): whether the shared portable path ran
+// (attn_kernel_native).
+ATTNPY_EXPORT int attnpy_attention(const char *name, ATTNPY_PROBLEM_PARAMS, float *lse, int threads,
+                                   const float *q, const void *k, const void *v, float *o,
+                                   int *fallback, char *err, size_t err_len) {
+  attnpy_setup st;
+  int rc = setup_ex(name, ATTNPY_PROBLEM_ARGS, lse, threads, &st, err, err_len);
   if (rc != ATTN_OK) return rc;
-  if (fallback) *fallback = !attn_kernel_native(kern, &p);
-  return attn_kernel_call(kern, &p, &s.exec, q, k, v, o, err, err_len);
+  if (fallback) *fallback = !attn_kernel_native(st.kern, &st.p);
+  return attn_kernel_call(st.kern, &st.p, &st.s.exec, q, k, v, o, err, err_len);
 }
 
 // The checker's verdict on an O (and LSE, when lse != NULL) computed for the problem:
 // as attnpy_check with name == NULL. ref (if not NULL) gets the reference O.
-ATTNPY_EXPORT int attnpy_attention_check(const int64_t *dims, const int64_t *iopt,
-                                         const double *fopt, const float *slopes,
-                                         const float *sinks, const float *mask, const float *q,
-                                         const void *k, const void *v, const float *o,
-                                         const float *lse, float *ref, int *verdict, double *stats,
-                                         char *message, size_t message_len) {
-  const attn_kernel *kern;
-  attn_problem p;
-  attn_options opts;
-  attn_settings s;
+ATTNPY_EXPORT int attnpy_attention_check(ATTNPY_PROBLEM_PARAMS, const float *q, const void *k,
+                                         const void *v, const float *o, const float *lse,
+                                         float *ref, int *verdict, double *stats, char *message,
+                                         size_t message_len) {
+  attnpy_setup st;
   // A non-NULL lse pointer asks the checker to check LSE (it is not written).
-  int rc = setup_ex(NULL, dims, iopt, fopt, slopes, sinks, mask, (float *)lse, 0, &kern, &p, &opts,
-                    &s, message, message_len);
+  int rc = setup_ex(NULL, ATTNPY_PROBLEM_ARGS, (float *)lse, 0, &st, message, message_len);
   if (rc != ATTN_OK) return rc;
-  attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, k, v, message, message_len);
+  attn_check_prepared *pc = attn_check_prepare_inputs(&st.p, q, k, v, message, message_len);
   if (!pc) return ATTN_ERR_NOMEM;
   attn_check_result r = {.verdict = (attn_check_verdict)-1};
   attn_check_output_lse(pc, o, lse, &r);
-  if (ref) memcpy(ref, attn_check_reference_output(pc), attn_o_elems(&p) * sizeof(float));
-  attn_check_prepared_free(pc);
-  *verdict = (int)r.verdict;
-  stats[0] = r.max_abs_err, stats[1] = r.max_rel_err, stats[2] = r.worst_ratio;
-  stats[3] = (double)r.worst_index;
-  snprintf(message, message_len, "%s", r.message);
-  return ATTN_OK;
+  return check_done(pc, &r, ref, verdict, stats, message, message_len);
 }
 
 // ── benchmark(): a timed loop over attn_kernel_run ──────────────────────────────────
@@ -432,26 +495,23 @@ static double now_seconds(void) {
 // there are `repeats` of them and they add up to min_time, at most `cap`.
 // samples[i] = seconds per call of sample i; out[] = {samples taken, number, threads
 // used (the resolved setting; 0 = OpenMP default), fallback (1: the portable path ran)}.
-ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int64_t *iopt,
-                               const double *fopt, const float *slopes, const float *sinks,
-                               const float *mask, int threads, const float *q, const void *k,
-                               const void *v, float *o, int repeats, double min_time, int cap,
-                               double *samples, int64_t *out, char *err, size_t err_len) {
-  const attn_kernel *kern;
-  attn_problem p;
-  attn_options opts;
-  attn_settings s;
-  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, NULL, threads, &kern, &p, &opts,
-                    &s, err, err_len);
+ATTNPY_EXPORT int attnpy_bench(const char *name, ATTNPY_PROBLEM_PARAMS, int threads, const float *q,
+                               const void *k, const void *v, float *o, int repeats, double min_time,
+                               int cap, double *samples, int64_t *out, char *err, size_t err_len) {
+  attnpy_setup st;
+  int rc = setup_ex(name, ATTNPY_PROBLEM_ARGS, NULL, threads, &st, err, err_len);
   if (rc != ATTN_OK) return rc;
+  const attn_kernel *kern = st.kern;
+  const attn_problem *p = &st.p;
+  const attn_exec *exec = &st.s.exec;
   if (repeats < 1 || cap < repeats || !(min_time >= 0) || min_time > 3600) {
     snprintf(err, err_len, "repeats %d (1..%d) or min_time %g s (0..3600) out of range", repeats,
              cap, min_time);
     return ATTNPY_ERR_INVALID_EXEC;
   }
-  rc = attn_kernel_call(kern, &p, &s.exec, q, k, v, o, err, err_len);
+  rc = attn_kernel_call(kern, p, exec, q, k, v, o, err, err_len);
   if (rc != ATTN_OK) return rc;
-  const size_t ws = attn_kernel_workspace(kern, &p, &s.exec);
+  const size_t ws = attn_kernel_workspace(kern, p, exec);
   void *work = NULL;
   if (ws) {
     work = aligned_alloc(64, (ws + 63) / 64 * 64);
@@ -466,7 +526,7 @@ ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int6
   for (;;) {  // calibrate: double the calls per sample until one sample reaches target
     const double t0 = now_seconds();
     for (int64_t i = 0; i < number && rc == ATTN_OK; i++)
-      rc = attn_kernel_run(kern, &p, &s.exec, q, k, v, o, work, &fallback);
+      rc = attn_kernel_run(kern, p, exec, q, k, v, o, work, &fallback);
     const double t = now_seconds() - t0;
     if (rc != ATTN_OK || t >= target || number >= ((int64_t)1 << 40)) break;
     number *= t > 0 ? (int64_t)fmin(fmax(2.0, 1.2 * target / t), 1e3) : 2;
@@ -476,7 +536,7 @@ ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int6
   while (rc == ATTN_OK && n < cap && (n < repeats || total < min_time)) {
     const double t0 = now_seconds();
     for (int64_t i = 0; i < number && rc == ATTN_OK; i++)
-      rc = attn_kernel_run(kern, &p, &s.exec, q, k, v, o, work, &fallback);
+      rc = attn_kernel_run(kern, p, exec, q, k, v, o, work, &fallback);
     const double t = now_seconds() - t0;
     samples[n++] = t / (double)number;
     total += t;
@@ -486,7 +546,7 @@ ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int6
     snprintf(err, err_len, "kernel %s returned %d in the timed loop", name, rc);
     return rc;
   }
-  out[0] = n, out[1] = number, out[2] = s.exec.threads, out[3] = fallback;
+  out[0] = n, out[1] = number, out[2] = exec->threads, out[3] = fallback;
   return ATTN_OK;
 }
 
@@ -494,18 +554,14 @@ ATTNPY_EXPORT int attnpy_bench(const char *name, const int64_t *dims, const int6
 // the kernel's yardstick — the rule of `attnbench bench` (harness/bench/point.c,
 // attn_bench_peak_isa): the kernel's best required ISA, AVX-512F over AVX2, NEON, or the
 // CPU's best for a portable kernel; 0 = the scalar peak. *caps gets the kernel's caps.
-ATTNPY_EXPORT int attnpy_problem_info(const char *name, const int64_t *dims, const int64_t *iopt,
-                                      const double *fopt, const float *slopes, const float *sinks,
-                                      const float *mask, double *flops, uint32_t *peak_isa,
-                                      uint32_t *caps, char *err, size_t err_len) {
-  const attn_kernel *kern;
-  attn_problem p;
-  attn_options opts;
-  attn_settings s;
-  int rc = setup_ex(name, dims, iopt, fopt, slopes, sinks, mask, NULL, 0, &kern, &p, &opts, &s, err,
-                    err_len);
+ATTNPY_EXPORT int attnpy_problem_info(const char *name, ATTNPY_PROBLEM_PARAMS, double *flops,
+                                      uint32_t *peak_isa, uint32_t *caps, char *err,
+                                      size_t err_len) {
+  attnpy_setup st;
+  int rc = setup_ex(name, ATTNPY_PROBLEM_ARGS, NULL, 0, &st, err, err_len);
   if (rc != ATTN_OK) return rc;
-  *flops = attn_flops(&p);
+  const attn_kernel *kern = st.kern;
+  *flops = attn_flops(&st.p);
   const uint32_t isa = kern->required_isa ? kern->required_isa : attn_cpu_features();
   *peak_isa = (isa & ATTN_ISA_AVX512F) ? ATTN_ISA_AVX512F
               : (isa & ATTN_ISA_AVX2)  ? ATTN_ISA_AVX2

@@ -10,7 +10,7 @@ outside the source tree.
 Checks: the sdist holds the C sources (vendor/kernels/attn.h) and py.typed; the build
 output is visible with pip -v (the CMake configure message and compile lines); the wheel
 is a py3-none-<platform> wheel; the installed package is the one imported, has py.typed,
-and passes tests/test_module.py, test_attention.py and test_benchmark.py.
+and passes tests/test_module.py, test_attention.py, test_benchmark.py and test_layouts.py.
 Exit 77 (skipped) when PyPI is unreachable or venv/pip is missing (python3-venv); with
 ATTNBENCH_CI_REQUIRE_PYPI=1 (.ci/run --require-pypi) an unreachable PyPI fails (exit 1)."""
 
@@ -120,7 +120,7 @@ def main():
         return 1
     print(f"installed: {lines[0]}")
     rc = 0
-    for test in ("test_module.py", "test_attention.py", "test_benchmark.py"):
+    for test in ("test_module.py", "test_attention.py", "test_benchmark.py", "test_layouts.py"):
         rc |= subprocess.run([py, os.path.join(src, "python", "tests", test)], cwd=work,
                              env=env).returncode
     return 1 if rc else 0

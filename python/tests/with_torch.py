@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""CTest python_torch: test_attention.py --require-torch with a Python that has torch —
-the baselines' environment (docs/baselines.md: $ATTNBENCH_BASELINES_VENV, else the source
-tree's .venv-baselines, made by scripts/setup-baselines --only torch). Exit 77 (skipped),
-saying why, when there is none or its torch does not import.
+"""CTest python_torch: test_attention.py and test_layouts.py --require-torch with a Python
+that has torch — the baselines' environment (docs/baselines.md: $ATTNBENCH_BASELINES_VENV,
+else the source tree's .venv-baselines, made by scripts/setup-baselines --only torch).
+Exit 77 (skipped), saying why, when there is none or its torch does not import.
 
     with_torch.py SOURCE_DIR"""
 
@@ -26,8 +26,12 @@ def main():
         print(f"SKIP: {py} cannot import torch and numpy: {r.stderr.strip().splitlines()[-1:]}")
         return SKIP
     print(f"torch {r.stdout.strip()} from {py}")
-    test = os.path.join(src, "python", "tests", "test_attention.py")
-    return subprocess.run([py, test, "--require-torch"]).returncode
+    rc = 0
+    for name in ("test_attention.py", "test_layouts.py"):
+        test = os.path.join(src, "python", "tests", name)
+        r = subprocess.run([py, test, "--require-torch"]).returncode
+        rc = r if rc in (0, SKIP) and r != 0 else rc
+    return rc
 
 
 if __name__ == "__main__":
