@@ -17,6 +17,12 @@ q_len exceeds nothing, ragged and paged with shuffled pages), then:
                                              page fails it (error entry, exit 1); a dense-only
                                              baseline is reported as unable to express the
                                              batch (context baselines_skipped), not absent.
+  test_serving_anchors.py ATTNBENCH reports  scripts/plot-serving and scripts/render-results on
+                                             a small serving file with anchors: a PNG, one
+                                             table row per batch with tokens/s, the anchor
+                                             ratio and the anchor that could not run with
+                                             its reason; the page is deterministic; a file
+                                             without a decode sweep gets no plot and a reason.
   test_serving_anchors.py ATTNBENCH NAME     a real anchor (torch_sdpa, openvino_paged) from the
                                              baselines' environment on the same sweep: checked
                                              and timed where it can express the point, skipped
@@ -70,7 +76,7 @@ def sweep(attnbench, d):
 def bench_baselines(attnbench, results, inputs, baselines, python):
     return run([python, os.path.join(ROOT, "scripts", "bench-baselines"), results,
                 "--baselines", baselines, "--python", python, "--attnbench", attnbench,
-                "--inputs", inputs, "--min-time", "0.001"])
+                "--min-time", "0.001"] + (["--inputs", inputs] if inputs else []))
 
 
 def export(attnbench):
@@ -155,6 +161,81 @@ def anchors(attnbench):
     return 0
 
 
+REPORT_CONFIG = """[ctx]
+kernels = naive
+heads = 4
+kv_heads = 2
+head_dim = 16
+causal = true
+kv_lens = fixed:2:64, fixed:2:128
+page_size = 32
+page_order = shuffled
+threads = 1
+min_time = 0.001
+
+[batch]
+kernels = naive
+heads = 4
+kv_heads = 2
+head_dim = 16
+causal = true
+kv_lens = fixed:1:128, fixed:4:128
+page_size = 32
+page_order = shuffled
+threads = 1
+min_time = 0.001
+"""
+
+
+def reports(attnbench):
+    """scripts/plot-serving and scripts/render-results on a small serving results file."""
+    py = "/usr/bin/python3"
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "r.ini")
+        with open(cfg, "w") as f:
+            f.write(REPORT_CONFIG)
+        res_dir = os.path.join(d, "results")
+        os.mkdir(res_dir)
+        res = os.path.join(res_dir, "serving-testcpu.json")
+        r = run([attnbench, "bench", "--config", cfg, "--out", res])
+        assert r.returncode == 0
+        r = bench_baselines(attnbench, res, None, ",".join(
+            os.path.join(HERE, f) for f in ("numpy_serving.py", "numpy_attention.py")), py)
+        assert r.returncode == 0, "the anchors failed"
+        r = run([py, os.path.join(ROOT, "scripts", "plot-serving"), res])
+        png = os.path.join(res_dir, "serving-testcpu-serving.png")
+        assert r.returncode == 0 and r.stdout.strip() == png, "plot-serving failed"
+        with open(png, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n", "not a PNG"
+        md = os.path.join(d, "results.md")
+        outs = []
+        for _ in range(2):  # the page depends on the files only
+            r = run([py, os.path.join(ROOT, "scripts", "render-results"), "--results", res_dir,
+                     "--out", md])
+            assert r.returncode == 0, "render-results failed"
+            outs.append(open(md).read())
+        assert outs[0] == outs[1], "render-results is not deterministic"
+        page = outs[0]
+        rows = [ln for ln in page.splitlines() if ln.startswith("| `B")]
+        assert len(rows) == 4, rows  # contexts 64 and 128 at batch 2; batch 1 and 4 at 128
+        for ln in rows:
+            assert "tok/s" in ln and "(`numpy_serving`)" in ln and "not run [1]" in ln, ln
+        assert "[1] numpy_attention cannot express a paged serving batch" in page, page
+        assert "serving-testcpu-serving" in page, "the plot is not linked"
+        # a serving file without a uniform decode sweep: no plot, one line why
+        with open(os.path.join(d, "m.ini"), "w") as f:
+            f.write(REPORT_CONFIG.split("[batch]")[0].replace(
+                "fixed:2:64, fixed:2:128", "40 70").replace("page_order = shuffled",
+                                                           "q_lens = 3 1"))
+        mixed = os.path.join(d, "mixed.json")
+        assert run([attnbench, "bench", "--config", os.path.join(d, "m.ini"), "--out",
+                    mixed]).returncode == 0
+        r = run([py, os.path.join(ROOT, "scripts", "plot-serving"), mixed])
+        assert r.returncode == 1 and "no uniform decode sweep" in r.stderr, r.stderr
+    print("reports: ok")
+    return 0
+
+
 def real(attnbench, name):
     venv = os.environ.get("ATTNBENCH_BASELINES_VENV") or os.path.join(ROOT, ".venv-baselines")
     py = os.path.join(venv, "bin", "python")
@@ -188,4 +269,4 @@ def real(attnbench, name):
 
 if __name__ == "__main__":
     attnbench, what = sys.argv[1], sys.argv[2]
-    sys.exit({"export": export, "anchors": anchors}.get(what, lambda a: real(a, what))(attnbench))
+    sys.exit({"export": export, "anchors": anchors, "reports": reports}.get(what, lambda a: real(a, what))(attnbench))
