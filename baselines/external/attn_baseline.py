@@ -9,7 +9,7 @@ would pick instead of attnbench) on the same inputs, with the same timing rules.
                        [--repetitions R] [--min-time SEC] [--input-copies C] [--json R.json]
                        [--wait-for-check] [--window L,R] [--align top-left|bottom-right]
                        [--softcap C] [--alibi MAX_BIAS | --alibi-slopes S.npy]
-                       [--sinks S.npy] [--mask M.npy] [--lse]
+                       [--sinks S.npy] [--mask M.npy] [--lse] [--layout L.json]
 
 Tensors are attnbench's layout (float32, C order): Q [B][H][Sq][Dqk], K [B][KVH][Skv][Dqk],
 V [B][KVH][Skv][Dv] -> O [B][H][Sq][Dv]. `run` writes O from the first call (for the
@@ -32,6 +32,13 @@ the baseline in problem["options"]. A baseline lists those it computes in OPTION
 of attn_options.NAMES; none if absent) and may refine that with supports(problem) ->
 (ok, why); a point using any other is not run (exit 4, "does not support …"), so a
 framework is never timed on a problem it does not compute.
+
+Serving batches (docs/serving.md): with --layout L.json (an export's "layout" manifest,
+harness/bench/inputs.h) Q is [total_q][H][Dqk] packed by tokens, K and V are packed
+[total_kv][KVH][D] (ragged) or the page pools [num_pages][KVH][page_size][D] (paged), and
+O is [total_q][H][Dv]; problem["layout"] carries the manifest (attn_options.py). A
+baseline lists the kinds it runs in LAYOUTS ("ragged", "paged"); one that cannot express
+the batch (LAYOUT_NOTE says why) exits 4 with that reason, so the results say so.
 
 The result JSON has inputs_digest: the digest of the problem it ran (harness/bench/
 inputs.h: Q, K, V, the option arrays, the sizes and option values; the same sum `attnbench
@@ -56,7 +63,7 @@ import attn_options  # noqa: E402
 
 BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16",
            "ggml_flash_attn_q8_0", "openvino_sdpa", "openvino_sdpa_bf16", "torch_sdpa_bf16",
-           "torch_sdpa_f16")
+           "torch_sdpa_f16", "openvino_paged")
 INSTALL_HINT = "scripts/setup-baselines (creates .venv-baselines with the pinned packages)"
 EXIT_NOT_INSTALLED = 3
 EXIT_UNSUPPORTED = 4
@@ -111,6 +118,17 @@ def problem_digest(p, q, k, v):
               int(o.get("alibi_slopes") is not None), int(o.get("sinks") is not None),
               int(mask is not None), int(mask is not None and np.ndim(mask) == 4),
               int(bool(o.get("lse")))]
+    lay = p.get("layout")
+    if lay:  # the layout block: kind, page sizes, offsets, the pages each sequence uses
+        paged = lay["kind"] == "paged"
+        words.append(2 if paged else 1)
+        for key in ("page_size", "num_pages", "pages_per_seq"):
+            pair(int(lay[key]) if paged else 0)
+        for key in ("cu_seqlens_q", "cu_seqlens_kv"):
+            for x in lay[key]:
+                pair(int(x))
+        if paged:
+            words.extend(int(e) for row in lay["page_table"] for e in row)
     return inputs_digest(*arrays, np.array(words, dtype=np.uint32))
 
 
@@ -181,6 +199,46 @@ def problem_from_shapes(q, k, v, causal, scale):
             "scale": float(scale) if scale is not None else 1.0 / math.sqrt(D)}
 
 
+def problem_from_layout(q, k, v, causal, scale, lay):
+    """A serving problem (docs/serving.md): Q [total_q][H][Dqk] packed by tokens, K and V
+    packed [total_kv][KVH][D] (ragged) or pools [num_pages][KVH][page_size][D] (paged);
+    lay is the export's manifest (harness/bench/inputs.h), checked against the shapes."""
+    kind = lay.get("kind")
+    cq, ck = lay.get("cu_seqlens_q") or [], lay.get("cu_seqlens_kv") or []
+    paged = kind == "paged"
+    if kind not in ("ragged", "paged") or len(cq) < 2 or len(cq) != len(ck):
+        raise ValueError("--layout: want kind ragged or paged and cu_seqlens_q/kv of the same "
+                         "length >= 2")
+    n = len(cq) - 1
+    ql = [cq[b + 1] - cq[b] for b in range(n)]
+    kl = [ck[b + 1] - ck[b] for b in range(n)]
+    if cq[0] or ck[0] or min(ql) < 0 or min(kl) < 0:
+        raise ValueError("--layout: offsets must start at 0 and never decrease")
+    kdims = 4 if paged else 3
+    if q.ndim != 3 or k.ndim != kdims or v.ndim != kdims:
+        raise ValueError("a %s batch wants Q 3-D and K, V %d-D (got %d-D, %d-D, %d-D)"
+                         % (kind, kdims, q.ndim, k.ndim, v.ndim))
+    H, D, KV = q.shape[1], q.shape[2], k.shape[1]
+    if q.shape[0] != cq[-1] or k.shape[-1] != D or v.shape[:-1] != k.shape[:-1] or H % KV:
+        raise ValueError("shapes disagree with the layout: Q %s K %s V %s, %d query tokens"
+                         % (q.shape, k.shape, v.shape, cq[-1]))
+    if paged:
+        ps, table = int(lay["page_size"]), lay["page_table"]
+        if k.shape[0] != lay["num_pages"] or k.shape[2] != ps or len(table) != n:
+            raise ValueError("the pools %s disagree with the layout (%d pages of %d)"
+                             % (k.shape, lay["num_pages"], ps))
+        for b in range(n):
+            if len(table[b]) != -(-kl[b] // ps) or any(not 0 <= e < k.shape[0] for e in table[b]):
+                raise ValueError("page table row %d: want %d pages in [0, %d)"
+                                 % (b, -(-kl[b] // ps), k.shape[0]))
+    elif k.shape[0] != ck[-1]:
+        raise ValueError("K has %d rows, the layout %d keys" % (k.shape[0], ck[-1]))
+    return {"batch": n, "heads": H, "kv_heads": KV, "seq_q": max(ql), "seq_kv": max(kl),
+            "head_dim_qk": D, "head_dim_v": v.shape[-1], "causal": bool(causal),
+            "scale": float(scale) if scale is not None else 1.0 / math.sqrt(D),
+            "layout": dict(lay)}
+
+
 def time_calls(fn, copies, warmup, repetitions, min_time):
     """Seconds per iteration, one per repetition (Google Benchmark's rule)."""
     c = 0
@@ -243,7 +301,11 @@ def cmd_run(a):
             print("attn_baseline: %s must be float32, got %s" % (name, t.dtype), file=sys.stderr)
             return 1
     try:
-        p = problem_from_shapes(q, k, v, a.causal, a.scale)
+        if a.layout:
+            with open(a.layout) as f:
+                p = problem_from_layout(q, k, v, a.causal, a.scale, json.load(f))
+        else:
+            p = problem_from_shapes(q, k, v, a.causal, a.scale)
         p["options"] = options_from_args(a, p)
     except ValueError as e:
         print("attn_baseline: %s" % e, file=sys.stderr)
@@ -253,7 +315,13 @@ def cmd_run(a):
     # (No baseline hands back an LSE: the runner takes O only, so "lse" is never supported.)
     missing = attn_options.used(p) - (set(getattr(mod, "OPTIONS", ())) - {"lse"})
     why = "does not support %s" % ", ".join(sorted(missing)) if missing else ""
-    if not missing and hasattr(mod, "supports"):
+    kind = attn_options.layout_kind(p)
+    if kind and not missing and kind not in getattr(mod, "LAYOUTS", ()):
+        # A serving batch the framework has no way to express: reported, never timed.
+        why = getattr(mod, "LAYOUT_NOTE", None) or "cannot express a %s serving batch" % kind
+        why = why if why.startswith("cannot") else "cannot express a %s serving batch: %s" % (
+            kind, why)
+    if not missing and not why and hasattr(mod, "supports"):
         ok, why = mod.supports(p)
         why = "" if ok else why
     if why:
@@ -263,7 +331,8 @@ def cmd_run(a):
     try:
         fn, info = mod.prepare(p, inputs, a.threads)
         out = np.asarray(fn(0), dtype=np.float32)
-        want = (p["batch"], p["heads"], p["seq_q"], p["head_dim_v"])
+        want = (p["batch"], p["heads"], p["seq_q"], p["head_dim_v"]) if not kind else (
+            q.shape[0], p["heads"], p["head_dim_v"])
         if out.shape != want:
             raise RuntimeError("output shape %s, expected %s" % (out.shape, want))
         save_npy(a.out, out)
@@ -303,7 +372,9 @@ def cmd_run(a):
     except Exception as e:
         print("attn_baseline: %s failed: %s: %s" % (mod.NAME, type(e).__name__, e), file=sys.stderr)
         return 1
-    shape = {k: x for k, x in p.items() if k != "options"}  # the arrays stay out of JSON
+    shape = {k: x for k, x in p.items() if k not in ("options", "layout")}  # no arrays
+    if kind:
+        shape["layout"] = kind
     result = {"baseline": mod.NAME, "summary": mod.SUMMARY, "problem": shape, "threads": a.threads,
               "kv_storage": getattr(mod, "KV_STORAGE", "f32"),
               "compute": getattr(mod, "COMPUTE", "f32"),
@@ -348,6 +419,9 @@ def main(argv):
     r.add_argument("--sinks", metavar="S.npy", help="float32 [heads]")
     r.add_argument("--mask", metavar="M.npy", help="float32 [Sq][Skv] or [B][H][Sq][Skv]")
     r.add_argument("--lse", action="store_true", help="the point wants the LSE too")
+    r.add_argument("--layout", metavar="L.json",
+                   help="a serving batch: the export's layout manifest (Q, K, V then packed "
+                        "by tokens or paged; docs/serving.md)")
     a = ap.parse_args(argv)
     if a.cmd == "list":
         return cmd_list()

@@ -119,3 +119,46 @@ def bias(np, problem, with_range=True):
     if b is not None and b.shape[-2:] != (Sq, Skv):
         b = np.broadcast_to(b, b.shape[:2] + (Sq, Skv))
     return b
+
+
+# ── serving batches (docs/serving.md): problem["layout"] ─────────────────────────────
+# Set by attn_baseline.py --layout from the export's manifest (harness/bench/inputs.h):
+#   kind           "ragged" or "paged"
+#   cu_seqlens_q   [batch + 1] offsets of each sequence's query tokens in Q and O
+#   cu_seqlens_kv  [batch + 1] offsets of each sequence's keys (ragged: rows of K and V)
+#   page_size, num_pages, page_table (paged): key t of sequence b is slot t % page_size
+#                  of page page_table[b][t // page_size] of the pools [num_pages][kv_heads]
+#                  [page_size][D]
+# Sequence b is the dense problem of batch 1 with seq_q = q_len_b, seq_kv = kv_len_b, its
+# causal mask, window and ALiBi bottom-right aligned per sequence (seq_problem).
+
+
+def layout_kind(problem):
+    """"ragged" or "paged" for a serving problem, None for a dense one."""
+    lay = problem.get("layout")
+    return lay["kind"] if lay else None
+
+
+def seq_lens(problem, b):
+    """(q_len, kv_len) of sequence b."""
+    lay = problem["layout"]
+    cq, ck = lay["cu_seqlens_q"], lay["cu_seqlens_kv"]
+    return cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+
+
+def seq_problem(problem, b):
+    """Sequence b as the dense problem of batch 1 (the options apply per sequence)."""
+    ql, kl = seq_lens(problem, b)
+    out = {k: v for k, v in problem.items() if k != "layout"}
+    out.update(batch=1, seq_q=ql, seq_kv=kl)
+    return out
+
+
+def importable(module, what):
+    """A baseline's available(): (True, "") when `module` imports, else (False, why)."""
+    import importlib
+    try:
+        importlib.import_module(module)
+    except Exception as e:  # ImportError, or a broken install
+        return False, "%s is not importable (%s)" % (what, (str(e).splitlines() or ["?"])[0])
+    return True, ""

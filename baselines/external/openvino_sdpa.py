@@ -24,11 +24,7 @@ OPTIONS = {"align", "window", "alibi", "mask"}
 
 
 def available():
-    try:
-        import openvino  # noqa: F401
-    except Exception as e:
-        return False, "OpenVINO is not importable (%s)" % (str(e).splitlines() or ["?"])[0]
-    return True, ""
+    return attn_options.importable("openvino", "OpenVINO")
 
 
 def _mask(np, p):

@@ -39,6 +39,36 @@ static uint32_t digest_words(uint32_t d, const uint32_t *w, size_t n, uint32_t *
   return d;
 }
 
+// An int64 as its (low, high) 32-bit words (two's complement), in w.
+static const uint32_t *pair(int64_t x, uint32_t w[2]) {
+  w[0] = (uint32_t)((uint64_t)x & 0xFFFFFFFFu);
+  w[1] = (uint32_t)((uint64_t)x >> 32);
+  return w;
+}
+
+// The layout block of a serving problem (inputs.h): kind, page size, pages, row length,
+// the offsets, then the page-table entries each sequence uses.
+static uint32_t digest_layout(uint32_t d, const attn_problem *p, uint32_t *t) {
+  const attn_layout *l = p->layout;
+  const bool paged = l->kind == ATTN_LAYOUT_PAGED;
+  uint32_t w[2];
+  const uint32_t kind = (uint32_t)l->kind;
+  d = digest_words(d, &kind, 1, t);
+  const int64_t sizes[3] = {paged ? l->page_size : 0, paged ? l->num_pages : 0,
+                            paged ? l->pages_per_seq : 0};
+  for (int i = 0; i < 3; i++) d = digest_words(d, pair(sizes[i], w), 2, t);
+  for (int64_t b = 0; b <= p->batch; b++) d = digest_words(d, pair(l->cu_seqlens_q[b], w), 2, t);
+  for (int64_t b = 0; b <= p->batch; b++) d = digest_words(d, pair(l->cu_seqlens_kv[b], w), 2, t);
+  for (int64_t b = 0; paged && b < p->batch; b++) {
+    const int64_t used = (attn_layout_kv_len(p, b) + l->page_size - 1) / l->page_size;
+    for (int64_t i = 0; i < used; i++) {
+      const uint32_t e = (uint32_t)l->page_table[b * l->pages_per_seq + i];
+      d = digest_words(d, &e, 1, t);
+    }
+  }
+  return d;
+}
+
 static uint32_t float_bits(float x) {
   uint32_t w;
   memcpy(&w, &x, sizeof w);
@@ -82,7 +112,8 @@ uint32_t attn_bench_inputs_digest(const attn_problem *p, const float *q, const f
   w[n++] = o->mask ? 1u : 0u;
   w[n++] = o->mask && o->mask_per_head ? 1u : 0u;
   w[n++] = o->lse ? 1u : 0u;
-  return digest_words(d, w, n, &t);
+  d = digest_words(d, w, n, &t);
+  return p->layout ? digest_layout(d, p, &t) : d;
 }
 
 // ── a growable text buffer for the index ──────────────────────────────────────────────
@@ -165,12 +196,29 @@ static bool same_bench_opts(const attn_bench_opts *a, const attn_bench_opts *b) 
          a->lse == b->lse;
 }
 
+// The same serving batch (or both dense): lengths, kind, pages and page table.
+static bool same_layout(const attn_problem *x, const attn_problem *y) {
+  const attn_layout *a = x->layout, *b = y->layout;
+  if (!a || !b) return a == b;
+  if (a->kind != b->kind || x->batch != y->batch) return false;
+  const size_t n = (size_t)x->batch + 1;
+  if (memcmp(a->cu_seqlens_q, b->cu_seqlens_q, n * sizeof(int64_t)) ||
+      memcmp(a->cu_seqlens_kv, b->cu_seqlens_kv, n * sizeof(int64_t)))
+    return false;
+  if (a->kind != ATTN_LAYOUT_PAGED) return true;
+  return a->page_size == b->page_size && a->num_pages == b->num_pages &&
+         a->pages_per_seq == b->pages_per_seq &&
+         !memcmp(a->page_table, b->page_table,
+                 (size_t)(x->batch * a->pages_per_seq) * sizeof(int32_t));
+}
+
 static bool same_input(const attn_bench_point *a, const attn_bench_point *b) {
   const attn_problem *x = &a->problem, *y = &b->problem;
-  return x->batch == y->batch && x->heads == y->heads && x->kv_heads == y->kv_heads &&
-         x->seq_q == y->seq_q && x->seq_kv == y->seq_kv && x->head_dim_qk == y->head_dim_qk &&
-         x->head_dim_v == y->head_dim_v && x->causal == y->causal && x->scale == y->scale &&
-         same_options(x->opts, y->opts) && same_bench_opts(&a->opts, &b->opts);
+  return same_layout(x, y) && x->batch == y->batch && x->heads == y->heads &&
+         x->kv_heads == y->kv_heads && x->seq_q == y->seq_q && x->seq_kv == y->seq_kv &&
+         x->head_dim_qk == y->head_dim_qk && x->head_dim_v == y->head_dim_v &&
+         x->causal == y->causal && x->scale == y->scale && same_options(x->opts, y->opts) &&
+         same_bench_opts(&a->opts, &b->opts);
 }
 
 static bool write_npy(const char *dir, const char *file, const float *data, int ndim,
@@ -181,31 +229,78 @@ static bool write_npy(const char *dir, const char *file, const float *data, int 
   return npy_write_f32(path, data, ndim, shape, err, err_len);
 }
 
+// The files' shapes of a serving point (inputs.h): Q [total_q][heads][Dqk] (sq, 3-D);
+// K, V packed [total_kv][kv_heads][D] (ragged) or the pools [num_pages][kv_heads]
+// [page_size][D] (paged). Returns the K/V files' dimensions (4 for a dense point, whose
+// shapes stay as given).
+static int layout_shapes(const attn_problem *p, int64_t sq[4], int64_t sk[4], int64_t sv[4]) {
+  const attn_layout *l = p->layout;
+  if (!l) return 4;
+  sq[0] = (int64_t)attn_layout_total_q(p), sq[1] = p->heads, sq[2] = p->head_dim_qk;
+  if (l->kind == ATTN_LAYOUT_PAGED) {
+    const int64_t k[4] = {l->num_pages, p->kv_heads, l->page_size, p->head_dim_qk};
+    memcpy(sk, k, sizeof k), memcpy(sv, k, sizeof k);
+    sv[3] = p->head_dim_v;
+    return 4;
+  }
+  const int64_t k[3] = {l->cu_seqlens_kv[p->batch], p->kv_heads, p->head_dim_qk};
+  memcpy(sk, k, sizeof k), memcpy(sv, k, sizeof k);
+  sv[2] = p->head_dim_v;
+  return 3;
+}
+
+// The index's "layout" of a serving point: kind, offsets, and the page table (the rows'
+// used entries only: sequence b's ceil(kv_len_b / page_size) pages).
+static void layout_manifest(sbuf *ix, const attn_problem *p) {
+  const attn_layout *l = p->layout;
+  const bool paged = l->kind == ATTN_LAYOUT_PAGED;
+  sb_printf(ix, ",\n   \"layout\": {\"kind\": \"%s\"", paged ? "paged" : "ragged");
+  if (paged)
+    sb_printf(ix, ", \"page_size\": %lld, \"num_pages\": %lld, \"pages_per_seq\": %lld",
+              (long long)l->page_size, (long long)l->num_pages, (long long)l->pages_per_seq);
+  const int64_t *cu[2] = {l->cu_seqlens_q, l->cu_seqlens_kv};
+  for (int a = 0; a < 2; a++) {
+    sb_printf(ix, ", \"cu_seqlens_%s\": [", a ? "kv" : "q");
+    for (int64_t b = 0; b <= p->batch; b++)
+      sb_printf(ix, "%s%lld", b ? ", " : "", (long long)cu[a][b]);
+    sb_printf(ix, "]");
+  }
+  if (paged) {
+    sb_printf(ix, ",\n    \"page_table\": [");
+    for (int64_t b = 0; b < p->batch; b++) {
+      const int64_t used = (attn_layout_kv_len(p, b) + l->page_size - 1) / l->page_size;
+      sb_printf(ix, "%s[", b ? ", " : "");
+      for (int64_t i = 0; i < used; i++)
+        sb_printf(ix, "%s%d", i ? ", " : "", (int)l->page_table[b * l->pages_per_seq + i]);
+      sb_printf(ix, "]");
+    }
+    sb_printf(ix, "]");
+  }
+  sb_printf(ix, "}");
+}
+
 // One input set: the tensors and option arrays as files, its entry in the index.
 static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sbuf *ix, char *err,
                        size_t err_len) {
   const attn_problem *p = &pt->problem;
-  if (p->layout) {  // the files are 4-D dense tensors
-    snprintf(err, err_len, "%s: serving points (ragged/paged) are not exported", pt->name);
-    return false;
-  }
   const size_t nq = attn_q_elems(p), nk = attn_k_elems(p), nv = attn_v_elems(p);
   float *q = malloc((nq ? nq : 1) * sizeof *q), *k = malloc((nk ? nk : 1) * sizeof *k),
         *v = malloc((nv ? nv : 1) * sizeof *v);
   bool ok = q && k && v;
   if (!ok) snprintf(err, err_len, "out of memory for the inputs of %s", pt->name);
   char f[3][64];
-  const int64_t sq[4] = {p->batch, p->heads, p->seq_q, p->head_dim_qk},
-                sk[4] = {p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk},
-                sv[4] = {p->batch, p->kv_heads, p->seq_kv, p->head_dim_v};
+  int64_t sq[4] = {p->batch, p->heads, p->seq_q, p->head_dim_qk},
+          sk[4] = {p->batch, p->kv_heads, p->seq_kv, p->head_dim_qk},
+          sv[4] = {p->batch, p->kv_heads, p->seq_kv, p->head_dim_v};
+  const int nd = layout_shapes(p, sq, sk, sv);
   snprintf(f[0], sizeof f[0], "in%zu.q.npy", n);
   snprintf(f[1], sizeof f[1], "in%zu.k.npy", n);
   snprintf(f[2], sizeof f[2], "in%zu.v.npy", n);
   if (ok) {
     attn_bench_fill_inputs(p, q, k, v);
-    ok = write_npy(dir, f[0], q, 4, sq, err, err_len) &&
-         write_npy(dir, f[1], k, 4, sk, err, err_len) &&
-         write_npy(dir, f[2], v, 4, sv, err, err_len);
+    ok = write_npy(dir, f[0], q, p->layout ? 3 : 4, sq, err, err_len) &&
+         write_npy(dir, f[1], k, nd, sk, err, err_len) &&
+         write_npy(dir, f[2], v, nd, sv, err, err_len);
   }
   // A sweep's option keys (pt->opts) become the attn_options the point runner attaches
   // (bench/point.c: the same generators and seeds), or the plan's own (p->opts).
@@ -250,6 +345,7 @@ static bool export_set(const attn_bench_point *pt, size_t n, const char *dir, sb
             (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
             (long long)p->seq_kv, (long long)p->head_dim_qk, (long long)p->head_dim_v,
             p->causal ? "true" : "false", (double)p->scale);
+  if (p->layout) layout_manifest(ix, p);
   if (o && ok) {  // the options as attn_options holds them; arrays as files
     sb_printf(ix,
               ",\n   \"options\": {\"align\": \"%s\", \"window\": %s, \"window_left\": %lld, "

@@ -19,12 +19,15 @@
 //                                          two's complement; both 0 without a window)
 //     bits(softcap), bits(alibi_max_bias),
 //     has alibi_slopes, has sinks, has mask, mask_per_head (with a mask), lse wanted (0/1)
-// (no options = all of these 0). Every multiplier is odd, so changing any one element or
-// scalar changes the digest, and a replaced option array or option value is another
-// problem. The bench records it as the counter `inputs_digest` of every point; the
-// export's index and the baseline runner (baselines/external/attn_baseline.py) compute the
-// same sum over what they read, so anyone can verify that two programs ran the same
-// problem on the same inputs.
+// (no options = all of these 0); a serving point (attn.h "Serving layouts") then adds its
+// layout block: kind (1 ragged, 2 paged), page_size, num_pages, pages_per_seq ((low,
+// high) each; 0 for ragged), cu_seqlens_q[0..batch] and cu_seqlens_kv[0..batch] ((low,
+// high) each), then the page-table entries each sequence uses (ceil(kv_len_b /
+// page_size) of row b, in sequence order; none for ragged). Every multiplier is odd, so changing
+// any one element or scalar changes the digest, and a replaced option array or option value is
+// another problem. The bench records it as the counter `inputs_digest` of every point; the export's
+// index and the baseline runner (baselines/external/attn_baseline.py) compute the same sum over
+// what they read, so anyone can verify that two programs ran the same problem on the same inputs.
 #pragma once
 
 #include <stdbool.h>
@@ -90,7 +93,16 @@ void attn_bench_mask(int64_t seq_q, int64_t seq_kv, uint64_t seed, float *out);
 //                         "options": {align, window_left, …}}, …},
 //      "points": {"<point name>": {"inputs": "in0", "input_copies": C}, …}}
 // key is the point name without the kernel and thread segments (the same for every
-// kernel and thread count of a shape). Returns false with a message in err.
+// kernel and thread count of a shape). A serving point (docs/serving.md) writes what its
+// kernels read: Q [total_q][heads][Dqk] packed by tokens; K and V packed [total_kv]
+// [kv_heads][D] (ragged) or the pools [num_pages][kv_heads][page_size][D] (paged, every
+// slot: unused ones hold generated values no sequence reads), float32 before any
+// storage type; and its entry gets
+//     "layout": {"kind": "ragged"|"paged", "page_size", "num_pages", "pages_per_seq"
+//                (paged), "cu_seqlens_q": [batch+1], "cu_seqlens_kv": [batch+1],
+//                "page_table": [[the pages sequence b uses], …] (paged)}
+// with "problem"'s batch the sequences and seq_q/seq_kv the largest lengths.
+// Returns false with a message in err.
 bool attn_bench_export_inputs(const attn_bench_plan *plan, const char *dir, char *err,
                               size_t err_len);
 

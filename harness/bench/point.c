@@ -382,6 +382,16 @@ static void serving_counters(attn_gb_state *st, const attn_bench_state *s, const
     attn_gb_set_counter(st, "%bw_kv", kv * 1e-9 * 100.0 / s->bandwidth_gbs, ATTN_GB_RATE_PER_ITER);
 }
 
+// The bytes a call must move at least, for the roofline: the whole Q, K, V and O of a
+// dense point; for a serving batch, the K/V each sequence reads (attn_serving_kv_bytes:
+// not the pool's unused slots) and the packed Q and O.
+static double roofline_bytes(const attn_problem *p) {
+  if (!p->layout) return (double)tensor_bytes(p);
+  const double qo = (double)attn_layout_total_q(p) * (double)p->heads *
+                    (double)(p->head_dim_qk + p->head_dim_v) * sizeof(float);
+  return (double)attn_serving_kv_bytes(p) + qo;
+}
+
 // The bench's command-line layer beyond the per-point overrides: --tile-q, --tile-kv, --bind.
 static attn_setting_layer g_cli;
 static bool g_cli_set;
@@ -499,7 +509,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   // the caches, and DRAM's bandwidth is not their limit.
   bool memory_bound = false;
   const double t_roof = attn_bench_roofline_seconds(
-      attn_flops(p), (double)tensor_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
+      attn_flops(p), roofline_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
   const bool adjacent =
       s->adjacent_probe && memory_bound &&
       (pt->cold_inputs || tensor_bytes(p) > attn_topology_llc_bytes(attn_topology_get()));
@@ -549,6 +559,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   }
   // Scored against the limit that applies (t_roof above): % of the roofline time (t_roof /
   // time, a rate of t_roof per iteration), which limit it is, and the attainable rate.
+  if (p->layout)  // what the serving point's roofline counts (roofline_bytes above)
+    attn_gb_set_counter(st, "roofline_bytes", roofline_bytes(p), ATTN_GB_PLAIN);
   if (t_roof > 0) {
     attn_gb_set_counter(st, "%roofline", 100.0 * t_roof, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "memory_bound", memory_bound ? 1 : 0, ATTN_GB_PLAIN);

@@ -3,7 +3,7 @@
 """A serving sweep end to end (docs/serving.md): ragged and paged points (pages in order
 and shuffled, f32 and q8_0 K/V, a prefill chunk with decode tokens) are checked, timed
 and carry their counters — seqs, paged, tokens/s, kv_bytes equal to the keys' stored
-bytes.
+bytes, roofline_bytes (those plus the packed Q and O) and the %roofline they give.
 
     test_bench_serving.py ATTNBENCH
 """
@@ -60,6 +60,16 @@ with tempfile.TemporaryDirectory() as d:
         row = 2 * (34 if "q8_0" in n else 128)  # K + V row bytes, D 32
         check(b.get("kv_bytes") == keys * 2 * row, f"{n}: kv_bytes {b.get('kv_bytes')}")
         check(b.get("paged") == (1 if "/page16" in n else 0), f"{n}: paged counter")
+        # the roofline's bytes: the keys read plus the packed Q and O (8 + 3 or 8 + 4
+        # query tokens, 4 heads, D 32 + 32, float32), never the pool's unused slots
+        tokens = 8 + (3 if "kv=70_33_0_5" in n else 4)
+        check(b.get("roofline_bytes") == b.get("kv_bytes") + tokens * 4 * 64 * 4,
+              f"{n}: roofline_bytes {b.get('roofline_bytes')}")
+        if b.get("read_bw_GB/s") and b.get("peak_GFLOP/s"):  # t_roof from those bytes
+            t = max(b["flop"] / (b["peak_GFLOP/s"] * 1e9),
+                    b["roofline_bytes"] / (b["read_bw_GB/s"] * 1e9))
+            got = b["%roofline"] * b["real_time"] * 1e-6 / 100  # real_time in us
+            check(abs(got - t) <= 1e-3 * t, f"{n}: %roofline {b['%roofline']} (t_roof {t})")
 
 print("test_bench_serving: " + ("all checks passed" if not failures else f"{failures} failed"))
 sys.exit(1 if failures else 0)
