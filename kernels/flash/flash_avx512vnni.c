@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+// flash__avx512vnni — the flash kernel with the INT8 compute mode (attn.h, "Compute
+// modes") on AVX512_VNNI's `vpdpbusd`, reading the q8_0 K/V cache in place; every other
+// mode runs flash__avx512's F32 path.
+//
+// INT8 mode, one task of the flash plan (flash/flash_plan.h: the tasks, their key ranges
+// and split-KV chunks are a function of the shape, never of the thread count):
+//   Q̃ = Q8_0(Q), per row and 32-block (core/convert.h's rule, as the contract says):
+//       d_q = f16(max|x|/127), q_t = rne(x_t/d_q) ∈ [−127, 127]; c_b = 128·Σ_t q_t
+//   for each block of VN_KEYS keys, for each group of ≤ 4 rows (GQA: the heads of one
+//   K/V group share every loaded K and V vector), 16 keys at a time:
+//     I_b = Σ_t q_t·k_t  exactly, for each 32-block b (integer; below)
+//     s = scale · Σ_b fma(I_b, f16(d_q)·f16(d_k), ·)   (f16·f16 is exact in float32)
+//   per row: m' = max(m, max s), α = e^(m−m'), p = e^(s−m'), l' = α·l + Σ p (float32)
+//   acc = α·acc + Σ_c p_c · (f16(d_v)·v_c)   (V dequantized exactly in registers, fp32 FMA)
+//   o = acc / l   (l = 0: the row saw no key, zeros), or the partial (acc, m, l) that
+//                 flash_merge combines in chunk order under split-KV.
+//
+// The integer dot. vpdpbusd adds to each int32 lane Σ_{t<4} a_t·b_t with a unsigned and b
+// signed bytes. Q8_0 values are signed on both sides, so K is offset: k + 128 ∈ [1, 255]
+// is an unsigned byte (k XOR 0x80 in two's complement), and
+//     Σ_t (k_t + 128)·q_t = Σ_t k_t·q_t + 128·Σ_t q_t = I_b + c_b,
+// so I_b = (the vpdpbusd sum) − c_b, with c_b computed once per Q row and block. Every
+// partial sum is exact in int32 (|·| ≤ 32·255·127 < 2^20); I_b ≤ 32·127² < 2^19 converts
+// to float32 exactly. (The other form — |q| unsigned with q's sign moved onto k — needs one
+// sign change of each K vector per query row; the offset costs one XOR per K vector for
+// all rows of the group, and one integer subtraction per row, block and 16 keys.)
+// Layout of one 16-key group: a zmm holds four keys' 16-byte halves of block b, key
+// 4L + j in 128-bit lane L of vector j (j < 4); Q's half broadcast to the four lanes. Two
+// vpdpbusd (the block's two halves) leave each key's 32 products in 4 dwords of its lane;
+// two unpack-and-add levels (vn_sum4) give one vector of 16 keys, lane c = key c.
+// The d_k of the 16 keys come from one gather of their block headers.
+//
+// Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ 4 over
+// key blocks; causal rows see their own key counts (p = 0 past them). Options are not
+// native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them to the portable path.
+// Maths, bound and measurements: docs/low-precision-kernels.md.
+#include "flash/flash_avx512vnni.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/attn_internal.h"
+#include "core/convert.h"
+#include "flash/flash_avx512.h"
+#include "flash/flash_plan.h"
+#include "simd/softmax.h"
+
+#define VN_INLINE static inline __attribute__((always_inline))
+#define VN_RG FLASH_VNNI_ROWS    // rows per group (one K/V load serves them all)
+#define VN_KG FLASH_VNNI_KEYS    // keys per score vector
+#define VN_KEYS 64               // keys per online-softmax block; the plan's tile_kv multiple
+#define VN_PF_LOCALITY 2         // next block's K/V rows requested into L2
+_Static_assert(VN_KEYS % VN_KG == 0, "VN_KEYS: whole key groups");
+
+// ── The integer block dots ───────────────────────────────────────────────────────────
+// Vector j of a key group: keys j, 4 + j, 8 + j, 12 + j (lanes 0..3), 16 bytes at `off`
+// into each key's row (ko: byte offsets of the 16 keys from k), as unsigned k + 128.
+VN_INLINE __m512i vn_k4(const char *k, const int32_t *ko, int j, size_t off) {
+  __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(k + ko[j] + off)));
+  x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 4] + off)), 1);
+  x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 8] + off)), 2);
+  x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 12] + off)), 3);
+  return _mm512_xor_si512(x, _mm512_set1_epi8((char)0x80));
+}
+
+// Per 128-bit lane L: a_j's four dwords summed into dword j, for j < 4 (lane 4L + j).
+VN_INLINE __m512i vn_sum4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
+  const __m512i b01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
+  const __m512i b23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(b01, b23), _mm512_unpackhi_epi64(b01, b23));
+}
+
+// dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t over block b (k: the 16 keys' rows advanced to
+// block b; q: row r's block at q[r·nb]) — I_b + c_b of the comment at the top.
+VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const char *k,
+                             const int32_t *ko, __m512i *dot) {
+  const size_t qo = offsetof(attn_block_q8_0, qs);
+  __m512i k0[4], k1[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) k0[j] = vn_k4(k, ko, j, qo), k1[j] = vn_k4(k, ko, j, qo + 16);
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) {
+    const int8_t *qs = q[r * nb].qs;
+    const __m512i q0 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qs));
+    const __m512i q1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16)));
+    __m512i a[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+      a[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k0[j], q0), k1[j], q1);
+    dot[r] = vn_sum4(a[0], a[1], a[2], a[3]);
+  }
+}
+
+// ko[c] = byte offset of key min(c, nk − 1) (keys past nk repeat the last one: nothing
+// past the block is read; their scores are masked by the softmax).
+static void vn_key_offsets(int64_t nk, size_t krb, int32_t *ko) {
+  for (int64_t c = 0; c < VN_KG; c++) ko[c] = (int32_t)((size_t)(c < nk ? c : nk - 1) * krb);
+}
+
+// The scores of G rows against 16 keys: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·).
+// corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b.
+VN_INLINE void vn_qk16(const int G, const attn_block_q8_0 *q, const float *dq, const int32_t *corr,
+                       int64_t nb, const char *k, const int32_t *ko, float scale, float *s,
+                       int64_t lds) {
+  __m512 acc[VN_RG];
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) acc[r] = _mm512_setzero_ps();
+  const __m512i kov = _mm512_loadu_si512(ko);
+  for (int64_t b = 0; b < nb; b++) {
+    const char *kb = k + (size_t)b * sizeof(attn_block_q8_0);
+    __m512i dot[VN_RG];
+    vn_dots_block(G, q + b, nb, kb, ko, dot);
+    // d_k of the 16 keys: 4 bytes at each block header, the low 2 the binary16 scale.
+    const __m512i dk32 = _mm512_i32gather_epi32(kov, (const void *)kb, 1);
+    const __m512 dk = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dk32));
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++) {
+      const __m512i ib = _mm512_sub_epi32(dot[r], _mm512_set1_epi32(corr[r * nb + b]));
+      const __m512 sc = _mm512_mul_ps(dk, _mm512_set1_ps(dq[r * nb + b]));  // exact
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sc, acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) _mm512_storeu_ps(s + r * lds, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+}
+
+// c_b = 128·Σ_t q_t of one Q block (the offset's correction).
+static int32_t vn_corr(const attn_block_q8_0 *blk) {
+  int32_t sum = 0;
+  for (int t = 0; t < ATTN_Q8_0_BLOCK; t++) sum += blk->qs[t];
+  return 128 * sum;
+}
+
+void flash_avx512vnni_block_dots(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *k,
+                                 size_t krb, int nk, int32_t *out) {
+  int32_t ko[VN_KG], lane[VN_KG];
+  vn_key_offsets(nk, krb, ko);
+  for (int64_t b = 0; b < nb; b++) {
+    const char *kb = (const char *)k + (size_t)b * sizeof(attn_block_q8_0);
+    __m512i dot[VN_RG];
+    switch (nrows) {  // each row count its own instance, as in the kernel
+      case 1: vn_dots_block(1, q + b, nb, kb, ko, dot); break;
+      case 2: vn_dots_block(2, q + b, nb, kb, ko, dot); break;
+      case 3: vn_dots_block(3, q + b, nb, kb, ko, dot); break;
+      default: vn_dots_block(4, q + b, nb, kb, ko, dot); break;
+    }
+    for (int r = 0; r < nrows; r++) {
+      _mm512_storeu_si512(lane, _mm512_sub_epi32(dot[r], _mm512_set1_epi32(vn_corr(q + r * nb + b))));
+      for (int c = 0; c < nk; c++) out[((size_t)r * (size_t)nk + (size_t)c) * (size_t)nb + (size_t)b] = lane[c];
+    }
+  }
+}
+
+// ── P·V: V dequantized in registers ──────────────────────────────────────────────────
+// acc_r[e0 .. e0 + 16·NV) ← α_r·acc_r + Σ_{c < nk} p_r,c · (f16(d_v)·v_c) for the G rows
+// (p past a row's visible keys is 0, adding nothing). Each V vector is widened once for
+// the group: int8 → int32 → float32 (exact), times its block's d_v (exact: 11 + 7 bits).
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *s, int64_t lds,
+                          const float *alpha, const char *v, size_t vrb, int64_t nk, int64_t e0,
+                          float *acc, int64_t dvp) {
+  __m512 o[VN_RG][8];
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) {
+      o[r][x] = _mm512_loadu_ps(acc + r * dvp + e0 + 16 * x);
+      if (alpha[r] != 1.0f) o[r][x] = _mm512_mul_ps(o[r][x], _mm512_set1_ps(alpha[r]));
+    }
+  for (int64_t c = 0; c < nk; c++) {
+    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb) + e0 / ATTN_Q8_0_BLOCK;
+    __m512 vv[8];
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) {  // e0 is a multiple of 32: vector x is half x&1 of block x/2
+      const attn_block_q8_0 *blk = vr + x / 2;
+      const __m512i w = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk->qs + 16 * (x & 1))));
+      vv[x] = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(blk->d)), _mm512_cvtepi32_ps(w));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++) {
+      const __m512 pb = _mm512_set1_ps(s[r * lds + c]);
+#pragma GCC unroll 8
+      for (int x = 0; x < NV; x++) o[r][x] = _mm512_fmadd_ps(pb, vv[x], o[r][x]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) _mm512_storeu_ps(acc + r * dvp + e0 + 16 * x, o[r][x]);
+}
+
+// All of head_dim_v (a multiple of 32) in passes of 16·NV columns (G·NV ≤ 16 accumulators;
+// later passes reread the block's V rows from L1), the rest 32 columns at a time.
+VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const float *alpha, const char *v,
+                     size_t vrb, int64_t dv, int64_t nk, float *acc, int64_t dvp) {
+  enum { NV = 8 };
+  const int nv = G <= 2 ? NV : NV / 2;
+  int64_t e0 = 0;
+  for (; e0 + 16 * nv <= dv; e0 += 16 * nv) {
+    if (nv == NV)
+      vn_pv_pass(G, NV, s, lds, alpha, v, vrb, nk, e0, acc, dvp);
+    else
+      vn_pv_pass(G, NV / 2, s, lds, alpha, v, vrb, nk, e0, acc, dvp);
+  }
+  for (; e0 < dv; e0 += 32) vn_pv_pass(G, 2, s, lds, alpha, v, vrb, nk, e0, acc, dvp);
+}
+
+// ── Plan and scratch ─────────────────────────────────────────────────────────────────
+typedef struct vn_plan {
+  flash_plan fp;  // tasks, split-KV (flash_plan_make); fp.scratch_floats = ours
+  int64_t nb;     // Q8_0 blocks per Q/K row
+  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim;  // floats, 64-byte aligned
+} vn_plan;
+
+static size_t vn_align16(size_t n) {
+  return n > SIZE_MAX - 15 ? SIZE_MAX : (n + 15) & ~(size_t)15;
+}
+
+static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
+  flash_plan *pl = &vp->fp;
+  flash_plan_make(p, exec, 16, VN_KEYS, pl);
+  vp->nb = p->head_dim_qk / ATTN_Q8_0_BLOCK;
+  const size_t rows = (size_t)pl->rows, rb = attn_size_mul_sat(rows, (size_t)vp->nb);
+  size_t off = 0;
+#define VN_REGION(field, floats) vp->field = off, off = attn_size_add_sat(off, vn_align16(floats))
+  VN_REGION(off_qb, attn_size_mul_sat(rb, sizeof(attn_block_q8_0)) / sizeof(float) + 1);
+  VN_REGION(off_dq, rb);
+  VN_REGION(off_corr, rb);
+  VN_REGION(off_acc, attn_size_mul_sat(rows, (size_t)pl->dvp));
+  VN_REGION(off_m, rows);
+  VN_REGION(off_l, rows);
+  VN_REGION(off_lim, rows);
+#undef VN_REGION
+  pl->scratch_floats = off;  // flash_workspace_bytes: threads × scratch + partials
+}
+
+// ── One task ─────────────────────────────────────────────────────────────────────────
+typedef struct vn_task_view {
+  int64_t h0, hs, i0, nq, nrows;  // heads h0 .. h0 + hs at positions i0 .. i0 + nq
+  int64_t kb, ke;                 // the task's keys (flash_task_keys)
+} vn_task_view;
+
+// Row hh·nq + pos is query head h0 + hh at position i0 + pos: Q̃ quantized per block with
+// its scale as a float and its correction c_b; lim = the keys from kb the row sees.
+static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_view *w, int64_t b,
+                      const float *q, attn_block_q8_0 *qb, float *dq, int32_t *corr, int32_t *lim) {
+  const int64_t dqk = p->head_dim_qk, nb = vp->nb;
+  for (int64_t row = 0; row < w->nrows; row++) {
+    const int64_t hh = row / w->nq, pos = row % w->nq;
+    attn_quantize_q8_0_row(attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk, dqk, qb + row * nb);
+    for (int64_t x = 0; x < nb; x++) {
+      dq[row * nb + x] = attn_f16_to_f32(qb[row * nb + x].d);
+      corr[row * nb + x] = vn_corr(qb + row * nb + x);
+    }
+    int64_t lo, hi;  // no option is native: lo = 0, hi the causal limit
+    attn_row_keys(p, w->i0 + pos, &lo, &hi);
+    const int64_t n = lo >= hi ? 0 : hi - w->kb;
+    lim[row] = (int32_t)(n < 0 ? 0 : n > w->ke - w->kb ? w->ke - w->kb : n);
+  }
+}
+
+// Every 64-byte line of [a, a + bytes), into L2.
+static void vn_prefetch(const char *a, size_t bytes) {
+  for (size_t x = 0; x < bytes; x += 64) __builtin_prefetch(a + x, 0, VN_PF_LOCALITY);
+}
+
+// One group of G rows over keys [j, j + nk) of the task (key 0 of k and v is key j):
+// scores, online softmax, P·V. next (NULL: none) is the next block, prefetched.
+VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
+                        const attn_block_q8_0 *qb, const float *dq, const int32_t *corr,
+                        const int32_t *lim, int64_t j, const char *k, const char *v, int64_t nk,
+                        const char *knext, const char *vnext, float *acc, float *m, float *l) {
+  const int64_t nb = vp->nb, dv = p->head_dim_v, dvp = vp->fp.dvp;
+  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dv);
+  float s[VN_RG * VN_KEYS] __attribute__((aligned(64)));
+  float alpha[VN_RG];
+  int64_t n[VN_RG], nmax = 0;
+  for (int r = 0; r < G; r++) {
+    const int64_t x = lim[r] - j;
+    n[r] = x < 0 ? 0 : x > nk ? nk : x;
+    nmax = n[r] > nmax ? n[r] : nmax;
+  }
+  if (nmax == 0) return;  // causal: no row of the group sees these keys
+  const int64_t ncol = (nmax + VN_KG - 1) / VN_KG * VN_KG;
+  int32_t ko[VN_KG];
+  for (int64_t c = 0; c < ncol; c += VN_KG) {
+    if (knext) {  // the next block's rows of these keys (K, then V)
+      vn_prefetch(knext + (size_t)c * krb, VN_KG * krb);
+      vn_prefetch(vnext + (size_t)c * vrb, VN_KG * vrb);
+    }
+    vn_key_offsets(nk - c, krb, ko);
+    vn_qk16(G, qb, dq, corr, nb, k + (size_t)c * krb, ko, p->scale, s + c, VN_KEYS);
+  }
+  for (int r = 0; r < G; r++) alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
+  vn_pv(G, s, VN_KEYS, alpha, v, vrb, dv, nmax, acc, dvp);
+}
+
+static void vn_task(const attn_problem *p, const vn_plan *vp, int64_t t, const float *q,
+                    const void *k, const void *v, float *o, float *scratch, float *partials) {
+  const flash_plan *pl = &vp->fp;
+  const flash_task tk = flash_task_at(p, pl, t);
+  const int64_t hpg = p->heads / p->kv_heads, nb = vp->nb, dvp = pl->dvp;
+  vn_task_view w;
+  w.h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
+  w.hs = hpg - tk.sub * pl->heads_per_task;
+  w.hs = w.hs < pl->heads_per_task ? w.hs : pl->heads_per_task;
+  w.i0 = tk.qb * pl->tq;
+  w.nq = p->seq_q - w.i0 < pl->tq ? p->seq_q - w.i0 : pl->tq;
+  w.nrows = w.hs * w.nq;
+  flash_task_keys(p, pl, &tk, &w.kb, &w.ke);
+  attn_block_q8_0 *qb = (attn_block_q8_0 *)(scratch + vp->off_qb);
+  float *dq = scratch + vp->off_dq, *acc = scratch + vp->off_acc;
+  float *m = scratch + vp->off_m, *l = scratch + vp->off_l;
+  int32_t *corr = (int32_t *)(scratch + vp->off_corr), *lim = (int32_t *)(scratch + vp->off_lim);
+  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_v);
+  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
+  const char *kh = (const char *)k + (head + (size_t)w.kb) * krb;  // key kb of the head
+  const char *vh = (const char *)v + (head + (size_t)w.kb) * vrb;
+
+  for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
+  memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
+  vn_load_q(p, vp, &w, tk.b, q, qb, dq, corr, lim);
+  const int64_t nkeys = w.ke - w.kb;
+  for (int64_t j = 0; j < nkeys; j += VN_KEYS) {
+    const int64_t nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
+    const char *kj = kh + (size_t)j * krb, *vj = vh + (size_t)j * vrb;
+    const int more = j + VN_KEYS < nkeys;  // the next block (its first keys) exists
+    for (int64_t r0 = 0; r0 < w.nrows; r0 += VN_RG) {
+      const int64_t g = w.nrows - r0 < VN_RG ? w.nrows - r0 : VN_RG;
+      // The first group prefetches the next block (only keys it holds: ≤ its nk keys).
+      const char *kn = more && r0 == 0 && nkeys - j >= 2 * VN_KEYS ? kj + VN_KEYS * krb : NULL;
+      const char *vn = vj + VN_KEYS * vrb;
+#define VN_GROUP(G)                                                                             \
+  vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, j, kj, vj, nk, kn, vn, \
+           acc + r0 * dvp, m + r0, l + r0)
+      switch (g) {
+        case 1: VN_GROUP(1); break;
+        case 2: VN_GROUP(2); break;
+        case 3: VN_GROUP(3); break;
+        default: VN_GROUP(4); break;
+      }
+#undef VN_GROUP
+    }
+  }
+  // The result: the partial (acc, m, l) under split-KV, else O = acc / l (l = 0: zeros).
+  if (pl->nsplit > 1) {
+    float *blk = partials + (size_t)t * pl->partial_stride;
+    memcpy(blk, acc, (size_t)(w.nrows * dvp) * sizeof(float));
+    memcpy(blk + pl->rows * dvp, m, (size_t)w.nrows * sizeof(float));
+    memcpy(blk + pl->rows * dvp + pl->rows, l, (size_t)w.nrows * sizeof(float));
+    return;
+  }
+  for (int64_t row = 0; row < w.nrows; row++) {
+    float *orow = attn_o_head(p, o, tk.b, w.h0 + row / w.nq) + (w.i0 + row % w.nq) * p->head_dim_v;
+    vs_scale_store(orow, acc + row * dvp, p->head_dim_v, l[row] > 0.0f ? 1.0f / l[row] : 0.0f);
+  }
+}
+
+// ── Entry points ─────────────────────────────────────────────────────────────────────
+static size_t flash_vnni_workspace(const attn_problem *p, const attn_exec *exec) {
+  if (p->compute != ATTN_COMPUTE_INT8) return flash_avx512_workspace(p, exec);
+  vn_plan vp;
+  vn_plan_make(p, exec, &vp);
+  return flash_workspace_bytes(&vp.fp, flash_threads(exec));
+}
+
+static int flash_vnni_run(const attn_problem *p, const attn_exec *exec, const float *q,
+                          const void *k, const void *v, float *o, void *workspace) {
+  if (p->compute != ATTN_COMPUTE_INT8) return flash_avx512_run(p, exec, q, k, v, o, workspace);
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  vn_plan vp;
+  vn_plan_make(p, exec, &vp);
+  const flash_plan *pl = &vp.fp;
+  const int nt = flash_threads(exec);
+  float *ws = workspace;
+  float *partials = ws + (size_t)nt * pl->scratch_floats;
+  int *done = (int *)(partials + (size_t)pl->tasks * pl->partial_stride);
+  if (pl->nsplit > 1) memset(done, 0, (size_t)pl->base_tasks * sizeof *done);
+#pragma omp parallel num_threads(nt)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    float *scratch = ws + (size_t)omp_get_thread_num() * pl->scratch_floats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < pl->tasks; t++) {
+      vn_task(p, &vp, t, q, k, v, o, scratch, partials);
+      if (pl->nsplit > 1) {
+        int n;
+        // seq_cst: the partial written above is visible to whichever thread merges.
+#pragma omp atomic capture seq_cst
+        n = ++done[t / pl->nsplit];
+        if (n == pl->nsplit) flash_merge(p, pl, partials, t / pl->nsplit, o);
+      }
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
+}
+
+const attn_kernel attn_kernel_flash__avx512vnni = {
+    .name = "flash__avx512vnni",
+    .summary =
+        "flash__avx512 with the INT8 compute mode on vpdpbusd: Q quantized per 32-block, "
+        "integer Q.K^T straight from the q8_0 cache, fp32 softmax, P.V with V dequantized in "
+        "registers, GQA rows share each K/V load; F32 mode is flash__avx512's",
+    .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512VNNI,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL |
+            ATTN_CAP_COMPUTE_INT8,
+    .workspace = flash_vnni_workspace,
+    .run = flash_vnni_run,
+    .vec_width = 16,
+    .qk_rows = VN_RG,  // a row group × one key group (16 keys)
+    .qk_cols = VN_KG,
+    .pv_rows = VN_RG,  // a row group × 4 accumulator vectors (two passes at head_dim_v 128)
+    .pv_cols = 64,
+};
