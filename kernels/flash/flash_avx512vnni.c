@@ -49,10 +49,10 @@
 #include "simd/softmax.h"
 
 #define VN_INLINE static inline __attribute__((always_inline))
-#define VN_RG FLASH_VNNI_ROWS    // rows per group (one K/V load serves them all)
-#define VN_KG FLASH_VNNI_KEYS    // keys per score vector
-#define VN_KEYS 64               // keys per online-softmax block; the plan's tile_kv multiple
-#define VN_PF_LOCALITY 2         // next block's K/V rows requested into L2
+#define VN_RG FLASH_VNNI_ROWS  // rows per group (one K/V load serves them all)
+#define VN_KG FLASH_VNNI_KEYS  // keys per score vector
+#define VN_KEYS 64             // keys per online-softmax block; the plan's tile_kv multiple
+#define VN_PF_LOCALITY 2       // next block's K/V rows requested into L2
 _Static_assert(VN_KEYS % VN_KG == 0, "VN_KEYS: whole key groups");
 
 // ── The integer block dots ───────────────────────────────────────────────────────────
@@ -68,8 +68,10 @@ VN_INLINE __m512i vn_k4(const char *k, const int32_t *ko, int j, size_t off) {
 
 // Per 128-bit lane L: a_j's four dwords summed into dword j, for j < 4 (lane 4L + j).
 VN_INLINE __m512i vn_sum4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
-  const __m512i b01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
-  const __m512i b23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
+  const __m512i b01 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
+  const __m512i b23 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
   return _mm512_add_epi32(_mm512_unpacklo_epi64(b01, b23), _mm512_unpackhi_epi64(b01, b23));
 }
 
@@ -124,7 +126,8 @@ VN_INLINE void vn_qk16(const int G, const attn_block_q8_0 *q, const float *dq, c
     }
   }
 #pragma GCC unroll 4
-  for (int r = 0; r < G; r++) _mm512_storeu_ps(s + r * lds, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+  for (int r = 0; r < G; r++)
+    _mm512_storeu_ps(s + r * lds, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
 }
 
 // c_b = 128·Σ_t q_t of one Q block (the offset's correction).
@@ -142,14 +145,24 @@ void flash_avx512vnni_block_dots(int nrows, const attn_block_q8_0 *q, int64_t nb
     const char *kb = (const char *)k + (size_t)b * sizeof(attn_block_q8_0);
     __m512i dot[VN_RG];
     switch (nrows) {  // each row count its own instance, as in the kernel
-      case 1: vn_dots_block(1, q + b, nb, kb, ko, dot); break;
-      case 2: vn_dots_block(2, q + b, nb, kb, ko, dot); break;
-      case 3: vn_dots_block(3, q + b, nb, kb, ko, dot); break;
-      default: vn_dots_block(4, q + b, nb, kb, ko, dot); break;
+      case 1:
+        vn_dots_block(1, q + b, nb, kb, ko, dot);
+        break;
+      case 2:
+        vn_dots_block(2, q + b, nb, kb, ko, dot);
+        break;
+      case 3:
+        vn_dots_block(3, q + b, nb, kb, ko, dot);
+        break;
+      default:
+        vn_dots_block(4, q + b, nb, kb, ko, dot);
+        break;
     }
     for (int r = 0; r < nrows; r++) {
-      _mm512_storeu_si512(lane, _mm512_sub_epi32(dot[r], _mm512_set1_epi32(vn_corr(q + r * nb + b))));
-      for (int c = 0; c < nk; c++) out[((size_t)r * (size_t)nk + (size_t)c) * (size_t)nb + (size_t)b] = lane[c];
+      _mm512_storeu_si512(lane,
+                          _mm512_sub_epi32(dot[r], _mm512_set1_epi32(vn_corr(q + r * nb + b))));
+      for (int c = 0; c < nk; c++)
+        out[((size_t)r * (size_t)nk + (size_t)c) * (size_t)nb + (size_t)b] = lane[c];
     }
   }
 }
@@ -170,12 +183,14 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *s, int64_t lds
       if (alpha[r] != 1.0f) o[r][x] = _mm512_mul_ps(o[r][x], _mm512_set1_ps(alpha[r]));
     }
   for (int64_t c = 0; c < nk; c++) {
-    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb) + e0 / ATTN_Q8_0_BLOCK;
+    const attn_block_q8_0 *vr =
+        (const attn_block_q8_0 *)(v + (size_t)c * vrb) + e0 / ATTN_Q8_0_BLOCK;
     __m512 vv[8];
 #pragma GCC unroll 8
     for (int x = 0; x < NV; x++) {  // e0 is a multiple of 32: vector x is half x&1 of block x/2
       const attn_block_q8_0 *blk = vr + x / 2;
-      const __m512i w = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk->qs + 16 * (x & 1))));
+      const __m512i w =
+          _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk->qs + 16 * (x & 1))));
       vv[x] = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(blk->d)), _mm512_cvtepi32_ps(w));
     }
 #pragma GCC unroll 4
@@ -249,7 +264,8 @@ static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_vi
   const int64_t dqk = p->head_dim_qk, nb = vp->nb;
   for (int64_t row = 0; row < w->nrows; row++) {
     const int64_t hh = row / w->nq, pos = row % w->nq;
-    attn_quantize_q8_0_row(attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk, dqk, qb + row * nb);
+    attn_quantize_q8_0_row(attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk, dqk,
+                           qb + row * nb);
     for (int64_t x = 0; x < nb; x++) {
       dq[row * nb + x] = attn_f16_to_f32(qb[row * nb + x].d);
       corr[row * nb + x] = vn_corr(qb + row * nb + x);
@@ -294,7 +310,8 @@ VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
     vn_key_offsets(nk - c, krb, ko);
     vn_qk16(G, qb, dq, corr, nb, k + (size_t)c * krb, ko, p->scale, s + c, VN_KEYS);
   }
-  for (int r = 0; r < G; r++) alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
+  for (int r = 0; r < G; r++)
+    alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
   vn_pv(G, s, VN_KEYS, alpha, v, vrb, dv, nmax, acc, dvp);
 }
 
@@ -334,14 +351,22 @@ static void vn_task(const attn_problem *p, const vn_plan *vp, int64_t t, const f
       // The first group prefetches the next block (only keys it holds: ≤ its nk keys).
       const char *kn = more && r0 == 0 && nkeys - j >= 2 * VN_KEYS ? kj + VN_KEYS * krb : NULL;
       const char *vn = vj + VN_KEYS * vrb;
-#define VN_GROUP(G)                                                                             \
+#define VN_GROUP(G)                                                                               \
   vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, j, kj, vj, nk, kn, vn, \
            acc + r0 * dvp, m + r0, l + r0)
       switch (g) {
-        case 1: VN_GROUP(1); break;
-        case 2: VN_GROUP(2); break;
-        case 3: VN_GROUP(3); break;
-        default: VN_GROUP(4); break;
+        case 1:
+          VN_GROUP(1);
+          break;
+        case 2:
+          VN_GROUP(2);
+          break;
+        case 3:
+          VN_GROUP(3);
+          break;
+        default:
+          VN_GROUP(4);
+          break;
       }
 #undef VN_GROUP
     }
