@@ -52,8 +52,18 @@
 #define VN_RG FLASH_VNNI_ROWS  // rows per group (one K/V load serves them all)
 #define VN_KG FLASH_VNNI_KEYS  // keys per score vector
 #define VN_KEYS 64             // keys per online-softmax block; the plan's tile_kv multiple
-#define VN_PF_LOCALITY 2       // next block's K/V rows requested into L2
+#define VN_PF_LOCALITY 2       // K/V rows ahead requested into L2 ...
+#define VN_PF_BLOCKS \
+  2  // ... this many key blocks ahead (with 1, the scale reads of a
+     // block wait for its V rows, requested in the last P·V)
 _Static_assert(VN_KEYS % VN_KG == 0, "VN_KEYS: whole key groups");
+
+// Every 64-byte line of [a, a + bytes), into L2 (bytes 0: none).
+static inline void vn_prefetch(const char *a, size_t bytes) {
+  const uintptr_t e = (uintptr_t)a + bytes;
+  for (uintptr_t x = (uintptr_t)a & ~(uintptr_t)63; x < e; x += 64)
+    __builtin_prefetch((const void *)x, 0, VN_PF_LOCALITY);
+}
 
 // ── The integer block dots ───────────────────────────────────────────────────────────
 // Vector j of a key group: keys j, 4 + j, 8 + j, 12 + j (lanes 0..3), 16 bytes at `off`
@@ -102,32 +112,45 @@ static void vn_key_offsets(int64_t nk, size_t krb, int32_t *ko) {
   for (int64_t c = 0; c < VN_KG; c++) ko[c] = (int32_t)((size_t)(c < nk ? c : nk - 1) * krb);
 }
 
-// The scores of G rows against 16 keys: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·).
-// corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b.
+// The scores of G rows against 16 keys: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·);
+// pf (NULL: none): pfb bytes to prefetch, a slice per block.
+// corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b; dk[b·ldk + c] the
+// binary16 d_k of key c's block b (vn_scales).
 VN_INLINE void vn_qk16(const int G, const attn_block_q8_0 *q, const float *dq, const int32_t *corr,
-                       int64_t nb, const char *k, const int32_t *ko, float scale, float *s,
-                       int64_t lds) {
+                       int64_t nb, const char *k, const int32_t *ko, const uint16_t *dk,
+                       int64_t ldk, float scale, float *s, int64_t lds, const char *pf,
+                       size_t pfb) {
   __m512 acc[VN_RG];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++) acc[r] = _mm512_setzero_ps();
-  const __m512i kov = _mm512_loadu_si512(ko);
   for (int64_t b = 0; b < nb; b++) {
-    const char *kb = k + (size_t)b * sizeof(attn_block_q8_0);
+    if (pf) {  // the b-th of nb slices of [pf, pf + pfb): spread over the blocks
+      const size_t lo = pfb * (size_t)b / (size_t)nb, hi = pfb * (size_t)(b + 1) / (size_t)nb;
+      vn_prefetch(pf + lo, hi - lo);
+    }
     __m512i dot[VN_RG];
-    vn_dots_block(G, q + b, nb, kb, ko, dot);
-    // d_k of the 16 keys: 4 bytes at each block header, the low 2 the binary16 scale.
-    const __m512i dk32 = _mm512_i32gather_epi32(kov, (const void *)kb, 1);
-    const __m512 dk = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dk32));
+    vn_dots_block(G, q + b, nb, k + (size_t)b * sizeof(attn_block_q8_0), ko, dot);
+    const __m512 dkv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dk + b * ldk)));
 #pragma GCC unroll 4
     for (int r = 0; r < G; r++) {
       const __m512i ib = _mm512_sub_epi32(dot[r], _mm512_set1_epi32(corr[r * nb + b]));
-      const __m512 sc = _mm512_mul_ps(dk, _mm512_set1_ps(dq[r * nb + b]));  // exact
+      const __m512 sc = _mm512_mul_ps(dkv, _mm512_set1_ps(dq[r * nb + b]));  // exact
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sc, acc[r]);
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
     _mm512_storeu_ps(s + r * lds, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+}
+
+// The binary16 scales of nk keys' rows (nb blocks each, krb bytes apart) into
+// d[b·VN_KEYS + c], zeros up to whole key groups: scalar moves, once per key block for all
+// row groups (the vector units are busy with the dots and FMAs).
+static void vn_scales(const char *rows, size_t rb, int64_t nb, int64_t nk, uint16_t *d) {
+  const int64_t nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
+  for (int64_t c = 0; c < nkp; c++)
+    for (int64_t b = 0; b < nb; b++)
+      d[b * VN_KEYS + c] = c < nk ? ((const attn_block_q8_0 *)(rows + (size_t)c * rb))[b].d : 0;
 }
 
 // c_b = 128·Σ_t q_t of one Q block (the offset's correction).
@@ -168,12 +191,17 @@ void flash_avx512vnni_block_dots(int nrows, const attn_block_q8_0 *q, int64_t nb
 }
 
 // ── P·V: V dequantized in registers ──────────────────────────────────────────────────
-// acc_r[e0 .. e0 + 16·NV) ← α_r·acc_r + Σ_{c < nk} p_r,c · (f16(d_v)·v_c) for the G rows
-// (p past a row's visible keys is 0, adding nothing). Each V vector is widened once for
-// the group: int8 → int32 → float32 (exact), times its block's d_v (exact: 11 + 7 bits).
-VN_INLINE void vn_pv_pass(const int G, const int NV, const float *s, int64_t lds,
+// acc_r[e0 .. e0 + 16·NV) ← α_r·acc_r + Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of
+// key c's V row, widened exactly; b the block of the column) for the G rows, with
+// w_r,c,b = p_r,c · f16(d_v,c,b) (vn_pv). Each V vector is widened once for the group.
+// pfv (NULL: none): the next block's V rows, one prefetched per key.
+// The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
+// is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
+// of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
+// 0 and adds nothing.
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw,
                           const float *alpha, const char *v, size_t vrb, int64_t nk, int64_t e0,
-                          float *acc, int64_t dvp) {
+                          float *acc, int64_t dvp, const char *pfv) {
   __m512 o[VN_RG][8];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
@@ -182,23 +210,22 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *s, int64_t lds
       o[r][x] = _mm512_loadu_ps(acc + r * dvp + e0 + 16 * x);
       if (alpha[r] != 1.0f) o[r][x] = _mm512_mul_ps(o[r][x], _mm512_set1_ps(alpha[r]));
     }
+  const int64_t b0 = e0 / ATTN_Q8_0_BLOCK;  // e0 is a multiple of 32: vector x is half
+                                            // x & 1 of block b0 + x / 2
   for (int64_t c = 0; c < nk; c++) {
-    const attn_block_q8_0 *vr =
-        (const attn_block_q8_0 *)(v + (size_t)c * vrb) + e0 / ATTN_Q8_0_BLOCK;
+    if (pfv) vn_prefetch(pfv + (size_t)c * vrb, vrb);  // row c of the next block's V
+    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb) + b0;
     __m512 vv[8];
 #pragma GCC unroll 8
-    for (int x = 0; x < NV; x++) {  // e0 is a multiple of 32: vector x is half x&1 of block x/2
-      const attn_block_q8_0 *blk = vr + x / 2;
-      const __m512i w =
-          _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(blk->qs + 16 * (x & 1))));
-      vv[x] = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(blk->d)), _mm512_cvtepi32_ps(w));
-    }
+    for (int x = 0; x < NV; x++)
+      vv[x] = _mm512_cvtepi32_ps(
+          _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(vr[x / 2].qs + 16 * (x & 1)))));
 #pragma GCC unroll 4
-    for (int r = 0; r < G; r++) {
-      const __m512 pb = _mm512_set1_ps(s[r * lds + c]);
+    for (int r = 0; r < G; r++)
 #pragma GCC unroll 8
-      for (int x = 0; x < NV; x++) o[r][x] = _mm512_fmadd_ps(pb, vv[x], o[r][x]);
-    }
+      for (int x = 0; x < NV; x++)
+        o[r][x] = _mm512_fmadd_ps(_mm512_set1_ps(w[(r * ldw + b0 + x / 2) * VN_KEYS + c]), vv[x],
+                                  o[r][x]);
   }
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
@@ -206,27 +233,40 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *s, int64_t lds
     for (int x = 0; x < NV; x++) _mm512_storeu_ps(acc + r * dvp + e0 + 16 * x, o[r][x]);
 }
 
-// All of head_dim_v (a multiple of 32) in passes of 16·NV columns (G·NV ≤ 16 accumulators;
+// P·V over all of head_dim_v (a multiple of 32): w = p·d_v per row, block and key (16 keys
+// per vector; dvs from vn_scales), then passes of 16·NV columns (G·NV ≤ 16 accumulators;
 // later passes reread the block's V rows from L1), the rest 32 columns at a time.
-VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const float *alpha, const char *v,
-                     size_t vrb, int64_t dv, int64_t nk, float *acc, int64_t dvp) {
+VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *dvs, float *w,
+                     const float *alpha, const char *v, size_t vrb, int64_t dv, int64_t nk,
+                     float *acc, int64_t dvp, const char *pfv) {
   enum { NV = 8 };
+  const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
+  for (int r = 0; r < G; r++)
+    for (int64_t b = 0; b < nbv; b++)
+      for (int64_t c = 0; c < nkp; c += VN_KG)
+        _mm512_storeu_ps(
+            w + (r * nbv + b) * VN_KEYS + c,
+            _mm512_mul_ps(
+                _mm512_loadu_ps(s + r * lds + c),
+                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dvs + b * VN_KEYS + c)))));
   const int nv = G <= 2 ? NV : NV / 2;
   int64_t e0 = 0;
   for (; e0 + 16 * nv <= dv; e0 += 16 * nv) {
+    const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
     if (nv == NV)
-      vn_pv_pass(G, NV, s, lds, alpha, v, vrb, nk, e0, acc, dvp);
+      vn_pv_pass(G, NV, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, pf);
     else
-      vn_pv_pass(G, NV / 2, s, lds, alpha, v, vrb, nk, e0, acc, dvp);
+      vn_pv_pass(G, NV / 2, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, pf);
   }
-  for (; e0 < dv; e0 += 32) vn_pv_pass(G, 2, s, lds, alpha, v, vrb, nk, e0, acc, dvp);
+  for (; e0 < dv; e0 += 32)
+    vn_pv_pass(G, 2, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────
 typedef struct vn_plan {
   flash_plan fp;  // tasks, split-KV (flash_plan_make); fp.scratch_floats = ours
   int64_t nb;     // Q8_0 blocks per Q/K row
-  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim;  // floats, 64-byte aligned
+  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim, off_dk, off_dv, off_w;
 } vn_plan;
 
 static size_t vn_align16(size_t n) {
@@ -247,6 +287,10 @@ static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *
   VN_REGION(off_m, rows);
   VN_REGION(off_l, rows);
   VN_REGION(off_lim, rows);
+  const size_t nbk = (size_t)vp->nb, nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
+  VN_REGION(off_dk, nbk * VN_KEYS / 2);  // binary16 scales of a key block's K rows
+  VN_REGION(off_dv, nbv * VN_KEYS / 2);  // ... and V rows
+  VN_REGION(off_w, VN_RG * nbv * VN_KEYS);
 #undef VN_REGION
   pl->scratch_floats = off;  // flash_workspace_bytes: threads × scratch + partials
 }
@@ -277,25 +321,28 @@ static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_vi
   }
 }
 
-// Every 64-byte line of [a, a + bytes), into L2.
-static void vn_prefetch(const char *a, size_t bytes) {
-  for (size_t x = 0; x < bytes; x += 64) __builtin_prefetch(a + x, 0, VN_PF_LOCALITY);
-}
+// One key block of a task: keys [j, j + nk) of the task's range (key 0 of k and v is key j),
+// their scales (vn_scales), the P·V weights' scratch, and the next block to prefetch
+// (knext NULL: none).
+typedef struct vn_block {
+  const char *k, *v, *knext, *vnext;
+  int64_t j, nk;
+  const uint16_t *dk, *dv;
+  float *w;
+} vn_block;
 
-// One group of G rows over keys [j, j + nk) of the task (key 0 of k and v is key j):
-// scores, online softmax, P·V. next (NULL: none) is the next block, prefetched.
+// One group of G rows over a key block: scores, online softmax, P·V.
 VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
                         const attn_block_q8_0 *qb, const float *dq, const int32_t *corr,
-                        const int32_t *lim, int64_t j, const char *k, const char *v, int64_t nk,
-                        const char *knext, const char *vnext, float *acc, float *m, float *l) {
-  const int64_t nb = vp->nb, dv = p->head_dim_v, dvp = vp->fp.dvp;
+                        const int32_t *lim, const vn_block *kb, float *acc, float *m, float *l) {
+  const int64_t nb = vp->nb, dv = p->head_dim_v, dvp = vp->fp.dvp, nk = kb->nk;
   const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
   const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dv);
   float s[VN_RG * VN_KEYS] __attribute__((aligned(64)));
   float alpha[VN_RG];
   int64_t n[VN_RG], nmax = 0;
   for (int r = 0; r < G; r++) {
-    const int64_t x = lim[r] - j;
+    const int64_t x = lim[r] - kb->j;
     n[r] = x < 0 ? 0 : x > nk ? nk : x;
     nmax = n[r] > nmax ? n[r] : nmax;
   }
@@ -303,16 +350,15 @@ VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
   const int64_t ncol = (nmax + VN_KG - 1) / VN_KG * VN_KG;
   int32_t ko[VN_KG];
   for (int64_t c = 0; c < ncol; c += VN_KG) {
-    if (knext) {  // the next block's rows of these keys (K, then V)
-      vn_prefetch(knext + (size_t)c * krb, VN_KG * krb);
-      vn_prefetch(vnext + (size_t)c * vrb, VN_KG * vrb);
-    }
     vn_key_offsets(nk - c, krb, ko);
-    vn_qk16(G, qb, dq, corr, nb, k + (size_t)c * krb, ko, p->scale, s + c, VN_KEYS);
+    // The next block's K rows of these keys, spread over the blocks of the dots.
+    vn_qk16(G, qb, dq, corr, nb, kb->k + (size_t)c * krb, ko, kb->dk + c, VN_KEYS, p->scale, s + c,
+            VN_KEYS, kb->knext ? kb->knext + (size_t)c * krb : NULL, VN_KG * krb);
   }
   for (int r = 0; r < G; r++)
     alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
-  vn_pv(G, s, VN_KEYS, alpha, v, vrb, dv, nmax, acc, dvp);
+  vn_pv(G, s, VN_KEYS, kb->dv, kb->w, alpha, kb->v, vrb, dv, nmax, acc, dvp,
+        kb->knext ? kb->vnext : NULL);
 }
 
 static void vn_task(const attn_problem *p, const vn_plan *vp, int64_t t, const float *q,
@@ -342,18 +388,26 @@ static void vn_task(const attn_problem *p, const vn_plan *vp, int64_t t, const f
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
   vn_load_q(p, vp, &w, tk.b, q, qb, dq, corr, lim);
   const int64_t nkeys = w.ke - w.kb;
+  vn_block kb = {.dk = (const uint16_t *)(scratch + vp->off_dk),
+                 .dv = (const uint16_t *)(scratch + vp->off_dv),
+                 .w = scratch + vp->off_w};
   for (int64_t j = 0; j < nkeys; j += VN_KEYS) {
-    const int64_t nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
-    const char *kj = kh + (size_t)j * krb, *vj = vh + (size_t)j * vrb;
-    const int more = j + VN_KEYS < nkeys;  // the next block (its first keys) exists
+    kb.j = j;
+    kb.nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
+    kb.k = kh + (size_t)j * krb, kb.v = vh + (size_t)j * vrb;
+    vn_scales(kb.k, krb, nb, kb.nk, (uint16_t *)(scratch + vp->off_dk));
+    vn_scales(kb.v, vrb, p->head_dim_v / ATTN_Q8_0_BLOCK, kb.nk,
+              (uint16_t *)(scratch + vp->off_dv));
     for (int64_t r0 = 0; r0 < w.nrows; r0 += VN_RG) {
       const int64_t g = w.nrows - r0 < VN_RG ? w.nrows - r0 : VN_RG;
-      // The first group prefetches the next block (only keys it holds: ≤ its nk keys).
-      const char *kn = more && r0 == 0 && nkeys - j >= 2 * VN_KEYS ? kj + VN_KEYS * krb : NULL;
-      const char *vn = vj + VN_KEYS * vrb;
-#define VN_GROUP(G)                                                                               \
-  vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, j, kj, vj, nk, kn, vn, \
-           acc + r0 * dvp, m + r0, l + r0)
+      // The first group prefetches the block VN_PF_BLOCKS ahead when it is a whole one.
+      kb.knext = r0 == 0 && nkeys - j >= (VN_PF_BLOCKS + 1) * VN_KEYS
+                     ? kb.k + VN_PF_BLOCKS * VN_KEYS * krb
+                     : NULL;
+      kb.vnext = kb.v + VN_PF_BLOCKS * VN_KEYS * vrb;
+#define VN_GROUP(G)                                                                             \
+  vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, &kb, acc + r0 * dvp, \
+           m + r0, l + r0)
       switch (g) {
         case 1:
           VN_GROUP(1);

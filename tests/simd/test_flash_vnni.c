@@ -40,10 +40,14 @@ static float urand(void) {  // uniform in [-1, 1)
 // ── The integer block dots, exactly ─────────────────────────────────────────────────
 static int8_t byte_of(int kind) {
   switch (kind) {
-    case 0: return 127;
-    case 1: return -127;
-    case 2: return 0;
-    default: return (int8_t)((int)(rnd() % 255) - 127);
+    case 0:
+      return 127;
+    case 1:
+      return -127;
+    case 2:
+      return 0;
+    default:
+      return (int8_t)((int)(rnd() % 255) - 127);
   }
 }
 
@@ -72,7 +76,8 @@ static void block_dots(void) {
                 int32_t want = 0;
                 for (int t = 0; t < 32; t++) want += q[r * nb + b].qs[t] * kk[c * nb + b].qs[t];
                 const int32_t got = out[(r * nk + c) * nb + b];
-                EXPECT(got == want, "dots kind %d nb %d rows %d keys %d: row %d key %d block %d: %d, want %d",
+                EXPECT(got == want,
+                       "dots kind %d nb %d rows %d keys %d: row %d key %d block %d: %d, want %d",
                        kind, nb, nrows, nk, r, c, b, got, want);
               }
           cases++;
@@ -87,8 +92,10 @@ typedef enum { kHonest, kUnsignedK, kBlock0Scale } bug;
 // I_b from flash_avx512vnni_block_dots, bent by the bug.
 static int dots_kernel(const attn_problem *p, const float *q, const void *kv, const void *vv,
                        float *o, bug which) {
-  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, nb = dqk / 32, hpg = p->heads / p->kv_heads;
-  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dqk), vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dv);
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, nb = dqk / 32,
+                hpg = p->heads / p->kv_heads;
+  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dqk),
+               vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dv);
   attn_block_q8_0 *qb = malloc((size_t)nb * sizeof *qb);
   int32_t *dots = malloc((size_t)(FLASH_VNNI_KEYS * nb) * sizeof *dots);
   double *s = malloc((size_t)p->seq_kv * sizeof *s), *acc = malloc((size_t)dv * sizeof *acc);
@@ -134,17 +141,17 @@ static int dots_kernel(const attn_problem *p, const float *q, const void *kv, co
   return ATTN_OK;
 }
 
-#define DOTS_KERNEL(id, which)                                                             \
-  static int id##_run(const attn_problem *p, const attn_exec *e, const float *q,           \
-                        const void *k, const void *v, float *o, void *ws) {                  \
-    (void)e, (void)ws;                                                                       \
-    return dots_kernel(p, q, k, v, o, which);                                                \
-  }                                                                                          \
-  static const attn_kernel id = {.name = #id,                                            \
-                                   .summary = "test kernel",                                 \
-                                   .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_Q8_0 |          \
-                                           ATTN_CAP_COMPUTE_INT8,                            \
-                                   .run = id##_run};
+#define DOTS_KERNEL(id, which)                                                                  \
+  static int id##_run(const attn_problem *p, const attn_exec *e, const float *q, const void *k, \
+                      const void *v, float *o, void *ws) {                                      \
+    (void)e, (void)ws;                                                                          \
+    return dots_kernel(p, q, k, v, o, which);                                                   \
+  }                                                                                             \
+  static const attn_kernel id = {                                                               \
+      .name = #id,                                                                              \
+      .summary = "test kernel",                                                                 \
+      .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_KV_Q8_0 | ATTN_CAP_COMPUTE_INT8,                   \
+      .run = id##_run};
 DOTS_KERNEL(dots_honest, kHonest)
 DOTS_KERNEL(dots_unsigned_k, kUnsignedK)
 DOTS_KERNEL(dots_block0_scale, kBlock0Scale)
@@ -198,9 +205,9 @@ static void run_shape(const attn_kernel *k, const shape *c) {
   if (c->scale != 0.0f) p.scale = c->scale < 0.0f ? -p.scale : c->scale;
   char what[160], err[256];
   snprintf(what, sizeof what, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld/%lld%s split%d scale %g",
-           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq,
-           (long long)c->skv, (long long)c->dqk, (long long)c->dv, c->causal ? " causal" : "",
-           c->kv_split, (double)p.scale);
+           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq, (long long)c->skv,
+           (long long)c->dqk, (long long)c->dv, c->causal ? " causal" : "", c->kv_split,
+           (double)p.scale);
   attn_check_prepared *pc = prepare(&p, 1.0f);
   if (!pc) return;
   const attn_problem *pp = attn_check_problem(pc);
