@@ -12,7 +12,8 @@
 //     I_b = Σ_t q_t·k_t  exactly, for each 32-block b (integer; below)
 //     s = scale · Σ_b fma(I_b, f16(d_q)·f16(d_k), ·)   (f16·f16 is exact in float32)
 //   per row: m' = max(m, max s), α = e^(m−m'), p = e^(s−m'), l' = α·l + Σ p (float32)
-//   acc = α·acc + Σ_c p_c · (f16(d_v)·v_c)   (V dequantized exactly in registers, fp32 FMA)
+//   acc = α·acc + Σ_c w_c·v_c, w_c = p_c·f16(d_v)   (v_c the int8 values widened exactly
+//                 in registers; one rounding of each product, as float32's p·v: fp32 FMA)
 //   o = acc / l   (l = 0: the row saw no key, zeros), or the partial (acc, m, l) that
 //                 flash_merge combines in chunk order under split-KV.
 //
@@ -29,7 +30,8 @@
 // 4L + j in 128-bit lane L of vector j (j < 4); Q's half broadcast to the four lanes. Two
 // vpdpbusd (the block's two halves) leave each key's 32 products in 4 dwords of its lane;
 // two unpack-and-add levels (vn_sum4) give one vector of 16 keys, lane c = key c.
-// The d_k of the 16 keys come from one gather of their block headers.
+// The binary16 scales of a key block's K and V rows are copied once per block (scalar
+// moves, shared by all row groups) and widened 16 keys at a time.
 //
 // Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ 4 over
 // key blocks; causal rows see their own key counts (p = 0 past them). Options are not
@@ -68,7 +70,7 @@ static inline void vn_prefetch(const char *a, size_t bytes) {
 // ── The integer block dots ───────────────────────────────────────────────────────────
 // Vector j of a key group: keys j, 4 + j, 8 + j, 12 + j (lanes 0..3), 16 bytes at `off`
 // into each key's row (ko: byte offsets of the 16 keys from k), as unsigned k + 128.
-VN_INLINE __m512i vn_k4(const char *k, const int32_t *ko, int j, size_t off) {
+VN_INLINE __m512i vn_k4(const char *k, const size_t *ko, int j, size_t off) {
   __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(k + ko[j] + off)));
   x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 4] + off)), 1);
   x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 8] + off)), 2);
@@ -88,7 +90,7 @@ VN_INLINE __m512i vn_sum4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
 // dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t over block b (k: the 16 keys' rows advanced to
 // block b; q: row r's block at q[r·nb]) — I_b + c_b of the comment at the top.
 VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const char *k,
-                             const int32_t *ko, __m512i *dot) {
+                             const size_t *ko, __m512i *dot) {
   const size_t qo = offsetof(attn_block_q8_0, qs);
   __m512i k0[4], k1[4];
 #pragma GCC unroll 4
@@ -108,8 +110,8 @@ VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, 
 
 // ko[c] = byte offset of key min(c, nk − 1) (keys past nk repeat the last one: nothing
 // past the block is read; their scores are masked by the softmax).
-static void vn_key_offsets(int64_t nk, size_t krb, int32_t *ko) {
-  for (int64_t c = 0; c < VN_KG; c++) ko[c] = (int32_t)((size_t)(c < nk ? c : nk - 1) * krb);
+static void vn_key_offsets(int64_t nk, size_t krb, size_t *ko) {
+  for (int64_t c = 0; c < VN_KG; c++) ko[c] = (size_t)(c < nk ? c : nk - 1) * krb;
 }
 
 // The scores of G rows against 16 keys: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·);
@@ -117,9 +119,8 @@ static void vn_key_offsets(int64_t nk, size_t krb, int32_t *ko) {
 // corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b; dk[b·ldk + c] the
 // binary16 d_k of key c's block b (vn_scales).
 VN_INLINE void vn_qk16(const int G, const attn_block_q8_0 *q, const float *dq, const int32_t *corr,
-                       int64_t nb, const char *k, const int32_t *ko, const uint16_t *dk,
-                       int64_t ldk, float scale, float *s, int64_t lds, const char *pf,
-                       size_t pfb) {
+                       int64_t nb, const char *k, const size_t *ko, const uint16_t *dk, int64_t ldk,
+                       float scale, float *s, int64_t lds, const char *pf, size_t pfb) {
   __m512 acc[VN_RG];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++) acc[r] = _mm512_setzero_ps();
@@ -162,7 +163,8 @@ static int32_t vn_corr(const attn_block_q8_0 *blk) {
 
 void flash_avx512vnni_block_dots(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *k,
                                  size_t krb, int nk, int32_t *out) {
-  int32_t ko[VN_KG], lane[VN_KG];
+  size_t ko[VN_KG];
+  int32_t lane[VN_KG];
   vn_key_offsets(nk, krb, ko);
   for (int64_t b = 0; b < nb; b++) {
     const char *kb = (const char *)k + (size_t)b * sizeof(attn_block_q8_0);
@@ -269,8 +271,12 @@ typedef struct vn_plan {
   size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim, off_dk, off_dv, off_w;
 } vn_plan;
 
-static size_t vn_align16(size_t n) {
-  return n > SIZE_MAX - 15 ? SIZE_MAX : (n + 15) & ~(size_t)15;
+// The next per-thread region of `floats` floats: its offset, and *end moved past it rounded
+// up to 64 bytes (saturating: an absurd size then fails to allocate).
+static size_t vn_region(size_t *end, size_t floats) {
+  const size_t at = *end, padded = floats > SIZE_MAX - 15 ? SIZE_MAX : (floats + 15) & ~(size_t)15;
+  *end = attn_size_add_sat(*end, padded);
+  return at;
 }
 
 static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
@@ -278,21 +284,19 @@ static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *
   flash_plan_make(p, exec, 16, VN_KEYS, pl);
   vp->nb = p->head_dim_qk / ATTN_Q8_0_BLOCK;
   const size_t rows = (size_t)pl->rows, rb = attn_size_mul_sat(rows, (size_t)vp->nb);
-  size_t off = 0;
-#define VN_REGION(field, floats) vp->field = off, off = attn_size_add_sat(off, vn_align16(floats))
-  VN_REGION(off_qb, attn_size_mul_sat(rb, sizeof(attn_block_q8_0)) / sizeof(float) + 1);
-  VN_REGION(off_dq, rb);
-  VN_REGION(off_corr, rb);
-  VN_REGION(off_acc, attn_size_mul_sat(rows, (size_t)pl->dvp));
-  VN_REGION(off_m, rows);
-  VN_REGION(off_l, rows);
-  VN_REGION(off_lim, rows);
-  const size_t nbk = (size_t)vp->nb, nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
-  VN_REGION(off_dk, nbk * VN_KEYS / 2);  // binary16 scales of a key block's K rows
-  VN_REGION(off_dv, nbv * VN_KEYS / 2);  // ... and V rows
-  VN_REGION(off_w, VN_RG * nbv * VN_KEYS);
-#undef VN_REGION
-  pl->scratch_floats = off;  // flash_workspace_bytes: threads × scratch + partials
+  const size_t nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
+  size_t end = 0;
+  vp->off_qb = vn_region(&end, attn_size_mul_sat(rb, sizeof(attn_block_q8_0)) / sizeof(float) + 1);
+  vp->off_dq = vn_region(&end, rb);
+  vp->off_corr = vn_region(&end, rb);
+  vp->off_acc = vn_region(&end, attn_size_mul_sat(rows, (size_t)pl->dvp));
+  vp->off_m = vn_region(&end, rows);
+  vp->off_l = vn_region(&end, rows);
+  vp->off_lim = vn_region(&end, rows);
+  vp->off_dk = vn_region(&end, (size_t)vp->nb * VN_KEYS / 2);  // binary16 d_k of a key block
+  vp->off_dv = vn_region(&end, nbv * VN_KEYS / 2);             // ... and d_v
+  vp->off_w = vn_region(&end, VN_RG * nbv * VN_KEYS);          // P·V weights of a row group
+  pl->scratch_floats = end;  // flash_workspace_bytes: threads × scratch + partials
 }
 
 // ── One task ─────────────────────────────────────────────────────────────────────────
@@ -348,7 +352,7 @@ VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
   }
   if (nmax == 0) return;  // causal: no row of the group sees these keys
   const int64_t ncol = (nmax + VN_KG - 1) / VN_KG * VN_KG;
-  int32_t ko[VN_KG];
+  size_t ko[VN_KG];
   for (int64_t c = 0; c < ncol; c += VN_KG) {
     vn_key_offsets(nk - c, krb, ko);
     // The next block's K rows of these keys, spread over the blocks of the dots.
@@ -440,43 +444,44 @@ static void vn_task(const attn_problem *p, const vn_plan *vp, int64_t t, const f
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
-static size_t flash_vnni_workspace(const attn_problem *p, const attn_exec *exec) {
-  if (p->compute != ATTN_COMPUTE_INT8) return flash_avx512_workspace(p, exec);
+// The INT8 mode's run (preconditions asserted by the entry point below).
+static int vn_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                  const void *v, float *o, float *ws) {
   vn_plan vp;
+  vn_plan_make(p, exec, &vp);
+  const flash_plan *pl = &vp.fp;
+  const int nt = flash_threads(exec);
+  float *partials = ws + (size_t)nt * pl->scratch_floats;
+  // Every task, then (split-KV) every merge of a base task's chunks in chunk order, after
+  // the barrier that ends the first loop: each number depends on the plan only.
+#pragma omp parallel num_threads(nt)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    float *own = ws + (size_t)omp_get_thread_num() * pl->scratch_floats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < pl->tasks; t++) vn_task(p, &vp, t, q, k, v, o, own, partials);
+    if (pl->nsplit > 1) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t base = 0; base < pl->base_tasks; base++) flash_merge(p, pl, partials, base, o);
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
+}
+
+// INT8 on vn_run; every other mode is flash__avx512's.
+static size_t flash_vnni_workspace(const attn_problem *p, const attn_exec *exec) {
+  vn_plan vp;
+  if (p->compute != ATTN_COMPUTE_INT8) return flash_avx512_workspace(p, exec);
   vn_plan_make(p, exec, &vp);
   return flash_workspace_bytes(&vp.fp, flash_threads(exec));
 }
 
 static int flash_vnni_run(const attn_problem *p, const attn_exec *exec, const float *q,
                           const void *k, const void *v, float *o, void *workspace) {
-  if (p->compute != ATTN_COMPUTE_INT8) return flash_avx512_run(p, exec, q, k, v, o, workspace);
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
-  vn_plan vp;
-  vn_plan_make(p, exec, &vp);
-  const flash_plan *pl = &vp.fp;
-  const int nt = flash_threads(exec);
-  float *ws = workspace;
-  float *partials = ws + (size_t)nt * pl->scratch_floats;
-  int *done = (int *)(partials + (size_t)pl->tasks * pl->partial_stride);
-  if (pl->nsplit > 1) memset(done, 0, (size_t)pl->base_tasks * sizeof *done);
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    float *scratch = ws + (size_t)omp_get_thread_num() * pl->scratch_floats;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl->tasks; t++) {
-      vn_task(p, &vp, t, q, k, v, o, scratch, partials);
-      if (pl->nsplit > 1) {
-        int n;
-        // seq_cst: the partial written above is visible to whichever thread merges.
-#pragma omp atomic capture seq_cst
-        n = ++done[t / pl->nsplit];
-        if (n == pl->nsplit) flash_merge(p, pl, partials, t / pl->nsplit, o);
-      }
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
+  return p->compute == ATTN_COMPUTE_INT8 ? vn_run(p, exec, q, k, v, o, workspace)
+                                         : flash_avx512_run(p, exec, q, k, v, o, workspace);
 }
 
 const attn_kernel attn_kernel_flash__avx512vnni = {
@@ -485,11 +490,11 @@ const attn_kernel attn_kernel_flash__avx512vnni = {
         "flash__avx512 with the INT8 compute mode on vpdpbusd: Q quantized per 32-block, "
         "integer Q.K^T straight from the q8_0 cache, fp32 softmax, P.V with V dequantized in "
         "registers, GQA rows share each K/V load; F32 mode is flash__avx512's",
+    .run = flash_vnni_run,  // INT8 here, every other mode on flash__avx512's entry point
+    .workspace = flash_vnni_workspace,
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512VNNI,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL |
             ATTN_CAP_COMPUTE_INT8,
-    .workspace = flash_vnni_workspace,
-    .run = flash_vnni_run,
     .vec_width = 16,
     .qk_rows = VN_RG,  // a row group × one key group (16 keys)
     .qk_cols = VN_KG,
