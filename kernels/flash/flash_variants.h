@@ -9,24 +9,16 @@
 
 #include "attn.h"
 
-// flash__avx2 (flash_avx2.h)
-size_t flash_avx2_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx2_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                   const void *v, float *o, void *workspace);
-size_t flash_avx2_4x24_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx2_4x24_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                        const void *v, float *o, void *workspace);
-size_t flash_avx2_3x32_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx2_3x32_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+// The kernel record's entry-point types (attn.h's attn_workspace_fn and attn_kernel_fn point
+// to functions of these types), so each line below declares several entry points.
+typedef size_t flash_workspace_t(const attn_problem *p, const attn_exec *exec);
+typedef int flash_run_t(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                         const void *v, float *o, void *workspace);
 
-// flash__avx512 (flash_avx512.h)
-size_t flash_avx512_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx512_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                     const void *v, float *o, void *workspace);
-size_t flash_avx512_12x32_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx512_12x32_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                           const void *k, const void *v, float *o, void *workspace);
-size_t flash_avx512_6x64_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx512_6x64_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                          const void *k, const void *v, float *o, void *workspace);
+// flash__avx2: the default 6x16/6x16, 4x24/4x24, 3x32/6x16 (flash_avx2.h).
+flash_workspace_t flash_avx2_workspace, flash_avx2_4x24_workspace, flash_avx2_3x32_workspace;
+flash_run_t flash_avx2_run, flash_avx2_4x24_run, flash_avx2_3x32_run;
+
+// flash__avx512: the default 8x48/6x64, 12x32/8x32, 6x64/8x48 (flash_avx512.h).
+flash_workspace_t flash_avx512_workspace, flash_avx512_12x32_workspace, flash_avx512_6x64_workspace;
+flash_run_t flash_avx512_run, flash_avx512_12x32_run, flash_avx512_6x64_run;
