@@ -2,9 +2,9 @@
 // flash_avx2.h — what every register-tile variant of flash__avx2 shares: the SIMD
 // mapping, the micro-kernel unroll, and the plan and path parameters of the default
 // variant (flash_body.h: so that every variant gives the default's output bits), plus the
-// variants' tiles and entry points. Included by flash_avx2.c (the default, the record and
-// the dispatch) and flash_<tiles>_avx2.c (one other variant each), before their
-// FL_QK_* / FL_PV_* and flash/flash_body.h.
+// variants' tiles (their entry points: flash_variants.h). Included by flash_avx2.c (the
+// default, the record and the dispatch) and flash_<tiles>_avx2.c (one other variant
+// each), before their FL_QK_* / FL_PV_* and flash/flash_body.h.
 #pragma once
 
 #include "attn.h"
@@ -55,12 +55,5 @@
 #define FL_RT2_PV_MR 6
 #define FL_RT2_PV_NV 2
 
-size_t flash_avx2_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx2_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                   const void *v, float *o, void *workspace);
-size_t flash_avx2_4x24_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx2_4x24_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                        const void *v, float *o, void *workspace);
-size_t flash_avx2_3x32_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx2_3x32_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                        const void *v, float *o, void *workspace);
+// The variants' entry points (defined by flash_body.h in each variant's file).
+#include "flash/flash_variants.h"

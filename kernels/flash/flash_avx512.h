@@ -2,9 +2,10 @@
 // flash_avx512.h — what every register-tile variant of flash__avx512 shares: the SIMD
 // mapping, the decode row vectors, the micro-kernel unroll and prefetch, and the plan
 // and path parameters of the default variant (flash_body.h: so that every variant gives
-// the default's output bits), plus the variants' tiles and entry points. Included by
-// flash_avx512.c (the default, the record and the dispatch) and flash_<tiles>_avx512.c
-// (one other variant each), before their FL_QK_* / FL_PV_* and flash/flash_body.h.
+// the default's output bits), plus the variants' tiles (their entry points:
+// flash_variants.h). Included by flash_avx512.c (the default, the record and the
+// dispatch) and flash_<tiles>_avx512.c (one other variant each), before their
+// FL_QK_* / FL_PV_* and flash/flash_body.h.
 #pragma once
 
 #include "attn.h"
@@ -72,12 +73,5 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_RT2_PV_MR 8
 #define FL_RT2_PV_NV 3
 
-size_t flash_avx512_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx512_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                     const void *v, float *o, void *workspace);
-size_t flash_avx512_12x32_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx512_12x32_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                           const void *k, const void *v, float *o, void *workspace);
-size_t flash_avx512_6x64_workspace(const attn_problem *p, const attn_exec *exec);
-int flash_avx512_6x64_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                          const void *k, const void *v, float *o, void *workspace);
+// The variants' entry points (defined by flash_body.h in each variant's file).
+#include "flash/flash_variants.h"

@@ -29,6 +29,7 @@
 #include "core/attn_internal.h"
 #include "flash/flash_avx512.h"
 #include "flash/flash_plan.h"
+#include "flash/flash_store.h"
 #include "simd/kv_widen.h"
 #include "simd/vec_exp.h"
 
@@ -242,36 +243,6 @@ static void bk_block(const attn_problem *p, const bk_plan *bp, int64_t r0, int64
   }
 }
 
-// The task's result: its partial (acc, m, l) for flash_merge under split-KV, else
-// O = acc / l (l = 0: zeros).
-static void bk_store(const attn_problem *p, const flash_plan *pl, const bk_rows *w, int64_t b,
-                     int64_t t, const float *acc, const float *m, const float *l, float *o,
-                     float *partials) {
-  const int64_t dv = p->head_dim_v, dvp = pl->dvp, nrows = w->nrows;
-  if (pl->nsplit > 1) {
-    float *blk = partials + (size_t)t * pl->partial_stride;
-    memcpy(blk, acc, (size_t)(nrows * dvp) * sizeof(float));
-    memcpy(blk + pl->rows * dvp, m, (size_t)nrows * sizeof(float));
-    memcpy(blk + pl->rows * dvp + pl->rows, l, (size_t)nrows * sizeof(float));
-    return;
-  }
-  for (int64_t hh = 0; hh < w->hs; hh++) {
-    float *oh = attn_o_head(p, o, b, w->h0 + hh) + w->i0 * dv;
-    for (int64_t r = 0; r < w->nq; r++) {
-      const int64_t row = hh * w->nq + r;
-      const __m512 iv = _mm512_set1_ps(l[row] > 0.0f ? 1.0f / l[row] : 0.0f);
-      const float *ar = acc + row * dvp;
-      float *orow = oh + r * dv;
-      int64_t e = 0;
-      for (; e + 16 <= dv; e += 16)
-        _mm512_storeu_ps(orow + e, _mm512_mul_ps(_mm512_loadu_ps(ar + e), iv));
-      if (e < dv)
-        _mm512_mask_storeu_ps(orow + e, (__mmask16)((1u << (dv - e)) - 1u),
-                              _mm512_mul_ps(_mm512_loadu_ps(ar + e), iv));
-    }
-  }
-}
-
 static void bk_task(const attn_problem *p, const bk_plan *bp, int64_t t, const float *q,
                     const void *k, const void *v, float *o, float *scratch, float *partials) {
   const flash_plan *pl = &bp->fp;
@@ -314,7 +285,8 @@ static void bk_task(const attn_problem *p, const bk_plan *bp, int64_t t, const f
       bk_block(p, bp, r0, nb, qp, kt, vt, S, pb, acc, m, l, alpha, lims);
     }
   }
-  bk_store(p, pl, &w, tk.b, t, acc, m, l, o, partials);
+  // Its result: the split-KV partial or O = acc / l (options are not native: no LSE, sinks).
+  flash_store_rows(p, pl, w.h0, w.hs, w.i0, w.nq, tk.b, t, acc, m, l, o, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────

@@ -34,28 +34,40 @@ BK_INLINE __m512bh bk_load_pairs(const uint32_t *p) {
   return (__m512bh)_mm512_loadu_si512(p);
 }
 
+// The accumulator arrays fit either register tile.
+#define BK_TILE_MR (BK_QK_MR > BK_PV_MR ? BK_QK_MR : BK_PV_MR)
+#define BK_TILE_NV (BK_QK_NV > BK_PV_NV ? BK_QK_NV : BK_PV_NV)
+
+// The k loop both GEMMs share: acc[r][v] += pair-dot(A(r, k), B[k][v·16 .. v·16 + 16)) for
+// k < nk, r < mr, v < nv, k outermost (each element's sum in k order). A(r, k) = the u32
+// pair a[k·ak + r·ar], broadcast; B row k (u32 pairs) at b + k·ldb. mr, nv compile-time.
+BK_INLINE void bk_dot_steps(const int mr, const int nv, __m512 acc[][BK_TILE_NV], const uint32_t *a,
+                            int64_t ak, int64_t ar, const uint32_t *b, int64_t ldb, int64_t nk) {
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < nk; k++) {
+    __m512bh bv[BK_TILE_NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < nv; v++) bv[v] = bk_load_pairs(b + k * ldb + v * 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < mr; r++) {
+      const __m512bh ab = bk_bcast_pair(a + k * ak + r * ar);
+#pragma GCC unroll 16
+      for (int v = 0; v < nv; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ab, bv[v]);
+    }
+  }
+}
+
 // S[r][0 .. nv·16) = Σ_{k < nkp} pair-dot(A[r][k], B[k][·]), r < mr (unscaled: the
 // softmax applies |scale|): A = a Q̂ panel (row r's k-th pair at a[k·mr + r]), B row k at
 // b + k·ldb (u32 pairs of keys), S row r at s + r·lds. mr, nv compile-time constants.
 BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32_t *b, int64_t ldb,
                      int64_t nkp, float *s, int64_t lds) {
-  __m512 acc[BK_QK_MR][BK_QK_NV];
+  __m512 acc[BK_TILE_MR][BK_TILE_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 16
     for (int v = 0; v < nv; v++) acc[r][v] = _mm512_setzero_ps();
-#pragma GCC unroll 2
-  for (int64_t k = 0; k < nkp; k++) {
-    __m512bh bv[BK_QK_NV];
-#pragma GCC unroll 16
-    for (int v = 0; v < nv; v++) bv[v] = bk_load_pairs(b + k * ldb + v * 16);
-#pragma GCC unroll 16
-    for (int r = 0; r < mr; r++) {
-      const __m512bh ab = bk_bcast_pair(a + k * mr + r);
-#pragma GCC unroll 16
-      for (int v = 0; v < nv; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ab, bv[v]);
-    }
-  }
+  bk_dot_steps(mr, nv, acc, a, mr, 1, b, ldb, nkp);
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 16
@@ -68,7 +80,7 @@ BK_INLINE void bk_qk(const int mr, const int nv, const uint32_t *a, const uint32
 BK_INLINE void bk_pv(const int mr, const int nv, const int scaled, const float *alpha,
                      const uint16_t *p, int64_t ldp, const uint32_t *vb, int64_t ldv, int64_t nkp,
                      float *c, int64_t ldc) {
-  __m512 acc[BK_PV_MR][BK_PV_NV];
+  __m512 acc[BK_TILE_MR][BK_TILE_NV];
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++) {
     const __m512 al = _mm512_set1_ps(scaled ? alpha[r] : 1.0f);
@@ -78,18 +90,8 @@ BK_INLINE void bk_pv(const int mr, const int nv, const int scaled, const float *
       if (scaled) acc[r][v] = _mm512_mul_ps(acc[r][v], al);
     }
   }
-#pragma GCC unroll 2
-  for (int64_t j = 0; j < nkp; j++) {
-    __m512bh bv[BK_PV_NV];
-#pragma GCC unroll 16
-    for (int v = 0; v < nv; v++) bv[v] = bk_load_pairs(vb + j * ldv + v * 16);
-#pragma GCC unroll 16
-    for (int r = 0; r < mr; r++) {
-      const __m512bh ab = bk_bcast_pair(p + r * ldp + 2 * j);
-#pragma GCC unroll 16
-      for (int v = 0; v < nv; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ab, bv[v]);
-    }
-  }
+  // P row r's pair j is u32 number r·ldp/2 + j (ldp even: P rows start on a pair).
+  bk_dot_steps(mr, nv, acc, (const uint32_t *)p, 1, ldp / 2, vb, ldv, nkp);
 #pragma GCC unroll 16
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 16

@@ -64,6 +64,7 @@
 
 #include "core/attn_internal.h"
 #include "flash/flash_plan.h"
+#include "flash/flash_store.h"
 #include "simd/softmax.h"
 
 #if !defined(FL_QK_MR) || !defined(FL_QK_NV) || !defined(FL_PV_MR) || !defined(FL_PV_NV) || \
@@ -309,35 +310,11 @@ FL_TILED_INSTANCE(fl_tiled_pass_bf16, ATTN_DTYPE_BF16)
 FL_TILED_INSTANCE(fl_tiled_pass_q8_0, ATTN_DTYPE_Q8_0)
 #undef FL_TILED_INSTANCE
 
-// The task's result: its partial (acc, m, l) for flash_merge under split-KV, else
-// O = acc / (l + e^(sink − m)) (the sink term only with sinks; l = 0: the row saw no key,
-// zeros) with a masked head_dim_v tail, and LSE = m + log l (−inf when l = 0) if asked.
+// The task's result (flash/flash_store.h): its split-KV partial, or O (and LSE if asked).
 static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows *w, int64_t b,
                      int64_t t, const float *acc, const float *m, const float *l, float *o,
                      float *partials) {
-  const int64_t dv = p->head_dim_v, dvp = pl->dvp, nrows = w->nrows;
-  if (pl->nsplit > 1) {
-    float *blk = partials + (size_t)t * pl->partial_stride;
-    memcpy(blk, acc, (size_t)(nrows * dvp) * sizeof(float));
-    memcpy(blk + pl->rows * dvp, m, (size_t)nrows * sizeof(float));
-    memcpy(blk + pl->rows * dvp + pl->rows, l, (size_t)nrows * sizeof(float));
-    return;
-  }
-  for (int64_t hh = 0; hh < w->hs; hh++) {
-    float *oh = attn_o_head(p, o, b, w->h0 + hh) + w->i0 * dv;
-    const attn_head_opts ho = p->opts ? attn_head_opts_of(p, b, w->h0 + hh) : (attn_head_opts){0};
-    for (int64_t r = 0; r < w->nq; r++) {
-      const int64_t row = hh * w->nq + r;
-      if (ho.lse) ho.lse[w->i0 + r] = attn_row_lse(l[row], m[row]);
-      const float inv = l[row] > 0.0f ? 1.0f / attn_denominator(&ho, l[row], m[row]) : 0.0f;
-      const vf_t iv = vf_set1(inv);
-      const float *ar = acc + row * dvp;
-      float *orow = oh + r * dv;
-      int64_t e = 0;
-      for (; e + VF_W <= dv; e += VF_W) vf_store(orow + e, vf_mul(vf_load(ar + e), iv));
-      if (e < dv) vf_store_partial(orow + e, vf_mul(vf_load(ar + e), iv), (int)(dv - e));
-    }
-  }
+  flash_store_rows(p, pl, w->h0, w->hs, w->i0, w->nq, b, t, acc, m, l, o, partials);
 }
 
 // One task: its rows and keys, the online-softmax state reset, Q̂, then the pass its row
