@@ -337,8 +337,8 @@ static int lp_kernel_run(const attn_problem *p, const attn_exec *exec, const flo
 }
 
 // The record fields every NEON low-precision kernel shares (its name, summary, ISA and
-// mode bit are its own). K/V of every type in both modes (F32 mode: flash__neon's).
+// mode bit and Q·Kᵀ tile width .qk_cols are its own). K/V of every type in both modes (F32 mode: flash__neon's).
 #define LP_RECORD_COMMON                                                                   \
   .workspace = lp_kernel_workspace, .run = lp_kernel_run, .vec_width = VF_W, .qk_rows = LP_MR, \
-  .qk_cols = LP_KEYS, .pv_rows = LP_MR, .pv_cols = 16
+  .pv_rows = LP_MR, .pv_cols = 16
 #define LP_CAPS (ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL)

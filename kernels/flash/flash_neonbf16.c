@@ -169,4 +169,5 @@ const attn_kernel attn_kernel_flash__neonbf16 = {
     .required_isa = ATTN_ISA_NEON | ATTN_ISA_NEON_BF16,
     .caps = LP_CAPS | ATTN_CAP_COMPUTE_BF16,
     LP_RECORD_COMMON,
+    .qk_cols = LP_KEYS,
 };
