@@ -48,9 +48,9 @@
 #include "simd/kv_widen.h"
 // clang-format on
 
-#define LP_MR 4           // rows of both register tiles
-#define LP_KEYS 16        // keys of the Q·Kᵀ tile; tkv and every padded key count a multiple
-#define LP_ROW_BLOCK 32   // rows per Q·Kᵀ → softmax → P·V block (a multiple of LP_MR)
+#define LP_MR 4          // rows of both register tiles
+#define LP_KEYS 16       // keys of the Q·Kᵀ tile; tkv and every padded key count a multiple
+#define LP_ROW_BLOCK 32  // rows per Q·Kᵀ → softmax → P·V block (a multiple of LP_MR)
 #define LP_INLINE static inline __attribute__((always_inline))
 
 // The mode file's layouts and register tiles (see the top of this file).
@@ -63,8 +63,8 @@ static void lpm_pack_kv(const attn_problem *p, const char *k, const char *v, int
 static void lpm_qk(const attn_problem *p, const char *qp, int mr, const void *kt, int64_t tkv,
                    int64_t ncols, float *S, int64_t lds);
 static void lpm_round_p(const float *s, int64_t n, char *dst);
-static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t nkp,
-                   int64_t dvp, float *acc, int64_t lda);
+static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t nkp, int64_t dvp,
+                   float *acc, int64_t lda);
 
 typedef struct lp_plan {
   flash_plan fp;  // tasks, tiles, split-KV (flash_plan_make with 16 lanes: dvp % 16 == 0)
@@ -72,6 +72,41 @@ typedef struct lp_plan {
   size_t off_qp, off_kt, off_vt, off_kc, off_s, off_pb, off_acc, off_m, off_l, off_lim;
   size_t scratch;  // bytes per thread (a multiple of 64)
 } lp_plan;
+
+// Calls TILE(M, ...) with M = mr (1 .. LP_MR) a compile-time constant, so that each row
+// count gets its own fully unrolled register tile.
+#define LP_DISPATCH_MR(mr, TILE, ...) \
+  do {                                \
+    switch (mr) {                     \
+      case 4:                         \
+        TILE(4, __VA_ARGS__);         \
+        break;                        \
+      case 3:                         \
+        TILE(3, __VA_ARGS__);         \
+        break;                        \
+      case 2:                         \
+        TILE(2, __VA_ARGS__);         \
+        break;                        \
+      default:                        \
+        TILE(1, __VA_ARGS__);         \
+        break;                        \
+    }                                 \
+  } while (0)
+
+// x[0 .. n) as two vectors (n ≤ 8; lanes past n and n ≤ 0 read as 0, no memory past n).
+static inline void lp_load8(const float *x, int64_t n, float32x4_t *lo, float32x4_t *hi) {
+  *lo = n >= 4 ? vld1q_f32(x) : vf_load_partial(x, n > 0 ? (int)n : 0);
+  *hi = n >= 8 ? vld1q_f32(x + 4) : n > 4 ? vf_load_partial(x + 4, (int)n - 4) : vf_zero();
+}
+
+// nk stored rows of dim elements as float32 rows of stride dim: F32 rows as they are,
+// other types widened exactly into kc (simd/kv_widen.h).
+static inline const float *lp_kv_floats(const attn_problem *p, const char *rows, int64_t nk,
+                                        int64_t dim, float *kc) {
+  if (p->kv_dtype == ATTN_DTYPE_F32) return (const float *)rows;
+  kv_widen_rows(p->kv_dtype, rows, attn_kv_row_bytes(p->kv_dtype, dim), nk, dim, kc, dim, dim);
+  return kc;
+}
 
 static size_t lp_align64(size_t n) {
   return n > SIZE_MAX - 63 ? SIZE_MAX : (n + 63) & ~(size_t)63;
@@ -147,8 +182,7 @@ static int64_t lp_round_up(int64_t n, int64_t to) {
 
 // The online-softmax update of one row over s[0 .. lim): s ← p = e^(scale·s − m'), zeros
 // in [lim, npad); (m, l) updated; returns α = e^(m − m'). lim = 0 keeps (m, l), α = 1.
-static float lp_softmax_row(float *s, int64_t lim, int64_t npad, float scale, float *m,
-                            float *l) {
+static float lp_softmax_row(float *s, int64_t lim, int64_t npad, float scale, float *m, float *l) {
   if (lim == 0) {
     memset(s, 0, (size_t)npad * sizeof *s);
     return 1.0f;
@@ -195,8 +229,8 @@ static void lp_scale_row(float *acc, int64_t n, float a) {
 
 // One block of nb rows (r0 ..) against the packed tile: S, the softmax, P̃, acc.
 static void lp_block(const attn_problem *p, const lp_plan *lp, int64_t r0, int64_t nb,
-                     const char *qp, const void *kt, const void *vt, float *S, char *pb,
-                     float *acc, float *m, float *l, const int32_t *lims) {
+                     const char *qp, const void *kt, const void *vt, float *S, char *pb, float *acc,
+                     float *m, float *l, const int32_t *lims) {
   const int64_t tkv = lp->fp.tkv, dvp = lp->fp.dvp;
   const int64_t ncb = lp_round_up(lp_most(lims, r0, nb), LP_KEYS);
   for (int64_t r = r0; r < r0 + nb; r += LP_MR) {
@@ -227,10 +261,7 @@ static void lp_store(const attn_problem *p, const flash_plan *pl, const lp_rows 
                      float *partials) {
   const int64_t dv = p->head_dim_v, dvp = pl->dvp;
   if (pl->nsplit > 1) {
-    float *part = partials + (size_t)t * pl->partial_stride;
-    memcpy(part, acc, (size_t)(w->nrows * dvp) * sizeof(float));
-    memcpy(part + pl->rows * dvp, m, (size_t)w->nrows * sizeof(float));
-    memcpy(part + pl->rows * dvp + pl->rows, l, (size_t)w->nrows * sizeof(float));
+    flash_partial_store(pl, t, w->nrows, acc, m, l, partials);
     return;
   }
   for (int64_t row = 0; row < w->nrows; row++) {
@@ -273,12 +304,11 @@ static void lp_task(const attn_problem *p, const lp_plan *lp, int64_t t, const f
     const int64_t nk = w.ke - j0 < tkv ? w.ke - j0 : tkv;
     const int64_t nvis = lp_limits(p, &w, j0, nk, lims);  // keys any row sees in the tile
     if (nvis == 0) continue;
-    lpm_pack_kv(p, kh + (size_t)j0 * krb, vh + (size_t)j0 * vrb, nvis,
-                lp_round_up(nvis, LP_KEYS), tkv, dvp, kc, kt, vt);
+    lpm_pack_kv(p, kh + (size_t)j0 * krb, vh + (size_t)j0 * vrb, nvis, lp_round_up(nvis, LP_KEYS),
+                tkv, dvp, kc, kt, vt);
     for (int64_t r0 = 0; r0 < w.nrows; r0 += LP_ROW_BLOCK) {
       const int64_t nb = w.nrows - r0 < LP_ROW_BLOCK ? w.nrows - r0 : LP_ROW_BLOCK;
-      if (lp_most(lims, r0, nb) > 0)
-        lp_block(p, lp, r0, nb, qp, kt, vt, S, pb, acc, m, l, lims);
+      if (lp_most(lims, r0, nb) > 0) lp_block(p, lp, r0, nb, qp, kt, vt, S, pb, acc, m, l, lims);
     }
   }
   lp_store(p, pl, &w, tk.b, t, acc, m, l, o, partials);
@@ -308,13 +338,7 @@ static int lp_run(const attn_problem *p, const attn_exec *exec, const float *q, 
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < pl->tasks; t++) {
       lp_task(p, &lp, t, q, k, v, o, scratch, partials);
-      if (pl->nsplit > 1) {
-        int finished;
-        // seq_cst: the partial written above is visible to whichever thread merges.
-#pragma omp atomic capture seq_cst
-        finished = ++done[t / pl->nsplit];
-        if (finished == pl->nsplit) flash_merge(p, pl, partials, t / pl->nsplit, o);
-      }
+      if (pl->nsplit > 1) flash_chunk_done(p, pl, done, partials, t, o);
     }
     attn_fp_env_leave(env);
   }
@@ -337,8 +361,9 @@ static int lp_kernel_run(const attn_problem *p, const attn_exec *exec, const flo
 }
 
 // The record fields every NEON low-precision kernel shares (its name, summary, ISA and
-// mode bit and Q·Kᵀ tile width .qk_cols are its own). K/V of every type in both modes (F32 mode: flash__neon's).
-#define LP_RECORD_COMMON                                                                   \
+// mode bit and Q·Kᵀ tile width .qk_cols are its own). K/V of every type in both modes (F32 mode:
+// flash__neon's).
+#define LP_RECORD_COMMON                                                                       \
   .workspace = lp_kernel_workspace, .run = lp_kernel_run, .vec_width = VF_W, .qk_rows = LP_MR, \
   .pv_rows = LP_MR, .pv_cols = 16
 #define LP_CAPS (ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL)

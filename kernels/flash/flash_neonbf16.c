@@ -37,85 +37,77 @@ static size_t lpm_v_tile_bytes(const attn_problem *p, int64_t tkv, int64_t dvp) 
 
 // bf16 of x[0 .. n) (n ≤ 8; the rest 0) as 8 elements.
 static inline bfloat16x8_t nb_round8(const float *x, int64_t n) {
-  const float32x4_t lo = n >= 4 ? vld1q_f32(x) : vf_load_partial(x, n > 0 ? (int)n : 0);
-  const float32x4_t hi = n >= 8 ? vld1q_f32(x + 4) : n > 4 ? vf_load_partial(x + 4, (int)n - 4)
-                                                           : vdupq_n_f32(0.0f);
+  float32x4_t lo, hi;
+  lp_load8(x, n, &lo, &hi);
   return vcvtq_high_bf16_f32(vcvtq_low_bf16_f32(lo), hi);
 }
 
 static void lpm_pack_q(const attn_problem *p, const float *q, char *dst) {
   bfloat16_t *out = (bfloat16_t *)dst;
-  for (int64_t d = 0; d < 2 * nb_pairs(p); d += 8) vst1q_bf16(out + d, nb_round8(q + d, p->head_dim_qk - d));
+  for (int64_t d = 0; d < 2 * nb_pairs(p); d += 8)
+    vst1q_bf16(out + d, nb_round8(q + d, p->head_dim_qk - d));
 }
 
-// K̂ and V̂ of one tile (see the top of the file), from float32 rows (F32 storage as is,
-// other types widened into kc first).
-static void lpm_pack_kv(const attn_problem *p, const char *k, const char *v, int64_t nk, int64_t ncp,
-                        int64_t tkv, int64_t dvp, float *kc, void *kt, void *vt) {
+// K̂ and V̂ of one tile (see the top of the file).
+static void lpm_pack_kv(const attn_problem *p, const char *k, const char *v, int64_t nk,
+                        int64_t ncp, int64_t tkv, int64_t dvp, float *kc, void *kt, void *vt) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, d2p = nb_pairs(p);
-  const float *kf = (const float *)k;
-  if (p->kv_dtype != ATTN_DTYPE_F32)
-    kv_widen_rows(p->kv_dtype, k, attn_kv_row_bytes(p->kv_dtype, dqk), nk, dqk, kc, dqk, dqk),
-        kf = kc;
+  const float *kf = lp_kv_floats(p, k, nk, dqk, kc);
   uint32_t *kp = kt;
   for (int64_t c = 0; c < ncp; c++)
     for (int64_t k4 = 0; k4 < d2p; k4 += 4) {
       uint32_t pairs[4] = {0, 0, 0, 0};
-      if (c < nk) vst1q_u32(pairs, vreinterpretq_u32_bf16(nb_round8(kf + c * dqk + 2 * k4, dqk - 2 * k4)));
+      if (c < nk)
+        vst1q_u32(pairs, vreinterpretq_u32_bf16(nb_round8(kf + c * dqk + 2 * k4, dqk - 2 * k4)));
       for (int t = 0; t < 4; t++) kp[(k4 + t) * tkv + c] = pairs[t];
     }
-  const float *vf = (const float *)v;
-  if (p->kv_dtype != ATTN_DTYPE_F32)
-    kv_widen_rows(p->kv_dtype, v, attn_kv_row_bytes(p->kv_dtype, dv), nk, dv, kc, dv, dv), vf = kc;
+  const float *vf = lp_kv_floats(p, v, nk, dv, kc);  // K is packed: kc is free again
   uint16_t *vp = vt;
   for (int64_t j = 0; j < ncp / 2; j++)
     for (int64_t e = 0; e < dvp; e += 4) {
-      const int64_t n = dv - e < 0 ? 0 : dv - e > 4 ? 4 : dv - e;
-      float32x4_t a = vdupq_n_f32(0.0f), b = a;
-      if (2 * j < nk) a = vf_load_partial(vf + 2 * j * dv + e, (int)n);
-      if (2 * j + 1 < nk) b = vf_load_partial(vf + (2 * j + 1) * dv + e, (int)n);
+      const int n = (int)(dv - e < 0 ? 0 : dv - e > 4 ? 4 : dv - e);
+      const float32x4_t a = 2 * j < nk ? vf_load_partial(vf + 2 * j * dv + e, n) : vf_zero();
+      const float32x4_t b =
+          2 * j + 1 < nk ? vf_load_partial(vf + (2 * j + 1) * dv + e, n) : vf_zero();
       const uint16x4_t ra = vreinterpret_u16_bf16(vcvt_bf16_f32(a));
       const uint16x4_t rb = vreinterpret_u16_bf16(vcvt_bf16_f32(b));
       vst1q_u16(vp + 2 * (j * dvp + e), vcombine_u16(vzip1_u16(ra, rb), vzip2_u16(ra, rb)));
     }
 }
 
-// S[r][0 .. 16) = Σ_k pair-dot(Q̂[r] pair k, K̂ pair k of 16 keys), r < mr (a constant).
-LP_INLINE void nb_qk_tile(const int mr, const bfloat16_t *q, int64_t ldq, const uint32_t *kt,
-                          int64_t tkv, int64_t d2p, float *s, int64_t lds) {
+// c[r][0 .. 16) = (accumulate ? c[r] : 0) + Σ_k pair-dot(A[r] pair k, B[k][0 .. 16)) with
+// BFDOT, k < np (a multiple of 4), r < mr (a constant): A rows of bf16 at a + r·lda (the
+// broadcast operand, 4 pairs at a time), B rows of 16 u32 pairs at b + k·ldb. Both GEMMs:
+// Q̂·K̂ᵀ (pairs along head_dim) and P̃·V̂ (pairs of keys).
+LP_INLINE void nb_gemm(const int mr, const int accumulate, const bfloat16_t *a, int64_t lda,
+                       const uint32_t *b, int64_t ldb, int64_t np, float *c, int64_t ldc) {
   float32x4_t acc[LP_MR][4];
   for (int r = 0; r < mr; r++)
-    for (int x = 0; x < 4; x++) acc[r][x] = vdupq_n_f32(0.0f);
-  for (int64_t k4 = 0; k4 < d2p; k4 += 4) {
-    bfloat16x8_t qv[LP_MR];
-    for (int r = 0; r < mr; r++) qv[r] = vld1q_bf16(q + r * ldq + 2 * k4);
-#define NB_QK_LANE(L)                                                                          \
-  {                                                                                            \
-    bfloat16x8_t kv[4];                                                                        \
-    for (int x = 0; x < 4; x++) kv[x] = vld1q_bf16((const bfloat16_t *)(kt + (k4 + L) * tkv + 4 * x)); \
-    for (int r = 0; r < mr; r++)                                                               \
-      for (int x = 0; x < 4; x++) acc[r][x] = vbfdotq_laneq_f32(acc[r][x], kv[x], qv[r], L);   \
+    for (int x = 0; x < 4; x++) acc[r][x] = accumulate ? vld1q_f32(c + r * ldc + 4 * x) : vf_zero();
+  for (int64_t k4 = 0; k4 < np; k4 += 4) {
+    bfloat16x8_t av[LP_MR];
+    for (int r = 0; r < mr; r++) av[r] = vld1q_bf16(a + r * lda + 2 * k4);
+#define NB_LANE(L)                                                                           \
+  {                                                                                          \
+    bfloat16x8_t bv[4];                                                                      \
+    for (int x = 0; x < 4; x++)                                                              \
+      bv[x] = vld1q_bf16((const bfloat16_t *)(b + (k4 + L) * ldb + 4 * x));                  \
+    for (int r = 0; r < mr; r++)                                                             \
+      for (int x = 0; x < 4; x++) acc[r][x] = vbfdotq_laneq_f32(acc[r][x], bv[x], av[r], L); \
   }
-    NB_QK_LANE(0) NB_QK_LANE(1) NB_QK_LANE(2) NB_QK_LANE(3)
-#undef NB_QK_LANE
+    NB_LANE(0) NB_LANE(1) NB_LANE(2) NB_LANE(3)
+#undef NB_LANE
   }
   for (int r = 0; r < mr; r++)
-    for (int x = 0; x < 4; x++) vst1q_f32(s + r * lds + 4 * x, acc[r][x]);
+    for (int x = 0; x < 4; x++) vst1q_f32(c + r * ldc + 4 * x, acc[r][x]);
 }
 
 static void lpm_qk(const attn_problem *p, const char *qp, int mr, const void *kt, int64_t tkv,
                    int64_t ncols, float *S, int64_t lds) {
-  const int64_t d2p = nb_pairs(p), ldq = 2 * d2p;
-  const bfloat16_t *q = (const bfloat16_t *)qp;
-  for (int64_t c = 0; c < ncols; c += LP_KEYS) {
-    const uint32_t *kc = (const uint32_t *)kt + c;
-    switch (mr) {
-      case 4: nb_qk_tile(4, q, ldq, kc, tkv, d2p, S + c, lds); break;
-      case 3: nb_qk_tile(3, q, ldq, kc, tkv, d2p, S + c, lds); break;
-      case 2: nb_qk_tile(2, q, ldq, kc, tkv, d2p, S + c, lds); break;
-      default: nb_qk_tile(1, q, ldq, kc, tkv, d2p, S + c, lds); break;
-    }
-  }
+  const int64_t d2p = nb_pairs(p);
+  for (int64_t c = 0; c < ncols; c += LP_KEYS)
+    LP_DISPATCH_MR(mr, nb_gemm, 0, (const bfloat16_t *)qp, 2 * d2p, (const uint32_t *)kt + c, tkv,
+                   d2p, S + c, lds);
 }
 
 // P̃ = bf16(p), nearest even (BFCVTN).
@@ -124,48 +116,19 @@ static void lpm_round_p(const float *s, int64_t n, char *dst) {
   for (int64_t j = 0; j < n; j += 8) vst1q_bf16(out + j, nb_round8(s + j, 8));
 }
 
-// acc[r][0 .. 16) += Σ_j pair-dot(P̃[r] pair j, V̂ pair j of 16 columns), r < mr.
-LP_INLINE void nb_pv_tile(const int mr, const bfloat16_t *pb, int64_t ldp, const uint32_t *vt,
-                          int64_t dvp, int64_t nkp, float *acc, int64_t lda) {
-  float32x4_t a[LP_MR][4];
-  for (int r = 0; r < mr; r++)
-    for (int x = 0; x < 4; x++) a[r][x] = vld1q_f32(acc + r * lda + 4 * x);
-  for (int64_t j4 = 0; j4 < nkp / 2; j4 += 4) {
-    bfloat16x8_t pv[LP_MR];
-    for (int r = 0; r < mr; r++) pv[r] = vld1q_bf16(pb + r * ldp + 2 * j4);
-#define NB_PV_LANE(L)                                                                          \
-  {                                                                                            \
-    bfloat16x8_t vv[4];                                                                        \
-    for (int x = 0; x < 4; x++) vv[x] = vld1q_bf16((const bfloat16_t *)(vt + (j4 + L) * dvp + 4 * x)); \
-    for (int r = 0; r < mr; r++)                                                               \
-      for (int x = 0; x < 4; x++) a[r][x] = vbfdotq_laneq_f32(a[r][x], vv[x], pv[r], L);       \
-  }
-    NB_PV_LANE(0) NB_PV_LANE(1) NB_PV_LANE(2) NB_PV_LANE(3)
-#undef NB_PV_LANE
-  }
-  for (int r = 0; r < mr; r++)
-    for (int x = 0; x < 4; x++) vst1q_f32(acc + r * lda + 4 * x, a[r][x]);
-}
-
 static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t nkp, int64_t dvp,
                    float *acc, int64_t lda) {
-  const bfloat16_t *pr = (const bfloat16_t *)pb;
-  for (int64_t e = 0; e < dvp; e += 16) {
-    const uint32_t *ve = (const uint32_t *)vt + e;
-    switch (mr) {
-      case 4: nb_pv_tile(4, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-      case 3: nb_pv_tile(3, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-      case 2: nb_pv_tile(2, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-      default: nb_pv_tile(1, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-    }
-  }
+  for (int64_t e = 0; e < dvp; e += 16)
+    LP_DISPATCH_MR(mr, nb_gemm, 1, (const bfloat16_t *)pb, ldp, (const uint32_t *)vt + e, dvp,
+                   nkp / 2, acc + e, lda);
 }
 
 const attn_kernel attn_kernel_flash__neonbf16 = {
     .name = "flash__neonbf16",
-    .summary = "flash__neon with the BF16 compute mode on BFDOT: pair-packed bf16 Q/K/V tiles, "
-               "4x16 QK^T / 4x16 PV, fp32 softmax and sums, P rounded to bf16; F32 mode is "
-               "flash__neon's",
+    .summary =
+        "flash__neon with the BF16 compute mode on BFDOT: pair-packed bf16 Q/K/V tiles, "
+        "4x16 QK^T / 4x16 PV, fp32 softmax and sums, P rounded to bf16; F32 mode is "
+        "flash__neon's",
     .required_isa = ATTN_ISA_NEON | ATTN_ISA_NEON_BF16,
     .caps = LP_CAPS | ATTN_CAP_COMPUTE_BF16,
     LP_RECORD_COMMON,

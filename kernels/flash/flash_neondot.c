@@ -52,8 +52,8 @@ static void lpm_pack_q(const attn_problem *p, const float *q, char *dst) {
 }
 
 // K̂ from the stored Q8_0 rows, V̂ widened to float32 (see the top of the file).
-static void lpm_pack_kv(const attn_problem *p, const char *k, const char *v, int64_t nk, int64_t ncp,
-                        int64_t tkv, int64_t dvp, float *kc, void *kt, void *vt) {
+static void lpm_pack_kv(const attn_problem *p, const char *k, const char *v, int64_t nk,
+                        int64_t ncp, int64_t tkv, int64_t dvp, float *kc, void *kt, void *vt) {
   (void)kc;
   const int64_t nb = nd_blocks(p), dv = p->head_dim_v;
   const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
@@ -82,14 +82,14 @@ LP_INLINE void nd_qk_tile(const int mr, const int8_t *q, int64_t ldq, int64_t nb
     for (int h = 0; h < 2; h++) {  // groups 0-3, then 4-7 of the block
       int8x16_t qv[LP_MR];
       for (int r = 0; r < mr; r++) qv[r] = vld1q_s8(q + r * ldq + b * ATTN_Q8_0_BLOCK + 16 * h);
-#define ND_LANE(L)                                                             \
-  {                                                                            \
-    const int8_t *kg = kq + ((b * 8 + 4 * h + L) * tkv) * 4;                   \
-    const int8x16_t k0 = vld1q_s8(kg), k1 = vld1q_s8(kg + 16);                 \
-    for (int r = 0; r < mr; r++) {                                             \
-      ia[r][0] = vdotq_laneq_s32(ia[r][0], k0, qv[r], L);                      \
-      ia[r][1] = vdotq_laneq_s32(ia[r][1], k1, qv[r], L);                      \
-    }                                                                          \
+#define ND_LANE(L)                                             \
+  {                                                            \
+    const int8_t *kg = kq + ((b * 8 + 4 * h + L) * tkv) * 4;   \
+    const int8x16_t k0 = vld1q_s8(kg), k1 = vld1q_s8(kg + 16); \
+    for (int r = 0; r < mr; r++) {                             \
+      ia[r][0] = vdotq_laneq_s32(ia[r][0], k0, qv[r], L);      \
+      ia[r][1] = vdotq_laneq_s32(ia[r][1], k1, qv[r], L);      \
+    }                                                          \
   }
       ND_LANE(0) ND_LANE(1) ND_LANE(2) ND_LANE(3)
 #undef ND_LANE
@@ -110,12 +110,7 @@ static void lpm_qk(const attn_problem *p, const char *qp, int mr, const void *kt
   const int8_t *q = (const int8_t *)qp, *kq = kt;
   const float *dk = (const float *)(kq + nb * ATTN_Q8_0_BLOCK * tkv);
   for (int64_t c = 0; c < ncols; c += ND_KEYS) {
-    switch (mr) {
-      case 4: nd_qk_tile(4, q, ldq, nb, kq + c * 4, dk + c, tkv, S + c, lds); break;
-      case 3: nd_qk_tile(3, q, ldq, nb, kq + c * 4, dk + c, tkv, S + c, lds); break;
-      case 2: nd_qk_tile(2, q, ldq, nb, kq + c * 4, dk + c, tkv, S + c, lds); break;
-      default: nd_qk_tile(1, q, ldq, nb, kq + c * 4, dk + c, tkv, S + c, lds); break;
-    }
+    LP_DISPATCH_MR(mr, nd_qk_tile, q, ldq, nb, kq + c * 4, dk + c, tkv, S + c, lds);
   }
 }
 
@@ -133,12 +128,12 @@ LP_INLINE void nd_pv_tile(const int mr, const float *pb, int64_t ldp, const floa
   for (int64_t j = 0; j < nkp; j += 4) {
     float32x4_t pv[LP_MR];
     for (int r = 0; r < mr; r++) pv[r] = vld1q_f32(pb + r * ldp + j);
-#define ND_PV_LANE(L)                                                                   \
-  {                                                                                     \
-    float32x4_t vv[4];                                                                  \
-    for (int x = 0; x < 4; x++) vv[x] = vld1q_f32(vt + (j + L) * dvp + 4 * x);          \
-    for (int r = 0; r < mr; r++)                                                        \
-      for (int x = 0; x < 4; x++) a[r][x] = vfmaq_laneq_f32(a[r][x], vv[x], pv[r], L);  \
+#define ND_PV_LANE(L)                                                                  \
+  {                                                                                    \
+    float32x4_t vv[4];                                                                 \
+    for (int x = 0; x < 4; x++) vv[x] = vld1q_f32(vt + (j + L) * dvp + 4 * x);         \
+    for (int r = 0; r < mr; r++)                                                       \
+      for (int x = 0; x < 4; x++) a[r][x] = vfmaq_laneq_f32(a[r][x], vv[x], pv[r], L); \
   }
     ND_PV_LANE(0) ND_PV_LANE(1) ND_PV_LANE(2) ND_PV_LANE(3)
 #undef ND_PV_LANE
@@ -152,20 +147,16 @@ static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t 
   const float *pr = (const float *)pb;
   for (int64_t e = 0; e < dvp; e += 16) {
     const float *ve = (const float *)vt + e;
-    switch (mr) {
-      case 4: nd_pv_tile(4, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-      case 3: nd_pv_tile(3, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-      case 2: nd_pv_tile(2, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-      default: nd_pv_tile(1, pr, ldp, ve, dvp, nkp, acc + e, lda); break;
-    }
+    LP_DISPATCH_MR(mr, nd_pv_tile, pr, ldp, ve, dvp, nkp, acc + e, lda);
   }
 }
 
 const attn_kernel attn_kernel_flash__neondot = {
     .name = "flash__neondot",
-    .summary = "flash__neon with the INT8 compute mode on SDOT: Q8_0 Q against Q8_0 K in "
-               "int32 block dot products scaled by f16 d_q x d_k, 4x8 QK^T, fp32 softmax and "
-               "4x16 PV; F32 mode is flash__neon's",
+    .summary =
+        "flash__neon with the INT8 compute mode on SDOT: Q8_0 Q against Q8_0 K in "
+        "int32 block dot products scaled by f16 d_q x d_k, 4x8 QK^T, fp32 softmax and "
+        "4x16 PV; F32 mode is flash__neon's",
     .required_isa = ATTN_ISA_NEON | ATTN_ISA_NEON_DOTPROD,
     .caps = LP_CAPS | ATTN_CAP_COMPUTE_INT8,
     LP_RECORD_COMMON,

@@ -90,9 +90,9 @@ static void matrix_cases(const attn_kernel *k, attn_compute mode, bool quick) {
       const attn_exec ex = {.threads = t};
       attn_check_result r;
       attn_check_kernel(k, pc, &ex, &r);
-      EXPECT(r.verdict == ATTN_CHECK_PASS && r.fallback == !native, "%s on %s (%d threads): %s%s %s",
-             k->name, what, t, attn_check_verdict_name(r.verdict), r.fallback ? " (fallback)" : "",
-             r.message);
+      EXPECT(r.verdict == ATTN_CHECK_PASS && r.fallback == !native,
+             "%s on %s (%d threads): %s%s %s", k->name, what, t, attn_check_verdict_name(r.verdict),
+             r.fallback ? " (fallback)" : "", r.message);
     }
     attn_check_result rb;
     attn_check_kernel(&bad, pc, NULL, &rb);
@@ -100,8 +100,8 @@ static void matrix_cases(const attn_kernel *k, attn_compute mode, bool quick) {
     native_ran += native;
     attn_check_prepared_free(pc);
   }
-  printf("  %s: %d %s matrix cases pass (%d natively); the wrong-scale variant fails %d\n",
-         k->name, ran, attn_compute_name(mode), native_ran, bad_fails);
+  printf("  %s: %d %s matrix cases pass (%d natively); the wrong-scale variant fails %d\n", k->name,
+         ran, attn_compute_name(mode), native_ran, bad_fails);
   EXPECT(ran > 0, "%s: the matrix has no %s case", k->name, attn_compute_name(mode));
   EXPECT(2 * bad_fails > native_ran, "%s: the wrong-scale variant fails only %d of %d cases",
          k->name, bad_fails, native_ran);
@@ -111,7 +111,7 @@ static void matrix_cases(const attn_kernel *k, attn_compute mode, bool quick) {
 typedef struct shape {
   int64_t b, h, kvh, sq, skv, dqk, dv;
   bool causal;
-  float amp;  // Q and K amplitude: larger = peakier softmax
+  float amp;    // Q and K amplitude: larger = peakier softmax
   float scale;  // 0: the default 1/sqrt(dqk)
 } shape;
 
@@ -125,9 +125,8 @@ static void run_shape(const attn_kernel *k, const attn_kernel *f32k, attn_comput
   if (c->scale != 0.0f) p.scale = c->scale;
   char err[256], what[200];
   snprintf(what, sizeof what, "%s B%lld H%lld KV%lld Sq%lld Skv%lld D%lld/%lld %s %s", k->name,
-           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq,
-           (long long)c->skv, (long long)c->dqk, (long long)c->dv, c->causal ? "causal" : "full",
-           attn_dtype_name(t));
+           (long long)c->b, (long long)c->h, (long long)c->kvh, (long long)c->sq, (long long)c->skv,
+           (long long)c->dqk, (long long)c->dv, c->causal ? "causal" : "full", attn_dtype_name(t));
   if (!attn_problem_validate(&p, err, sizeof err)) {
     EXPECT(0, "%s: invalid: %s", what, err);
     return;
