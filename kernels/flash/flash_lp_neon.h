@@ -93,6 +93,18 @@ typedef struct lp_plan {
     }                                 \
   } while (0)
 
+// The float32 accumulators of a register tile of mr rows × 16 columns: c[r][0 .. 16) at
+// c + r·ldc, loaded (accumulate) or zeroed, and stored back.
+LP_INLINE void lp_acc_load(const int mr, const int accumulate, const float *c, int64_t ldc,
+                           float32x4_t acc[LP_MR][4]) {
+  for (int r = 0; r < mr; r++)
+    for (int x = 0; x < 4; x++) acc[r][x] = accumulate ? vld1q_f32(c + r * ldc + 4 * x) : vf_zero();
+}
+LP_INLINE void lp_acc_store(const int mr, float *c, int64_t ldc, float32x4_t acc[LP_MR][4]) {
+  for (int r = 0; r < mr; r++)
+    for (int x = 0; x < 4; x++) vst1q_f32(c + r * ldc + 4 * x, acc[r][x]);
+}
+
 // x[0 .. n) as two vectors (n ≤ 8; lanes past n and n ≤ 0 read as 0, no memory past n).
 static inline void lp_load8(const float *x, int64_t n, float32x4_t *lo, float32x4_t *hi) {
   *lo = n >= 4 ? vld1q_f32(x) : vf_load_partial(x, n > 0 ? (int)n : 0);

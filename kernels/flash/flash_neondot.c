@@ -123,8 +123,7 @@ static void lpm_round_p(const float *s, int64_t n, char *dst) {
 LP_INLINE void nd_pv_tile(const int mr, const float *pb, int64_t ldp, const float *vt, int64_t dvp,
                           int64_t nkp, float *acc, int64_t lda) {
   float32x4_t a[LP_MR][4];
-  for (int r = 0; r < mr; r++)
-    for (int x = 0; x < 4; x++) a[r][x] = vld1q_f32(acc + r * lda + 4 * x);
+  lp_acc_load(mr, 1, acc, lda, a);
   for (int64_t j = 0; j < nkp; j += 4) {
     float32x4_t pv[LP_MR];
     for (int r = 0; r < mr; r++) pv[r] = vld1q_f32(pb + r * ldp + j);
@@ -138,8 +137,7 @@ LP_INLINE void nd_pv_tile(const int mr, const float *pb, int64_t ldp, const floa
     ND_PV_LANE(0) ND_PV_LANE(1) ND_PV_LANE(2) ND_PV_LANE(3)
 #undef ND_PV_LANE
   }
-  for (int r = 0; r < mr; r++)
-    for (int x = 0; x < 4; x++) vst1q_f32(acc + r * lda + 4 * x, a[r][x]);
+  lp_acc_store(mr, acc, lda, a);
 }
 
 static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t nkp, int64_t dvp,
