@@ -4,6 +4,7 @@
 #include "flash/flash_plan.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "core/attn_internal.h"
 #include "core/tiles.h"
@@ -179,4 +180,21 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
       for (int64_t e = 0; e < dv; e++) orow[e] *= inv;
     }
   }
+}
+
+void flash_partial_store(const flash_plan *plan, int64_t t, int64_t nrows, const float *acc,
+                         const float *m, const float *l, float *partials) {
+  float *blk = partials + (size_t)t * plan->partial_stride;
+  const size_t mo = (size_t)(plan->rows * plan->dvp);
+  memcpy(blk, acc, (size_t)(nrows * plan->dvp) * sizeof(float));
+  memcpy(blk + mo, m, (size_t)nrows * sizeof(float));
+  memcpy(blk + mo + (size_t)plan->rows, l, (size_t)nrows * sizeof(float));
+}
+
+void flash_chunk_done(const attn_problem *p, const flash_plan *plan, int *done,
+                      const float *partials, int64_t t, float *o) {
+  int n;
+#pragma omp atomic capture seq_cst
+  n = ++done[t / plan->nsplit];
+  if (n == plan->nsplit) flash_merge(p, plan, partials, t / plan->nsplit, o);
 }

@@ -93,6 +93,18 @@ void flash_task_keys(const attn_problem *p, const flash_plan *plan, const flash_
 void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
                  float *o);
 
+// Writes task t's partial — acc[nrows][dvp], m[nrows], l[nrows] — into its block of
+// partials, in the layout flash_merge reads.
+void flash_partial_store(const flash_plan *plan, int64_t t, int64_t nrows, const float *acc,
+                         const float *m, const float *l, float *partials);
+
+// Task t's chunk is done (its partial stored): counts it in done[t / nsplit] (zeroed before
+// the run) and, for the last chunk of its base task, merges that base task into O
+// (flash_merge). seq_cst: every chunk's partial is visible to whichever thread merges. Call
+// only with nsplit > 1.
+void flash_chunk_done(const attn_problem *p, const flash_plan *plan, int *done,
+                      const float *partials, int64_t t, float *o);
+
 #ifdef __cplusplus
 }
 #endif
