@@ -75,8 +75,8 @@ static batch_sizes sizes_of(const attn_problem *p, const attn_exec *exec, flash_
     z.nitems += pl.tasks;
     if (pl.nsplit > 1) {
       z.ncounters += pl.base_tasks;
-      z.partial_floats = attn_size_add_sat(
-          z.partial_floats, attn_size_mul_sat((size_t)pl.tasks, pl.partial_stride));
+      z.partial_floats = attn_size_add_sat(z.partial_floats,
+                                           attn_size_mul_sat((size_t)pl.tasks, pl.partial_stride));
     }
     if (pl.scratch_floats > z.scratch_floats) z.scratch_floats = pl.scratch_floats;
   }

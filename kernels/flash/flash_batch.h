@@ -51,11 +51,11 @@ typedef struct flash_item {
 
 typedef struct flash_batch {
   int64_t nseq, nitems;
-  flash_seq *seqs;     // [batch]; a sequence without queries or keys has no item
-  flash_item *items;   // [nitems], the work list in run order
-  int *done;           // chunk counters, one per split base task
-  float *partials;     // split-KV partials of every sequence
-  float *scratch;      // per-thread scratch, scratch_floats each
+  flash_seq *seqs;    // [batch]; a sequence without queries or keys has no item
+  flash_item *items;  // [nitems], the work list in run order
+  int *done;          // chunk counters, one per split base task
+  float *partials;    // split-KV partials of every sequence
+  float *scratch;     // per-thread scratch, scratch_floats each
   size_t scratch_floats;
 } flash_batch;
 
