@@ -22,32 +22,8 @@ static bool has_work(const attn_problem *p, int64_t b) {
   return attn_layout_q_len(p, b) > 0 && attn_layout_kv_len(p, b) > 0;
 }
 
-// Sequence b's dense problem and its unsplit plan.
-static void seq_plan(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk, int64_t b,
-                     attn_problem *s, attn_options *o, flash_plan *pl) {
-  attn_exec one = exec ? *exec : (attn_exec){0};
-  one.kv_split = 1;  // the batch decides the chunks (flash_plan_split)
-  *s = attn_layout_seq_problem(p, b, o);
-  mk(s, &one, pl);
-}
-
-// The chunk length C of flash_batch.h: 0 when kv_split asks for N chunks per task.
-static int64_t batch_chunk(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk) {
-  if (exec && exec->kv_split > 0) return 0;
-  double work = 0.0;  // Σ base tasks × key span, in double: cannot wrap
-  for (int64_t b = 0; b < p->batch; b++) {
-    if (!has_work(p, b)) continue;
-    attn_problem s;
-    attn_options o;
-    flash_plan pl;
-    seq_plan(p, exec, mk, b, &s, &o, &pl);
-    work += (double)pl.base_tasks * (double)flash_plan_span(&s, &pl);
-  }
-  const double c = ceil(work / kFlashBatchTasks);
-  return c > (double)kFlashMinChunk ? (int64_t)c : kFlashMinChunk;
-}
-
-// Sequence b's chunk: C rounded up to whole tiles, or its span cut into kv_split chunks.
+// Sequence b's chunk: C rounded up to whole tiles, or (C == 0) its span cut into kv_split
+// chunks.
 static int64_t seq_chunk(const attn_problem *s, const flash_plan *pl, const attn_exec *exec,
                          int64_t c) {
   if (c == 0) {
@@ -55,6 +31,31 @@ static int64_t seq_chunk(const attn_problem *s, const flash_plan *pl, const attn
     return ceil_div(n, pl->tkv) * pl->tkv;
   }
   return ceil_div(c, pl->tkv) * pl->tkv;
+}
+
+// Sequence b's dense problem (sq->p, its options in sq->opts) and plan, cut into chunks of C
+// keys (seq_chunk; C < 0: unsplit); false when the sequence has no work.
+static bool seq_plan(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk, int64_t b,
+                     int64_t c, flash_seq *sq) {
+  if (!has_work(p, b)) return false;
+  attn_exec one = exec ? *exec : (attn_exec){0};
+  one.kv_split = 1;  // the batch decides the chunks (flash_plan_split)
+  sq->p = attn_layout_seq_problem(p, b, &sq->opts);
+  mk(&sq->p, &one, &sq->pl);
+  if (c >= 0) flash_plan_split(&sq->p, &sq->pl, seq_chunk(&sq->p, &sq->pl, exec, c));
+  return true;
+}
+
+// The chunk length C of flash_batch.h: 0 when kv_split asks for N chunks per task.
+static int64_t batch_chunk(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk) {
+  if (exec && exec->kv_split > 0) return 0;
+  double work = 0.0;  // Σ base tasks × key span, in double: cannot wrap
+  flash_seq sq;
+  for (int64_t b = 0; b < p->batch; b++)
+    if (seq_plan(p, exec, mk, b, -1, &sq))
+      work += (double)sq.pl.base_tasks * (double)flash_plan_span(&sq.p, &sq.pl);
+  const double c = ceil(work / kFlashBatchTasks);
+  return c > (double)kFlashMinChunk ? (int64_t)c : kFlashMinChunk;
 }
 
 typedef struct batch_sizes {
@@ -65,13 +66,10 @@ typedef struct batch_sizes {
 static batch_sizes sizes_of(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk) {
   batch_sizes z = {0};
   const int64_t c = batch_chunk(p, exec, mk);
+  flash_seq sq;
   for (int64_t b = 0; b < p->batch; b++) {
-    if (!has_work(p, b)) continue;
-    attn_problem s;
-    attn_options o;
-    flash_plan pl;
-    seq_plan(p, exec, mk, b, &s, &o, &pl);
-    flash_plan_split(&s, &pl, seq_chunk(&s, &pl, exec, c));
+    if (!seq_plan(p, exec, mk, b, c, &sq)) continue;
+    const flash_plan pl = sq.pl;
     z.nitems += pl.tasks;
     if (pl.nsplit > 1) {
       z.ncounters += pl.base_tasks;
@@ -147,13 +145,10 @@ void flash_batch_make(const attn_problem *p, const attn_exec *exec, flash_plan_f
   for (int64_t b = 0; b < p->batch; b++) {
     flash_seq *sq = &bt->seqs[b];
     sq->io = flash_io_layout(p, b, q, k, v, o);
-    if (!has_work(p, b)) {
+    if (!seq_plan(p, exec, mk, b, c, sq)) {
       if (attn_layout_kv_len(p, b) == 0) write_empty(p, &sq->io, attn_layout_q_len(p, b));
       continue;
     }
-    seq_plan(p, exec, mk, b, &sq->p, &sq->opts, &sq->pl);
-    if (p->opts) sq->p.opts = &sq->opts;  // the copy in the list, not seq_plan's local
-    flash_plan_split(&sq->p, &sq->pl, seq_chunk(&sq->p, &sq->pl, exec, c));
     sq->part0 = part;
     sq->done0 = counters;
     if (sq->pl.nsplit > 1) {

@@ -90,12 +90,29 @@ _Static_assert(FL_ROW_KEYS % VF_W == 0 && FL_ROW_KEYS % FL_DEC_ACC == 0,
 // ISA on purpose: the AVX-512 and AVX2 trees have the same shape (one level fewer on
 // AVX2) but each level is that ISA's own cross-lane shuffle, which the SIMD mapping layer
 // (vec_*.h) does not name.
+#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__AVX512F__)
+#define FL_SHUF_PS _mm512_shuffle_ps
+#else
+#define FL_SHUF_PS _mm256_shuffle_ps
+#endif
+// The tree's last two levels, the same on both ISAs (shuffles within 128-bit lanes): lane
+// pairs of x[i] and x[i + 2], then single lanes.
+FL_INLINE vf_t fl_sum_pairs(const vf_t x[4]) {
+  vf_t y[2];
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++)  // lane pairs
+    y[i] = vf_add(FL_SHUF_PS(x[i], x[i + 2], 0x44), FL_SHUF_PS(x[i], x[i + 2], 0xEE));
+  return vf_add(FL_SHUF_PS(y[0], y[1], 0x88), FL_SHUF_PS(y[0], y[1], 0xDD));
+}
+#undef FL_SHUF_PS
+#endif
 #if defined(__AVX512F__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {
   // The tree leaves input j's sum in lane π(j), π = 0 2 1 3 8 10 9 11 4 6 5 7 12 14 13 15
   // (an involution): input j is key π(j).
   static const int pi[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
-  __m512 w[8], x[4], y[2];
+  __m512 w[8], x[4];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; i++) {  // 256-bit halves: [u lo+hi | v lo+hi]
     const __m512 u = _mm512_loadu_ps(a + pi[i] * 16), v = _mm512_loadu_ps(a + pi[i + 8] * 16);
@@ -105,27 +122,19 @@ FL_INLINE vf_t fl_sum_lanes(const float *a) {
   for (int i = 0; i < 4; i++)  // 128-bit quarters
     x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(w[i], w[i + 4], 0x88),
                          _mm512_shuffle_f32x4(w[i], w[i + 4], 0xDD));
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; i++)  // lane pairs
-    y[i] = _mm512_add_ps(_mm512_shuffle_ps(x[i], x[i + 2], 0x44),
-                         _mm512_shuffle_ps(x[i], x[i + 2], 0xEE));
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+  return fl_sum_pairs(x);
 }
 #elif defined(__AVX2__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {
   // Input j's sum lands in lane π(j), π = 0 2 1 3 4 6 5 7: input j is key π(j).
   static const int pi[8] = {0, 2, 1, 3, 4, 6, 5, 7};
-  __m256 w[4], x[2];
+  __m256 w[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; i++) {  // 128-bit halves
     const __m256 u = _mm256_loadu_ps(a + pi[i] * 8), v = _mm256_loadu_ps(a + pi[i + 4] * 8);
     w[i] = _mm256_add_ps(_mm256_permute2f128_ps(u, v, 0x20), _mm256_permute2f128_ps(u, v, 0x31));
   }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; i++)  // lane pairs
-    x[i] = _mm256_add_ps(_mm256_shuffle_ps(w[i], w[i + 2], 0x44),
-                         _mm256_shuffle_ps(w[i], w[i + 2], 0xEE));
-  return _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x88), _mm256_shuffle_ps(x[0], x[1], 0xDD));
+  return fl_sum_pairs(w);
 }
 #elif defined(__aarch64__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {  // pairwise adds keep the keys in order
