@@ -9,10 +9,10 @@
 //   • chunking: a task whose key range is longer than C keys is cut into chunks of C keys
 //     (rounded up to the sequence's tile), partial (max, sum, output) triples merged by LSE
 //     in chunk order by whoever finishes the last chunk (flash-decoding); shorter ranges
-//     stay whole. C = max(kFlashMinChunk, W / kFlashBatchTasks) over the batch's total
-//     key work W = Σ tasks × keys, so a long context is split when it would otherwise be
-//     a large share of the batch, and a uniform batch of many sequences is not split.
-//     attn_exec.kv_split = N > 0 instead cuts every task's range into N chunks (as dense);
+//     stay whole. C = max(kFlashMinChunk, ⌈W / kFlashBatchTasks⌉), W = Σ over the
+//     sequences of their tasks × their widest key range: a long context is split when it
+//     would otherwise be a large share of the batch, a uniform batch of many sequences is
+//     not. attn_exec.kv_split = N > 0 instead cuts every task's range into N chunks (as dense);
 //   • order: heaviest first (rows × keys of the chunk, ties by sequence then task), so the
 //     long tasks start early and short ones fill the end.
 // DETERMINISM: the list, the chunks and every task's arithmetic depend on the problem,

@@ -50,8 +50,8 @@ typedef struct flash_plan {
   // at off_kc (kc_keys = 0 and no region for F32).
   size_t off_kc;
   int64_t kc_keys;
-  // Ragged and paged sequences (set by the ISA body): the tiled pass's staged K/V tile,
-  // tkv rows of K then tkv of V as stored, at off_stage (== scratch_floats: no region).
+  // Ragged and paged sequences (the ISA body's fl_plan_seq): the tiled pass's staged K/V
+  // tile, tkv rows of K then tkv of V as stored, at off_stage (unused for a dense problem).
   size_t off_stage;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
