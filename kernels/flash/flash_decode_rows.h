@@ -81,6 +81,23 @@ FL_INLINE void fl_dec_pf(const char *p, size_t bytes) {
   const uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, e = (uintptr_t)p + bytes;
   for (uintptr_t x = a; x < e; x += 64) __builtin_prefetch((const void *)x, 0, FL_DEC_PF_LOCALITY);
 }
+// Every line of n rows of `bytes` bytes, `stride` bytes apart, from p: one range when the
+// rows are consecutive (a dense head), row by row when other rows lie between them (a
+// ragged batch's head, kv_heads rows apart) — never the lines between.
+FL_INLINE void fl_dec_pf_rows(const char *p, int64_t n, size_t stride, size_t bytes) {
+  if (stride == bytes) {
+    fl_dec_pf(p, (size_t)n * bytes);
+    return;
+  }
+  for (int64_t x = 0; x < n; x++) fl_dec_pf(p + (size_t)x * stride, bytes);
+}
+// attn_kv_row_bytes for a constant type (in registers, no call).
+FL_INLINE size_t fl_row_bytes(const attn_dtype t, int64_t dim) {
+  return t == ATTN_DTYPE_F32 ? (size_t)dim * 4
+         : t == ATTN_DTYPE_F16 || t == ATTN_DTYPE_BF16
+             ? (size_t)dim * 2
+             : (size_t)(dim / ATTN_Q8_0_BLOCK) * sizeof(attn_block_q8_0);
+}
 _Static_assert(FL_ROW_KEYS % VF_W == 0 && FL_ROW_KEYS % FL_DEC_ACC == 0,
                "FL_ROW_KEYS: whole score vectors and key groups");
 
@@ -246,14 +263,15 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int
 FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const float *q,
                              int64_t dqk, const char *k, size_t krb, int64_t nk, int64_t ncol,
                              float *sa, float (*s)[FL_ROW_KEYS + VF_W], const char *kpf,
-                             const char *vpf, size_t vrb, int64_t npf, int pfv) {
+                             const char *vpf, size_t vrb, size_t vbytes, int64_t npf, int pfv) {
   const int NK = FL_DEC_KEYS(G);
+  const size_t kbytes = fl_row_bytes(t, dqk);
   int64_t c = 0;
   for (; c + NK <= nk; c += NK) {
     if (c < npf) {  // keys c .. c + NK of the block ahead (V rows: vrb bytes apart)
       const int64_t np = npf - c < NK ? npf - c : NK;
-      fl_dec_pf(kpf + (size_t)c * krb, (size_t)np * krb);
-      if (G > pfv) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
+      fl_dec_pf_rows(kpf + (size_t)c * krb, np, krb, kbytes);
+      if (G > pfv) fl_dec_pf_rows(vpf + (size_t)c * vrb, np, vrb, vbytes);
     }
     fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
   }
@@ -393,6 +411,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   int64_t n[FL_QK_MR];
   float alpha[FL_QK_MR];
   const int pfv = FL_DEC_PF_V_PV(t);  // may be a run-time choice (flash_avx2.h, flash_avx512.h)
+  const size_t vbytes = fl_row_bytes(t, dv);
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
@@ -404,8 +423,9 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
-#define FL_DEC_STEP(G) \
-  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf, pfv)
+#define FL_DEC_STEP(G)                                                                  \
+  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, vbytes, \
+                r0 ? 0 : npf, pfv)
       FL_DEC_GROUP_SWITCH(g, FL_DEC_STEP);
 #undef FL_DEC_STEP
     }
