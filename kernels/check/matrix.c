@@ -250,7 +250,26 @@ static void layout_cases(bool quick, attn_check_case *out, size_t cap, size_t *n
   add_layout(out, cap, n, attn_problem_make(1, 4, 2, 1, 1, 32, 32, true), ATTN_DIST_NORMAL, paged,
              (attn_options){.window = true, .window_left = 6, .window_right = 0, .softcap = 20.0f},
              ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
+  // a long-tailed batch whose long context is cut into chunks merged by LSE (flash-decoding
+  // over the batch's work list), a prefill chunk of several tiles over pages, and an MQA
+  // decode whose 8 rows take the tiled pass over ragged rows
+  const attn_check_layout tail = {.kind = ATTN_LAYOUT_PAGED,
+                                  .seqs = 5,
+                                  .q_lens = {1, 1, 1, 100, 1},
+                                  .kv_lens = {1500, 3, 90, 300, 0},
+                                  .page_size = 16,
+                                  .shuffle = true,
+                                  .shared_pages = 2,
+                                  .spare_pages = 2};
+  attn_problem pt = attn_problem_make(1, 8, 2, 1, 1, 64, 64, true);
+  pt.kv_dtype = ATTN_DTYPE_Q8_0;
+  add_layout(out, cap, n, pt, ATTN_DIST_NORMAL, tail, none, ATTN_CHECK_GEN_LSE);
   if (quick) return;
+  attn_check_layout tail_ragged = tail;
+  tail_ragged.kind = ATTN_LAYOUT_RAGGED;
+  add_layout(out, cap, n, attn_problem_make(1, 8, 1, 1, 1, 40, 24, true), ATTN_DIST_NORMAL,
+             tail_ragged, (attn_options){.window = true, .window_left = 700, .window_right = 0},
+             ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_LSE);
   add_layout(out, cap, n, attn_problem_make(1, 4, 2, 1, 1, 32, 32, true), ATTN_DIST_NORMAL, shared,
              (attn_options){.align = ATTN_ALIGN_TOP_LEFT},
              ATTN_CHECK_GEN_SLOPES | ATTN_CHECK_GEN_LSE);

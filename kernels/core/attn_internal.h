@@ -174,6 +174,16 @@ int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const att
 // environment, so this is the CPU's answer whatever ATTNBENCH_ISA_MASK says.
 bool attn_cpu_vendor_amd(void);
 
+// ── Validation helpers (core/problem.c) ──────────────────────────────────────────────
+// The one-line reason (printf format) into err when err != NULL and err_len > 0; false
+// (attn_fail, for `return attn_fail(...)` in a check) or ATTN_ERR_RANGE (attn_range_fail).
+bool attn_fail(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define attn_range_fail(...) (attn_fail(__VA_ARGS__), ATTN_ERR_RANGE)
+// a·b·c·d elements (each >= 0) times sizeof(float) bytes fit in size_t and in int64_t, so
+// that kernels may index with either.
+bool attn_tensor_fits(int64_t a, int64_t b, int64_t c, int64_t d);
+
 // ── Serving layouts (attn.h, "Serving layouts"): where a sequence's rows live ───────
 
 // Row i of query head h of sequence b in Q (packed [total_q][heads][head_dim_qk]).

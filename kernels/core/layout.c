@@ -10,16 +10,6 @@
 #include "core/attn_internal.h"
 #include "core/convert.h"
 
-static bool fail(char *err, size_t err_len, const char *fmt, ...) {
-  if (err && err_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
-
 void attn_problem_set_layout(attn_problem *p, const attn_layout *l, int64_t batch) {
   p->layout = l;
   p->batch = batch;
@@ -84,30 +74,18 @@ size_t attn_lse_elems(const attn_problem *p) {
 
 // ── Validation ──────────────────────────────────────────────────────────────────────
 
-// a·b·c·d·4 bytes within size_t and int64_t (as problem.c's tensor_fits).
-static bool fits(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  const uint64_t limit = (uint64_t)(SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX) / sizeof(float);
-  const uint64_t dims[4] = {a, b, c, d};
-  uint64_t n = 1;
-  for (int i = 0; i < 4; i++) {
-    if (dims[i] != 0 && n > limit / dims[i]) return false;
-    n *= dims[i];
-  }
-  return true;
-}
-
 // cu[0] == 0, non-decreasing; the largest difference in *max and the total in *total.
 static bool offsets_ok(const int64_t *cu, int64_t batch, const char *name, int64_t *max,
                        int64_t *total, char *err, size_t err_len) {
-  if (!cu) return fail(err, err_len, "layout: %s is NULL", name);
+  if (!cu) return attn_fail(err, err_len, "layout: %s is NULL", name);
   if (cu[0] != 0)
-    return fail(err, err_len, "layout: %s[0] must be 0 (got %lld)", name, (long long)cu[0]);
+    return attn_fail(err, err_len, "layout: %s[0] must be 0 (got %lld)", name, (long long)cu[0]);
   *max = 0;
   for (int64_t b = 0; b < batch; b++) {
     const int64_t n = cu[b + 1] - cu[b];
     if (cu[b + 1] < cu[b] || n < 0)
-      return fail(err, err_len, "layout: %s decreases at sequence %lld (%lld then %lld)", name,
-                  (long long)b, (long long)cu[b], (long long)cu[b + 1]);
+      return attn_fail(err, err_len, "layout: %s decreases at sequence %lld (%lld then %lld)", name,
+                       (long long)b, (long long)cu[b], (long long)cu[b + 1]);
     if (n > *max) *max = n;
   }
   *total = cu[batch];
@@ -117,29 +95,32 @@ static bool offsets_ok(const int64_t *cu, int64_t batch, const char *name, int64
 static bool paged_ok(const attn_problem *p, char *err, size_t err_len) {
   const attn_layout *l = p->layout;
   if (l->page_size < 1 || l->page_size > ATTN_MAX_PAGE_SIZE)
-    return fail(err, err_len, "layout: page_size must be in 1..%d (got %lld)", ATTN_MAX_PAGE_SIZE,
-                (long long)l->page_size);
+    return attn_fail(err, err_len, "layout: page_size must be in 1..%d (got %lld)",
+                     ATTN_MAX_PAGE_SIZE, (long long)l->page_size);
   if (l->num_pages < 1)
-    return fail(err, err_len, "layout: num_pages must be >= 1 (got %lld)", (long long)l->num_pages);
-  if (!l->page_table) return fail(err, err_len, "layout: page_table is NULL");
-  if (!fits((uint64_t)l->num_pages, (uint64_t)p->kv_heads, (uint64_t)l->page_size,
-            (uint64_t)(p->head_dim_qk > p->head_dim_v ? p->head_dim_qk : p->head_dim_v)))
-    return fail(err, err_len, "layout: a K/V pool of %lld pages of %lld tokens overflows size_t",
-                (long long)l->num_pages, (long long)l->page_size);
+    return attn_fail(err, err_len, "layout: num_pages must be >= 1 (got %lld)",
+                     (long long)l->num_pages);
+  if (!l->page_table) return attn_fail(err, err_len, "layout: page_table is NULL");
+  if (!attn_tensor_fits(l->num_pages, p->kv_heads, l->page_size,
+                        (p->head_dim_qk > p->head_dim_v ? p->head_dim_qk : p->head_dim_v)))
+    return attn_fail(err, err_len,
+                     "layout: a K/V pool of %lld pages of %lld tokens overflows size_t",
+                     (long long)l->num_pages, (long long)l->page_size);
   for (int64_t b = 0; b < p->batch; b++) {
     const int64_t kv = attn_layout_kv_len(p, b);
     const int64_t need = (kv + l->page_size - 1) / l->page_size;
     if (need > l->pages_per_seq)
-      return fail(err, err_len,
-                  "layout: sequence %lld has %lld keys = %lld pages of %lld, more than "
-                  "pages_per_seq (%lld)",
-                  (long long)b, (long long)kv, (long long)need, (long long)l->page_size,
-                  (long long)l->pages_per_seq);
+      return attn_fail(err, err_len,
+                       "layout: sequence %lld has %lld keys = %lld pages of %lld, more than "
+                       "pages_per_seq (%lld)",
+                       (long long)b, (long long)kv, (long long)need, (long long)l->page_size,
+                       (long long)l->pages_per_seq);
     for (int64_t i = 0; i < need; i++) {
       const int32_t pg = l->page_table[(size_t)b * (size_t)l->pages_per_seq + (size_t)i];
       if (pg < 0 || pg >= l->num_pages)
-        return fail(err, err_len, "layout: page_table[%lld][%lld] = %ld is not a page (0..%lld)",
-                    (long long)b, (long long)i, (long)pg, (long long)(l->num_pages - 1));
+        return attn_fail(err, err_len,
+                         "layout: page_table[%lld][%lld] = %ld is not a page (0..%lld)",
+                         (long long)b, (long long)i, (long)pg, (long long)(l->num_pages - 1));
     }
   }
   return true;
@@ -148,26 +129,26 @@ static bool paged_ok(const attn_problem *p, char *err, size_t err_len) {
 bool attn_layout_validate(const attn_problem *p, char *err, size_t err_len) {
   const attn_layout *l = p->layout;
   if (l->kind != ATTN_LAYOUT_RAGGED && l->kind != ATTN_LAYOUT_PAGED)
-    return fail(err, err_len,
-                "layout kind must be ragged (1) or paged (2) (got %d; a dense problem has "
-                "layout NULL)",
-                (int)l->kind);
+    return attn_fail(err, err_len,
+                     "layout kind must be ragged (1) or paged (2) (got %d; a dense problem has "
+                     "layout NULL)",
+                     (int)l->kind);
   int64_t mq, mk, tq, tk;
   if (!offsets_ok(l->cu_seqlens_q, p->batch, "cu_seqlens_q", &mq, &tq, err, err_len) ||
       !offsets_ok(l->cu_seqlens_kv, p->batch, "cu_seqlens_kv", &mk, &tk, err, err_len))
     return false;
   if (mq != p->seq_q || mk != p->seq_kv)
-    return fail(err, err_len,
-                "layout: seq_q and seq_kv (%lld, %lld) must be the largest sequence lengths "
-                "(%lld, %lld); attn_problem_set_layout sets them",
-                (long long)p->seq_q, (long long)p->seq_kv, (long long)mq, (long long)mk);
-  if (!fits((uint64_t)tq, (uint64_t)p->heads, (uint64_t)p->head_dim_qk, 1) ||
-      !fits((uint64_t)tq, (uint64_t)p->heads, (uint64_t)p->head_dim_v, 1))
-    return fail(err, err_len, "layout: %lld query tokens overflow size_t", (long long)tq);
+    return attn_fail(err, err_len,
+                     "layout: seq_q and seq_kv (%lld, %lld) must be the largest sequence lengths "
+                     "(%lld, %lld); attn_problem_set_layout sets them",
+                     (long long)p->seq_q, (long long)p->seq_kv, (long long)mq, (long long)mk);
+  if (!attn_tensor_fits(tq, p->heads, p->head_dim_qk, 1) ||
+      !attn_tensor_fits((int64_t)tq, p->heads, p->head_dim_v, 1))
+    return attn_fail(err, err_len, "layout: %lld query tokens overflow size_t", (long long)tq);
   if (l->kind == ATTN_LAYOUT_RAGGED &&
-      !fits((uint64_t)tk, (uint64_t)p->kv_heads,
-            (uint64_t)(p->head_dim_qk > p->head_dim_v ? p->head_dim_qk : p->head_dim_v), 1))
-    return fail(err, err_len, "layout: %lld keys overflow size_t", (long long)tk);
+      !attn_tensor_fits(tk, p->kv_heads,
+                        (p->head_dim_qk > p->head_dim_v ? p->head_dim_qk : p->head_dim_v), 1))
+    return attn_fail(err, err_len, "layout: %lld keys overflow size_t", (long long)tk);
   if (l->kind == ATTN_LAYOUT_PAGED && !paged_ok(p, err, err_len)) return false;
   if (p->opts && p->opts->mask) {
     double n = 0.0;  // the blocks' total, in double: it cannot wrap
@@ -175,22 +156,12 @@ bool attn_layout_validate(const attn_problem *p, char *err, size_t err_len) {
       n += (double)attn_layout_q_len(p, b) * (double)attn_layout_kv_len(p, b);
     if (p->opts->mask_per_head) n *= (double)p->heads;
     if (n * sizeof(float) >= 0x1p62)
-      return fail(err, err_len, "layout: the mask blocks (%.3g elements) overflow", n);
+      return attn_fail(err, err_len, "layout: the mask blocks (%.3g elements) overflow", n);
   }
   return true;
 }
 
 // ── The input domain of a layout problem (attn.h, "Numerics contract") ──────────────
-
-static int range_fail(char *err, size_t err_len, const char *fmt, ...) {
-  if (err && err_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-  }
-  return ATTN_ERR_RANGE;
-}
 
 // Euclidean norm of a row of dim elements of type t, or −1 if an element is not finite
 // (its index in *bad).
@@ -233,10 +204,11 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
         for (int64_t i = 0; i < nq; i++) {
           const double n = row_norm(ATTN_DTYPE_F32, attn_layout_q_row(p, q, b, h, i), dqk, &bad);
           if (n < 0)
-            return range_fail(err, err_len,
-                              "input Q of sequence %lld, head %lld, token %lld, element %lld is "
-                              "not finite (inputs must be finite)",
-                              (long long)b, (long long)h, (long long)i, (long long)bad);
+            return attn_range_fail(
+                err, err_len,
+                "input Q of sequence %lld, head %lld, token %lld, element %lld is "
+                "not finite (inputs must be finite)",
+                (long long)b, (long long)h, (long long)i, (long long)bad);
           qn = fmax(qn, n);
         }
       for (int64_t t = 0; t < nk; t++) {
@@ -245,25 +217,25 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
         const double n = row_norm(kt, kr, dqk, &bad);
         const double nv = n < 0 ? n : row_norm(kt, vr, dv, &bad);
         if (n < 0 || nv < 0)
-          return range_fail(err, err_len,
-                            "input %s of sequence %lld, K/V head %lld, key %lld, element %lld is "
-                            "not finite (inputs must be finite)",
-                            n < 0 ? "K" : "V", (long long)b, (long long)g, (long long)t,
-                            (long long)bad);
+          return attn_range_fail(
+              err, err_len,
+              "input %s of sequence %lld, K/V head %lld, key %lld, element %lld is "
+              "not finite (inputs must be finite)",
+              n < 0 ? "K" : "V", (long long)b, (long long)g, (long long)t, (long long)bad);
         kn = fmax(kn, n);
         vmax = fmax(vmax, row_max_abs(kt, vr, dv));
       }
       if (s * qn * kn > ATTN_SCORE_LIMIT || (sa > 1.0 && sa * fmax(qn, kn) > ATTN_SCORE_LIMIT))
-        return range_fail(err, err_len,
-                          "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
-                          "%.3g*%.3g*%.3g exceeds the limit %.3g or a pre-scaled operand does "
-                          "(sequence %lld, K/V head %lld; Euclidean row norms)",
-                          s, qn, kn, ATTN_SCORE_LIMIT, (long long)b, (long long)g);
+        return attn_range_fail(err, err_len,
+                               "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
+                               "%.3g*%.3g*%.3g exceeds the limit %.3g or a pre-scaled operand does "
+                               "(sequence %lld, K/V head %lld; Euclidean row norms)",
+                               s, qn, kn, ATTN_SCORE_LIMIT, (long long)b, (long long)g);
       if ((double)nk * vmax > ATTN_VALUE_LIMIT)
-        return range_fail(err, err_len,
-                          "the V accumulation may overflow float32: kv_len*max|v| = %lld*%.3g "
-                          "exceeds the limit %.3g (sequence %lld, K/V head %lld)",
-                          (long long)nk, vmax, ATTN_VALUE_LIMIT, (long long)b, (long long)g);
+        return attn_range_fail(err, err_len,
+                               "the V accumulation may overflow float32: kv_len*max|v| = %lld*%.3g "
+                               "exceeds the limit %.3g (sequence %lld, K/V head %lld)",
+                               (long long)nk, vmax, ATTN_VALUE_LIMIT, (long long)b, (long long)g);
     }
   }
   return ATTN_OK;

@@ -13,17 +13,10 @@
 attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q,
                                int64_t seq_kv, int64_t head_dim_qk, int64_t head_dim_v,
                                bool causal) {
-  attn_problem p = {
-      .batch = batch,
-      .heads = heads,
-      .kv_heads = kv_heads,
-      .seq_q = seq_q,
-      .seq_kv = seq_kv,
-      .head_dim_qk = head_dim_qk,
-      .head_dim_v = head_dim_v,
-      .causal = causal,
-      .scale = head_dim_qk > 0 ? (float)(1.0 / sqrt((double)head_dim_qk)) : 1.0f,
-  };
+  attn_problem p = {.batch = batch, .heads = heads, .kv_heads = kv_heads, .causal = causal};
+  p.seq_q = seq_q, p.seq_kv = seq_kv;
+  p.head_dim_qk = head_dim_qk, p.head_dim_v = head_dim_v;
+  p.scale = head_dim_qk > 0 ? (float)(1.0 / sqrt((double)head_dim_qk)) : 1.0f;
   return p;
 }
 
@@ -105,25 +98,20 @@ uint32_t attn_dtype_cap(attn_dtype t) {
   return 0;
 }
 
-// The one-line reason into err (if any); false, for `return fail(...)` in a check (and
-// `return fail(...), ATTN_ERR_RANGE` where a status is returned).
-static bool fail(char *err, size_t err_len, const char *fmt, ...) {
-  if (err && err_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-  }
+bool attn_fail(char *err, size_t err_len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (err && err_len) vsnprintf(err, err_len, fmt, ap);
+  va_end(ap);
   return false;
 }
 
-// a·b·c·d elements, times sizeof(float) bytes, must fit in size_t (and in int64_t, so
-// that kernels may index with either).
-static bool tensor_fits(int64_t a, int64_t b, int64_t c, int64_t d) {
+bool attn_tensor_fits(int64_t a, int64_t b, int64_t c, int64_t d) {
   const uint64_t limit = (uint64_t)(SIZE_MAX < INT64_MAX ? SIZE_MAX : INT64_MAX) / sizeof(float);
   uint64_t n = 1;
   const int64_t dims[4] = {a, b, c, d};
   for (int i = 0; i < 4; i++) {
+    if (dims[i] == 0) return true;  // no element: fits
     if ((uint64_t)dims[i] > limit / n) return false;
     n *= (uint64_t)dims[i];
   }
@@ -153,8 +141,8 @@ static bool check_sizes(const attn_problem *p, char *err, size_t err_len) {
                {"head_dim_v", p->head_dim_v}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     if (sizes[i].value < 1)
-      return fail(err, err_len, "%s must be >= 1 (got %lld)", sizes[i].name,
-                  (long long)sizes[i].value);
+      return attn_fail(err, err_len, "%s must be >= 1 (got %lld)", sizes[i].name,
+                       (long long)sizes[i].value);
   }
   const struct {
     const char *name;
@@ -164,58 +152,61 @@ static bool check_sizes(const attn_problem *p, char *err, size_t err_len) {
                  {"V", p->batch, p->kv_heads, p->seq_kv, p->head_dim_v},
                  {"O", p->batch, p->heads, p->seq_q, p->head_dim_v}};
   for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-    if (!tensor_fits(tensors[i].a, tensors[i].b, tensors[i].c, tensors[i].d))
-      return fail(err, err_len, "%s tensor %lldx%lldx%lldx%lld overflows size_t bytes",
-                  tensors[i].name, (long long)tensors[i].a, (long long)tensors[i].b,
-                  (long long)tensors[i].c, (long long)tensors[i].d);
+    if (!attn_tensor_fits(tensors[i].a, tensors[i].b, tensors[i].c, tensors[i].d))
+      return attn_fail(err, err_len, "%s tensor %lldx%lldx%lldx%lld overflows size_t bytes",
+                       tensors[i].name, (long long)tensors[i].a, (long long)tensors[i].b,
+                       (long long)tensors[i].c, (long long)tensors[i].d);
   }
   return true;
 }
 
 static bool check_heads(const attn_problem *p, char *err, size_t err_len) {
   if (p->kv_heads < 1)  // the divisor: check_sizes's rule, so that this check stands alone
-    return fail(err, err_len, "kv_heads must be >= 1 (got %lld)", (long long)p->kv_heads);
+    return attn_fail(err, err_len, "kv_heads must be >= 1 (got %lld)", (long long)p->kv_heads);
   if (p->heads % p->kv_heads != 0)
-    return fail(err, err_len, "heads (%lld) must be a multiple of kv_heads (%lld)",
-                (long long)p->heads, (long long)p->kv_heads);
+    return attn_fail(err, err_len, "heads (%lld) must be a multiple of kv_heads (%lld)",
+                     (long long)p->heads, (long long)p->kv_heads);
   return true;
 }
 
 static bool check_scale(const attn_problem *p, char *err, size_t err_len) {
-  if (!isfinite(p->scale)) return fail(err, err_len, "scale must be finite (got %g)", p->scale);
+  if (!isfinite(p->scale))
+    return attn_fail(err, err_len, "scale must be finite (got %g)", p->scale);
   if (float_subnormal(p->scale))
-    return fail(err, err_len,
-                "scale %g is subnormal: kernels flush it to 0 (FTZ/DAZ); give 0 or a scale with "
-                "%g <= |scale| <= %g",
-                (double)p->scale, (double)FLT_MIN, (double)FLT_MAX);
+    return attn_fail(
+        err, err_len,
+        "scale %g is subnormal: kernels flush it to 0 (FTZ/DAZ); give 0 or a scale with "
+        "%g <= |scale| <= %g",
+        (double)p->scale, (double)FLT_MIN, (double)FLT_MAX);
   return true;
 }
 
 static bool check_kv_dtype(const attn_problem *p, char *err, size_t err_len) {
   if ((unsigned)p->kv_dtype >= ATTN_DTYPE_COUNT)
-    return fail(err, err_len, "kv_dtype %d is not a K/V element type (f32 f16 bf16 q8_0)",
-                (int)p->kv_dtype);
+    return attn_fail(err, err_len, "kv_dtype %d is not a K/V element type (f32 f16 bf16 q8_0)",
+                     (int)p->kv_dtype);
   if (p->kv_dtype == ATTN_DTYPE_Q8_0 &&
       (p->head_dim_qk % ATTN_Q8_0_BLOCK != 0 || p->head_dim_v % ATTN_Q8_0_BLOCK != 0))
-    return fail(err, err_len,
-                "kv_dtype q8_0 needs head_dim_qk and head_dim_v to be multiples of %d (got "
-                "%lld and %lld)",
-                ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk, (long long)p->head_dim_v);
+    return attn_fail(err, err_len,
+                     "kv_dtype q8_0 needs head_dim_qk and head_dim_v to be multiples of %d (got "
+                     "%lld and %lld)",
+                     ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk, (long long)p->head_dim_v);
   return true;
 }
 
 static bool check_compute(const attn_problem *p, char *err, size_t err_len) {
   if ((unsigned)p->compute >= ATTN_COMPUTE_COUNT)
-    return fail(err, err_len, "compute %d is not a compute mode (f32 bf16 f16 int8)",
-                (int)p->compute);
+    return attn_fail(err, err_len, "compute %d is not a compute mode (f32 bf16 f16 int8)",
+                     (int)p->compute);
   if (p->compute == ATTN_COMPUTE_INT8 && p->kv_dtype != ATTN_DTYPE_Q8_0)
-    return fail(err, err_len,
-                "compute int8 needs kv_dtype q8_0 (integer dot products of Q8_0 Q and K; got "
-                "kv_dtype %s)",
-                attn_dtype_name(p->kv_dtype));
+    return attn_fail(err, err_len,
+                     "compute int8 needs kv_dtype q8_0 (integer dot products of Q8_0 Q and K; got "
+                     "kv_dtype %s)",
+                     attn_dtype_name(p->kv_dtype));
   if (p->compute == ATTN_COMPUTE_INT8 && p->head_dim_qk % ATTN_Q8_0_BLOCK != 0)
-    return fail(err, err_len, "compute int8 needs head_dim_qk to be a multiple of %d (got %lld)",
-                ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk);
+    return attn_fail(err, err_len,
+                     "compute int8 needs head_dim_qk to be a multiple of %d (got %lld)",
+                     ATTN_Q8_0_BLOCK, (long long)p->head_dim_qk);
   return true;
 }
 
@@ -228,12 +219,13 @@ static bool check_align(const attn_problem *p, char *err, size_t err_len) {
   const attn_options *o = p->opts;
   if (o->align != ATTN_ALIGN_BOTTOM_RIGHT && o->align != ATTN_ALIGN_TOP_LEFT &&
       o->align != ATTN_ALIGN_OFFSET)
-    return fail(err, err_len, "align must be bottom-right (0), top-left (1) or offset (2) (got %d)",
-                (int)o->align);
+    return attn_fail(err, err_len,
+                     "align must be bottom-right (0), top-left (1) or offset (2) (got %d)",
+                     (int)o->align);
   if (o->align == ATTN_ALIGN_OFFSET &&
       (o->diag_offset > ATTN_DIAG_OFFSET_MAX || o->diag_offset < -ATTN_DIAG_OFFSET_MAX))
-    return fail(err, err_len, "diag_offset must be in [-2^60, 2^60] (got %lld)",
-                (long long)o->diag_offset);
+    return attn_fail(err, err_len, "diag_offset must be in [-2^60, 2^60] (got %lld)",
+                     (long long)o->diag_offset);
   return true;
 }
 
@@ -241,11 +233,11 @@ static bool check_window(const attn_problem *p, char *err, size_t err_len) {
   const attn_options *o = p->opts;
   if (!o->window) return true;
   if (o->window_left < 0 && o->window_left != ATTN_WINDOW_UNBOUNDED)
-    return fail(err, err_len, "window left must be >= 0 or unbounded (got %lld)",
-                (long long)o->window_left);
+    return attn_fail(err, err_len, "window left must be >= 0 or unbounded (got %lld)",
+                     (long long)o->window_left);
   if (o->window_right < 0 && o->window_right != ATTN_WINDOW_UNBOUNDED)
-    return fail(err, err_len, "window right must be >= 0 or unbounded (got %lld)",
-                (long long)o->window_right);
+    return attn_fail(err, err_len, "window right must be >= 0 or unbounded (got %lld)",
+                     (long long)o->window_right);
   return true;
 }
 
@@ -259,8 +251,8 @@ static bool check_softcap(const attn_problem *p, char *err, size_t err_len) {
   if (float_subnormal(o->softcap) ||
       !(o->softcap == 0.0f ||
         (o->softcap >= ATTN_SOFTCAP_MIN && o->softcap <= (float)ATTN_SOFTCAP_MAX)))
-    return fail(err, err_len, "softcap must be 0 (none) or in [%g, %g] (got %.9g)",
-                (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX, (double)o->softcap);
+    return attn_fail(err, err_len, "softcap must be 0 (none) or in [%g, %g] (got %.9g)",
+                     (double)ATTN_SOFTCAP_MIN, (double)ATTN_SOFTCAP_MAX, (double)o->softcap);
   return true;
 }
 
@@ -272,20 +264,20 @@ static bool check_alibi(const attn_problem *p, char *err, size_t err_len) {
   if (float_subnormal(o->alibi_max_bias) ||
       !(o->alibi_max_bias == 0.0f || (o->alibi_max_bias >= ATTN_ALIBI_MAX_BIAS_MIN &&
                                       o->alibi_max_bias <= ATTN_ALIBI_MAX_BIAS_MAX)))
-    return fail(err, err_len, "alibi max_bias must be 0 (none) or in [%g, %g] (got %.9g)",
-                (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
-                (double)o->alibi_max_bias);
+    return attn_fail(err, err_len, "alibi max_bias must be 0 (none) or in [%g, %g] (got %.9g)",
+                     (double)ATTN_ALIBI_MAX_BIAS_MIN, (double)ATTN_ALIBI_MAX_BIAS_MAX,
+                     (double)o->alibi_max_bias);
   if (o->alibi_max_bias > 0.0f && o->alibi_slopes)
-    return fail(err, err_len, "give ALiBi either max_bias or explicit slopes, not both");
+    return attn_fail(err, err_len, "give ALiBi either max_bias or explicit slopes, not both");
   return true;
 }
 
 static bool check_mask(const attn_problem *p, char *err, size_t err_len) {
   const attn_options *o = p->opts;
-  if (o->mask && !tensor_fits(o->mask_per_head ? p->batch : 1, o->mask_per_head ? p->heads : 1,
-                              p->seq_q, p->seq_kv))
-    return fail(err, err_len, "mask tensor of %lldx%lld overflows size_t bytes",
-                (long long)p->seq_q, (long long)p->seq_kv);
+  if (o->mask && !attn_tensor_fits(o->mask_per_head ? p->batch : 1, o->mask_per_head ? p->heads : 1,
+                                   p->seq_q, p->seq_kv))
+    return attn_fail(err, err_len, "mask tensor of %lldx%lld overflows size_t bytes",
+                     (long long)p->seq_q, (long long)p->seq_kv);
   return true;
 }
 
@@ -310,9 +302,9 @@ static const struct {
 };
 
 bool attn_problem_check_field(const attn_problem *p, attn_field field, char *err, size_t err_len) {
-  if (!p) return fail(err, err_len, "problem is NULL");
+  if (!p) return attn_fail(err, err_len, "problem is NULL");
   if ((unsigned)field >= ATTN_FIELD_COUNT)
-    return fail(err, err_len, "field %d is not an attn_field", (int)field);
+    return attn_fail(err, err_len, "field %d is not an attn_field", (int)field);
   const bool ok = (kFields[field].option && !p->opts) || kFields[field].check(p, err, err_len);
   if (ok && err && err_len) err[0] = '\0';
   return ok;
@@ -524,23 +516,13 @@ static double max_row_norm(attn_dtype t, const void *x, int64_t rows, int64_t wi
   return sqrt(best);
 }
 
-static int range_fail(char *err, size_t err_len, const char *fmt, ...) {
-  if (err && err_len) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-  }
-  return ATTN_ERR_RANGE;
-}
-
 static int options_check(const attn_problem *p, char *err, size_t err_len);
 
 int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len) {
   if (!attn_problem_validate(p, err, err_len)) return ATTN_ERR_INVALID;
   if (!q || !k || !v) {
-    fail(err, err_len, "a tensor pointer (q, k or v) is NULL");
+    attn_fail(err, err_len, "a tensor pointer (q, k or v) is NULL");
     return ATTN_ERR_INVALID;
   }
   return attn_inputs_domain(p, q, k, v, err, err_len);
@@ -568,8 +550,8 @@ int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, con
     if (bad < t[i].n) {
       char at[96];
       coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
-      return fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)", t[i].name,
-                  at, (double)elem(t[i].type, t[i].x, t[i].n3, bad)),
+      return attn_fail(err, err_len, "input %s%s = %g is not finite (inputs must be finite)",
+                       t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad)),
              ATTN_ERR_RANGE;
     }
   }
@@ -580,10 +562,10 @@ int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, con
       if (bad < t[i].n) {
         char at[96];
         coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
-        return range_fail(err, err_len,
-                          "input %s%s = %g exceeds 65504, the largest binary16 (compute f16 "
-                          "rounds Q, K and V to binary16)",
-                          t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
+        return attn_range_fail(err, err_len,
+                               "input %s%s = %g exceeds 65504, the largest binary16 (compute f16 "
+                               "rounds Q, K and V to binary16)",
+                               t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
       }
     }
   }
@@ -600,23 +582,23 @@ int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, con
       const double qn = max_row_norm(ATTN_DTYPE_F32, qg, group * p->seq_q, dqk);
       const double bound = s * qn * kn;
       if (bound > ATTN_SCORE_LIMIT)
-        return fail(err, err_len,
-                    "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
-                    "%.3g*%.3g*%.3g = %.3g exceeds the limit %.3g (batch %lld, K/V head "
-                    "%lld; Euclidean row norms)",
-                    s, qn, kn, bound, ATTN_SCORE_LIMIT, (long long)b, (long long)g),
+        return attn_fail(err, err_len,
+                         "scores may overflow float32: max(1,|scale|)*max|q|*max|k| = "
+                         "%.3g*%.3g*%.3g = %.3g exceeds the limit %.3g (batch %lld, K/V head "
+                         "%lld; Euclidean row norms)",
+                         s, qn, kn, bound, ATTN_SCORE_LIMIT, (long long)b, (long long)g),
                ATTN_ERR_RANGE;
       // 2b. a pre-scaled operand (scale·Q, or scale·K) stays finite: with ‖k‖ < 1 the
       // bound above allows |scale|·‖q‖ up to 2^128 and beyond. (|scale| ≤ 1 cannot grow
       // an element.)
       const double sa = fabs((double)p->scale), big = fmax(qn, kn);
       if (sa > 1.0 && sa * big > ATTN_SCORE_LIMIT)
-        return fail(err, err_len,
-                    "the scaled %s may overflow float32: |scale|*max|%s| = %.3g*%.3g = "
-                    "%.3g exceeds the limit %.3g (batch %lld, K/V head %lld; Euclidean "
-                    "row norms)",
-                    qn >= kn ? "queries" : "keys", qn >= kn ? "q" : "k", sa, big, sa * big,
-                    ATTN_SCORE_LIMIT, (long long)b, (long long)g),
+        return attn_fail(err, err_len,
+                         "the scaled %s may overflow float32: |scale|*max|%s| = %.3g*%.3g = "
+                         "%.3g exceeds the limit %.3g (batch %lld, K/V head %lld; Euclidean "
+                         "row norms)",
+                         qn >= kn ? "queries" : "keys", qn >= kn ? "q" : "k", sa, big, sa * big,
+                         ATTN_SCORE_LIMIT, (long long)b, (long long)g),
                ATTN_ERR_RANGE;
     }
   }
@@ -630,10 +612,10 @@ int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, con
   if ((double)p->seq_kv * vmax > ATTN_VALUE_LIMIT) {
     char at[96];
     coords(vat, t[2].n1, t[2].n2, t[2].n3, at, sizeof at);
-    return fail(err, err_len,
-                "the V accumulation may overflow float32: seq_kv*max|v| = %lld*%.3g "
-                "(|V%s|) = %.3g exceeds the limit %.3g",
-                (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT),
+    return attn_fail(err, err_len,
+                     "the V accumulation may overflow float32: seq_kv*max|v| = %lld*%.3g "
+                     "(|V%s|) = %.3g exceeds the limit %.3g",
+                     (long long)p->seq_kv, vmax, at, (double)p->seq_kv * vmax, ATTN_VALUE_LIMIT),
            ATTN_ERR_RANGE;
   }
   return options_check(p, err, err_len);
@@ -648,21 +630,21 @@ static int options_check(const attn_problem *p, char *err, size_t err_len) {
                         fabs((double)attn_diag_offset(p));
     for (int64_t h = 0; h < p->heads; h++) {
       if (o->alibi_slopes && !(fabs((double)o->alibi_slopes[h]) * dist <= ATTN_SCORE_LIMIT))
-        return fail(err, err_len,
-                    "ALiBi slope[%lld] = %g is not finite or |slope|*2*max(seq) exceeds "
-                    "%.3g",
-                    (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT),
+        return attn_fail(err, err_len,
+                         "ALiBi slope[%lld] = %g is not finite or |slope|*2*max(seq) exceeds "
+                         "%.3g",
+                         (long long)h, (double)o->alibi_slopes[h], ATTN_SCORE_LIMIT),
                ATTN_ERR_RANGE;
       // a subnormal slope reads as 0 in a kernel (DAZ) and not in the reference
       if (o->alibi_slopes && float_subnormal(o->alibi_slopes[h]))
-        return fail(err, err_len,
-                    "ALiBi slope[%lld] = %g is subnormal: slopes must be 0 or normal "
-                    "float32 (|slope| >= %g)",
-                    (long long)h, (double)o->alibi_slopes[h], (double)FLT_MIN),
+        return attn_fail(err, err_len,
+                         "ALiBi slope[%lld] = %g is subnormal: slopes must be 0 or normal "
+                         "float32 (|slope| >= %g)",
+                         (long long)h, (double)o->alibi_slopes[h], (double)FLT_MIN),
                ATTN_ERR_RANGE;
       if (o->sinks && !(fabs((double)o->sinks[h]) <= ATTN_SCORE_LIMIT))
-        return fail(err, err_len, "sink[%lld] = %g is not finite or exceeds %.3g in magnitude",
-                    (long long)h, (double)o->sinks[h], ATTN_SCORE_LIMIT),
+        return attn_fail(err, err_len, "sink[%lld] = %g is not finite or exceeds %.3g in magnitude",
+                         (long long)h, (double)o->sinks[h], ATTN_SCORE_LIMIT),
                ATTN_ERR_RANGE;
     }
     if (o->mask) {
@@ -670,10 +652,10 @@ static int options_check(const attn_problem *p, char *err, size_t err_len) {
       for (size_t i = 0; i < n; i++) {
         const float x = o->mask[i];
         if (x == -INFINITY || fabs((double)x) <= ATTN_SCORE_LIMIT) continue;
-        return fail(err, err_len,
-                    "mask[%zu] = %g: mask values must be -inf or finite with magnitude "
-                    "<= %.3g",
-                    i, (double)x, ATTN_SCORE_LIMIT),
+        return attn_fail(err, err_len,
+                         "mask[%zu] = %g: mask values must be -inf or finite with magnitude "
+                         "<= %.3g",
+                         i, (double)x, ATTN_SCORE_LIMIT),
                ATTN_ERR_RANGE;
       }
     }

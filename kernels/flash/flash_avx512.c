@@ -50,10 +50,10 @@ const attn_kernel attn_kernel_flash__avx512 = {
     .summary =
         "OpenMP FlashAttention-2 style, AVX-512F 8x48 QK^T / 6x64 PV tiles (2 more variants), "
         "GQA-shared packed K/V, causal/window tile skipping, split-KV decode, every option and "
-        "f16/bf16/q8_0 K/V native",
+        "f16/bf16/q8_0 K/V native, ragged and paged batches in place",
     .required_isa = ATTN_ISA_AVX512F,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_OPT_ALL |
-            ATTN_CAP_KV_ALL,
+            ATTN_CAP_KV_ALL | ATTN_CAP_LAYOUT_ALL,
     .workspace = flash_avx512_workspace_any,
     .run = flash_avx512_run_any,
     FL_RECORD_TILES,

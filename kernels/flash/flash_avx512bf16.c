@@ -286,7 +286,8 @@ static void bk_task(const attn_problem *p, const bk_plan *bp, int64_t t, const f
     }
   }
   // Its result: the split-KV partial or O = acc / l (options are not native: no LSE, sinks).
-  flash_store_rows(p, pl, w.h0, w.hs, w.i0, w.nq, tk.b, t, acc, m, l, o, partials);
+  const flash_io io = flash_io_dense(p, tk.b, NULL, NULL, NULL, o);
+  flash_store_rows(p, pl, &io, w.h0, w.hs, w.i0, w.nq, tk.b, t, acc, m, l, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────

@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "core/attn_internal.h"
+#include "flash/flash_batch.h"
 #include "flash/flash_plan.h"
 #include "flash/flash_store.h"
 #include "simd/softmax.h"
@@ -159,15 +160,15 @@ static const fl_fin *fl_fin_setup(const attn_problem *p, const fl_rows *w, int64
 }
 
 // Q̂ = scale·Q for the task's rows, row-major (dqk floats per row): the decode paths.
-static void fl_load_q(const attn_problem *p, const fl_rows *w, int64_t b, const float *q,
-                      float *qs) {
+static void fl_load_q(const attn_problem *p, const fl_rows *w, const flash_io *io, float *qs) {
   const int64_t dqk = p->head_dim_qk;
   const float scale = p->scale;
-  for (int64_t hh = 0; hh < w->hs; hh++) {
-    const float *qh = attn_q_head(p, q, b, w->h0 + hh) + w->i0 * dqk;
-    float *dst = qs + hh * w->nq * dqk;
-    for (int64_t x = 0; x < w->nq * dqk; x++) dst[x] = scale * qh[x];
-  }
+  for (int64_t hh = 0; hh < w->hs; hh++)
+    for (int64_t r = 0; r < w->nq; r++) {
+      const float *src = io->q + (w->h0 + hh) * io->q_hs + (w->i0 + r) * io->q_is;
+      float *dst = qs + (hh * w->nq + r) * dqk;
+      for (int64_t x = 0; x < dqk; x++) dst[x] = scale * src[x];
+    }
 }
 
 // Q̂ = scale·Q for the tiled pass, in the panels its Q·Kᵀ register tiles read: the rows go
@@ -176,7 +177,7 @@ static void fl_load_q(const attn_problem *p, const fl_rows *w, int64_t b, const 
 // at row R holds Q̂[R + i][k] at qs[R·dqk + k·mr + i] — the same floats in the same place
 // as the row-major layout, transposed within each tile. The micro-kernel then broadcasts
 // A from one pointer (A[i][k] = a[i + k·mr]) instead of one address register per row.
-static void fl_load_q_panels(const attn_problem *p, const fl_rows *w, int64_t b, const float *q,
+static void fl_load_q_panels(const attn_problem *p, const fl_rows *w, const flash_io *io,
                              float *qs) {
   const int64_t dqk = p->head_dim_qk, nrows = w->nrows;
   const float scale = p->scale;
@@ -187,7 +188,7 @@ static void fl_load_q_panels(const attn_problem *p, const fl_rows *w, int64_t b,
       float *panel = qs + r * dqk;
       for (int64_t i = 0; i < mr; i++) {  // row r + i: head hh, position i0 + pos
         const int64_t hh = (r + i) / w->nq, pos = (r + i) % w->nq;
-        const float *src = attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk;
+        const float *src = io->q + (w->h0 + hh) * io->q_hs + (w->i0 + pos) * io->q_is;
         for (int64_t k = 0; k < dqk; k++) panel[k * mr + i] = scale * src[k];
       }
     }
@@ -228,6 +229,52 @@ static void fl_row_limits(const attn_problem *p, const fl_rows *w, int64_t j0, i
   }
 }
 
+// ── K/V rows of a ragged or paged sequence (flash_io) ───────────────────────────────
+// Keys [j, j + *len) of K/V head g, *len ≤ n: one run of rows io->k_rs, io->v_rs bytes
+// apart from the returned K row and *vr — to the end of j's page with pages, else all n.
+FL_INLINE const char *fl_kv_run(const flash_io *io, int64_t g, int64_t j, int64_t n,
+                                const char **vr, int64_t *len) {
+  if (!io->pt) {
+    *len = n;
+    *vr = io->v + (size_t)g * io->v_gs + (size_t)j * io->v_rs;
+    return io->k + (size_t)g * io->k_gs + (size_t)j * io->k_rs;
+  }
+  const size_t page = (size_t)io->pt[j / io->ps], slot = (size_t)(j % io->ps);
+  *len = io->ps - (int64_t)slot < n ? io->ps - (int64_t)slot : n;
+  *vr = io->v + page * io->v_page + (size_t)g * io->v_gs + slot * io->v_rs;
+  return io->k + page * io->k_page + (size_t)g * io->k_gs + slot * io->k_rs;
+}
+
+// The rows of one K/V head of a ragged or paged sequence, for the tiled pass: each tile's
+// rows are staged, K then V, into stage (tkv rows of each; fl_plan_seq sizes it) — the
+// copy the tile's packing makes anyway, read from the pages in place.
+typedef struct fl_kv_rows {
+  const flash_io *io;
+  int64_t g;
+  char *stage;
+} fl_kv_rows;
+
+static void fl_stage_tile(const fl_kv_rows *src, int64_t j0, int64_t nk, size_t krb, size_t vrb,
+                          int64_t tkv) {
+  char *kd = src->stage, *vd = src->stage + (size_t)tkv * krb;
+  for (int64_t j = j0; j < j0 + nk;) {
+    const char *vr;
+    int64_t len;
+    const char *kr = fl_kv_run(src->io, src->g, j, j0 + nk - j, &vr, &len);
+    const size_t at = (size_t)(j - j0);
+    if (src->io->k_rs == krb && src->io->v_rs == vrb) {  // one page: consecutive rows
+      memcpy(kd + at * krb, kr, (size_t)len * krb);
+      memcpy(vd + at * vrb, vr, (size_t)len * vrb);
+    } else {  // ragged: the head's rows are kv_heads rows apart
+      for (int64_t x = 0; x < len; x++) {
+        memcpy(kd + (at + (size_t)x) * krb, kr + (size_t)x * src->io->k_rs, krb);
+        memcpy(vd + (at + (size_t)x) * vrb, vr + (size_t)x * src->io->v_rs, vrb);
+      }
+    }
+    j += len;
+  }
+}
+
 // The FA2 loop over the task's K/V tiles (≥ FL_QK_MR rows): pack K̂ᵀ, V̂ in place or
 // padded, then row blocks of FL_ROW_BLOCK rows run Q·Kᵀ → softmax → P·V back to back,
 // so their scores (FL_ROW_BLOCK × tkv floats) never leave L1; K̂ᵀ and V̂ come from L2.
@@ -238,7 +285,8 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
                                const fl_rows *w, const char *kh, size_t krb, const char *vh,
                                size_t vrb, const float *qs, float *kt, float *vs, float *kc,
                                float *S, float *acc, float *m, float *l, float *alpha,
-                               int32_t *lims, const fl_fin *fin, int32_t *los) {
+                               int32_t *lims, const fl_fin *fin, int32_t *los,
+                               const fl_kv_rows *src) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp, tkv = pl->tkv;
   const int64_t nrows = w->nrows, ke = w->ke;
   const bool scored = fin && fin->scores;  // else fin is a window alone (or NULL)
@@ -248,7 +296,11 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
     fl_row_limits(p, w, j0, nk, lims, los);  // keys each row sees in this tile (< nk: diagonal)
     const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
     // The next tile's K and V, requested a line at a time by the micro-kernels below.
-    const int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
+    int64_t nn = ke - j0 - tkv < tkv ? ke - j0 - tkv : tkv;  // ≤ 0: last tile
+    if (src) {  // pages or ragged rows: the tile's rows staged, K then V (fl_stage_tile)
+      fl_stage_tile(src, j0, nk, krb, vrb, tkv);
+      kj = src->stage, vj = src->stage + (size_t)tkv * krb, nn = 0;
+    }
     vk_pf pf = vk_pf_rows(kj + (size_t)tkv * krb, vj + (size_t)tkv * vrb, nn, krb, vrb);
     const float *vt;  // V̂: in place, or a padded or aligned copy, or widened
     if (t == ATTN_DTYPE_F32) {
@@ -300,9 +352,9 @@ FL_INLINE void fl_tiled_pass_t(const attn_dtype t, const attn_problem *p, const 
   static void name(const attn_problem *p, const flash_plan *pl, const fl_rows *w, const char *kh,  \
                    size_t krb, const char *vh, size_t vrb, const float *qs, float *kt, float *vs,  \
                    float *kc, float *S, float *acc, float *m, float *l, float *alpha,              \
-                   int32_t *lims, const fl_fin *fin, int32_t *los) {                               \
+                   int32_t *lims, const fl_fin *fin, int32_t *los, const fl_kv_rows *src) {        \
     fl_tiled_pass_t(T, p, pl, w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims, fin, \
-                    los);                                                                          \
+                    los, src);                                                                     \
   }
 FL_TILED_INSTANCE(fl_tiled_pass, ATTN_DTYPE_F32)
 FL_TILED_INSTANCE(fl_tiled_pass_f16, ATTN_DTYPE_F16)
@@ -312,20 +364,56 @@ FL_TILED_INSTANCE(fl_tiled_pass_q8_0, ATTN_DTYPE_Q8_0)
 
 // The task's result (flash/flash_store.h): its split-KV partial, or O (and LSE if asked).
 static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows *w, int64_t b,
-                     int64_t t, const float *acc, const float *m, const float *l, float *o,
-                     float *partials) {
-  flash_store_rows(p, pl, w->h0, w->hs, w->i0, w->nq, b, t, acc, m, l, o, partials);
+                     int64_t t, const float *acc, const float *m, const float *l,
+                     const flash_io *io, float *partials) {
+  flash_store_rows(p, pl, io, w->h0, w->hs, w->i0, w->nq, b, t, acc, m, l, partials);
+}
+
+// The fused decode rows over the task's keys (fewer than FL_DEC_ROWS rows), K/V rows read
+// in place: one run of keys io->k_rs apart (dense, ragged), or one run per page, the
+// online-softmax state carried from run to run.
+static void fl_task_fused(const attn_problem *p, const flash_plan *pl, const fl_rows *w,
+                          const flash_io *io, int64_t g, const float *qs, int32_t *lims, float *kc,
+                          float *acc, float *m, float *l, const fl_fin *fin) {
+  const attn_dtype ty = p->kv_dtype;
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp;
+  for (int64_t j = w->kb; j < w->ke;) {
+    const char *vb;
+    int64_t n;
+    const char *kb = fl_kv_run(io, g, j, w->ke - j, &vb, &n);
+    if (io->pt && j + n < w->ke) {  // the next page's rows, on their way while this one runs
+      const char *vn;
+      int64_t nn;
+      const char *kn = fl_kv_run(io, g, j + n, w->ke - j - n, &vn, &nn);
+      fl_dec_pf(kn, (size_t)nn * io->k_rs);
+      fl_dec_pf(vn, (size_t)nn * io->v_rs);
+    }
+    fl_row_limits(p, w, j, n, lims, NULL);
+    if (ty == ATTN_DTYPE_F32)
+      fl_dec_f32(w->nrows, qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, acc, m, l, fin,
+                 j);
+    // Typed rows: the same pass widening in registers (fl_dec_typed), else through
+    // float32 scratch per block.
+    else if (!fl_dec_typed(ty, w->nrows, qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, acc,
+                           m, l, fin, j))
+      fl_row_fused_typed(ty, w->nrows, qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, kc,
+                         kc + pl->kc_keys * dqk, acc, m, l, fin, j);
+    j += n;
+  }
 }
 
 // One task: its rows and keys, the online-softmax state reset, Q̂, then the pass its row
-// count calls for — rows in lanes (FL_RV_W..FL_LANES_MAX_ROWS), one fused pass (fewer
-// than FL_QK_MR), or the tiled FA2 loop — and the result. (The path depends on the plan's
-// rows only: on the shape, never on the thread count or the K/V type.) K and V are of
-// type p->kv_dtype: rows of attn_kv_row_bytes bytes.
+// count calls for — rows in lanes (FL_RV_W..FL_LANES_MAX_ROWS, contiguous K/V rows), one
+// fused pass (fewer than FL_QK_MR), or the tiled FA2 loop — and the result. (The path
+// depends on the plan's rows and the layout only: never on the thread count or the K/V
+// type.) K and V are of type p->kv_dtype: rows of attn_kv_row_bytes bytes. lio: where the
+// rows of a ragged or paged sequence live (NULL: batch entry tk.b of the dense q, k, v, o).
 static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, const float *q,
-                    const void *k, const void *v, float *o, float *scratch, float *partials) {
+                    const void *k, const void *v, float *o, const flash_io *lio, float *scratch,
+                    float *partials) {
   const flash_task tk = flash_task_at(p, pl, t);
   const fl_rows w = fl_task_rows(p, pl, &tk);
+  const flash_io io = lio ? *lio : flash_io_dense(p, tk.b, q, k, v, o);
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp;
   float *qs = scratch + pl->off_q, *kt = scratch + pl->off_kt, *vs = scratch + pl->off_v;
   float *S = scratch + pl->off_s, *acc = scratch + pl->off_acc;
@@ -337,21 +425,23 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   int32_t *los = fin && fin->window_lo ? (int32_t *)(scratch + pl->off_lo) : NULL;
   const attn_dtype ty = p->kv_dtype;
   const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
-  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
-  const char *kh = (const char *)k + head * krb, *vh = (const char *)v + head * vrb;
+  const bool dense = flash_io_contiguous(&io, krb, vrb);
+  const char *kh = io.k + (size_t)tk.g * io.k_gs, *vh = io.v + (size_t)tk.g * io.v_gs;
+  // pages or ragged rows: the tiled pass stages each tile (fl_plan_seq sized the stage)
+  const fl_kv_rows src = {&io, tk.g, (char *)(scratch + pl->off_stage)};
 
   for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
   if (w.kb < w.ke) {
-    const int lanes = w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
+    const int lanes = dense && w.nrows >= FL_RV_W && w.nrows <= FL_LANES_MAX_ROWS;
     const int fused = !lanes && w.nrows < FL_DEC_ROWS;
     const int64_t nkeys = w.ke - w.kb;
     const char *kb = kh + (size_t)w.kb * krb, *vb = vh + (size_t)w.kb * vrb;
     if (lanes || fused) {  // decode paths: row-major Q̂, each row's keys from kb on
-      fl_load_q(p, &w, tk.b, q, qs);
+      fl_load_q(p, &w, &io, qs);
       fl_row_limits(p, &w, w.kb, nkeys, lims, NULL);
     } else {  // the tiled pass: Q̂ in its register-tile panels
-      fl_load_q_panels(p, &w, tk.b, q, qs);
+      fl_load_q_panels(p, &w, &io, qs);
     }
     if (lanes) {
       if (ty == ATTN_DTYPE_F32)
@@ -361,37 +451,30 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         fl_lanes_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, pl->tkv, lims, kt,
                        vs, kc, acc, m, l, fin, w.kb);
     } else if (fused) {
-      if (ty == ATTN_DTYPE_F32)
-        fl_row_fused(w.nrows, qs, dqk, (const float *)kb, (const float *)vb, dv, dvp, nkeys, lims,
-                     acc, m, l, fin, w.kb);
-      // Typed rows: the same pass widening in registers (fl_dec_typed), else through
-      // float32 scratch per block.
-      else if (!fl_dec_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, acc, m,
-                             l, fin, w.kb))
-        fl_row_fused_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, lims, kc,
-                           kc + pl->kc_keys * dqk, acc, m, l, fin, w.kb);
+      fl_task_fused(p, pl, &w, &io, tk.g, qs, lims, kc, acc, m, l, fin);
     } else {
+      const fl_kv_rows *sp = dense ? NULL : &src;
       switch (ty) {
         case ATTN_DTYPE_F16:
           fl_tiled_pass_f16(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims,
-                            fin, los);
+                            fin, los, sp);
           break;
         case ATTN_DTYPE_BF16:
           fl_tiled_pass_bf16(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims,
-                             fin, los);
+                             fin, los, sp);
           break;
         case ATTN_DTYPE_Q8_0:
           fl_tiled_pass_q8_0(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims,
-                             fin, los);
+                             fin, los, sp);
           break;
         default:
           fl_tiled_pass(p, pl, &w, kh, krb, vh, vrb, qs, kt, vs, kc, S, acc, m, l, alpha, lims, fin,
-                        los);
+                        los, sp);
           break;
       }
     }
   }
-  fl_store(p, pl, &w, tk.b, t, acc, m, l, o, partials);
+  fl_store(p, pl, &w, tk.b, t, acc, m, l, &io, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
@@ -412,15 +495,60 @@ static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl
   }
 }
 
+// The plan of one ragged or paged sequence (flash_batch.h): fl_plan plus the staged tile of
+// the tiled pass (tkv rows of K and of V as stored).
+static void fl_plan_seq(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
+  fl_plan(p, exec, pl);
+  const size_t bytes =
+      attn_size_mul_sat((size_t)pl->tkv, attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk) +
+                                             attn_kv_row_bytes(p->kv_dtype, p->head_dim_v));
+  pl->off_stage = pl->scratch_floats;
+  pl->scratch_floats = attn_size_add_sat(
+      pl->scratch_floats, attn_size_add_sat(bytes / sizeof(float) + 1, 15) & ~(size_t)15);
+}
+
 FL_LINKAGE size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
+  if (p->layout) return flash_batch_workspace(p, exec, fl_plan_seq, flash_threads(exec));
   flash_plan pl;
   fl_plan(p, exec, &pl);
   return flash_workspace_bytes(&pl, flash_threads(exec));
 }
 
+// A ragged or paged batch: one work list over every sequence's tasks (flash_batch.h); a
+// split task's chunks are merged, in chunk order, by whoever finishes the last of them.
+static int fl_run_batch(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                        const void *v, float *o, void *workspace) {
+  const int nt = flash_threads(exec);
+  flash_batch bt;
+  flash_batch_make(p, exec, fl_plan_seq, nt, q, k, v, o, workspace, &bt);
+#pragma omp parallel num_threads(nt)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    float *scratch = bt.scratch + (size_t)omp_get_thread_num() * bt.scratch_floats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < bt.nitems; i++) {
+      const flash_seq *sq = &bt.seqs[bt.items[i].seq];
+      const int64_t t = bt.items[i].t;
+      float *partials = bt.partials + sq->part0;
+      fl_task(&sq->p, &sq->pl, t, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
+      if (sq->pl.nsplit > 1) {
+        int n;
+        // seq_cst: the partial written above is visible to whichever thread merges.
+#pragma omp atomic capture seq_cst
+        n = ++bt.done[sq->done0 + t / sq->pl.nsplit];
+        if (n == sq->pl.nsplit)
+          flash_merge_io(&sq->p, &sq->pl, partials, t / sq->pl.nsplit, &sq->io);
+      }
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
+}
+
 FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                       const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  if (p->layout) return fl_run_batch(p, exec, q, k, v, o, workspace);
   flash_plan pl;
   fl_plan(p, exec, &pl);
   const int nt = flash_threads(exec);
@@ -436,7 +564,7 @@ FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float 
     float *scratch = ws + (size_t)omp_get_thread_num() * pl.scratch_floats;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < pl.tasks; t++) {
-      fl_task(p, &pl, t, q, k, v, o, scratch, partials);
+      fl_task(p, &pl, t, q, k, v, o, NULL, scratch, partials);
       if (pl.nsplit > 1) {
         int n;
         // seq_cst: the partial written above is visible to whichever thread merges.

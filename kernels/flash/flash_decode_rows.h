@@ -81,6 +81,23 @@ FL_INLINE void fl_dec_pf(const char *p, size_t bytes) {
   const uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, e = (uintptr_t)p + bytes;
   for (uintptr_t x = a; x < e; x += 64) __builtin_prefetch((const void *)x, 0, FL_DEC_PF_LOCALITY);
 }
+// Every line of n rows of `bytes` bytes, `stride` bytes apart, from p: one range when the
+// rows are consecutive (a dense head), row by row when other rows lie between them (a
+// ragged batch's head, kv_heads rows apart) — never the lines between.
+FL_INLINE void fl_dec_pf_rows(const char *p, int64_t n, size_t stride, size_t bytes) {
+  if (stride == bytes) {
+    fl_dec_pf(p, (size_t)n * bytes);
+    return;
+  }
+  for (int64_t x = 0; x < n; x++) fl_dec_pf(p + (size_t)x * stride, bytes);
+}
+// attn_kv_row_bytes for a constant type (in registers, no call).
+FL_INLINE size_t fl_row_bytes(const attn_dtype t, int64_t dim) {
+  return t == ATTN_DTYPE_F32 ? (size_t)dim * 4
+         : t == ATTN_DTYPE_F16 || t == ATTN_DTYPE_BF16
+             ? (size_t)dim * 2
+             : (size_t)(dim / ATTN_Q8_0_BLOCK) * sizeof(attn_block_q8_0);
+}
 _Static_assert(FL_ROW_KEYS % VF_W == 0 && FL_ROW_KEYS % FL_DEC_ACC == 0,
                "FL_ROW_KEYS: whole score vectors and key groups");
 
@@ -90,12 +107,29 @@ _Static_assert(FL_ROW_KEYS % VF_W == 0 && FL_ROW_KEYS % FL_DEC_ACC == 0,
 // ISA on purpose: the AVX-512 and AVX2 trees have the same shape (one level fewer on
 // AVX2) but each level is that ISA's own cross-lane shuffle, which the SIMD mapping layer
 // (vec_*.h) does not name.
+#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__AVX512F__)
+#define FL_SHUF_PS _mm512_shuffle_ps
+#else
+#define FL_SHUF_PS _mm256_shuffle_ps
+#endif
+// The tree's last two levels, the same on both ISAs (shuffles within 128-bit lanes): lane
+// pairs of x[i] and x[i + 2], then single lanes.
+FL_INLINE vf_t fl_sum_pairs(const vf_t x[4]) {
+  vf_t y[2];
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++)  // lane pairs
+    y[i] = vf_add(FL_SHUF_PS(x[i], x[i + 2], 0x44), FL_SHUF_PS(x[i], x[i + 2], 0xEE));
+  return vf_add(FL_SHUF_PS(y[0], y[1], 0x88), FL_SHUF_PS(y[0], y[1], 0xDD));
+}
+#undef FL_SHUF_PS
+#endif
 #if defined(__AVX512F__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {
   // The tree leaves input j's sum in lane π(j), π = 0 2 1 3 8 10 9 11 4 6 5 7 12 14 13 15
   // (an involution): input j is key π(j).
   static const int pi[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
-  __m512 w[8], x[4], y[2];
+  __m512 w[8], x[4];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; i++) {  // 256-bit halves: [u lo+hi | v lo+hi]
     const __m512 u = _mm512_loadu_ps(a + pi[i] * 16), v = _mm512_loadu_ps(a + pi[i + 8] * 16);
@@ -105,27 +139,19 @@ FL_INLINE vf_t fl_sum_lanes(const float *a) {
   for (int i = 0; i < 4; i++)  // 128-bit quarters
     x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(w[i], w[i + 4], 0x88),
                          _mm512_shuffle_f32x4(w[i], w[i + 4], 0xDD));
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; i++)  // lane pairs
-    y[i] = _mm512_add_ps(_mm512_shuffle_ps(x[i], x[i + 2], 0x44),
-                         _mm512_shuffle_ps(x[i], x[i + 2], 0xEE));
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+  return fl_sum_pairs(x);
 }
 #elif defined(__AVX2__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {
   // Input j's sum lands in lane π(j), π = 0 2 1 3 4 6 5 7: input j is key π(j).
   static const int pi[8] = {0, 2, 1, 3, 4, 6, 5, 7};
-  __m256 w[4], x[2];
+  __m256 w[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; i++) {  // 128-bit halves
     const __m256 u = _mm256_loadu_ps(a + pi[i] * 8), v = _mm256_loadu_ps(a + pi[i + 4] * 8);
     w[i] = _mm256_add_ps(_mm256_permute2f128_ps(u, v, 0x20), _mm256_permute2f128_ps(u, v, 0x31));
   }
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; i++)  // lane pairs
-    x[i] = _mm256_add_ps(_mm256_shuffle_ps(w[i], w[i + 2], 0x44),
-                         _mm256_shuffle_ps(w[i], w[i + 2], 0xEE));
-  return _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x88), _mm256_shuffle_ps(x[0], x[1], 0xDD));
+  return fl_sum_pairs(w);
 }
 #elif defined(__aarch64__)
 FL_INLINE vf_t fl_sum_lanes(const float *a) {  // pairwise adds keep the keys in order
@@ -237,14 +263,15 @@ FL_INLINE void fl_dec_qk(const attn_dtype t, const int H, const int G, const int
 FL_INLINE void fl_dec_scores(const attn_dtype t, const int H, const int G, const float *q,
                              int64_t dqk, const char *k, size_t krb, int64_t nk, int64_t ncol,
                              float *sa, float (*s)[FL_ROW_KEYS + VF_W], const char *kpf,
-                             const char *vpf, size_t vrb, int64_t npf, int pfv) {
+                             const char *vpf, size_t vrb, size_t vbytes, int64_t npf, int pfv) {
   const int NK = FL_DEC_KEYS(G);
+  const size_t kbytes = fl_row_bytes(t, dqk);
   int64_t c = 0;
   for (; c + NK <= nk; c += NK) {
     if (c < npf) {  // keys c .. c + NK of the block ahead (V rows: vrb bytes apart)
       const int64_t np = npf - c < NK ? npf - c : NK;
-      fl_dec_pf(kpf + (size_t)c * krb, (size_t)np * krb);
-      if (G > pfv) fl_dec_pf(vpf + (size_t)c * vrb, (size_t)np * vrb);
+      fl_dec_pf_rows(kpf + (size_t)c * krb, np, krb, kbytes);
+      if (G > pfv) fl_dec_pf_rows(vpf + (size_t)c * vrb, np, vrb, vbytes);
     }
     fl_dec_qk(t, H, G, NK, q, dqk, k + (size_t)c * krb, krb, sa + c * VF_W);
   }
@@ -384,6 +411,7 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   int64_t n[FL_QK_MR];
   float alpha[FL_QK_MR];
   const int pfv = FL_DEC_PF_V_PV(t);  // may be a run-time choice (flash_avx2.h, flash_avx512.h)
+  const size_t vbytes = fl_row_bytes(t, dv);
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;
@@ -395,8 +423,9 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
-#define FL_DEC_STEP(G) \
-  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, r0 ? 0 : npf, pfv)
+#define FL_DEC_STEP(G)                                                                  \
+  fl_dec_scores(t, H, G, qr, dqk, kj, krb, nk, ncol, sa, s + r0, kpf, vpf, vrb, vbytes, \
+                r0 ? 0 : npf, pfv)
       FL_DEC_GROUP_SWITCH(g, FL_DEC_STEP);
 #undef FL_DEC_STEP
     }

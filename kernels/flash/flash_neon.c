@@ -37,10 +37,10 @@ const attn_kernel attn_kernel_flash__neon = {
     .summary =
         "OpenMP FlashAttention-2 style, NEON 8x8 QK^T / 6x16 PV tiles, GQA-shared packed "
         "K/V, causal/window tile skipping, split-KV decode, every option and f16/bf16/q8_0 K/V "
-        "native",
+        "native, ragged and paged batches in place",
     .required_isa = ATTN_ISA_NEON,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_OPT_ALL |
-            ATTN_CAP_KV_ALL,
+            ATTN_CAP_KV_ALL | ATTN_CAP_LAYOUT_ALL,
     .workspace = FL_WORKSPACE,
     .run = FL_RUN,
     FL_RECORD_TILES,

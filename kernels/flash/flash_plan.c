@@ -51,17 +51,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->nsplit = 1;
   plan->chunk = ceil_div(p->seq_kv, tkv) * tkv;
   if (kv_split > 0 || plan->base_tasks < kFlashSplitTarget) {
-    // The widest task key range (the union of a query block's row ranges; seq_kv without
-    // a window): chunks cut that, so a window's few visible keys are split too.
-    int64_t span = 0;
-    for (int64_t qb = 0; qb < plan->qblocks; qb++) {
-      int64_t lo, hi, unused;
-      attn_row_keys(p, qb * tq, &lo, &unused);
-      const int64_t last = (qb + 1) * tq < p->seq_q ? (qb + 1) * tq - 1 : p->seq_q - 1;
-      attn_row_keys(p, last, &unused, &hi);
-      if (hi - lo > span) span = hi - lo;
-    }
-    if (span < 1) span = 1;
+    const int64_t span = flash_plan_span(p, plan);
     // kv_split N: N chunks of whole tiles (at least one tile each, so nsplit <= N).
     int64_t want = kv_split > 0 ? kv_split : ceil_div(kFlashSplitTarget, plan->base_tasks);
     int64_t minc = kv_split > 0 ? tkv : ceil_div(kFlashMinChunk, tkv) * tkv;
@@ -94,7 +84,96 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->scratch_floats = off;
   plan->off_kc = off;  // no widened-rows region unless the ISA body adds one (K/V types)
   plan->kc_keys = 0;
+  plan->off_stage = off;
   plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
+}
+
+int64_t flash_plan_span(const attn_problem *p, const flash_plan *plan) {
+  // The widest task key range (the union of a query block's row ranges; seq_kv without a
+  // window): chunks cut that, so a window's few visible keys are split too.
+  int64_t span = 0;
+  for (int64_t qb = 0; qb < plan->qblocks; qb++) {
+    int64_t lo, hi, unused;
+    attn_row_keys(p, qb * plan->tq, &lo, &unused);
+    const int64_t last = (qb + 1) * plan->tq < p->seq_q ? (qb + 1) * plan->tq - 1 : p->seq_q - 1;
+    attn_row_keys(p, last, &unused, &hi);
+    if (hi - lo > span) span = hi - lo;
+  }
+  return span < 1 ? 1 : span;
+}
+
+void flash_plan_split(const attn_problem *p, flash_plan *plan, int64_t chunk) {
+  const int64_t span = flash_plan_span(p, plan);
+  plan->nsplit = 1;
+  plan->chunk = ceil_div(p->seq_kv, plan->tkv) * plan->tkv;
+  if (chunk > 0 && chunk < span) {
+    plan->chunk = chunk;
+    plan->nsplit = ceil_div(span, chunk);
+  }
+  plan->tasks = plan->base_tasks * plan->nsplit;
+  plan->partial_stride =
+      plan->nsplit > 1 ? align16(attn_size_mul_sat((size_t)plan->rows, (size_t)plan->dvp + 2)) : 0;
+}
+
+flash_io flash_io_dense(const attn_problem *p, int64_t b, const float *q, const void *k,
+                        const void *v, float *o) {
+  const size_t krb = attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(p->kv_dtype, p->head_dim_v);
+  const size_t kvh = (size_t)b * (size_t)p->kv_heads * (size_t)p->seq_kv;  // rows before b
+  const size_t qh = (size_t)b * (size_t)p->heads * (size_t)p->seq_q;       // rows before b
+  flash_io io = {
+      .q = q ? q + qh * (size_t)p->head_dim_qk : NULL,
+      .q_hs = p->seq_q * p->head_dim_qk,
+      .q_is = p->head_dim_qk,
+      .o = o + qh * (size_t)p->head_dim_v,
+      .o_hs = p->seq_q * p->head_dim_v,
+      .o_is = p->head_dim_v,
+      .lse = p->opts && p->opts->lse ? p->opts->lse + qh : NULL,
+      .lse_hs = p->seq_q,
+      .k = k ? (const char *)k + kvh * krb : NULL,
+      .v = v ? (const char *)v + kvh * vrb : NULL,
+      .k_gs = (size_t)p->seq_kv * krb,
+      .k_rs = krb,
+      .v_gs = (size_t)p->seq_kv * vrb,
+      .v_rs = vrb,
+  };
+  return io;
+}
+
+flash_io flash_io_layout(const attn_problem *p, int64_t b, const float *q, const void *k,
+                         const void *v, float *o) {
+  const attn_layout *l = p->layout;
+  const size_t krb = attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(p->kv_dtype, p->head_dim_v);
+  const size_t tq = (size_t)l->cu_seqlens_q[b], kvh = (size_t)p->kv_heads;
+  flash_io io = {
+      .q = q + tq * (size_t)p->heads * (size_t)p->head_dim_qk,
+      .q_hs = p->head_dim_qk,
+      .q_is = p->heads * p->head_dim_qk,
+      .o = o + tq * (size_t)p->heads * (size_t)p->head_dim_v,
+      .o_hs = p->head_dim_v,
+      .o_is = p->heads * p->head_dim_v,
+      .lse = p->opts && p->opts->lse ? p->opts->lse + tq : NULL,
+      .lse_hs = (int64_t)attn_layout_total_q(p),
+  };
+  if (l->kind == ATTN_LAYOUT_PAGED) {  // [num_pages][kv_heads][page_size] rows
+    const size_t ps = (size_t)l->page_size;
+    io.k = k, io.v = v;
+    io.k_gs = ps * krb, io.k_rs = krb, io.k_page = kvh * ps * krb;
+    io.v_gs = ps * vrb, io.v_rs = vrb, io.v_page = kvh * ps * vrb;
+    io.pt = l->page_table + (size_t)b * (size_t)l->pages_per_seq;
+    io.ps = l->page_size;
+  } else {  // [total_kv][kv_heads] rows
+    const size_t t0 = (size_t)l->cu_seqlens_kv[b] * kvh;
+    io.k = (const char *)k + t0 * krb, io.v = (const char *)v + t0 * vrb;
+    io.k_gs = krb, io.k_rs = kvh * krb;
+    io.v_gs = vrb, io.v_rs = kvh * vrb;
+  }
+  return io;
+}
+
+bool flash_io_contiguous(const flash_io *io, size_t krb, size_t vrb) {
+  return !io->pt && io->k_rs == krb && io->v_rs == vrb;
 }
 
 size_t flash_workspace_bytes(const flash_plan *plan, int threads) {
@@ -139,6 +218,13 @@ void flash_task_keys(const attn_problem *p, const flash_plan *plan, const flash_
 void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
                  float *o) {
   const flash_task k = flash_task_at(p, plan, base * plan->nsplit);
+  const flash_io io = flash_io_dense(p, k.b, NULL, NULL, NULL, o);
+  flash_merge_io(p, plan, partials, base, &io);
+}
+
+void flash_merge_io(const attn_problem *p, const flash_plan *plan, const float *partials,
+                    int64_t base, const flash_io *io) {
+  const flash_task k = flash_task_at(p, plan, base * plan->nsplit);
   const int64_t hpg = p->heads / p->kv_heads;
   const int64_t h0 = k.g * hpg + k.sub * plan->heads_per_task;
   int64_t hs = hpg - k.sub * plan->heads_per_task;
@@ -149,8 +235,8 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
   const float *blk0 = partials + (size_t)base * (size_t)plan->nsplit * plan->partial_stride;
   // Partial block layout: acc[rows][dvp], m[rows], l[rows].
   for (int64_t hh = 0; hh < hs; hh++) {
-    float *oh = attn_o_head(p, o, k.b, h0 + hh);
-    const attn_head_opts ho = attn_head_opts_of(p, k.b, h0 + hh);
+    const attn_head_opts ho = attn_head_opts_of(p, k.b, h0 + hh);  // the sink
+    float *lse = io->lse ? io->lse + (h0 + hh) * io->lse_hs : NULL;
     for (int64_t r = 0; r < nq; r++) {
       const int64_t row = hh * nq + r;
       float mmax = -INFINITY;
@@ -159,10 +245,10 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
         const float m = blk[rows * dvp + row], l = blk[rows * dvp + rows + row];
         if (l > 0.0f && m > mmax) mmax = m;
       }
-      float *orow = oh + (i0 + r) * dv;
+      float *orow = io->o + (h0 + hh) * io->o_hs + (i0 + r) * io->o_is;
       for (int64_t e = 0; e < dv; e++) orow[e] = 0.0f;
       if (mmax == -INFINITY) {  // the row sees no key at all: zeros, LSE −inf
-        if (ho.lse) ho.lse[i0 + r] = -INFINITY;
+        if (lse) lse[i0 + r] = -INFINITY;
         continue;
       }
       float lsum = 0.0f;
@@ -175,7 +261,7 @@ void flash_merge(const attn_problem *p, const flash_plan *plan, const float *par
         const float *acc = blk + row * dvp;
         for (int64_t e = 0; e < dv; e++) orow[e] += w * acc[e];
       }
-      if (ho.lse) ho.lse[i0 + r] = attn_row_lse(lsum, mmax);
+      if (lse) lse[i0 + r] = attn_row_lse(lsum, mmax);
       const float inv = 1.0f / attn_denominator(&ho, lsum, mmax);  // lsum without sinks
       for (int64_t e = 0; e < dv; e++) orow[e] *= inv;
     }

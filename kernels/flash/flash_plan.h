@@ -20,6 +20,7 @@
 // bitwise the same output.
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,9 @@ typedef struct flash_plan {
   // at off_kc (kc_keys = 0 and no region for F32).
   size_t off_kc;
   int64_t kc_keys;
+  // Ragged and paged sequences (the ISA body's fl_plan_seq): the tiled pass's staged K/V
+  // tile, tkv rows of K then tkv of V as stored, at off_stage (unused for a dense problem).
+  size_t off_stage;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block
@@ -86,12 +90,52 @@ flash_task flash_task_at(const attn_problem *p, const flash_plan *plan, int64_t 
 void flash_task_keys(const attn_problem *p, const flash_plan *plan, const flash_task *tk,
                      int64_t *kb, int64_t *ke);
 
+// Where the rows of one sequence live: a dense batch entry, or one sequence of a ragged or
+// paged layout (attn.h, "Serving layouts"). Q row (h, i) at q + h·q_hs + i·q_is floats,
+// O row (h, i) at o + h·o_hs + i·o_is, LSE (h, i) at lse + h·lse_hs + i (lse NULL: not
+// wanted). K/V key j of K/V head g: with pages (pt != NULL) at k + pt[j / ps]·k_page +
+// g·k_gs + (j % ps)·k_rs bytes, else at k + g·k_gs + j·k_rs (V likewise with v_*). Dense
+// rows have k_rs = the row size; a ragged layout's keys are kv_heads rows apart.
+typedef struct flash_io {
+  const float *q;
+  int64_t q_hs, q_is;
+  float *o;
+  int64_t o_hs, o_is;
+  float *lse;
+  int64_t lse_hs;
+  const char *k, *v;
+  size_t k_gs, k_rs, k_page, v_gs, v_rs, v_page;
+  const int32_t *pt;  // the sequence's page-table row; NULL: no pages
+  int64_t ps;         // page size (pt != NULL)
+} flash_io;
+
+// Batch entry b of a dense problem (p->layout == NULL); q, k, v may be NULL for a caller
+// that only writes O and LSE.
+flash_io flash_io_dense(const attn_problem *p, int64_t b, const float *q, const void *k,
+                        const void *v, float *o);
+// Sequence b of a layout problem (p->layout != NULL).
+flash_io flash_io_layout(const attn_problem *p, int64_t b, const float *q, const void *k,
+                         const void *v, float *o);
+// True when K and V rows of a head are consecutive rows (dense): k_rs is the row size and
+// there are no pages.
+bool flash_io_contiguous(const flash_io *io, size_t krb, size_t vrb);
+
+// Re-cuts plan's key ranges into chunks of `chunk` keys (a multiple of tkv; 0 = no split):
+// nsplit, tasks and partial_stride follow. The ragged/paged work list (flash_batch.h)
+// sizes its chunks for the whole batch with it.
+void flash_plan_split(const attn_problem *p, flash_plan *plan, int64_t chunk);
+// The widest task key range of plan (the union of a query block's row ranges), >= 1.
+int64_t flash_plan_span(const attn_problem *p, const flash_plan *plan);
+
 // Merges the nsplit partial (m, l, acc) blocks of base task `base` into O, in chunk
 // order: o = Σ_c e^{m_c − M}·acc_c / (L + e^{sink − M}) with M = max_c m_c,
 // L = Σ_c e^{m_c − M}·l_c (the sink term only with sinks), and LSE = M + log L when the
 // problem asks for it (−inf and zeros for a row that sees nothing).
 void flash_merge(const attn_problem *p, const flash_plan *plan, const float *partials, int64_t base,
                  float *o);
+// The same into the rows io says (flash_merge: io of the base task's batch entry).
+void flash_merge_io(const attn_problem *p, const flash_plan *plan, const float *partials,
+                    int64_t base, const flash_io *io);
 
 // Writes task t's partial — acc[nrows][dvp], m[nrows], l[nrows] — into its block of
 // partials, in the layout flash_merge reads.

@@ -4,7 +4,9 @@
 // dense problems (tensors scattered here into packed rows and shuffled, shared pages with
 // this file's own index arithmetic); and the checker fails a layout-native kernel that
 // reads the wrong page, mixes up sequences, aligns the causal diagonal top-left or lays
-// the LSE out wrongly, while the same kernel without the bug passes.
+// the LSE out wrongly, while the same kernel without the bug passes. The kernels that read
+// the layouts themselves (flash) pass every layout case of the matrix, give bitwise the same
+// output on 1, 2 and 3 threads, and fail the checker when handed a wrong page.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +179,8 @@ static const char *stored_row(const layout_case *c, const void *x, int64_t b, in
   return (const char *)x + (size_t)r * row;
 }
 
-// Kernel kn on the layout problem against kn on each sequence as a dense problem.
+// Kernel kn on the layout problem against kn on each sequence as a dense problem (kernels
+// that get the layout gathered: the same calls, so the same bits).
 static void compare_with_dense(const attn_kernel *kn, layout_case *c) {
   const attn_problem *p = &c->p;
   const int64_t H = p->heads, G = p->kv_heads, D = p->head_dim_qk;
@@ -253,7 +256,7 @@ static void test_gather_equivalence(void) {
       for (int t = 0; t < ATTN_DTYPE_COUNT; t++) {
         layout_case c;
         build(&c, (attn_layout_kind)kind, (attn_dtype)t, t % 2 == 1);
-        compare_with_dense(kn, &c);
+        if (attn_layout_gathered(kn, &c.p)) compare_with_dense(kn, &c);
         release(&c);
       }
   }
@@ -378,9 +381,168 @@ static void test_checker_catches(void) {
   free(cases);
 }
 
+// ── kernels that read the layouts themselves ───────────────────────────────────────
+
+// Every layout case of the matrix passes the checker for every layout-native kernel.
+static void test_native_kernels_pass(void) {
+  const size_t n = attn_check_matrix(false, NULL, 0);
+  attn_check_case *cases = malloc(n * sizeof *cases);
+  attn_check_matrix(false, cases, n);
+  for (size_t i = 0; i < attn_kernel_count(); i++) {
+    const attn_kernel *kn = attn_kernel_at(i);
+    if (!(kn->caps & ATTN_CAP_LAYOUT_ALL) || !attn_kernel_available(kn, NULL, 0)) continue;
+    for (int threads = 1; threads <= 2; threads++) {
+      const attn_exec ex = {.threads = threads};
+      for (size_t c = 0; c < n; c++) {
+        if (cases[c].layout.kind == ATTN_LAYOUT_DENSE) continue;
+        char err[256], name[512];
+        attn_check_case_describe(&cases[c], name, sizeof name);
+        attn_check_prepared *pc = attn_check_prepare(&cases[c], err, sizeof err);
+        if (!pc) continue;  // test_checker_catches reports it
+        attn_check_result r;
+        attn_check_kernel(kn, pc, &ex, &r);
+        EXPECT(r.verdict == ATTN_CHECK_PASS, "%s (%d threads) on %s: %s %s", kn->name, threads,
+               name, attn_check_verdict_name(r.verdict), r.message);
+        attn_check_prepared_free(pc);
+      }
+    }
+  }
+  free(cases);
+}
+
+// A long-tailed paged decode batch (one long context, which the work list cuts into chunks,
+// a prefill chunk, shuffled pages, a prefix shared by two sequences, a sequence without
+// keys): bitwise the same output and LSE on 1, 2 and 3 threads.
+static void test_native_determinism(void) {
+  enum { S = 6, PS = 16, PER = 160 };
+  static const int64_t ql[S] = {1, 1, 40, 1, 1, 1}, kl[S] = {2500, 7, 300, 0, 64, 1000};
+  int64_t cq[S + 1] = {0}, ck[S + 1] = {0};
+  static int32_t table[S * PER];
+  int32_t pages = 0;
+  for (int b = 0; b < S; b++) {
+    cq[b + 1] = cq[b] + ql[b], ck[b + 1] = ck[b] + kl[b];
+    for (int64_t i = 0; i < (kl[b] + PS - 1) / PS; i++)  // sequence 5 shares 0's first 3 pages
+      table[b * PER + i] = (b == 5 && i < 3) ? table[i] : pages++;
+  }
+  for (int i = 0; i < S * PER; i++) table[i] = (int32_t)(((int64_t)table[i] * 37 + 11) % pages);
+  const attn_layout l = {.kind = ATTN_LAYOUT_PAGED,
+                         .cu_seqlens_q = cq,
+                         .cu_seqlens_kv = ck,
+                         .page_size = PS,
+                         .num_pages = pages,
+                         .pages_per_seq = PER,
+                         .page_table = table};
+  for (int ti = 0; ti < 2; ti++) {
+    const attn_dtype t = ti ? ATTN_DTYPE_Q8_0 : ATTN_DTYPE_F32;
+    attn_problem p = attn_problem_make(1, 8, 2, 1, 1, 64, 64, true);
+    p.kv_dtype = t;
+    attn_problem_set_layout(&p, &l, S);
+    const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), no = attn_o_elems(&p);
+    const size_t nl = attn_layout_total_q(&p) * (size_t)p.heads;
+    float *q = malloc(nq * 4), *k32 = malloc(nk * 4), *v32 = malloc(nk * 4);
+    void *k = malloc(attn_k_bytes(&p)), *v = malloc(attn_v_bytes(&p));
+    float *o[3], *lse[3];
+    for (size_t i = 0; i < nq; i++) q[i] = frand();
+    for (size_t i = 0; i < nk; i++) k32[i] = frand(), v32[i] = frand();
+    attn_quantize_rows(t, k32, nk / 64, 64, k);
+    attn_quantize_rows(t, v32, nk / 64, 64, v);
+    for (size_t i = 0; i < attn_kernel_count(); i++) {
+      const attn_kernel *kn = attn_kernel_at(i);
+      if (!(kn->caps & ATTN_CAP_LAYOUT_PAGED) || !attn_kernel_available(kn, NULL, 0)) continue;
+      for (int th = 0; th < 3; th++) {
+        o[th] = malloc(no * 4), lse[th] = malloc(nl * 4);
+        attn_options opts = {.lse = lse[th]};
+        p.opts = &opts;
+        const attn_exec ex = {.threads = th + 1};
+        char err[256];
+        EXPECT(attn_kernel_call(kn, &p, &ex, q, k, v, o[th], err, sizeof err) == ATTN_OK, "%s: %s",
+               kn->name, err);
+        p.opts = NULL;
+      }
+      for (int th = 1; th < 3; th++)
+        EXPECT(!memcmp(o[0], o[th], no * 4) && !memcmp(lse[0], lse[th], nl * 4),
+               "%s %s: %d threads differ from 1 thread", kn->name, attn_dtype_name(t), th + 1);
+      for (int th = 0; th < 3; th++) free(o[th]), free(lse[th]);
+    }
+    free(q), free(k32), free(v32), free(k), free(v);
+  }
+}
+
+// The native path with a deliberately wrong page lookup: the layout kernel under test
+// (g_inner) gets a page table whose last entry of every sequence is the one before it —
+// the checker fails it, and passes the same kernel with the right table.
+static const attn_kernel *g_inner;
+static bool g_wrong_page;
+
+static size_t wrapped_workspace(const attn_problem *p, const attn_exec *exec) {
+  return attn_kernel_workspace(g_inner, p, exec);
+}
+
+static int wrapped_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                       const void *v, float *o, void *ws) {
+  attn_layout l = *p->layout;
+  attn_problem pw = *p;
+  int32_t *table = NULL;
+  if (g_wrong_page && l.kind == ATTN_LAYOUT_PAGED) {
+    const size_t n = (size_t)p->batch * (size_t)l.pages_per_seq;
+    table = malloc(n * sizeof *table);
+    memcpy(table, l.page_table, n * sizeof *table);
+    for (int64_t b = 0; b < p->batch; b++) {
+      const int64_t used = (attn_layout_kv_len(p, b) + l.page_size - 1) / l.page_size;
+      if (used > 1) table[b * l.pages_per_seq + used - 1] = table[b * l.pages_per_seq + used - 2];
+    }
+    l.page_table = table;
+    pw.layout = &l;
+  }
+  const int rc = g_inner->run(&pw, exec, q, k, v, o, ws);
+  free(table);
+  return rc;
+}
+
+static void test_native_wrong_page_fails(void) {
+  const size_t n = attn_check_matrix(false, NULL, 0);
+  attn_check_case *cases = malloc(n * sizeof *cases);
+  attn_check_matrix(false, cases, n);
+  for (size_t i = 0; i < attn_kernel_count(); i++) {
+    g_inner = attn_kernel_at(i);
+    if (!(g_inner->caps & ATTN_CAP_LAYOUT_PAGED) || !attn_kernel_available(g_inner, NULL, 0))
+      continue;
+    attn_kernel wrapped = *g_inner;
+    wrapped.name = "test_wrapped_native";
+    wrapped.required_isa = 0;
+    wrapped.workspace = wrapped_workspace;
+    wrapped.run = wrapped_run;
+    wrapped.regtile_count = 0, wrapped.regtiles = NULL;
+    for (int bug = 0; bug < 2; bug++) {
+      g_wrong_page = bug;
+      size_t paged = 0, failed = 0;
+      for (size_t c = 0; c < n; c++) {
+        if (cases[c].layout.kind != ATTN_LAYOUT_PAGED) continue;
+        attn_check_prepared *pc = attn_check_prepare(&cases[c], NULL, 0);
+        if (!pc) continue;
+        attn_check_result r;
+        attn_check_kernel(&wrapped, pc, NULL, &r);
+        paged++;
+        failed += r.verdict == ATTN_CHECK_FAIL;
+        attn_check_prepared_free(pc);
+      }
+      if (bug)
+        EXPECT(failed > 0, "%s reading a wrong page passed every paged case", g_inner->name);
+      else
+        EXPECT(failed == 0, "%s through the wrapper failed %zu paged cases", g_inner->name, failed);
+      printf("%s %s page lookup fails %zu of %zu paged cases\n", g_inner->name,
+             bug ? "wrong" : "right", failed, paged);
+    }
+  }
+  free(cases);
+}
+
 int main(void) {
   test_validation();
   test_gather_equivalence();
   test_checker_catches();
+  test_native_kernels_pass();
+  test_native_determinism();
+  test_native_wrong_page_fails();
   return test_finish("test_layout");
 }
