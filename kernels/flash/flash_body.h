@@ -565,13 +565,7 @@ FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float 
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < pl.tasks; t++) {
       fl_task(p, &pl, t, q, k, v, o, NULL, scratch, partials);
-      if (pl.nsplit > 1) {
-        int n;
-        // seq_cst: the partial written above is visible to whichever thread merges.
-#pragma omp atomic capture seq_cst
-        n = ++done[t / pl.nsplit];
-        if (n == pl.nsplit) flash_merge(p, &pl, partials, t / pl.nsplit, o);
-      }
+      if (pl.nsplit > 1) flash_chunk_done(p, &pl, done, partials, t, o);
     }
     attn_fp_env_leave(env);
   }
