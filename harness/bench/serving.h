@@ -63,8 +63,9 @@ void attn_serving_free(attn_serving_batch *b);
 const char *attn_page_order_name(attn_page_order o);
 bool attn_page_order_parse(const char *s, attn_page_order *out);
 
-// Bytes of K and V one call reads (every sequence's keys once, as stored) and the query
-// tokens it computes, for a layout problem (dense: the whole K, V and batch·seq_q).
+// Bytes of K and V one call reads (every key some row of its sequence can see, once, as
+// stored: a window or a causal chunk reads less than the context) and the query tokens it
+// computes, for a layout problem (dense: the whole K, V and batch·seq_q).
 uint64_t attn_serving_kv_bytes(const attn_problem *p);
 uint64_t attn_serving_tokens(const attn_problem *p);
 
