@@ -17,7 +17,7 @@
 #include "machine/peak/bandwidth.h"
 #include "machine/peak/peak.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "tune/tunefile.h"
 
@@ -270,7 +270,7 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
                             attn_kernel_regtile(k, r).name);
   }
   attn_gb_add_context("regtiles", variants[0] ? variants : "(no kernel with variants)");
-  // Where each point's settings came from (machine/resolve.h): its source_<setting>
+  // Where each point's settings came from (resolve/resolve.h): its source_<setting>
   // counters are these codes (`bench --explain` prints them in words).
   ctx("setting_sources", "0 %s, 1 %s, 2 %s, 3 %s, 4 %s, 5 %s", attn_source_name(0),
       attn_source_name(1), attn_source_name(2), attn_source_name(3), attn_source_name(4),

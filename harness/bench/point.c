@@ -16,7 +16,7 @@
 #include "common/util.h"
 #include "core/convert.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "plugins/isolate.h"  // the hang watch around kernel calls
 

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-// The settings a point runs with (machine/resolve.h): the point's threads, regtile and
+// The settings a point runs with (resolve/resolve.h): the point's threads, regtile and
 // kv_split as its config or the command line's overrides gave them (attn_bench_point.
 // from_cli), the command line's other settings (attn_bench_set_cli_settings: --tile-q,
 // --tile-kv, --bind), then the environment, tuning file, machine rule and kernel default.

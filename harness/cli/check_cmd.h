@@ -15,7 +15,7 @@
 #include "common/cli_args.h"
 #include "io/check_report.h"
 #include "io/fileio.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "plugins/isolate.h"
 
 // Command-line options of `check`.

@@ -39,7 +39,7 @@
 #include "common/util.h"
 #include "io/fileio.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "plugins/isolate.h"
 #include "tune/tunefile.h"

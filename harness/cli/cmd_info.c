@@ -16,7 +16,7 @@
 #include "common/cli_args.h"
 #include "machine/cpu_ident.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "peak.h"
 

@@ -32,7 +32,7 @@
 #include "io/npy.h"
 #include "io/qkv_inputs.h"
 #include "machine/placement.h"  // thread binding
-#include "machine/resolve.h"    // the execution settings
+#include "resolve/resolve.h"    // the execution settings
 #include "plugins/isolate.h"    // the in-process guard around a plug-in kernel
 
 typedef struct run_args {

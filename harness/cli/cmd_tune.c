@@ -6,7 +6,7 @@
 // Groups: one per (kernel, shape class) among the shapes of --config (or the default set
 // below); the first shape of a class in the config stands for the class. The built-in
 // default of a group is what `run` would use without a tuning file: the settings resolver
-// (machine/resolve.h: --threads > environment > machine rule > kernel default; --explain
+// (resolve/resolve.h: --threads > environment > machine rule > kernel default; --explain
 // prints them). Candidates: the default's tiles r_q × r_kv (the tile rule with hwloc's
 // caches unless ATTNBENCH_TILE_* set them) and the grid
 //     tile_q  ∈ {r_q/2, r_q, 3r_q/2, 2r_q},   tile_kv ∈ {r_kv/2, r_kv, 2r_kv}
@@ -60,7 +60,7 @@
 #include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
 #include "io/fileio.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "tune/tune_store.h"
 #include "tune/tunefile.h"
 

@@ -7,7 +7,7 @@
 #include "attn.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 
 static void kib(char *buf, size_t len, size_t bytes) {
   if (bytes == 0)
@@ -34,7 +34,7 @@ void attn_info_parallel(FILE *out, bool measure) {
   char set[192];
   fprintf(out, "  cpu set:    %s\n", attn_placement_describe_set(set, sizeof set));
   fprintf(out, "  binding:    %s%s\n", report, bound < 0 ? " [binding failed]" : "");
-  // The tiles `run` would use (machine/resolve.h, no kernel: no tuning-file entry) for
+  // The tiles `run` would use (resolve/resolve.h, no kernel: no tuning-file entry) for
   // typical shapes, and where they come from.
   static const int dims[] = {64, 128};
   for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {

@@ -8,7 +8,7 @@
 
 #include "common/cli_args.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "plugins/isolate.h"  // ATTN_ISOLATE_DEFAULT_TIMEOUT
 #include "tune/tunefile.h"
 

@@ -107,7 +107,7 @@ bool attn_compute_arg(const char *cmd, const char *s, attn_compute *out);
 // clang-format on
 
 // The up-front checks of a command that runs kernels, after parsing: --bind's value (the
-// mode is set for the process), the environment's settings (machine/resolve.h), and
+// mode is set for the process), the environment's settings (resolve/resolve.h), and
 // loading the tuning file (tune/tunefile.h). Returns -1 to go on, else the exit code
 // (2: a bad value; 1: a bad tuning file) after "attnbench <cmd>: …".
 int exec_args_setup(const char *cmd, const exec_args *a);

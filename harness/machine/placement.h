@@ -19,7 +19,7 @@
 //              them);
 //     in every mode the report says where each thread is allowed to run;
 //   • the cache sizes and core count that the settings resolver's machine rule uses
-//     (machine/resolve.h; the tiles, threads and binding mode are decided there).
+//     (resolve/resolve.h; the tiles, threads and binding mode are decided there).
 #pragma once
 
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Tuning files (tunefile.h): parse, match against this machine and build, format, and the
-// process-wide active file that the settings resolver consults (machine/resolve.c).
+// process-wide active file that the settings resolver consults (resolve/resolve.c).
 #define _POSIX_C_SOURCE 200809L
 #include "tune/tunefile.h"
 

@@ -42,7 +42,7 @@
 // A file whose [machine] differs from this CPU, ISA mask or build is ignored with a note.
 //
 // Precedence (kernels/core/settings.h): command line > config > environment > tuning file >
-// machine rule > kernel default; machine/resolve.h makes the file's entry a layer.
+// machine rule > kernel default; resolve/resolve.h makes the file's entry a layer.
 #pragma once
 
 #include <stdbool.h>

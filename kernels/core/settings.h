@@ -7,7 +7,7 @@
 //
 // and a record of where each value came from (its source and what in it: "--tile-q",
 // "ATTNBENCH_TILE_Q", "the tuning file's [flash__avx2 prefill d64]", "L1d 32 KiB, L2 1024
-// KiB"). `attnbench run`, `check`, `bench`, `tune` (harness/machine/resolve.h fills the
+// KiB"). `attnbench run`, `check`, `bench`, `tune` (harness/resolve/resolve.h fills the
 // layers from the command line, the config, the process environment, the active tuning
 // file and hwloc) and the Python module (python/native: its call arguments are the
 // command-line layer, the environment, and the machine read from Linux sysfs) all call

@@ -20,7 +20,7 @@
 #include "core/tiles.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/placement.h"
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The harness's settings layers and the resolver call (see resolve.h).
-#include "machine/resolve.h"
+#include "resolve/resolve.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // resolve.h — the harness's side of the settings resolver (kernels/core/settings.h): the
-// layers only the harness can fill, and the one call every command makes.
+// layers only the harness can fill, and the one call every command makes. Its own room,
+// above machine/ (topology) and tune/ (the tuning file, which itself names the machine).
 //   • environment: the process's, read through attn_settings_env once per process and
 //     checked up front by every command that runs kernels (a malformed value: exit 2);
 //   • tuning file: the active file's entry for (kernel, shape class) (tune/tunefile.h);
