@@ -17,8 +17,8 @@
 #include "machine/peak/bandwidth.h"
 #include "machine/peak/peak.h"
 #include "machine/placement.h"
-#include "resolve/resolve.h"
 #include "machine/topology.h"
+#include "resolve/resolve.h"
 #include "tune/tunefile.h"
 
 #ifndef ATTNBENCH_VERSION

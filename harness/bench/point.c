@@ -16,9 +16,9 @@
 #include "common/util.h"
 #include "core/convert.h"
 #include "machine/placement.h"
-#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "plugins/isolate.h"  // the hang watch around kernel calls
+#include "resolve/resolve.h"
 
 enum { kSeed = ATTN_BENCH_SEED };
 

@@ -15,8 +15,8 @@
 #include "common/cli_args.h"
 #include "io/check_report.h"
 #include "io/fileio.h"
-#include "resolve/resolve.h"
 #include "plugins/isolate.h"
+#include "resolve/resolve.h"
 
 // Command-line options of `check`.
 typedef struct check_options {

@@ -39,9 +39,9 @@
 #include "common/util.h"
 #include "io/fileio.h"
 #include "machine/placement.h"
-#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "plugins/isolate.h"
+#include "resolve/resolve.h"
 #include "tune/tunefile.h"
 
 // ── progress ────────────────────────────────────────────────────────────────────────

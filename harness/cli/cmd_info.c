@@ -16,9 +16,9 @@
 #include "common/cli_args.h"
 #include "machine/cpu_ident.h"
 #include "machine/placement.h"
-#include "resolve/resolve.h"
 #include "machine/topology.h"
 #include "peak.h"
+#include "resolve/resolve.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -32,8 +32,8 @@
 #include "io/npy.h"
 #include "io/qkv_inputs.h"
 #include "machine/placement.h"  // thread binding
-#include "resolve/resolve.h"    // the execution settings
 #include "plugins/isolate.h"    // the in-process guard around a plug-in kernel
+#include "resolve/resolve.h"    // the execution settings
 
 typedef struct run_args {
   const char *kernel_name, *q_path, *k_path, *v_path, *out_path;

@@ -8,8 +8,8 @@
 
 #include "common/cli_args.h"
 #include "machine/placement.h"
-#include "resolve/resolve.h"
 #include "plugins/isolate.h"  // ATTN_ISOLATE_DEFAULT_TIMEOUT
+#include "resolve/resolve.h"
 #include "tune/tunefile.h"
 
 int exec_args_setup(const char *cmd, const exec_args *a) {

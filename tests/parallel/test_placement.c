@@ -20,8 +20,8 @@
 #include "core/tiles.h"
 #include "machine/peak/bandwidth.h"
 #include "machine/placement.h"
-#include "resolve/resolve.h"
 #include "machine/topology.h"
+#include "resolve/resolve.h"
 #include "test_util.h"
 
 // Runs fn in a forked child (before this process has used OpenMP or hwloc, so the child
