@@ -49,6 +49,7 @@
 
 #include "attn.h"
 #include "core/convert.h"
+#include "machine/peak/hugemem.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -77,7 +78,7 @@ static void fill(float *x, size_t n, uint64_t seed) {
 
 // `bytes` at `off` bytes past a 64-byte boundary; *base is what to free (NULL: failed).
 static void *alloc_at(size_t bytes, int off, void **base) {
-  *base = aligned_alloc(64, (bytes + (size_t)off + 63) / 64 * 64);
+  *base = attn_alloc_streamed(bytes + (size_t)off);  // huge pages as bench's inputs
   return *base ? (char *)*base + off : NULL;
 }
 

@@ -15,6 +15,7 @@
 #include "common/build_info.h"
 #include "machine/cpu_ident.h"
 #include "machine/peak/bandwidth.h"
+#include "machine/peak/hugemem.h"
 #include "machine/peak/peak.h"
 #include "machine/placement.h"
 #include "machine/topology.h"
@@ -232,6 +233,7 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   ctx("l2_bytes", "%llu", (unsigned long long)t->l2_bytes);
   ctx("l3_bytes", "%llu", (unsigned long long)t->l3_bytes);
   ctx("memory_bytes", "%llu", (unsigned long long)t->memory_bytes);
+  ctx("transparent_huge_pages", "%s", attn_thp_mode(buf, sizeof buf));
   // Binding per thread count used (placement.h: OpenMP thread t -> physical core t).
   // Every point binds again before it is timed, so this is what the kernels ran with.
   int seen[64], nseen = 0;

@@ -15,6 +15,7 @@
 #include "check/inputs.h"
 #include "common/util.h"
 #include "core/convert.h"
+#include "machine/peak/hugemem.h"  // the inputs on huge pages, like the bandwidth probe
 #include "machine/placement.h"
 #include "machine/topology.h"
 #include "plugins/isolate.h"  // the hang watch around kernel calls
@@ -151,10 +152,10 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
   const size_t kb = attn_k_bytes(p), vb = attn_v_bytes(p);  // as stored
   for (int c = 0; c < copies; c++) {
     g_buf.copies = c + 1;  // what release frees
-    g_buf.q[c] = alloc64(nq * sizeof(float));
-    g_buf.k[c] = alloc64(kb);
-    g_buf.v[c] = alloc64(vb);
-    g_buf.o[c] = alloc64(no * sizeof(float));
+    g_buf.q[c] = attn_alloc_streamed(nq * sizeof(float));
+    g_buf.k[c] = attn_alloc_streamed(kb);
+    g_buf.v[c] = attn_alloc_streamed(vb);
+    g_buf.o[c] = attn_alloc_streamed(no * sizeof(float));
     if (!g_buf.q[c] || !g_buf.k[c] || !g_buf.v[c] || !g_buf.o[c]) {
       attn_bench_release_buffers();
       return false;

@@ -8,7 +8,8 @@
 #include <omp.h>
 #include <string.h>
 
-#include "common/util.h"  // attn_format_bytes, attn_available_memory
+#include "common/util.h"           // attn_format_bytes, attn_available_memory
+#include "machine/peak/hugemem.h"  // attn_thp_mode
 
 static hwloc_topology_t g_topo;  // loaded by discover(); NULL if hwloc failed
 static hwloc_bitmap_t g_set;     // the process's CPU set at load (attn_topology.cpuset)
@@ -141,7 +142,11 @@ void attn_topology_print(const attn_topology *t, FILE *out) {
             "cpu set:     %s (%d of %d cores, %d of %d PUs: the affinity this process "
             "inherited)\n",
             t->cpuset, t->set_cores, t->cores, t->set_pus, t->pus);
-  fprintf(out, "memory:      %s total, %s available\n",
+  char thp[32];
+  fprintf(out,
+          "memory:      %s total, %s available; transparent huge pages: %s (timed inputs "
+          "of 2 MiB and more request them)\n",
           attn_format_bytes(t->memory_bytes, mem, sizeof mem),
-          attn_format_bytes(attn_available_memory(), avail, sizeof avail));
+          attn_format_bytes(attn_available_memory(), avail, sizeof avail),
+          attn_thp_mode(thp, sizeof thp));
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "hugemem.h"  // the same pages as a bench point's inputs
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -49,7 +50,7 @@ int attn_bandwidth_prepare(size_t bytes, int threads, attn_bandwidth_buffer *buf
   const int nt = probe_threads(threads);
   if (nt < 0) return nt;
   const size_t n = bytes / sizeof(float);
-  float *x = aligned_alloc(64, n * sizeof(float));
+  float *x = attn_alloc_streamed(n * sizeof(float));
   if (!x) return -1;
     // Fill with 1/64 (exact in float; every partial sum of a slice stays exactly
     // representable below 2^24·(1/64), so sums are exact and can be checked).
