@@ -240,7 +240,36 @@ static bool same_config_case(const attn_check_case *a, const attn_check_case *b)
          p->kv_dtype == q->kv_dtype && p->compute == q->compute && x->align == y->align &&
          x->window == y->window && x->window_left == y->window_left &&
          x->window_right == y->window_right && x->softcap == y->softcap &&
-         x->alibi_max_bias == y->alibi_max_bias && a->gen == b->gen;
+         x->alibi_max_bias == y->alibi_max_bias && a->gen == b->gen &&
+         memcmp(&a->layout, &b->layout, sizeof a->layout) == 0;
+}
+
+// The checker's description of a serving point's batch (its lengths, page size, and
+// whether its page table is in pool order); false when the batch has more sequences than
+// a check case holds (err says so).
+static bool config_layout(const attn_bench_point *pt, attn_check_layout *out, char *err,
+                          size_t len) {
+  const attn_layout *l = pt->problem.layout;
+  memset(out, 0, sizeof *out);
+  if (!l) return true;
+  if (pt->problem.batch > ATTN_CHECK_MAX_SEQS) {
+    snprintf(err, len, "%s: %lld sequences; a check case holds at most %d", pt->name,
+             (long long)pt->problem.batch, ATTN_CHECK_MAX_SEQS);
+    return false;
+  }
+  out->kind = l->kind;
+  out->seqs = (int)pt->problem.batch;
+  int64_t next = 0;  // the pool index a sequential table has next
+  for (int64_t b = 0; b < pt->problem.batch; b++) {
+    out->q_lens[b] = l->cu_seqlens_q[b + 1] - l->cu_seqlens_q[b];
+    out->kv_lens[b] = l->cu_seqlens_kv[b + 1] - l->cu_seqlens_kv[b];
+    if (l->kind != ATTN_LAYOUT_PAGED) continue;
+    out->page_size = l->page_size;
+    const int64_t pages = (out->kv_lens[b] + l->page_size - 1) / l->page_size;
+    for (int64_t i = 0; i < pages; i++)
+      out->shuffle |= l->page_table[b * l->pages_per_seq + i] != next++;
+  }
+  return true;
 }
 
 // --config: one case per distinct problem of the sweep config's points — shape and
@@ -275,6 +304,14 @@ static long config_cases(const char *path, attn_check_case **cases) {
     attn_check_case c = {.dist = ATTN_DIST_NORMAL, .seed = 20240607};
     c.problem = attn_bench_check_shape(&pt->problem);
     attn_bench_opts_apply(&pt->opts, &c.opts);
+    if (!config_layout(pt, &c.layout, err, sizeof err)) {
+      fprintf(stderr, "attnbench check: %s\n", err);
+      free(*cases);
+      *cases = NULL;
+      attn_bench_plan_free(&plan);
+      return -2;
+    }
+    c.problem.layout = NULL;  // the checker builds the batch from c.layout
     c.gen = (pt->opts.sinks ? ATTN_CHECK_GEN_SINKS : 0) |
             (pt->opts.mask ? ATTN_CHECK_GEN_MASK : 0) | (pt->opts.lse ? ATTN_CHECK_GEN_LSE : 0);
     bool dup = false;  // cold and warm points, several thread counts: one problem

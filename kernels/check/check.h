@@ -142,7 +142,7 @@ enum {
 
 // A serving layout for a case (attn.h, "Serving layouts"), built by the checker: the
 // lengths, the pages and their order. kind DENSE (0) = the case is dense.
-#define ATTN_CHECK_MAX_SEQS 8
+#define ATTN_CHECK_MAX_SEQS 64  // the largest serving batch of the shipped configs
 typedef struct attn_check_layout {
   attn_layout_kind kind;
   int seqs;                              // sequences, 1..ATTN_CHECK_MAX_SEQS (problem.batch

@@ -46,14 +46,20 @@ static bool seq_plan(const attn_problem *p, const attn_exec *exec, flash_plan_fn
   return true;
 }
 
+// Items per task block of one K/V head (sq's plan): its K/V heads in groups of kv_group.
+static int64_t head_items(const flash_seq *sq) {
+  return ceil_div(sq->p.kv_heads, sq->pl.kv_group);
+}
+
 // The chunk length C of flash_batch.h: 0 when kv_split asks for N chunks per task.
 static int64_t batch_chunk(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk) {
   if (exec && exec->kv_split > 0) return 0;
-  double work = 0.0;  // Σ base tasks × key span, in double: cannot wrap
+  double work = 0.0;  // Σ base items × key span, in double: cannot wrap
   flash_seq sq;
   for (int64_t b = 0; b < p->batch; b++)
     if (seq_plan(p, exec, mk, b, -1, &sq))
-      work += (double)sq.pl.base_tasks * (double)flash_plan_span(&sq.p, &sq.pl);
+      work += (double)(sq.pl.base_tasks / sq.p.kv_heads * head_items(&sq)) *
+              (double)flash_plan_span(&sq.p, &sq.pl);
   const double c = ceil(work / kFlashBatchTasks);
   return c > (double)kFlashMinChunk ? (int64_t)c : kFlashMinChunk;
 }
@@ -70,7 +76,7 @@ static batch_sizes sizes_of(const attn_problem *p, const attn_exec *exec, flash_
   for (int64_t b = 0; b < p->batch; b++) {
     if (!seq_plan(p, exec, mk, b, c, &sq)) continue;
     const flash_plan pl = sq.pl;
-    z.nitems += pl.tasks;
+    z.nitems += pl.tasks / sq.p.kv_heads * head_items(&sq);
     if (pl.nsplit > 1) {
       z.ncounters += pl.base_tasks;
       z.partial_floats = attn_size_add_sat(z.partial_floats,
@@ -155,14 +161,18 @@ void flash_batch_make(const attn_problem *p, const attn_exec *exec, flash_plan_f
       part += (size_t)sq->pl.tasks * sq->pl.partial_stride;
       counters += sq->pl.base_tasks;
     }
+    const int64_t kvg = sq->pl.kv_group;
     for (int64_t t = 0; t < sq->pl.tasks; t++) {
       const flash_task tk = flash_task_at(&sq->p, &sq->pl, t);
+      if (tk.g % kvg) continue;  // in the item of head tk.g − tk.g % kvg
+      const int64_t heads = sq->p.kv_heads - tk.g < kvg ? sq->p.kv_heads - tk.g : kvg;
       int64_t kb, ke;
       flash_task_keys(&sq->p, &sq->pl, &tk, &kb, &ke);
       const int64_t i0 = tk.qb * sq->pl.tq;
       const int64_t nq = sq->p.seq_q - i0 < sq->pl.tq ? sq->p.seq_q - i0 : sq->pl.tq;
       const double rows = (double)nq * (double)sq->pl.heads_per_task;
-      bt->items[n++] = (flash_item){.seq = b, .t = t, .work = rows * (double)(ke - kb + 1)};
+      bt->items[n++] = (flash_item){
+          .seq = b, .t = t, .heads = heads, .work = rows * (double)(ke - kb + 1) * (double)heads};
     }
   }
   qsort(bt->items, (size_t)n, sizeof *bt->items, item_cmp);

@@ -13,8 +13,13 @@
 //     sequences of their tasks × their widest key range: a long context is split when it
 //     would otherwise be a large share of the batch, a uniform batch of many sequences is
 //     not. attn_exec.kv_split = N > 0 instead cuts every task's range into N chunks (as dense);
-//   • order: heaviest first (rows × keys of the chunk, ties by sequence then task), so the
-//     long tasks start early and short ones fill the end.
+//   • heads together: where the plan says so (flash_plan.kv_group > 1: the decode tasks of
+//     a ragged or paged sequence, whose K/V heads interleave in memory), one item holds
+//     the tasks of kv_group consecutive K/V heads with the same rows and chunk, run keys
+//     outer and heads inner (the ISA body's fl_task_group): a ragged token's heads, or a
+//     page's, are then read in one pass. W counts items, so C still gives enough of them;
+//   • order: heaviest first (rows × keys × heads of the item, ties by sequence then task),
+//     so the long items start early and short ones fill the end.
 // DETERMINISM: the list, the chunks and every task's arithmetic depend on the problem,
 // the tiles and kv_split only — never on the thread count — so every thread count gives
 // bitwise the same output.
@@ -45,9 +50,16 @@ typedef struct flash_seq {
 } flash_seq;
 
 typedef struct flash_item {
-  int64_t seq, t;  // task t of sequence seq's plan
-  double work;     // rows × keys, the ordering key
+  int64_t seq, t;  // task t of sequence seq's plan ...
+  int64_t heads;   // ... and of the next heads − 1 K/V heads (flash_batch_head_task)
+  double work;     // rows × keys × heads, the ordering key
 } flash_item;
+
+// Task of the item's K/V head t's head + i (i < heads): K/V head is the second-outermost
+// task coordinate (flash_task_at), subgroups × qblocks × nsplit tasks apart.
+static inline int64_t flash_batch_head_task(const flash_plan *pl, int64_t t, int64_t i) {
+  return t + i * pl->subgroups * pl->qblocks * pl->nsplit;
+}
 
 typedef struct flash_batch {
   int64_t nseq, nitems;

@@ -369,36 +369,70 @@ static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows 
   flash_store_rows(p, pl, io, w->h0, w->hs, w->i0, w->nq, b, t, acc, m, l, partials);
 }
 
-// The fused decode rows over the task's keys (fewer than FL_DEC_ROWS rows), K/V rows read
-// in place: one run of keys io->k_rs apart (dense, ragged), or one run per page, the
-// online-softmax state carried from run to run.
-static void fl_task_fused(const attn_problem *p, const flash_plan *pl, const fl_rows *w,
-                          const flash_io *io, int64_t g, const float *qs, int32_t *lims, float *kc,
-                          float *acc, float *m, float *l, const fl_fin *fin) {
+// ── The fused decode rows over a task's keys (fewer than FL_DEC_ROWS rows) ──────────
+// K/V rows are read in place: one run of keys io->k_rs apart (dense, ragged), or one run
+// per page, the online-softmax state carried from run to run.
+//
+// Heads together (ragged and paged decode; flash_batch.h). In these layouts a K/V head's
+// rows are not one stream: a ragged token's heads lie side by side (a head's rows are
+// kv_heads rows apart) and a page holds every head's rows of its tokens. One head at a
+// time reads a slice of every token or page and leaves the rest to later passes: short
+// runs the hardware prefetchers do not follow, each DRAM page opened once per head. So a
+// decode item of such a batch runs kv_group heads (fl_plan_seq) keys outer, heads inner:
+// per run of keys — to the page's end, or FL_GROUP_RUN tokens without pages — every
+// head's fused pass over the run, each head requesting its rows of the next run first
+// (together: the whole next run, on its way while this one is computed). A head's
+// arithmetic is its one-head task's, run for run: the fused pass carries (m, l, acc)
+// across runs and FL_GROUP_RUN is whole decode blocks, so a ragged head sees the same
+// blocks either way and the output does not depend on the grouping.
+#define FL_GROUP_RUN FL_ROW_KEYS  // tokens per run without pages (whole FL_KV_FUSED_KEYS)
+#define FL_GROUP_MAX 16           // K/V heads at most in one item (fl_head arrays)
+_Static_assert(FL_GROUP_RUN % FL_KV_FUSED_KEYS == 0, "FL_GROUP_RUN: whole fused blocks");
+
+// One K/V head's share of a fused decode: its rows, task, state and option finishing.
+typedef struct fl_head {
+  fl_rows w;
+  int64_t g, t;
+  float *qs, *acc, *m, *l;
+  const fl_fin *fin;  // NULL or &fin_store
+  fl_fin fin_store;
+} fl_head;
+
+// Heads hd[0..ng) over their keys (every head's rows have the same positions and keys:
+// hd[0].w's), lims and kc the task's scratch.
+static void fl_task_fused(const attn_problem *p, const flash_plan *pl, fl_head *hd, int64_t ng,
+                          const flash_io *io, int32_t *lims, float *kc) {
   const attn_dtype ty = p->kv_dtype;
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp;
+  const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
+  const fl_rows *w = &hd[0].w;
+  const int64_t cap = !io->pt && ng > 1 ? FL_GROUP_RUN : INT64_MAX;  // run length without pages
   for (int64_t j = w->kb; j < w->ke;) {
-    const char *vb;
-    int64_t n;
-    const char *kb = fl_kv_run(io, g, j, w->ke - j, &vb, &n);
-    if (io->pt && j + n < w->ke) {  // the next page's rows, on their way while this one runs
-      const char *vn;
-      int64_t nn;
-      const char *kn = fl_kv_run(io, g, j + n, w->ke - j - n, &vn, &nn);
-      fl_dec_pf(kn, (size_t)nn * io->k_rs);
-      fl_dec_pf(vn, (size_t)nn * io->v_rs);
-    }
+    int64_t n = w->ke - j < cap ? w->ke - j : cap;
+    if (io->pt && io->ps - j % io->ps < n) n = io->ps - j % io->ps;  // to the page's end
+    const int64_t jn = j + n, nn0 = w->ke - jn < cap ? w->ke - jn : cap;
     fl_row_limits(p, w, j, n, lims, NULL);
-    if (ty == ATTN_DTYPE_F32)
-      fl_dec_f32(w->nrows, qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, acc, m, l, fin,
-                 j);
-    // Typed rows: the same pass widening in registers (fl_dec_typed), else through
-    // float32 scratch per block.
-    else if (!fl_dec_typed(ty, w->nrows, qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, acc,
-                           m, l, fin, j))
-      fl_row_fused_typed(ty, w->nrows, qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, kc,
-                         kc + pl->kc_keys * dqk, acc, m, l, fin, j);
-    j += n;
+    for (int64_t x = 0; x < ng; x++) {
+      const fl_head *h = &hd[x];
+      const char *vb, *vn;
+      int64_t len, nn;
+      const char *kb = fl_kv_run(io, h->g, j, n, &vb, &len);
+      if (nn0 > 0 && (io->pt || ng > 1)) {  // the head's rows of the next run
+        const char *kn = fl_kv_run(io, h->g, jn, nn0, &vn, &nn);
+        fl_dec_pf_rows(kn, nn, io->k_rs, krb);
+        fl_dec_pf_rows(vn, nn, io->v_rs, vrb);
+      }
+      if (ty == ATTN_DTYPE_F32)
+        fl_dec_f32(w->nrows, h->qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, h->acc, h->m,
+                   h->l, h->fin, j);
+      // Typed rows: the same pass widening in registers (fl_dec_typed), else through
+      // float32 scratch per block.
+      else if (!fl_dec_typed(ty, w->nrows, h->qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims,
+                             h->acc, h->m, h->l, h->fin, j))
+        fl_row_fused_typed(ty, w->nrows, h->qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims,
+                           kc, kc + pl->kc_keys * dqk, h->acc, h->m, h->l, h->fin, j);
+    }
+    j = jn;
   }
 }
 
@@ -451,7 +485,8 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
         fl_lanes_typed(ty, w.nrows, qs, dqk, kb, krb, vb, vrb, dv, dvp, nkeys, pl->tkv, lims, kt,
                        vs, kc, acc, m, l, fin, w.kb);
     } else if (fused) {
-      fl_task_fused(p, pl, &w, &io, tk.g, qs, lims, kc, acc, m, l, fin);
+      fl_head hd = {.w = w, .g = tk.g, .t = t, .qs = qs, .acc = acc, .m = m, .l = l, .fin = fin};
+      fl_task_fused(p, pl, &hd, 1, &io, lims, kc);
     } else {
       const fl_kv_rows *sp = dense ? NULL : &src;
       switch (ty) {
@@ -477,6 +512,38 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   fl_store(p, pl, &w, tk.b, t, acc, m, l, &io, partials);
 }
 
+// The item of heads t, …, flash_batch_head_task(pl, t, ng − 1) of a ragged or paged
+// sequence (pl->kv_group > 1: decode rows), heads together (fl_task_fused); each head's
+// state in its block of the group region, then each head's result (fl_store).
+static void fl_task_group(const attn_problem *p, const flash_plan *pl, int64_t t, int64_t ng,
+                          const flash_io *io, float *scratch, float *partials) {
+  const int64_t rows = pl->rows, dqk = p->head_dim_qk, dvp = pl->dvp;
+  const size_t a16q = (size_t)(rows * dqk + 15) & ~(size_t)15,
+               a16v = (size_t)(rows * dvp + 15) & ~(size_t)15;
+  const size_t a16r = (size_t)(rows + 15) & ~(size_t)15;
+  fl_head hd[FL_GROUP_MAX];
+  int64_t b = 0, kb = 0, ke = 0;  // every head's batch entry and keys (hd[0]'s)
+  for (int64_t x = 0; x < ng && x < FL_GROUP_MAX; x++) {
+    fl_head *h = &hd[x];
+    h->t = flash_batch_head_task(pl, t, x);
+    const flash_task tk = flash_task_at(p, pl, h->t);
+    b = tk.b;
+    h->w = fl_task_rows(p, pl, &tk);
+    h->g = tk.g;
+    if (x == 0) kb = h->w.kb, ke = h->w.ke;
+    float *st = scratch + pl->off_grp + (size_t)x * pl->grp_stride;
+    h->qs = st, h->acc = st + a16q, h->m = h->acc + a16v, h->l = h->m + a16r;
+    h->fin = fl_fin_setup(p, &h->w, tk.b, h->l + a16r, &h->fin_store);
+    for (int64_t row = 0; row < h->w.nrows; row++) h->m[row] = -INFINITY, h->l[row] = 0.0f;
+    memset(h->acc, 0, (size_t)(h->w.nrows * dvp) * sizeof(float));
+    if (h->w.kb < h->w.ke) fl_load_q(p, &h->w, io, h->qs);
+  }
+  if (kb < ke)
+    fl_task_fused(p, pl, hd, ng, io, (int32_t *)(scratch + pl->off_lim), scratch + pl->off_kc);
+  for (int64_t x = 0; x < ng; x++)
+    fl_store(p, pl, &hd[x].w, b, hd[x].t, hd[x].acc, hd[x].m, hd[x].l, io, partials);
+}
+
 // ── Entry points ─────────────────────────────────────────────────────────────────────
 // The plan, plus for K/V types other than F32 the widened-rows region (kc): the keys of
 // the widest block any path widens at once (a tile, a fused block, a lanes block), as
@@ -499,6 +566,17 @@ static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl
 // the tiled pass (tkv rows of K and of V as stored).
 static void fl_plan_seq(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
   fl_plan(p, exec, pl);
+  if (pl->rows < FL_DEC_ROWS && p->kv_heads > 1) {  // decode rows: heads together (fl_task_fused)
+    const int64_t groups = (p->kv_heads + FL_GROUP_MAX - 1) / FL_GROUP_MAX;
+    pl->kv_group = (p->kv_heads + groups - 1) / groups;
+    const size_t rows = (size_t)pl->rows, a16r = (rows + 15) & ~(size_t)15;
+    pl->grp_stride = ((rows * (size_t)p->head_dim_qk + 15) & ~(size_t)15) +
+                     ((rows * (size_t)pl->dvp + 15) & ~(size_t)15) + 2 * a16r +
+                     (((size_t)pl->heads_per_task + 15) & ~(size_t)15);
+    pl->off_grp = pl->scratch_floats;
+    pl->scratch_floats = attn_size_add_sat(pl->scratch_floats,
+                                           attn_size_mul_sat((size_t)pl->kv_group, pl->grp_stride));
+  }
   const size_t bytes =
       attn_size_mul_sat((size_t)pl->tkv, attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk) +
                                              attn_kv_row_bytes(p->kv_dtype, p->head_dim_v));
@@ -528,10 +606,14 @@ static int fl_run_batch(const attn_problem *p, const attn_exec *exec, const floa
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < bt.nitems; i++) {
       const flash_seq *sq = &bt.seqs[bt.items[i].seq];
-      const int64_t t = bt.items[i].t;
+      const int64_t t0 = bt.items[i].t, ng = bt.items[i].heads;
       float *partials = bt.partials + sq->part0;
-      fl_task(&sq->p, &sq->pl, t, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
-      if (sq->pl.nsplit > 1) {
+      if (ng > 1)
+        fl_task_group(&sq->p, &sq->pl, t0, ng, &sq->io, scratch, partials);
+      else
+        fl_task(&sq->p, &sq->pl, t0, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
+      for (int64_t x = 0; x < ng && sq->pl.nsplit > 1; x++) {
+        const int64_t t = flash_batch_head_task(&sq->pl, t0, x);
         int n;
         // seq_cst: the partial written above is visible to whichever thread merges.
 #pragma omp atomic capture seq_cst

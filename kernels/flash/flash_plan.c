@@ -85,6 +85,9 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->off_kc = off;  // no widened-rows region unless the ISA body adds one (K/V types)
   plan->kc_keys = 0;
   plan->off_stage = off;
+  plan->kv_group = 1;  // heads together only where the ISA body's fl_plan_seq says so
+  plan->off_grp = off;
+  plan->grp_stride = 0;
   plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
 }
 

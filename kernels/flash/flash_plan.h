@@ -53,6 +53,11 @@ typedef struct flash_plan {
   // Ragged and paged sequences (the ISA body's fl_plan_seq): the tiled pass's staged K/V
   // tile, tkv rows of K then tkv of V as stored, at off_stage (unused for a dense problem).
   size_t off_stage;
+  // Ragged and paged decode (the ISA body's fl_plan_seq): K/V heads one work item runs
+  // together, keys outer and heads inner (flash_batch.h; 1: one head per item), and their
+  // per-head state (Q̂, acc, m, l, ALiBi slopes) at off_grp, grp_stride floats per head.
+  int64_t kv_group;
+  size_t off_grp, grp_stride;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block

@@ -9,6 +9,7 @@ independent NumPy float64 computation per sequence; bad descriptions are refused
 """
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -102,5 +103,24 @@ with clitest.tempdir() as tmp:
     rc, so, se = clitest.run("run", "--kernel", "naive", "--q", paths["q"], "--k", paths["k"],
                              "--v", paths["v"], "--out", out, "--kv-lens", "40 17")
     check(rc == 1 and "packed by tokens" in se, f"a token total that differs: rc {rc}, {se!r}")
+
+# `check --config` on a serving sweep: one case per batch (its lengths, pages, order),
+# checked whole — and a batch larger than a check case holds is refused by name, not run.
+with tempfile.TemporaryDirectory() as tmp:
+    cfg = os.path.join(tmp, "serving.ini")
+    with open(cfg, "w") as f:
+        f.write("[s]\nkernels = flash__avx2\nheads = 8\nkv_heads = 2\nhead_dim = 64\n"
+                "causal = true\nkv_lens = 40 300 17, fixed:2:100\nq_lens = decode\n"
+                "page_size = 0, 16\npage_order = shuffled\n")
+    rc, so, se = clitest.run("check", "--config", cfg, "--kernel", "naive", "--list-cases")
+    check(rc == 0 and so.count("ragged") + so.count("paged") >= 4,
+          f"check --config --list-cases on a serving sweep: rc {rc}: {so!r} {se!r}")
+    rc, so, se = clitest.run("check", "--config", cfg, "--kernel", "naive")
+    check(rc == 0 and "4 passed, 0 failed" in so, f"check --config on a serving sweep: rc {rc}: {so[-300:]!r} {se!r}")
+    with open(cfg, "w") as f:
+        f.write("[s]\nkernels = naive\nheads = 2\nhead_dim = 8\nkv_lens = fixed:65:4\n"
+                "q_lens = decode\n")
+    rc, so, se = clitest.run("check", "--config", cfg, "--kernel", "naive")
+    check(rc == 2 and "65 sequences" in se, f"a batch of 65 sequences: rc {rc}, {se!r}")
 
 clitest.finish("run_serving")

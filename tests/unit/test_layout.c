@@ -468,6 +468,74 @@ static void test_native_determinism(void) {
   }
 }
 
+// Ragged decode runs several K/V heads per work item, keys outer and heads inner, in runs
+// of whole decode blocks (flash_body.h, "Heads together"): each head must still compute
+// exactly its one-head answer. With kv_split = 1 (no chunks either way) every sequence of
+// a ragged decode batch gives bitwise the output and LSE of the same sequence run alone
+// as a dense problem (one head per task, one run over all keys) — GQA and MHA, f32 and
+// q8_0, lengths off and on the block and run boundaries.
+static void test_native_heads_together(void) {
+  enum { S = 3, D = 64 };
+  static const int64_t kl[S] = {1000, 77, 2049};
+  for (int shape = 0; shape < 2; shape++)
+    for (int ti = 0; ti < 2; ti++) {
+      const int64_t H = 8, KVH = shape ? 8 : 2;
+      const attn_dtype t = ti ? ATTN_DTYPE_Q8_0 : ATTN_DTYPE_F32;
+      int64_t cq[S + 1] = {0}, ck[S + 1] = {0};
+      for (int b = 0; b < S; b++) cq[b + 1] = cq[b] + 1, ck[b + 1] = ck[b] + kl[b];
+      const attn_layout l = {.kind = ATTN_LAYOUT_RAGGED, .cu_seqlens_q = cq, .cu_seqlens_kv = ck};
+      attn_problem p = attn_problem_make(1, H, KVH, 1, 1, D, D, true);
+      p.kv_dtype = t;
+      attn_problem_set_layout(&p, &l, S);
+      const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), no = attn_o_elems(&p);
+      const size_t rb = attn_kv_row_bytes(t, D);
+      float *q = malloc(nq * 4), *k32 = malloc(nk * 4), *v32 = malloc(nk * 4);
+      char *k = malloc(attn_k_bytes(&p)), *v = malloc(attn_v_bytes(&p));
+      for (size_t i = 0; i < nq; i++) q[i] = frand();
+      for (size_t i = 0; i < nk; i++) k32[i] = frand(), v32[i] = frand();
+      attn_quantize_rows(t, k32, nk / D, D, k);  // rows [token][kv head] as stored
+      attn_quantize_rows(t, v32, nk / D, D, v);
+      float *o = malloc(no * 4), *lse = malloc((size_t)S * (size_t)H * 4);
+      float *od = malloc((size_t)H * D * 4), lsed[8];
+      char *kd = malloc((size_t)KVH * 2049 * rb), *vd = malloc((size_t)KVH * 2049 * rb);
+      const attn_exec ex = {.threads = 2, .kv_split = 1};
+      for (size_t i = 0; i < attn_kernel_count(); i++) {
+        const attn_kernel *kn = attn_kernel_at(i);
+        if (!(kn->caps & ATTN_CAP_LAYOUT_RAGGED) || !(kn->caps & ATTN_CAP_KV_SPLIT) ||
+            !attn_kernel_available(kn, NULL, 0) || !attn_kernel_native(kn, &p))
+          continue;
+        attn_options opts = {.lse = lse};
+        p.opts = &opts;
+        char err[256];
+        EXPECT(attn_kernel_call(kn, &p, &ex, q, k, v, o, err, sizeof err) == ATTN_OK, "%s: %s",
+               kn->name, err);
+        p.opts = NULL;
+        int diff = 0;
+        for (int b = 0; b < S; b++) {  // sequence b alone, K/V as [kv head][key] rows
+          for (int64_t g = 0; g < KVH; g++)
+            for (int64_t j = 0; j < kl[b]; j++) {
+              const size_t src = ((size_t)(ck[b] + j) * (size_t)KVH + (size_t)g) * rb;
+              memcpy(kd + ((size_t)g * (size_t)kl[b] + (size_t)j) * rb, k + src, rb);
+              memcpy(vd + ((size_t)g * (size_t)kl[b] + (size_t)j) * rb, v + src, rb);
+            }
+          attn_problem d = attn_problem_make(1, H, KVH, 1, kl[b], D, D, true);
+          d.kv_dtype = t;
+          attn_options dopts = {.lse = lsed};
+          d.opts = &dopts;
+          EXPECT(attn_kernel_call(kn, &d, &ex, q + (size_t)b * H * D, kd, vd, od, err,
+                                  sizeof err) == ATTN_OK,
+                 "%s dense: %s", kn->name, err);
+          diff += memcmp(od, o + (size_t)b * H * D, (size_t)H * D * 4) != 0;
+          for (int64_t h = 0; h < H; h++) diff += memcmp(&lsed[h], &lse[h * S + b], 4) != 0;
+        }
+        EXPECT(diff == 0, "%s H%lld KV%lld %s: %d ragged rows differ from the dense sequences",
+               kn->name, (long long)H, (long long)KVH, attn_dtype_name(t), diff);
+      }
+      free(q), free(k32), free(v32), free(k), free(v), free(o), free(lse), free(od), free(kd),
+          free(vd);
+    }
+}
+
 // The native path with a deliberately wrong page lookup: the layout kernel under test
 // (g_inner) gets a page table whose last entry of every sequence is the one before it —
 // the checker fails it, and passes the same kernel with the right table.
@@ -543,6 +611,7 @@ int main(void) {
   test_checker_catches();
   test_native_kernels_pass();
   test_native_determinism();
+  test_native_heads_together();
   test_native_wrong_page_fails();
   return test_finish("test_layout");
 }
