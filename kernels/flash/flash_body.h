@@ -394,9 +394,14 @@ typedef struct fl_head {
   fl_rows w;
   int64_t g, t;
   float *qs, *acc, *m, *l;
-  const fl_fin *fin;  // NULL or &fin_store
-  fl_fin fin_store;
+  const fl_fin *fin;
 } fl_head;
+// Floats of one head's block of the group region (fl_plan_seq, fl_task_group): Q̂, acc,
+// m, l, ALiBi slopes and its fl_fin, each rounded up to 16 floats (64 bytes).
+#define FL_A16(n) (((size_t)(n) + 15) & ~(size_t)15)
+#define FL_GRP_STRIDE(rows, dqk, dvp, hpt)                                            \
+  (FL_A16((rows) * (dqk)) + FL_A16((rows) * (dvp)) + 2 * FL_A16(rows) + FL_A16(hpt) + \
+   FL_A16((sizeof(fl_fin) + sizeof(float) - 1) / sizeof(float)))
 
 // Heads hd[0..ng) over their keys (every head's rows have the same positions and keys:
 // hd[0].w's), lims and kc the task's scratch.
@@ -518,9 +523,6 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
 static void fl_task_group(const attn_problem *p, const flash_plan *pl, int64_t t, int64_t ng,
                           const flash_io *io, float *scratch, float *partials) {
   const int64_t rows = pl->rows, dqk = p->head_dim_qk, dvp = pl->dvp;
-  const size_t a16q = (size_t)(rows * dqk + 15) & ~(size_t)15,
-               a16v = (size_t)(rows * dvp + 15) & ~(size_t)15;
-  const size_t a16r = (size_t)(rows + 15) & ~(size_t)15;
   fl_head hd[FL_GROUP_MAX];
   int64_t b = 0, kb = 0, ke = 0;  // every head's batch entry and keys (hd[0]'s)
   for (int64_t x = 0; x < ng && x < FL_GROUP_MAX; x++) {
@@ -532,8 +534,11 @@ static void fl_task_group(const attn_problem *p, const flash_plan *pl, int64_t t
     h->g = tk.g;
     if (x == 0) kb = h->w.kb, ke = h->w.ke;
     float *st = scratch + pl->off_grp + (size_t)x * pl->grp_stride;
-    h->qs = st, h->acc = st + a16q, h->m = h->acc + a16v, h->l = h->m + a16r;
-    h->fin = fl_fin_setup(p, &h->w, tk.b, h->l + a16r, &h->fin_store);
+    h->qs = st, h->acc = st + FL_A16(rows * dqk), h->m = h->acc + FL_A16(rows * dvp);
+    h->l = h->m + FL_A16(rows);
+    float *slopes = h->l + FL_A16(rows);
+    // the fl_fin in the scratch, not in this frame (no 64-byte-aligned stack slot for it)
+    h->fin = fl_fin_setup(p, &h->w, tk.b, slopes, (fl_fin *)(slopes + FL_A16(pl->heads_per_task)));
     for (int64_t row = 0; row < h->w.nrows; row++) h->m[row] = -INFINITY, h->l[row] = 0.0f;
     memset(h->acc, 0, (size_t)(h->w.nrows * dvp) * sizeof(float));
     if (h->w.kb < h->w.ke) fl_load_q(p, &h->w, io, h->qs);
@@ -569,10 +574,8 @@ static void fl_plan_seq(const attn_problem *p, const attn_exec *exec, flash_plan
   if (pl->rows < FL_DEC_ROWS && p->kv_heads > 1) {  // decode rows: heads together (fl_task_fused)
     const int64_t groups = (p->kv_heads + FL_GROUP_MAX - 1) / FL_GROUP_MAX;
     pl->kv_group = (p->kv_heads + groups - 1) / groups;
-    const size_t rows = (size_t)pl->rows, a16r = (rows + 15) & ~(size_t)15;
-    pl->grp_stride = ((rows * (size_t)p->head_dim_qk + 15) & ~(size_t)15) +
-                     ((rows * (size_t)pl->dvp + 15) & ~(size_t)15) + 2 * a16r +
-                     (((size_t)pl->heads_per_task + 15) & ~(size_t)15);
+    pl->grp_stride = FL_GRP_STRIDE((size_t)pl->rows, (size_t)p->head_dim_qk, (size_t)pl->dvp,
+                                   (size_t)pl->heads_per_task);
     pl->off_grp = pl->scratch_floats;
     pl->scratch_floats = attn_size_add_sat(pl->scratch_floats,
                                            attn_size_mul_sat((size_t)pl->kv_group, pl->grp_stride));
