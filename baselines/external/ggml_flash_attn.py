@@ -19,6 +19,17 @@ ggml_flash_attn_ext_add_sinks; windows and alignment are the F16 mask (0 / -inf)
 additive mask is added into it (per head: the mask's heads dimension, which ggml
 broadcasts). The mask is F16: its values are rounded to F16 (and ALiBi distances are
 exact only up to 2048), which the check judges like any other error.
+
+Serving batches (LAYOUTS; docs/serving.md): as llama.cpp runs a batch — every sequence's
+K/V in one cache tensor [cells][KVH][D], one ggml_flash_attn_ext call over all query
+tokens, and a KQ mask [tokens][cells] that is 0 only where a token's own sequence has a
+key in its range (bottom-right causal per sequence, window) and -inf elsewhere. Ragged
+K/V are the cache as they are; paged pools are relaid once into it (cell page ·
+page_size + slot), so each sequence's keys stay where its pages put them. F32 K/V only
+(the _f16 / _q8_0 variants run dense problems); ALiBi and an additive mask are refused.
+
+Memory: the ggml context's pool and the compute work buffer are hugepages.empty()
+buffers (2 MiB-aligned, advised for huge pages), as the harness allocates the kernels'.
 """
 import attn_options  # baselines/external (attn_baseline.py puts it on the path)
 import hugepages
