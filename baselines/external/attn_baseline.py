@@ -40,6 +40,11 @@ O is [total_q][H][Dv]; problem["layout"] carries the manifest (attn_options.py).
 baseline lists the kinds it runs in LAYOUTS ("ragged", "paged"); one that cannot express
 the batch (LAYOUT_NOTE says why) exits 4 with that reason, so the results say so.
 
+Q, K, V (and a mask) are loaded onto huge pages as the harness allocates the kernels'
+inputs (hugepages.py: 2 MiB-aligned, madvise(MADV_HUGEPAGE) from 2 MiB on, silently
+ordinary memory where that does not exist); the result's info records huge_pages (every
+such buffer advised) and anon_huge_kib (what the kernel backs with huge pages).
+
 The result JSON has inputs_digest: the digest of the problem it ran (harness/bench/
 inputs.h: Q, K, V, the option arrays, the sizes and option values; the same sum `attnbench
 bench` records for every point).
