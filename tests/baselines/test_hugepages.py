@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: MIT
 """The baselines' inputs on huge pages (baselines/external/hugepages.py, docs/baselines.md):
 
-  test_hugepages.py helper   load_npy / copy / empty: the values of the file, a 2 MiB-aligned
+  test_hugepages.py module   load_npy / copy / empty: the values of the file, a 2 MiB-aligned
                              buffer advised for huge pages from 2 MiB on (ordinary memory
                              below), a truncated file refused; with transparent huge pages
                              in "madvise" mode the kernel backs the advised buffer with huge
                              pages (AnonHugePages grows) and an ordinary buffer of the same
                              size without them (the control: the measurement can fail); where
-                             MADV_HUGEPAGE does not exist the helper falls back silently and
+                             MADV_HUGEPAGE does not exist the module falls back silently and
                              says so (advised() false).
   test_hugepages.py runner   attn_baseline.py run on a 4 MiB problem records huge_pages true
                              (and AnonHugePages) in its result's info, on a small one false.
@@ -55,7 +55,7 @@ def backed_kib(fill):
     return None if before is None or after is None else after - before
 
 
-def helper():
+def module():
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as d:
         big = rng.standard_normal((8, 256, 512)).astype(np.float32)  # 4 MiB
@@ -150,6 +150,6 @@ def runner():
 
 
 if __name__ == "__main__":
-    {"helper": helper, "runner": runner}[sys.argv[1]]()
+    {"module": module, "runner": runner}[sys.argv[1]]()
     print("FAILED: %s" % FAILED if FAILED else "ok")
     sys.exit(1 if FAILED else 0)
