@@ -40,6 +40,11 @@ O is [total_q][H][Dv]; problem["layout"] carries the manifest (attn_options.py).
 baseline lists the kinds it runs in LAYOUTS ("ragged", "paged"); one that cannot express
 the batch (LAYOUT_NOTE says why) exits 4 with that reason, so the results say so.
 
+Q, K, V (and a mask) are loaded onto huge pages as the harness allocates the kernels'
+inputs (hugepages.py: 2 MiB-aligned, madvise(MADV_HUGEPAGE) from 2 MiB on, silently
+ordinary memory where that does not exist); the result's info records huge_pages (every
+such buffer advised) and anon_huge_kib (what the kernel backs with huge pages).
+
 The result JSON has inputs_digest: the digest of the problem it ran (harness/bench/
 inputs.h: Q, K, V, the option arrays, the sizes and option values; the same sum `attnbench
 bench` records for every point).
@@ -60,6 +65,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # attn_options, for the baselines
 import attn_options  # noqa: E402
+import hugepages  # noqa: E402
 
 BUILTIN = ("torch_sdpa", "ort_attention", "ggml_flash_attn", "ggml_flash_attn_f16",
            "ggml_flash_attn_q8_0", "openvino_sdpa", "openvino_sdpa_bf16", "torch_sdpa_bf16",
@@ -160,7 +166,7 @@ def options_from_args(a, p):
                               ("mask", a.mask, [(p["seq_q"], p["seq_kv"]),
                                                 (p["batch"], H, p["seq_q"], p["seq_kv"])])):
         if path:
-            arr = np.load(path, allow_pickle=False)
+            arr = hugepages.load_npy(path)  # a mask can be large: huge pages as Q/K/V
             if arr.dtype != np.float32 or tuple(arr.shape) not in shapes:
                 raise ValueError("--%s %s: float32 of shape %s wanted, got %s %s" % (
                     key.replace("_", "-"), path, " or ".join(map(str, shapes)), arr.dtype,
@@ -295,7 +301,9 @@ def cmd_run(a):
         print("attn_baseline: %s is not installed: %s; install it with %s" % (mod.NAME, why,
               INSTALL_HINT), file=sys.stderr)
         return EXIT_NOT_INSTALLED
-    q, k, v = (np.load(p, allow_pickle=False) for p in (a.q, a.k, a.v))
+    # On huge pages as the harness allocates the kernels' inputs (hugepages.py): every
+    # input of 2 MiB or more, and its cold copies.
+    q, k, v = (hugepages.load_npy(p) for p in (a.q, a.k, a.v))
     for name, t in (("Q", q), ("K", k), ("V", v)):
         if t.dtype != np.float32:
             print("attn_baseline: %s must be float32, got %s" % (name, t.dtype), file=sys.stderr)
@@ -327,9 +335,13 @@ def cmd_run(a):
     if why:
         print("attn_baseline: %s %s" % (mod.NAME, why), file=sys.stderr)
         return EXIT_UNSUPPORTED
-    inputs = [(q, k, v)] + [(q.copy(), k.copy(), v.copy()) for _ in range(a.input_copies - 1)]
+    inputs = [(q, k, v)] + [tuple(hugepages.copy(x) for x in (q, k, v))
+                            for _ in range(a.input_copies - 1)]
     try:
         fn, info = mod.prepare(p, inputs, a.threads)
+        # every input buffer of 2 MiB or more (the runner's and the baseline's own) advised
+        # for huge pages, and what the kernel backs with them after set-up
+        info = dict(info, huge_pages=hugepages.advised(), anon_huge_kib=hugepages.anon_huge_kib())
         out = np.asarray(fn(0), dtype=np.float32)
         want = (p["batch"], p["heads"], p["seq_q"], p["head_dim_v"]) if not kind else (
             q.shape[0], p["heads"], p["head_dim_v"])

@@ -28,6 +28,7 @@ block size at 32: other pool shapes are refused when the model is compiled), den
 problems (openvino_sdpa runs those), and attention options (none are passed).
 """
 import attn_options  # baselines/external (attn_baseline.py puts it on the path)
+import hugepages
 
 NAME = "openvino_paged"
 SUMMARY = "OpenVINO CPU plugin: PagedAttention (continuous batching), FP32, f32 cache"
@@ -120,7 +121,7 @@ def prepare(problem, inputs, threads):
         vnew = np.ascontiguousarray(v[pg, :, sl, :].reshape(T, KV * Dv))
         # the pools copied: the plugin also writes the unused slots of a sequence's last
         # V page (not inputs of the problem, but of the export's digest)
-        arrays = [np.ascontiguousarray(q.reshape(T, H * D)), knew, vnew, k.copy(), v.copy()] + meta
+        arrays = [np.ascontiguousarray(q.reshape(T, H * D)), knew, vnew, hugepages.copy(k), hugepages.copy(v)] + meta
         r = compiled.create_infer_request()
         for i, a in enumerate(arrays):
             r.set_input_tensor(i, ov.Tensor(a, shared_memory=True))

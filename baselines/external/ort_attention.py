@@ -24,6 +24,7 @@ skipped with a note.
 import time
 
 import attn_options  # baselines/external (attn_baseline.py puts it on the path)
+import hugepages
 
 NAME = "ort_attention"
 SUMMARY = "ONNX Runtime CPU: ONNX Attention (opset 23) or com.microsoft.MultiHeadAttention"
@@ -62,7 +63,7 @@ def _contrib_session(graph, threads):
 
 def _to3(np, a):
     """[B][N][S][D] -> [B][S][N·D], contiguous (the contrib operators' 3-D layout)."""
-    return np.ascontiguousarray(a.transpose(0, 2, 1, 3).reshape(a.shape[0], a.shape[2], -1))
+    return hugepages.copy(a.transpose(0, 2, 1, 3).reshape(a.shape[0], a.shape[2], -1))
 
 
 def _bottom_right_mask(np, sq, skv):
@@ -227,8 +228,8 @@ def _gqa(np, p, inputs, threads):
         f = dict({"Q": _to3(np, q), "K": _to3(np, k[:, :, P:]), "V": _to3(np, v[:, :, P:])},
                  **extra)
         if P:
-            f["PK"] = np.ascontiguousarray(k[:, :, :P])
-            f["PV"] = np.ascontiguousarray(v[:, :, :P])
+            f["PK"] = hugepages.copy(k[:, :, :P])
+            f["PV"] = hugepages.copy(v[:, :, :P])
         feeds.append(f)
 
     def fn(c):

@@ -433,6 +433,9 @@ def one_command(attnbench):
         os.mkdir(tmp)
         env = dict(os.environ, ATTNBENCH_BASELINES_PYTHON=PY, TMPDIR=tmp,
                    ATTNBENCH_BENCH_BASELINES=os.path.join(ROOT, "scripts", "bench-baselines"))
+        # The environment is named by ATTNBENCH_BASELINES_PYTHON here; the caller's
+        # ATTNBENCH_BASELINES_VENV would take precedence over it (docs/baselines.md).
+        env.pop("ATTNBENCH_BASELINES_VENV", None)
         res = sweep(attnbench, d, ["--baselines", os.path.join(HERE, "numpy_attention.py")],
                     env=env)
         kd = kernel_digests(res)

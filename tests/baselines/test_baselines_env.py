@@ -15,9 +15,12 @@ baseline the NumPy test baseline):
   test_baselines_env.py - pypi-offline       scripts/setup-baselines --if-reachable with an
                                              unreachable index: said, exit 0, nothing
                                              created; ATTNBENCH_CI_REQUIRE_PYPI=1: exit 1
+  test_baselines_env.py - ggml-build-tools   scripts/setup-baselines --only ggml without cmake
+                                             on PATH: one line naming it, exit 1, no venv
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -171,9 +174,30 @@ def pypi_offline(_):
               "unreachable index with ATTNBENCH_CI_REQUIRE_PYPI=1: exit 1 (%d: %s)" % (r.returncode, r.stderr))
 
 
+def ggml_build_tools(_):
+    """setup-baselines --only ggml compiles ggml: without cmake (or a compiler) on PATH it
+    stops before creating the environment, naming what is missing and how to get it."""
+    setup = os.path.join(ROOT, "scripts", "setup-baselines")
+    with tempfile.TemporaryDirectory() as d:
+        venv, tools = os.path.join(d, "venv"), os.path.join(d, "bin")
+        os.mkdir(tools)
+        for t in ("bash", "awk", "dirname", "cc", "c++"):  # everything but cmake
+            path = shutil.which(t)
+            if path:
+                os.symlink(path, os.path.join(tools, t))
+        env = dict(os.environ, PATH=tools, ATTNBENCH_SKIP_SETUP="1")
+        r = subprocess.run(["bash", setup, "--only", "ggml", "--venv", venv], capture_output=True,
+                           text=True, env=env, timeout=120)
+        check(r.returncode == 1 and "'cmake' not found" in r.stderr and "build-essential" in r.stderr
+              and not os.path.exists(venv),
+              "no cmake: one line naming it, exit 1, nothing created (%d: %s)" % (r.returncode, r.stderr))
+        check(len(r.stderr.strip().splitlines()) == 1, "one line (%s)" % r.stderr)
+
+
 def main():
     attnbench, mode = sys.argv[1], sys.argv[2]
-    {"one-name": one_name, "ran-skipped": ran_skipped, "pypi-offline": pypi_offline}[mode](attnbench)
+    {"one-name": one_name, "ran-skipped": ran_skipped, "pypi-offline": pypi_offline,
+     "ggml-build-tools": ggml_build_tools}[mode](attnbench)
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1

@@ -23,10 +23,12 @@ q_len exceeds nothing, ragged and paged with shuffled pages), then:
                                              ratio and the anchor that could not run with
                                              its reason; the page is deterministic; a file
                                              without a decode sweep gets no plot and a reason.
-  test_serving_anchors.py ATTNBENCH NAME     a real anchor (torch_sdpa, openvino_paged) from the
-                                             baselines' environment on the same sweep: checked
-                                             and timed where it can express the point, skipped
-                                             with its reason where not. 77 when not installed.
+  test_serving_anchors.py ATTNBENCH NAME     a real anchor (torch_sdpa, openvino_paged,
+                                             ggml_flash_attn) from the baselines' environment on
+                                             the same sweep: checked and timed where it can
+                                             express the point, skipped with its reason where
+                                             not; ggml's with a mask that does not separate the
+                                             sequences fails the check. 77 when not installed.
 """
 import json
 import os
@@ -264,6 +266,19 @@ def real(attnbench, name):
             assert timed == {"ragged", "page32s"}
         if name == "openvino_paged":  # sequence 2 has no query, 3 is a whole prefill
             assert "page32s" in timed and "cannot express a ragged" in skipped["ragged"]
+        if name == "ggml_flash_attn":  # one call over one cache, per-sequence KQ mask
+            assert timed == {"ragged", "page32s"}
+            info = [json.loads(b["baseline_info"]) for b in doc["benchmarks"]
+                    if b.get("label") == name and b.get("run_type") == "iteration"]
+            assert all(i["cache_cells"] in (152, 8 * 32) for i in info), info
+            # the same cache with one mask for every token: the sequences' keys mixed
+            wrong = os.path.join(HERE, "ggml_serving_one_mask.py")
+            r = bench_baselines(attnbench, res, inp, wrong, py)
+            assert r.returncode == 1, "a mask that mixes the sequences must fail the check"
+            bad = [b for b in json.load(open(res))["benchmarks"]
+                   if b.get("label") == "ggml_serving_one_mask"]
+            assert len(bad) == 2 and all(b.get("error_occurred") and "check failed" in
+                                         b["error_message"] for b in bad), bad
     return 0
 
 

@@ -7,6 +7,11 @@
   test_bench_output.py compact ATTNBENCH    --benchmark_format=compact: a header and one
                                             short line per displayed run whose numbers are
                                             the results file's; console prints every counter
+  test_bench_output.py gbench-compare ATTNBENCH
+                                            --benchmark_repetitions=9 gives every point the 9
+                                            repetitions Google Benchmark's compare.py wants
+                                            (and, with $ATTNBENCH_GBENCH_COMPARE, that tool then
+                                            does not warn; on the config's 3 it does)
 """
 import json
 import os
@@ -117,8 +122,55 @@ def compact(binary):
         check(r.returncode == 2 and "compact" in r.stderr, "an unknown format names compact (%s)" % r.stderr.strip())
 
 
+def per_name_repetitions(path):
+    """What Google Benchmark's tools/compare.py counts for its U test: per benchmark name,
+    the entries that are not aggregates."""
+    with open(path) as f:
+        doc = json.load(f)
+    counts = {}
+    for b in doc["benchmarks"]:
+        if b.get("run_type") != "aggregate":
+            counts[b["name"]] = counts.get(b["name"], 0) + 1
+    return counts
+
+
+def gbench_compare(binary):
+    """docs/benchmarking.md: files meant for Google Benchmark's compare.py are made with
+    --benchmark_repetitions=9, which overrides the config's repetitions for every point,
+    so its U test has its 9 repetitions per point. With $ATTNBENCH_GBENCH_COMPARE (the
+    path of Google Benchmark's tools/compare.py, with SciPy) the tool itself is run: no
+    "repetitions recommended" warning on such files, the warning on the config's 3."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "t.ini")
+        with open(cfg, "w") as f:
+            f.write(TINY)  # repetitions = 3
+        files = {}
+        for tag, extra in (("a9", ["--benchmark_repetitions=9"]), ("b9", ["--benchmark_repetitions=9"]),
+                           ("a3", []), ("b3", [])):
+            files[tag] = os.path.join(d, tag + ".json")
+            r = subprocess.run([binary, "bench", "--config", cfg, "--out", files[tag], "--no-probe"]
+                               + extra, capture_output=True, text=True, timeout=300)
+            check(r.returncode == 0, "bench %s runs (%s)" % (tag, r.stderr.strip()[-300:]))
+        for tag, want in (("a9", 9), ("a3", 3)):
+            counts = per_name_repetitions(files[tag])
+            check(len(counts) == 2 and set(counts.values()) == {want},
+                  "%s: %d repetitions of each point (%s)" % (tag, want, counts))
+        tool = os.environ.get("ATTNBENCH_GBENCH_COMPARE")
+        if not tool:
+            print("ATTNBENCH_GBENCH_COMPARE not set: Google Benchmark's compare.py not run")
+            return
+        warn = "repetitions recommended"
+        for pair, warned in ((("a9", "b9"), False), (("a3", "b3"), True)):
+            r = subprocess.run([sys.executable, tool, "benchmarks", files[pair[0]], files[pair[1]]],
+                               capture_output=True, text=True, timeout=120)
+            print(r.stdout[-1500:], r.stderr[-500:])
+            check(r.returncode == 0 and "_pvalue" in r.stdout, "compare.py ran its U test on %s" % (pair,))
+            check((warn in r.stdout) == warned, "compare.py %s on %s" % (
+                "warns" if warned else "does not warn", pair))
+
+
 def main():
-    {"progress": progress, "compact": compact}[sys.argv[1]](*sys.argv[2:])
+    {"progress": progress, "compact": compact, "gbench-compare": gbench_compare}[sys.argv[1]](*sys.argv[2:])
     if FAILED:
         print("%d checks failed" % len(FAILED))
         return 1
