@@ -13,6 +13,10 @@ Cases:
   rank_hang  one rank stops answering: the watchdog (--timeout 4) ends the job with its
              message within the bound.
   bad_input  inputs refused alike on every rank, before communicating: exit 2, one line.
+  stalled_rank  rank 0 sleeps 0.3 s in its first ring step (ATTNBENCH_MPI_TEST_FAULT=stall:0,
+             as if another process had its core): its step's wall time holds the 0.3 s, its
+             CPU time does not, and the model's rate is the run-time rate Σ flops / Σ CPU
+             (the wall-time rate would be far lower).
   predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
   config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
   scaling    scripts/mpi-scaling on 1..NP ranks (tiny shapes): one JSON with a strong and a
@@ -102,6 +106,24 @@ with tempfile.TemporaryDirectory() as tmp:
             rc, so, se, _ = mpirun(args, timeout=60)
             check(rc == 2, f"{args}: exit {rc}, want 2\n{se}")
             check(se.count(want) == 1, f"{args}: want one '{want}' in\n{se}")
+    elif case == "stalled_rank":
+        rc, so, se, _ = mpirun(["--strategy", "ring", "--causal", "--seq-len", "512", "--heads", "4",
+                                "--head-dim", "64", "--out", out], fault="stall:0")
+        check(rc == 0, f"exit {rc}\n{so}\n{se}")
+        r = json.load(open(out))["runs"][0] if os.path.exists(out) else {"ranks": []}
+        for k in r["ranks"]:
+            for s in k["steps"]:
+                check(0 <= s["cpu_s"] <= s["compute_s"] * 1.05 + 1e-3,
+                      f"rank {k['rank']}: CPU {s['cpu_s']} beside wall {s['compute_s']}")
+        if r["ranks"]:
+            s0 = r["ranks"][0]["steps"][0]
+            check(s0["compute_s"] - s0["cpu_s"] >= 0.25, f"the stall is not wall-only: {s0}")
+            flops = sum(k["flops"] for k in r["ranks"])
+            cpu = sum(k["compute_cpu_s"] for k in r["ranks"])
+            wall = sum(k["compute_s"] for k in r["ranks"])
+            rate = r["model_rate_flops_per_s"]
+            check(abs(rate / (flops / cpu) - 1) < 1e-4, f"rate {rate}, want flops/CPU {flops / cpu}")
+            check(flops / wall < 0.5 * rate, f"the wall-time rate {flops / wall} is near {rate}")
     elif case == "predict":
         rc, so, se, _ = mpirun(["--seq-len", "96", "--heads", "4", "--causal", "--strategy", "zigzag",
                                 "--predict"])
