@@ -17,6 +17,12 @@ Cases:
              as if another process had its core): its step's wall time holds the 0.3 s, its
              CPU time does not, and the model's rate is the run-time rate Σ flops / Σ CPU
              (the wall-time rate would be far lower).
+  anchor     baselines/mpi/torch_cp_ring.py (PyTorch's ring over gloo) on NP ranks, when the
+             baselines' environment ($ATTNBENCH_BASELINES_VENV, else .venv-baselines) has
+             torch (else skipped, 77): three runs each pass their check and exit 0 (the rank
+             teardown used to abort one run in four), a wrong answer (--fault) exits 1, and
+             scripts/mpi-scaling --anchor on 1..NP ranks records the anchor's time at every
+             rank count and exits 0.
   predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
   config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
   scaling    scripts/mpi-scaling on 1..NP ranks (tiny shapes): one JSON with a strong and a
@@ -124,6 +130,46 @@ with tempfile.TemporaryDirectory() as tmp:
             rate = r["model_rate_flops_per_s"]
             check(abs(rate / (flops / cpu) - 1) < 1e-4, f"rate {rate}, want flops/CPU {flops / cpu}")
             check(flops / wall < 0.5 * rate, f"the wall-time rate {flops / wall} is near {rate}")
+    elif case == "anchor":
+        venv = os.environ.get("ATTNBENCH_BASELINES_VENV") or os.path.join(src, ".venv-baselines")
+        py = os.path.join(venv, "bin", "python")
+        if not os.path.exists(py) or subprocess.run([py, "-c", "import torch"]).returncode != 0:
+            print(f"no torch in the baselines' environment {venv}: skipped")
+            sys.exit(77)
+        import socket
+
+        def anchor(extra, port):
+            cmd = [mpiexec, "-np", np_, "--oversubscribe", py,
+                   os.path.join(src, "baselines", "mpi", "torch_cp_ring.py"), "--seq-len", "256",
+                   "--heads", "2", "--head-dim", "32", "--causal", "--port", str(port), "--out", out]
+            return subprocess.run(cmd + extra, env=env, capture_output=True, text=True, timeout=300)
+
+        def port():
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                return s.getsockname()[1]
+
+        for i in range(3):
+            p = anchor([], port())
+            check(p.returncode == 0, f"anchor run {i}: exit {p.returncode}\n{p.stdout}\n{p.stderr[-1500:]}")
+            if p.returncode == 0:
+                run = json.load(open(out))["runs"][0]
+                check(run["check"] == "pass" and run["time_s"] > 0, f"anchor run {i}: {run}")
+        p = anchor(["--fault"], port())
+        check(p.returncode == 1, f"a wrong answer (--fault) exited {p.returncode}, want 1\n{p.stderr[-1500:]}")
+        p = subprocess.run([os.path.join(src, "scripts", "mpi-scaling"), "--bin", binary, "--mpirun",
+                            mpiexec, "--ranks", ",".join(str(n) for n in range(1, int(np_) + 1)),
+                            "--seq-len", "256", "--weak-seq-len", "128", "--heads", "2",
+                            "--head-dim", "32", "--strategies", "zigzag", "--repeats", "1",
+                            "--timeout", "120", "--anchor", "--python", py, "--out", out],
+                           env=env, capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"mpi-scaling --anchor exit {p.returncode}\n{p.stdout[-1500:]}\n{p.stderr[-1500:]}")
+        rows = json.load(open(out))["anchor"] if os.path.exists(out) else []
+        check(sorted(r["ranks"] for r in rows) == list(range(1, int(np_) + 1)),
+              f"anchor rows {[r['ranks'] for r in rows]}")
+        for r in rows:
+            check("error" not in r and r.get("time_s", 0) > 0 and r.get("check") == "pass",
+                  f"anchor on {r['ranks']} ranks: {r}")
     elif case == "predict":
         rc, so, se, _ = mpirun(["--seq-len", "96", "--heads", "4", "--causal", "--strategy", "zigzag",
                                 "--predict"])
