@@ -200,6 +200,7 @@ with tempfile.TemporaryDirectory() as tmp:
             for r in rows:
                 check(len(r["times_s"]) == 3 and r["time_s"] == sorted(r["times_s"])[1],
                       f"{kind} {r}: not the median of 3 repeats")
+                check(0 < r["ran_fraction"] <= 1.5, f"{kind} {r}: ran_fraction")  # µs intervals: loose
                 b = one[r["strategy"]]
                 work = r["flops"] / b["flops"] if kind == "weak" else 1.0
                 want = work * b["time_s"] / (r["ranks"] * r["time_s"])
