@@ -167,8 +167,9 @@ st = torch.tensor([status])
 dist.broadcast(st, 0)  # every rank ends with rank 0's verdict
 dist.barrier()  # and none leaves while another still communicates
 dist.destroy_process_group()
-# The end, without Python's finalization. torch keeps the gloo group alive after
-# destroy_process_group (the ring's functional collectives hold references to it), so its
+# The end, without Python's finalization. The gloo group survives destroy_process_group here
+# (one call of the ring leaves ten more references to it, from the functional collectives
+# that rotate K/V; a script that only ran a barrier sees its group destroyed), so its
 # worker threads outlive the script, and the worker that ran the last collective releases
 # that collective's tensors after the wait has returned here, which takes the GIL. When
 # that falls into Py_Finalize, Python ends the worker with pthread_exit inside a noexcept
