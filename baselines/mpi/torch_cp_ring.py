@@ -19,7 +19,9 @@ against a float64 reference on a sample of rows per head (every chunk's first an
 and rows spread between); |o - ref| <= --atol (2e-5, inputs in [-1, 1)) or the run fails
 (exit 1). --fault attends without the causal mask (a wrong answer the check must catch).
 Time: per repeat, each rank from a barrier to its merged output; the slowest rank's time;
-the median over --repeats after one warm-up. Rank 0 writes the JSON atomically.
+the median over --repeats after one warm-up. Rank 0 writes the JSON atomically. Every
+rank exits with rank 0's verdict (0 pass, 1 fail) after a barrier, skipping Python's
+finalization (the reason is at the end of this file).
 """
 import argparse
 import json
@@ -162,6 +164,18 @@ if rank == 0:
         import attnresults
         attnresults.write_atomic(A.out, json.dumps(doc, indent=1) + "\n")
 st = torch.tensor([status])
-dist.broadcast(st, 0)
+dist.broadcast(st, 0)  # every rank ends with rank 0's verdict
+dist.barrier()  # and none leaves while another still communicates
 dist.destroy_process_group()
-sys.exit(int(st.item()))
+# The end, without Python's finalization. The gloo group survives destroy_process_group here
+# (one call of the ring leaves ten more references to it, from the functional collectives
+# that rotate K/V; a script that only ran a barrier sees its group destroyed), so its
+# worker threads outlive the script, and the worker that ran the last collective releases
+# that collective's tensors after the wait has returned here, which takes the GIL. When
+# that falls into Py_Finalize, Python ends the worker with pthread_exit inside a noexcept
+# C++ destructor (ProcessGroupGloo::AsyncWork) and std::terminate aborts the rank
+# ("terminate called without an active exception", SIGABRT, exit 134) after the results
+# were written. Here every rank has its verdict and rank 0 has written its file.
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(int(st.item()))

@@ -228,13 +228,14 @@ cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
   return out;
 }
 
-double cp_model_calibrate(const cp_model_in *in, const double *measured_compute_s) {
+double cp_model_calibrate(const cp_model_in *in, const double *measured_run_s) {
   cp_model_in unit = *in;
   unit.flops_per_s = 1.0;
+  unit.cores = 0;  // the work itself: every rank on cores of its own
   double *pred = malloc((size_t)in->ranks * sizeof(double)), sp = 0.0, sm = 0.0;
   if (!pred) return NAN;
   cp_model_predict(&unit, pred);
-  for (int r = 0; r < in->ranks; r++) sp += pred[r], sm += measured_compute_s[r];
+  for (int r = 0; r < in->ranks; r++) sp += pred[r], sm += measured_run_s[r];
   free(pred);
   return sm > 0.0 ? sp / sm : NAN;
 }

@@ -93,11 +93,13 @@ double cp_share_makespan(const double *work, int n, int threads, int cores, doub
 // rank_compute_s (may be NULL; [ranks]) receives each rank's predicted compute wall time.
 cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s);
 
-// The rate on cores of its own that makes the model's compute wall time, summed over the
-// ranks, equal the measured sum (measured_compute_s [ranks]): every predicted compute time
-// is proportional to 1/rate, so rate = Σ predicted(rate 1) / Σ measured. Without time
-// sharing this is Σ flops / Σ compute. in->flops_per_s is ignored.
-double cp_model_calibrate(const cp_model_in *in, const double *measured_compute_s);
+// The rate on cores of its own from the time each rank ran its compute (measured_run_s
+// [ranks]: CPU seconds of its kernel calls and merges over its threads): the model's work
+// at rate 1 (its compute with cores of its own, no sharing), summed over the ranks, over
+// the measured sum — Σ flops / Σ run. Run time, not wall time: a rank that waits for a core
+// (time sharing, or any other process) runs no slower, and a rank off the critical path
+// may wait without changing the measured time. in->flops_per_s and in->cores are ignored.
+double cp_model_calibrate(const cp_model_in *in, const double *measured_run_s);
 
 #ifdef __cplusplus
 }

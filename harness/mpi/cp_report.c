@@ -91,14 +91,15 @@ static double predict_nodes(const cp_report_run_sum *s, int nodes, double gbps, 
   return cp_model_predict(&mi, NULL).total_s;
 }
 
-// Per rank: total, compute, exposed comm, flops, bytes, then steps × (compute, wait, alone).
-enum { kHead = 5 };
+// Per rank: total, compute, exposed comm, flops, bytes, CPU, then steps × (compute, wait,
+// alone, CPU).
+enum { kHead = 6, kStep = 4 };
 
 static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, const double *all,
                      int steps, const char *verdict, const attn_check_result *cr,
                      const cp_report_run_sum *sum, const cp_model_out *m) {
   const double measured = sum->measured_s;
-  const int n = rep->ranks, per = kHead + 3 * steps;
+  const int n = rep->ranks, per = kHead + kStep * steps;
   double wmin = INFINITY, wmax = 0.0;
   for (int i = 0; i < n; i++) {
     wmin = all[i * per + 3] < wmin ? all[i * per + 3] : wmin;
@@ -148,16 +149,19 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
   for (int i = 0; i < n; i++) {
     const double *x = all + i * per;
     double alone = 0.0, wait = 0.0;
-    for (int s = 0; s < steps; s++) wait += x[kHead + 3 * s + 1], alone += x[kHead + 3 * s + 2];
+    for (int s = 0; s < steps; s++)
+      wait += x[kHead + kStep * s + 1], alone += x[kHead + kStep * s + 2];
     const double hidden = alone > 0 ? fmax(0.0, fmin(1.0, 1.0 - wait / alone)) : 1.0;
     jappend(rep,
-            "%s\n      {\"rank\": %d, \"total_s\": %.9g, \"compute_s\": %.9g, \"comm_exposed_s\": "
-            "%.9g, \"comm_alone_s\": %.9g, \"hidden_fraction\": %.4g, \"flops\": %.6g, "
-            "\"bytes_sent\": %.6g, \"steps\": [",
-            i ? "," : "", i, x[0], x[1], x[2], alone, hidden, x[3], x[4]);
-    for (int s = 0; s < steps; s++)
-      jappend(rep, "%s{\"compute_s\": %.9g, \"wait_s\": %.9g, \"alone_s\": %.9g}", s ? ", " : "",
-              x[kHead + 3 * s], x[kHead + 3 * s + 1], x[kHead + 3 * s + 2]);
+            "%s\n      {\"rank\": %d, \"total_s\": %.9g, \"compute_s\": %.9g, \"compute_cpu_s\": "
+            "%.9g, \"comm_exposed_s\": %.9g, \"comm_alone_s\": %.9g, \"hidden_fraction\": %.4g, "
+            "\"flops\": %.6g, \"bytes_sent\": %.6g, \"steps\": [",
+            i ? "," : "", i, x[0], x[1], x[5], x[2], alone, hidden, x[3], x[4]);
+    for (int s = 0; s < steps; s++) {
+      const double *t = x + kHead + kStep * s;
+      jappend(rep, "%s{\"compute_s\": %.9g, \"cpu_s\": %.9g, \"wait_s\": %.9g, \"alone_s\": %.9g}",
+              s ? ", " : "", t[0], t[3], t[1], t[2]);
+    }
     jappend(rep, "]}");
   }
   jappend(rep, "]}");
@@ -165,7 +169,7 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
 
 bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, const cp_result *res,
                    const char *verdict, const attn_check_result *cr, char *err, size_t err_len) {
-  const int n = rep->ranks, steps = res->steps, per = kHead + 3 * steps;
+  const int n = rep->ranks, steps = res->steps, per = kHead + kStep * steps;
   double *mine = malloc((size_t)per * sizeof(double));
   double *all = rep->rank == 0 ? malloc((size_t)(per * n) * sizeof(double)) : NULL;
   if (!mine || (rep->rank == 0 && !all)) {
@@ -174,20 +178,21 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
     return false;
   }
   mine[0] = res->total_s, mine[1] = res->compute_s, mine[2] = res->comm_s;
-  mine[3] = res->flops, mine[4] = res->comm_bytes;
+  mine[3] = res->flops, mine[4] = res->comm_bytes, mine[5] = res->cpu_s;
   for (int s = 0; s < steps; s++) {
-    mine[kHead + 3 * s] = res->step[s].compute_s;
-    mine[kHead + 3 * s + 1] = res->step[s].wait_s;
-    mine[kHead + 3 * s + 2] = res->step[s].alone_s;
+    double *t = mine + kHead + kStep * s;
+    t[0] = res->step[s].compute_s, t[1] = res->step[s].wait_s;
+    t[2] = res->step[s].alone_s, t[3] = res->step[s].cpu_s;
   }
   const bool ok =
       cp_mpi_ok(MPI_Gather(mine, per, MPI_DOUBLE, all, per, MPI_DOUBLE, 0, MPI_COMM_WORLD),
                 "MPI_Gather", err, err_len);
   if (ok && rep->rank == 0 && rep->n_runs < CP_MAX_RUNS) {
-    double measured = 0.0, *busy = malloc((size_t)n * sizeof(double));
+    // each rank's run time: the CPU time of its compute over its threads (the model's T)
+    double measured = 0.0, *run = malloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++) {
       measured = all[i * per] > measured ? all[i * per] : measured;
-      if (busy) busy[i] = all[i * per + 1];
+      if (run) run[i] = all[i * per + 5] / (r->threads > 0 ? r->threads : 1);
     }
     cp_report_run_sum *sum = &rep->runs[rep->n_runs];
     *sum = (cp_report_run_sum){.spec = *r,
@@ -204,8 +209,8 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
                       .threads = r->threads,
                       .cores = rep->cores,
                       .copy_bytes_per_s = rep->copy_bw};
-    const double rate = busy ? cp_model_calibrate(&mi, busy) : NAN;
-    free(busy);
+    const double rate = run ? cp_model_calibrate(&mi, run) : NAN;
+    free(run);
     sum->rate = isfinite(rate) && rate > 0 ? rate : 1.0;
     mi.flops_per_s = sum->rate;
     const cp_model_out m = cp_model_predict(&mi, NULL);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/convert.h"
 #include "mpi/cp_ulysses.h"
@@ -21,6 +22,13 @@ bool cp_mpi_ok(int rc, const char *what, char *err, size_t err_len) {
   MPI_Error_string(rc, s, &n);
   snprintf(err, err_len, "%s failed: %s", what, s);
   return false;
+}
+
+double cp_cpu_now(void) {
+  struct timespec t;
+  return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0
+             ? (double)t.tv_sec + 1e-9 * (double)t.tv_nsec
+             : 0.0;
 }
 
 // ── Inputs ─────────────────────────────────────────────────────────────────────────────
@@ -178,6 +186,13 @@ static bool ring_alone(const cp_job *job, rank_data *rd, bool zz, cp_result *res
   return true;
 }
 
+// Test only: the rank sleeps (it runs nothing, as when another process has its core).
+static void fault_stall(double seconds) {
+  struct timespec t = {.tv_sec = (time_t)seconds,
+                       .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  while (nanosleep(&t, &t) != 0) continue;
+}
+
 // Ring (contiguous shards) and zigzag: n steps; at step s the rank holds shard r − s.
 static bool run_ring(const cp_job *job, rank_data *rd, bool zz, cp_result *res, char *err,
                      size_t err_len) {
@@ -202,7 +217,8 @@ static bool run_ring(const cp_job *job, rank_data *rd, bool zz, cp_result *res, 
                      "MPI_Isend", err, err_len))
         return false;
     }
-    const double tc = MPI_Wtime();
+    const double tc = MPI_Wtime(), cc = cp_cpu_now();
+    if (s == 0 && job->fault_stall_s > 0) fault_stall(job->fault_stall_s);
     for (int a = 0; a < rd->sh.count; a++)
       for (int b = 0; b < ks.count; b++) {
         MPI_Testall(2, rq, &done, MPI_STATUSES_IGNORE);  // progress the transfer
@@ -210,10 +226,11 @@ static bool run_ring(const cp_job *job, rank_data *rd, bool zz, cp_result *res, 
                       shard_v(rd, cur, &ks, b), res, err, err_len))
           return false;
       }
-    const double tw = MPI_Wtime();
+    const double tw = MPI_Wtime(), cw = cp_cpu_now();
     if (!cp_mpi_ok(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE), "MPI_Waitall", err, err_len))
       return false;
     res->step[s].compute_s = tw - tc;
+    res->step[s].cpu_s = cw - cc;
     res->step[s].wait_s = MPI_Wtime() - tw;
     unsigned char *t = cur;
     cur = next, next = t;
@@ -258,13 +275,14 @@ static bool run_allgather(const cp_job *job, rank_data *rd, bool zz, cp_result *
                (size_t)s.len[c] * rd->vrow);
       }
   }
-  const double tc = MPI_Wtime();
+  const double tc = MPI_Wtime(), cc = cp_cpu_now();
   res->steps = 1;
   res->step[0].wait_s = res->step[0].alone_s = tc - t_start;
   res->comm_bytes = (double)counts[job->rank] * (n - 1);
   for (int a = 0; ok && a < rd->sh.count; a++)
     ok = run_pair(job, rd, a, 0, S, kfull, vfull, res, err, err_len);
   res->step[0].compute_s = MPI_Wtime() - tc;
+  res->step[0].cpu_s = cp_cpu_now() - cc;
   res->total_s = MPI_Wtime() - t_start;
   free(counts), free(displs), free(all), free(kfull), free(vfull);
   return ok;
@@ -350,6 +368,7 @@ bool cp_run(const cp_job *job, cp_result *res, char *err, size_t err_len) {
   }
   for (int s = 0; ok && s < res->steps; s++) {
     res->compute_s += res->step[s].compute_s;
+    res->cpu_s += res->step[s].cpu_s;
     res->comm_s += res->step[s].wait_s;
   }
   ok = ok && gather(job, &rd, zz, res, err, err_len);

@@ -25,11 +25,13 @@ typedef struct cp_job {
   uint64_t seed;
   MPI_Comm comm;
   int rank, ranks;
-  bool fault_merge;  // test only: merge with equal weights (a broken merge)
+  bool fault_merge;      // test only: merge with equal weights (a broken merge)
+  double fault_stall_s;  // test only: sleep this long in the first compute step (a lost core)
 } cp_job;
 
 typedef struct cp_step_time {
-  double compute_s;  // this rank's kernel calls and merges in the step
+  double compute_s;  // this rank's kernel calls and merges in the step (wall time)
+  double cpu_s;      // CPU time of the rank's process (all threads) in those calls and merges
   double wait_s;     // time blocked on the step's messages after its compute (exposed)
   double alone_s;    // the same messages exchanged without compute (the full cost)
 } cp_step_time;
@@ -39,6 +41,7 @@ typedef struct cp_result {
   cp_step_time step[CP_MAX_STEPS];  // this rank's
   double total_s;                   // end to end on this rank (after a barrier)
   double compute_s, comm_s;         // sums over steps (comm: exposed)
+  double cpu_s;                     // the sum of the steps' cpu_s
   double flops;                     // useful flops of this rank's kernel calls
   double comm_bytes;                // bytes this rank sent
   // rank 0 after cp_gather: [B][H][S][Dv] and [B][H][S] (NULL elsewhere)
@@ -49,6 +52,10 @@ typedef struct cp_result {
 // err (the caller aborts the job).
 bool cp_run(const cp_job *job, cp_result *res, char *err, size_t err_len);
 void cp_result_free(cp_result *res);
+
+// CPU seconds the calling process has used, all its threads (CLOCK_PROCESS_CPUTIME_ID): the
+// time a rank ran. Wall time (MPI_Wtime) also counts the time it waited for a core.
+double cp_cpu_now(void);
 
 // The deterministic input value of tensor t (0 Q, 1 K, 2 V) at (b, head, global row, d):
 // uniform in [−1, 1) from a hash of the seed and the coordinates.

@@ -108,7 +108,7 @@ static bool attend(const cp_job *job, const heads_of *qh, const heads_of *kh, co
       const size_t qrow = (size_t)((b * nh + hs - h0) * S),
                    krow_i = (size_t)((b * nkv + kv - k0) * S);
       char e[256];
-      const double t0 = MPI_Wtime();
+      const double t0 = MPI_Wtime(), c0 = cp_cpu_now();
       if (attn_kernel_call(job->kernel, &p, &job->exec, q + qrow * (size_t)w->head_dim_qk,
                            k + krow_i * krow, v + krow_i * vrow, out + qrow * (size_t)w->head_dim_v,
                            e, sizeof e) != ATTN_OK) {
@@ -117,6 +117,7 @@ static bool attend(const cp_job *job, const heads_of *qh, const heads_of *kh, co
         ok = false;
       }
       res->step[0].compute_s += MPI_Wtime() - t0;
+      res->step[0].cpu_s += cp_cpu_now() - c0;
       res->flops += attn_flops(&p);
     }
   free(slopes);

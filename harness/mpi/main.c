@@ -39,8 +39,9 @@ static void watchdog_arm(int rank, int seconds) {
 }
 
 // Test only: ATTNBENCH_MPI_TEST_FAULT = exit:R (rank R exits at once), hang:R (rank R
-// stops answering), merge (every rank merges with equal weights: a broken merge).
-static void test_fault(int rank, bool *bad_merge) {
+// stops answering), merge (every rank merges with equal weights: a broken merge), stall:R
+// (rank R sleeps 0.3 s inside each run's first compute step, as if it lost its core).
+static void test_fault(int rank, bool *bad_merge, double *stall_s) {
   const char *f = getenv("ATTNBENCH_MPI_TEST_FAULT");
   if (!f || !*f) return;
   if (strcmp(f, "merge") == 0) {
@@ -51,6 +52,7 @@ static void test_fault(int rank, bool *bad_merge) {
   if (sscanf(f, "exit:%d", &r) == 1 && r == rank) _exit(1);
   if (sscanf(f, "hang:%d", &r) == 1 && r == rank)
     for (;;) pause();
+  if (sscanf(f, "stall:%d", &r) == 1 && r == rank) *stall_s = 0.3;
 }
 
 // ── The command line ───────────────────────────────────────────────────────────────────
@@ -289,8 +291,8 @@ static attn_check_verdict check_run(const cp_run_spec *r, const cp_job *job, con
 }
 
 // Runs one spec on every rank; rank 0 checks, reports and appends to the JSON.
-static bool run_one(const cp_run_spec *r, int rank, int ranks, bool bad_merge, cp_report *rep,
-                    int *status) {
+static bool run_one(const cp_run_spec *r, int rank, int ranks, bool bad_merge, double stall_s,
+                    cp_report *rep, int *status) {
   cp_job job = {.lse = r->lse,
                 .kernel = attn_kernel_find(r->kernel),
                 .exec = {.threads = r->threads},
@@ -299,7 +301,8 @@ static bool run_one(const cp_run_spec *r, int rank, int ranks, bool bad_merge, c
                 .comm = MPI_COMM_WORLD,
                 .rank = rank,
                 .ranks = ranks,
-                .fault_merge = bad_merge};
+                .fault_merge = bad_merge,
+                .fault_stall_s = stall_s};
   job.whole = cp_run_problem(r, &job.opts);
   if (job.whole.opts) job.whole.opts = &job.opts;
   static cp_result res;
@@ -356,7 +359,8 @@ int main(int argc, char **argv) {
   }
   watchdog_arm(rank, a.timeout);
   bool bad_merge = false;
-  test_fault(rank, &bad_merge);
+  double stall_s = 0.0;
+  test_fault(rank, &bad_merge, &stall_s);
   static cp_report rep;
   int status = 0;
   if (!cp_report_begin(&rep, rank, ranks, a.quiet, a.predict_latency_us * 1e-6, err, sizeof err)) {
@@ -364,7 +368,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   for (size_t i = 0; i < runs.count; i++)
-    run_one(&runs.run[i], rank, ranks, bad_merge, &rep, &status);
+    run_one(&runs.run[i], rank, ranks, bad_merge, stall_s, &rep, &status);
   if (rank == 0 && a.predict) cp_report_predict(&rep, stdout);
   if (rank == 0 && a.out && !cp_report_write(&rep, a.out, err, sizeof err)) {
     fprintf(stderr, "attnbench-mpi: %s\n", err);

@@ -13,6 +13,16 @@ Cases:
   rank_hang  one rank stops answering: the watchdog (--timeout 4) ends the job with its
              message within the bound.
   bad_input  inputs refused alike on every rank, before communicating: exit 2, one line.
+  stalled_rank  rank 0 sleeps 0.3 s in its first ring step (ATTNBENCH_MPI_TEST_FAULT=stall:0,
+             as if another process had its core): its step's wall time holds the 0.3 s, its
+             CPU time does not, and the model's rate is the run-time rate Σ flops / Σ CPU
+             (the wall-time rate would be far lower).
+  anchor     baselines/mpi/torch_cp_ring.py (PyTorch's ring over gloo) on NP ranks, when the
+             baselines' environment ($ATTNBENCH_BASELINES_VENV, else .venv-baselines) has
+             torch (else skipped, 77): three runs each pass their check and exit 0 (the rank
+             teardown used to abort one run in four), a wrong answer (--fault) exits 1, and
+             scripts/mpi-scaling --anchor on 1..NP ranks records the anchor's time at every
+             rank count and exits 0.
   predict    --predict prints the model for 8 and 64 nodes at 25/100/400 Gb/s.
   config_dry_run  configs/mpi.ini validates on NP ranks (--dry-run).
   scaling    scripts/mpi-scaling on 1..NP ranks (tiny shapes): one JSON with a strong and a
@@ -102,6 +112,64 @@ with tempfile.TemporaryDirectory() as tmp:
             rc, so, se, _ = mpirun(args, timeout=60)
             check(rc == 2, f"{args}: exit {rc}, want 2\n{se}")
             check(se.count(want) == 1, f"{args}: want one '{want}' in\n{se}")
+    elif case == "stalled_rank":
+        rc, so, se, _ = mpirun(["--strategy", "ring", "--causal", "--seq-len", "512", "--heads", "4",
+                                "--head-dim", "64", "--out", out], fault="stall:0")
+        check(rc == 0, f"exit {rc}\n{so}\n{se}")
+        r = json.load(open(out))["runs"][0] if os.path.exists(out) else {"ranks": []}
+        for k in r["ranks"]:
+            for s in k["steps"]:
+                check(0 <= s["cpu_s"] <= s["compute_s"] * 1.05 + 1e-3,
+                      f"rank {k['rank']}: CPU {s['cpu_s']} beside wall {s['compute_s']}")
+        if r["ranks"]:
+            s0 = r["ranks"][0]["steps"][0]
+            check(s0["compute_s"] - s0["cpu_s"] >= 0.25, f"the stall is not wall-only: {s0}")
+            flops = sum(k["flops"] for k in r["ranks"])
+            cpu = sum(k["compute_cpu_s"] for k in r["ranks"])
+            wall = sum(k["compute_s"] for k in r["ranks"])
+            rate = r["model_rate_flops_per_s"]
+            check(abs(rate / (flops / cpu) - 1) < 1e-4, f"rate {rate}, want flops/CPU {flops / cpu}")
+            check(flops / wall < 0.5 * rate, f"the wall-time rate {flops / wall} is near {rate}")
+    elif case == "anchor":
+        venv = os.environ.get("ATTNBENCH_BASELINES_VENV") or os.path.join(src, ".venv-baselines")
+        py = os.path.join(venv, "bin", "python")
+        if not os.path.exists(py) or subprocess.run([py, "-c", "import torch"]).returncode != 0:
+            print(f"no torch in the baselines' environment {venv}: skipped")
+            sys.exit(77)
+        import socket
+
+        def anchor(extra, port):
+            cmd = [mpiexec, "-np", np_, "--oversubscribe", py,
+                   os.path.join(src, "baselines", "mpi", "torch_cp_ring.py"), "--seq-len", "256",
+                   "--heads", "2", "--head-dim", "32", "--causal", "--port", str(port), "--out", out]
+            return subprocess.run(cmd + extra, env=env, capture_output=True, text=True, timeout=300)
+
+        def port():
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                return s.getsockname()[1]
+
+        for i in range(3):
+            p = anchor([], port())
+            check(p.returncode == 0, f"anchor run {i}: exit {p.returncode}\n{p.stdout}\n{p.stderr[-1500:]}")
+            if p.returncode == 0:
+                run = json.load(open(out))["runs"][0]
+                check(run["check"] == "pass" and run["time_s"] > 0, f"anchor run {i}: {run}")
+        p = anchor(["--fault"], port())
+        check(p.returncode == 1, f"a wrong answer (--fault) exited {p.returncode}, want 1\n{p.stderr[-1500:]}")
+        p = subprocess.run([os.path.join(src, "scripts", "mpi-scaling"), "--bin", binary, "--mpirun",
+                            mpiexec, "--ranks", ",".join(str(n) for n in range(1, int(np_) + 1)),
+                            "--seq-len", "256", "--weak-seq-len", "128", "--heads", "2",
+                            "--head-dim", "32", "--strategies", "zigzag", "--repeats", "1",
+                            "--timeout", "120", "--anchor", "--python", py, "--out", out],
+                           env=env, capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"mpi-scaling --anchor exit {p.returncode}\n{p.stdout[-1500:]}\n{p.stderr[-1500:]}")
+        rows = json.load(open(out))["anchor"] if os.path.exists(out) else []
+        check(sorted(r["ranks"] for r in rows) == list(range(1, int(np_) + 1)),
+              f"anchor rows {[r['ranks'] for r in rows]}")
+        for r in rows:
+            check("error" not in r and r.get("time_s", 0) > 0 and r.get("check") == "pass",
+                  f"anchor on {r['ranks']} ranks: {r}")
     elif case == "predict":
         rc, so, se, _ = mpirun(["--seq-len", "96", "--heads", "4", "--causal", "--strategy", "zigzag",
                                 "--predict"])
@@ -132,6 +200,7 @@ with tempfile.TemporaryDirectory() as tmp:
             for r in rows:
                 check(len(r["times_s"]) == 3 and r["time_s"] == sorted(r["times_s"])[1],
                       f"{kind} {r}: not the median of 3 repeats")
+                check(0 < r["ran_fraction"] <= 1.5, f"{kind} {r}: ran_fraction")  # µs intervals: loose
                 b = one[r["strategy"]]
                 work = r["flops"] / b["flops"] if kind == "weak" else 1.0
                 want = work * b["time_s"] / (r["ranks"] * r["time_s"])

@@ -214,10 +214,43 @@ static void test_model_formula(void) {
              slow, cores, m.total_s, want);
       EXPECT(fabs(rc[0] / (share * (2 * d + 3 * f)) - 1) < 1e-12, "rank 0 compute %.17g", rc[0]);
       EXPECT(fabs(m.comm_s - fmax(0, t_msg - share * (2 * d + f))) < 1e-15, "comm %.17g", m.comm_s);
-      // calibrating on the model's own compute times gives back its rate
-      EXPECT(fabs(cp_model_calibrate(&in, rc) / R - 1) < 1e-12, "calibrated %.17g",
-             cp_model_calibrate(&in, rc));
+      // calibrating on the time each rank ran (its work, 2d + 3f, shared or not) gives
+      // back the rate; the shared wall times would not
+      const double run[2] = {2 * d + 3 * f, 2 * d + 3 * f};
+      EXPECT(fabs(cp_model_calibrate(&in, run) / R - 1) < 1e-12, "calibrated %.17g",
+             cp_model_calibrate(&in, run));
     }
+}
+
+// The contiguous causal ring on 2 ranks (S = 64, halves of 32): step 0 each rank its own
+// diagonal block d; step 1 rank 1 the full block f, rank 0 nothing (it waits f). The time
+// is d + f. Rank 0 may lose its core for part of its slack without changing the time; its
+// run time stays d, so the rate and the prediction stay right. Calibrating on its wall
+// time instead (d + f/2 here) would lower the rate and raise the prediction by the ratio
+// of the sums, (2d + 1.5f) / (2d + f).
+static void test_model_calibrate_ring(void) {
+  const double R = 5e9;
+  const attn_problem w = attn_problem_make(1, 2, 2, 64, 64, 16, 16, true);
+  const attn_problem full = attn_problem_make(1, 2, 2, 32, 32, 16, 16, false);
+  const attn_problem diag = attn_problem_make(1, 2, 2, 32, 32, 16, 16, true);
+  const double f = attn_flops(&full) / R, d = attn_flops(&diag) / R;
+  cp_model_in in = {.strategy = CP_RING,
+                    .whole = w,
+                    .ranks = 2,
+                    .latency_s = 0,
+                    .bytes_per_s = 1e30,
+                    .threads = 1,
+                    .cores = 2};
+  const double run[2] = {d, d + f}, wall[2] = {d + f / 2, d + f};
+  in.flops_per_s = cp_model_calibrate(&in, run);
+  EXPECT(fabs(in.flops_per_s / R - 1) < 1e-12, "ring: rate %.17g, want %.17g", in.flops_per_s, R);
+  EXPECT(fabs(cp_model_predict(&in, NULL).total_s / (d + f) - 1) < 1e-12, "ring: time %.17g",
+         cp_model_predict(&in, NULL).total_s);
+  in.flops_per_s = cp_model_calibrate(&in, wall);
+  const double up = (2 * d + 1.5 * f) / (2 * d + f);
+  EXPECT(fabs(cp_model_predict(&in, NULL).total_s / ((d + f) * up) - 1) < 1e-12,
+         "ring on wall times: %.17g, want %.17g", cp_model_predict(&in, NULL).total_s,
+         (d + f) * up);
 }
 
 // The collectives' local copies: allgather writes all S rows of K and V twice into new
@@ -252,6 +285,7 @@ int main(void) {
   test_model();
   test_share();
   test_model_formula();
+  test_model_calibrate_ring();
   test_model_copies();
   return test_finish("test_cp_plan");
 }
