@@ -545,29 +545,17 @@ static int fl_run_batch(const attn_problem *p, const attn_exec *exec, const floa
   return ATTN_OK;
 }
 
+// A dense problem's task (flash_task_fn; kplan: the flash_plan).
+static void fl_task_dense(const attn_problem *p, const void *kplan, int64_t t, const float *q,
+                          const void *k, const void *v, float *o, float *scratch, float *partials) {
+  fl_task(p, kplan, t, q, k, v, o, NULL, scratch, partials);
+}
+
 FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                       const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   if (p->layout) return fl_run_batch(p, exec, q, k, v, o, workspace);
   flash_plan pl;
   fl_plan(p, exec, &pl);
-  const int nt = flash_threads(exec);
-  float *ws = workspace;
-  float *partials = ws + (size_t)nt * pl.scratch_floats;
-  // Split-KV: chunks done per base task; whoever finishes the last chunk merges, in chunk
-  // order (the merge does not depend on who runs it), so no barrier separates the phases.
-  int *done = (int *)(partials + (size_t)pl.tasks * pl.partial_stride);
-  if (pl.nsplit > 1) memset(done, 0, (size_t)pl.base_tasks * sizeof *done);
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    float *scratch = ws + (size_t)omp_get_thread_num() * pl.scratch_floats;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl.tasks; t++) {
-      fl_task(p, &pl, t, q, k, v, o, NULL, scratch, partials);
-      if (pl.nsplit > 1) flash_chunk_done(p, &pl, done, partials, t, o);
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
+  return flash_run_tasks(p, &pl, flash_threads(exec), fl_task_dense, &pl, q, k, v, o, workspace);
 }
