@@ -420,8 +420,8 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   float *m = scratch + pl->off_m, *l = scratch + pl->off_l, *alpha = scratch + pl->off_alpha;
   float *kc = scratch + pl->off_kc;  // typed K/V only
   int32_t *lims = (int32_t *)(scratch + pl->off_lim);
-  fl_fin fin_store;
-  const fl_fin *fin = fl_fin_setup(p, &w, tk.b, scratch + pl->off_slope, &fin_store);
+  fl_fin *fin_store = (fl_fin *)(scratch + pl->off_fin);  // fl_plan: not on the stack
+  const fl_fin *fin = fl_fin_setup(p, &w, tk.b, scratch + pl->off_slope, fin_store);
   int32_t *los = fin && fin->window_lo ? (int32_t *)(scratch + pl->off_lo) : NULL;
   const attn_dtype ty = p->kv_dtype;
   const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
@@ -483,6 +483,11 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
 // head_dim_qk floats of K then head_dim_v floats of V per key.
 static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
   flash_plan_make(p, exec, VF_W, FL_PLAN_NR, pl);
+  // The task's fl_fin lives in the scratch, not in fl_task's frame: GCC gives that local a
+  // 64-byte-aligned slot and clears it with an aligned zmm store, which faults in
+  // AddressSanitizer's fake frames (detect_stack_use_after_return: 32-byte aligned).
+  pl->off_fin = pl->scratch_floats;
+  pl->scratch_floats = attn_size_add_sat(pl->scratch_floats, (sizeof(fl_fin) + 63) / 64 * 16);
   pl->off_kc = pl->scratch_floats;
   pl->kc_keys = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32) {

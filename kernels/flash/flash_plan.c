@@ -86,6 +86,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->off_kc = off;  // no widened-rows region unless the ISA body adds one (K/V types)
   plan->kc_keys = 0;
   plan->off_stage = off;
+  plan->off_fin = off;
   plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
 }
 

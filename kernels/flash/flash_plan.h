@@ -53,6 +53,10 @@ typedef struct flash_plan {
   // Ragged and paged sequences (the ISA body's fl_plan_seq): the tiled pass's staged K/V
   // tile, tkv rows of K then tkv of V as stored, at off_stage (unused for a dense problem).
   size_t off_stage;
+  // The ISA body's per-task option state (flash_body.h's fl_fin) at off_fin, in the
+  // scratch rather than in the task function's stack frame (no region unless the body adds
+  // one).
+  size_t off_fin;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block
