@@ -23,7 +23,6 @@
 // are first widened to float32 exactly (simd/kv_widen.h), then rounded (BF16: no change).
 // Options are not native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them elsewhere.
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
@@ -243,8 +242,10 @@ static void bk_block(const attn_problem *p, const bk_plan *bp, int64_t r0, int64
   }
 }
 
-static void bk_task(const attn_problem *p, const bk_plan *bp, int64_t t, const float *q,
+// One task (flash_task_fn; kplan: the bk_plan).
+static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const float *q,
                     const void *k, const void *v, float *o, float *scratch, float *partials) {
+  const bk_plan *bp = kplan;
   const flash_plan *pl = &bp->fp;
   const flash_task tk = flash_task_at(p, pl, t);
   const bk_rows w = bk_task_rows(p, pl, &tk);
@@ -304,24 +305,7 @@ static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const fl
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   bk_plan bp;
   bk_plan_make(p, exec, &bp);
-  const flash_plan *pl = &bp.fp;
-  const int nt = flash_threads(exec);
-  float *ws = workspace;
-  float *partials = ws + (size_t)nt * bp.scratch;
-  int *done = (int *)(partials + (size_t)pl->tasks * pl->partial_stride);
-  if (pl->nsplit > 1) memset(done, 0, (size_t)pl->base_tasks * sizeof *done);
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    float *scratch = ws + (size_t)omp_get_thread_num() * bp.scratch;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl->tasks; t++) {
-      bk_task(p, &bp, t, q, k, v, o, scratch, partials);
-      if (pl->nsplit > 1) flash_chunk_done(p, pl, done, partials, t, o);
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
+  return flash_run_tasks(p, &bp.fp, flash_threads(exec), bk_task, &bp, q, k, v, o, workspace);
 }
 
 const attn_kernel attn_kernel_flash__avx512bf16 = {

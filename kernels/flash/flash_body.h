@@ -459,8 +459,8 @@ static void fl_task(const attn_problem *p, const flash_plan *pl, int64_t t, cons
   float *m = scratch + pl->off_m, *l = scratch + pl->off_l, *alpha = scratch + pl->off_alpha;
   float *kc = scratch + pl->off_kc;  // typed K/V only
   int32_t *lims = (int32_t *)(scratch + pl->off_lim);
-  fl_fin fin_store;
-  const fl_fin *fin = fl_fin_setup(p, &w, tk.b, scratch + pl->off_slope, &fin_store);
+  fl_fin *fin_store = (fl_fin *)(scratch + pl->off_fin);  // fl_plan: not on the stack
+  const fl_fin *fin = fl_fin_setup(p, &w, tk.b, scratch + pl->off_slope, fin_store);
   int32_t *los = fin && fin->window_lo ? (int32_t *)(scratch + pl->off_lo) : NULL;
   const attn_dtype ty = p->kv_dtype;
   const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
@@ -555,6 +555,11 @@ static void fl_task_group(const attn_problem *p, const flash_plan *pl, int64_t t
 // head_dim_qk floats of K then head_dim_v floats of V per key.
 static void fl_plan(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
   flash_plan_make(p, exec, VF_W, FL_PLAN_NR, pl);
+  // The task's fl_fin lives in the scratch, not in fl_task's frame: GCC gives that local a
+  // 64-byte-aligned slot and clears it with an aligned zmm store, which faults in
+  // AddressSanitizer's fake frames (detect_stack_use_after_return: 32-byte aligned).
+  pl->off_fin = pl->scratch_floats;
+  pl->scratch_floats = attn_size_add_sat(pl->scratch_floats, (sizeof(fl_fin) + 63) / 64 * 16);
   pl->off_kc = pl->scratch_floats;
   pl->kc_keys = 0;
   if (p->kv_dtype != ATTN_DTYPE_F32) {
@@ -630,29 +635,17 @@ static int fl_run_batch(const attn_problem *p, const attn_exec *exec, const floa
   return ATTN_OK;
 }
 
+// A dense problem's task (flash_task_fn; kplan: the flash_plan).
+static void fl_task_dense(const attn_problem *p, const void *kplan, int64_t t, const float *q,
+                          const void *k, const void *v, float *o, float *scratch, float *partials) {
+  fl_task(p, kplan, t, q, k, v, o, NULL, scratch, partials);
+}
+
 FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                       const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   if (p->layout) return fl_run_batch(p, exec, q, k, v, o, workspace);
   flash_plan pl;
   fl_plan(p, exec, &pl);
-  const int nt = flash_threads(exec);
-  float *ws = workspace;
-  float *partials = ws + (size_t)nt * pl.scratch_floats;
-  // Split-KV: chunks done per base task; whoever finishes the last chunk merges, in chunk
-  // order (the merge does not depend on who runs it), so no barrier separates the phases.
-  int *done = (int *)(partials + (size_t)pl.tasks * pl.partial_stride);
-  if (pl.nsplit > 1) memset(done, 0, (size_t)pl.base_tasks * sizeof *done);
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    float *scratch = ws + (size_t)omp_get_thread_num() * pl.scratch_floats;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl.tasks; t++) {
-      fl_task(p, &pl, t, q, k, v, o, NULL, scratch, partials);
-      if (pl.nsplit > 1) flash_chunk_done(p, &pl, done, partials, t, o);
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
+  return flash_run_tasks(p, &pl, flash_threads(exec), fl_task_dense, &pl, q, k, v, o, workspace);
 }

@@ -7,12 +7,11 @@
 //                              nearest even, stored as 8 uint16_t at dst
 //   lp16_pack_v(p, vf, nk, ncp, dvp, vt)   V̂ of ncp keys from nk float32 rows vf (stride
 //                              head_dim_v; keys nk .. ncp and columns past head_dim_v zero)
-//   LP16_GEMM                  its register tile: LP16_GEMM(mr, accumulate, a, lda, b, ldb,
-//                              n, c, ldc) sets c[r][0 .. 16) = (accumulate ? c[r] : 0) +
-//                              Σ_{d<n} A[r][d]·B[d][0 .. 16), r < mr: A rows of 16-bit
-//                              elements at a + r·lda (the broadcast operand), B in units
-//                              (B row d = unit d / LP16_UNIT of 16 columns at
-//                              b + (d / LP16_UNIT)·ldb), n a multiple of 8; lda, ldb in elements
+//   lp16_step8(mr, av, b, ldb, d8, acc)   one step of its register tile: acc[r][0 .. 16)
+//                              += Σ_{d8≤d<d8+8} A[r][d]·B[d][0 .. 16), r < mr (a constant),
+//                              av[r] = A[r][d8 .. d8 + 8) (16-bit elements, the broadcast
+//                              operand), B in units (B row d = unit d / LP16_UNIT of 16
+//                              columns at b + (d / LP16_UNIT)·ldb, ldb in elements)
 // and gets every other function the driver needs (lpm_*) from here.
 // Q̂ and P̃ rows are rounded rows (head_dim padded with zeros to a multiple of 8); K̂ holds
 // unit u (elements u·LP16_UNIT ..) of key c at unit index u·tkv + c, so that one vector
@@ -25,6 +24,23 @@
 static inline void lp16_round8(const float *x, int64_t n, uint16_t *dst);
 static inline void lp16_pack_v(const attn_problem *p, const float *vf, int64_t nk, int64_t ncp,
                                int64_t dvp, void *vt);
+LP_INLINE void lp16_step8(const int mr, const uint16x8_t av[LP_MR], const uint16_t *b, int64_t ldb,
+                          int64_t d8, float32x4_t acc[LP_MR][4]);
+
+// The register tile: c[r][0 .. 16) = (accumulate ? c[r] : 0) + Σ_{d<n} A[r][d]·B[d][0 .. 16),
+// r < mr (a constant), n a multiple of 8: A rows at a + r·lda (elements), B as for
+// lp16_step8.
+LP_INLINE void lp16_gemm(const int mr, const int accumulate, const uint16_t *a, int64_t lda,
+                         const uint16_t *b, int64_t ldb, int64_t n, float *c, int64_t ldc) {
+  float32x4_t acc[LP_MR][4];
+  lp_acc_load(mr, accumulate, c, ldc, acc);
+  for (int64_t d8 = 0; d8 < n; d8 += 8) {
+    uint16x8_t av[LP_MR];  // A[r][d8 .. d8 + 8), the lanes lp16_step8 broadcasts
+    for (int r = 0; r < mr; r++) av[r] = vld1q_u16(a + r * lda + d8);
+    lp16_step8(mr, av, b, ldb, d8, acc);
+  }
+  lp_acc_store(mr, c, ldc, acc);
+}
 
 // Elements per Q̂ row and per K̂ key: head_dim_qk rounded up to 8 (one vector).
 static inline int64_t lp16_dpad(const attn_problem *p) {
@@ -85,13 +101,13 @@ static void lpm_qk(const attn_problem *p, const char *qp, int mr, const void *kt
                    int64_t ncols, float *S, int64_t lds) {
   const int64_t dpad = lp16_dpad(p);
   for (int64_t c = 0; c < ncols; c += LP_KEYS)
-    LP_DISPATCH_MR(mr, LP16_GEMM, 0, (const uint16_t *)qp, dpad,
+    LP_DISPATCH_MR(mr, lp16_gemm, 0, (const uint16_t *)qp, dpad,
                    (const uint16_t *)kt + c * LP16_UNIT, tkv * LP16_UNIT, dpad, S + c, lds);
 }
 
 static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t nkp, int64_t dvp,
                    float *acc, int64_t lda) {
   for (int64_t e = 0; e < dvp; e += 16)
-    LP_DISPATCH_MR(mr, LP16_GEMM, 1, (const uint16_t *)pb, ldp,
+    LP_DISPATCH_MR(mr, lp16_gemm, 1, (const uint16_t *)pb, ldp,
                    (const uint16_t *)vt + e * LP16_UNIT, dvp * LP16_UNIT, nkp, acc + e, lda);
 }

@@ -38,14 +38,14 @@
 #pragma once
 
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
 #include "flash/flash_plan.h"
-#include "simd/vec_neon.h"  // first: kv_widen.h maps onto it
+#include "simd/vec_neon.h"  // first: kv_widen.h and flash_store.h map onto it
 // clang-format off
 #include "simd/kv_widen.h"
+#include "flash/flash_store.h"
 // clang-format on
 
 #define LP_MR 4          // rows of both register tiles
@@ -266,30 +266,13 @@ static void lp_block(const attn_problem *p, const lp_plan *lp, int64_t r0, int64
   }
 }
 
-// The task's result: its partial (acc, m, l) for flash_merge under split-KV, else
-// O = acc / l (l = 0: zeros).
-static void lp_store(const attn_problem *p, const flash_plan *pl, const lp_rows *w, int64_t b,
-                     int64_t t, const float *acc, const float *m, const float *l, float *o,
-                     float *partials) {
-  const int64_t dv = p->head_dim_v, dvp = pl->dvp;
-  if (pl->nsplit > 1) {
-    flash_partial_store(pl, t, w->nrows, acc, m, l, partials);
-    return;
-  }
-  for (int64_t row = 0; row < w->nrows; row++) {
-    const int64_t hh = row / w->nq, pos = row % w->nq;
-    float *out = attn_o_head(p, o, b, w->h0 + hh) + (w->i0 + pos) * dv;
-    const float inv = l[row] > 0.0f ? 1.0f / l[row] : 0.0f;
-    const float *a = acc + row * dvp;
-    int64_t e = 0;
-    for (; e + VF_W <= dv; e += VF_W) vf_store(out + e, vf_mul(vf_load(a + e), vf_set1(inv)));
-    for (; e < dv; e++) out[e] = a[e] * inv;
-  }
-}
-
-static void lp_task(const attn_problem *p, const lp_plan *lp, int64_t t, const float *q,
-                    const void *k, const void *v, float *o, char *scratch, float *partials) {
+// One task (flash_task_fn; kplan: the lp_plan; its regions are byte offsets into scratch).
+static void lp_task(const attn_problem *p, const void *kplan, int64_t t, const float *q,
+                    const void *k, const void *v, float *o, float *scratch_floats,
+                    float *partials) {
+  const lp_plan *lp = kplan;
   const flash_plan *pl = &lp->fp;
+  char *scratch = (char *)scratch_floats;
   const flash_task tk = flash_task_at(p, pl, t);
   const lp_rows w = lp_task_rows(p, pl, &tk);
   const int64_t dqk = p->head_dim_qk, dvp = pl->dvp, tkv = pl->tkv;
@@ -323,7 +306,9 @@ static void lp_task(const attn_problem *p, const lp_plan *lp, int64_t t, const f
       if (lp_most(lims, r0, nb) > 0) lp_block(p, lp, r0, nb, qp, kt, vt, S, pb, acc, m, l, lims);
     }
   }
-  lp_store(p, pl, &w, tk.b, t, acc, m, l, o, partials);
+  // Its result: the split-KV partial or O = acc / l (options are not native: no LSE, sinks).
+  const flash_io io = flash_io_dense(p, tk.b, NULL, NULL, NULL, o);
+  flash_store_rows(p, pl, &io, w.h0, w.hs, w.i0, w.nq, tk.b, t, acc, m, l, partials);
 }
 
 static size_t lp_workspace(const attn_problem *p, const attn_exec *exec) {
@@ -337,24 +322,7 @@ static int lp_run(const attn_problem *p, const attn_exec *exec, const float *q, 
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   lp_plan lp;
   lp_plan_make(p, exec, &lp);
-  const flash_plan *pl = &lp.fp;
-  const int nt = flash_threads(exec);
-  char *ws = workspace;
-  float *partials = (float *)(ws + (size_t)nt * lp.scratch);
-  int *done = (int *)(partials + (size_t)pl->tasks * pl->partial_stride);
-  if (pl->nsplit > 1) memset(done, 0, (size_t)pl->base_tasks * sizeof *done);
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    char *scratch = ws + (size_t)omp_get_thread_num() * lp.scratch;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl->tasks; t++) {
-      lp_task(p, &lp, t, q, k, v, o, scratch, partials);
-      if (pl->nsplit > 1) flash_chunk_done(p, pl, done, partials, t, o);
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
+  return flash_run_tasks(p, &lp.fp, flash_threads(exec), lp_task, &lp, q, k, v, o, workspace);
 }
 
 // ── The kernel's entry points: the mode LPM_MODE here, every other mode (F32) on
@@ -372,10 +340,14 @@ static int lp_kernel_run(const attn_problem *p, const attn_exec *exec, const flo
   return lp_run(p, exec, q, k, v, o, workspace);
 }
 
-// The record fields every NEON low-precision kernel shares (its name, summary, ISA and
-// mode bit and Q·Kᵀ tile width .qk_cols are its own). K/V of every type in both modes (F32 mode:
-// flash__neon's).
-#define LP_RECORD_COMMON                                                                       \
-  .workspace = lp_kernel_workspace, .run = lp_kernel_run, .vec_width = VF_W, .qk_rows = LP_MR, \
-  .pv_rows = LP_MR, .pv_cols = 16
-#define LP_CAPS (ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL)
+// A NEON low-precision kernel's record: its name, summary, ISA bit (besides NEON), mode
+// bit and Q·Kᵀ tile width are its own; the entry points, the other tiles and the caps are
+// shared — K/V of every type in both modes (F32 mode: flash__neon's).
+#define LP_RECORD(kname, ksummary, isa_bit, mode_cap, qk_tile_cols)                                \
+  {                                                                                                \
+    .name = kname, .summary = ksummary, .required_isa = ATTN_ISA_NEON | (isa_bit),                 \
+    .caps =                                                                                        \
+        ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL | (mode_cap), \
+    .workspace = lp_kernel_workspace, .run = lp_kernel_run, .vec_width = VF_W, .qk_rows = LP_MR,   \
+    .qk_cols = (qk_tile_cols), .pv_rows = LP_MR, .pv_cols = 16                                     \
+  }

@@ -47,40 +47,28 @@ static inline void lp16_pack_v(const attn_problem *p, const float *vf, int64_t n
     }
 }
 
-// LP16_GEMM with BFDOT (flash_lp16_neon.h): the reduction runs over pairs, B unit k =
+// lp16_step8 with BFDOT (flash_lp16_neon.h): the reduction runs over pairs, B unit k =
 // 16 u32 pairs (one vector: 4 columns × one pair), A's pair k taken by lane from a vector
 // of 4 pairs. Both GEMMs: Q̂·K̂ᵀ (pairs along head_dim) and P̃·V̂ (pairs of keys).
-LP_INLINE void nb_gemm(const int mr, const int accumulate, const uint16_t *a, int64_t lda,
-                       const uint16_t *b, int64_t ldb, int64_t n, float *c, int64_t ldc) {
-  float32x4_t acc[LP_MR][4];
-  lp_acc_load(mr, accumulate, c, ldc, acc);
-  for (int64_t d8 = 0; d8 < n; d8 += 8) {
-    bfloat16x8_t av[LP_MR];
-    for (int r = 0; r < mr; r++) av[r] = vld1q_bf16((const bfloat16_t *)a + r * lda + d8);
-#define NB_LANE(L)                                                                           \
-  {                                                                                          \
-    const bfloat16_t *bu = (const bfloat16_t *)b + (d8 / 2 + L) * ldb;                       \
-    bfloat16x8_t bv[4];                                                                      \
-    for (int x = 0; x < 4; x++) bv[x] = vld1q_bf16(bu + 8 * x);                              \
-    for (int r = 0; r < mr; r++)                                                             \
-      for (int x = 0; x < 4; x++) acc[r][x] = vbfdotq_laneq_f32(acc[r][x], bv[x], av[r], L); \
+LP_INLINE void lp16_step8(const int mr, const uint16x8_t av[LP_MR], const uint16_t *b, int64_t ldb,
+                          int64_t d8, float32x4_t acc[LP_MR][4]) {
+#define NB_LANE(L)                                                                         \
+  {                                                                                        \
+    const bfloat16_t *bu = (const bfloat16_t *)b + (d8 / 2 + L) * ldb;                     \
+    bfloat16x8_t bv[4];                                                                    \
+    for (int x = 0; x < 4; x++) bv[x] = vld1q_bf16(bu + 8 * x);                            \
+    for (int r = 0; r < mr; r++)                                                           \
+      for (int x = 0; x < 4; x++)                                                          \
+        acc[r][x] = vbfdotq_laneq_f32(acc[r][x], bv[x], vreinterpretq_bf16_u16(av[r]), L); \
   }
-    NB_LANE(0) NB_LANE(1) NB_LANE(2) NB_LANE(3)
+  NB_LANE(0) NB_LANE(1) NB_LANE(2) NB_LANE(3)
 #undef NB_LANE
-  }
-  lp_acc_store(mr, c, ldc, acc);
 }
-#define LP16_GEMM nb_gemm
 #include "flash/flash_lp16_neon.h"
 
-const attn_kernel attn_kernel_flash__neonbf16 = {
-    .name = "flash__neonbf16",
-    .summary =
-        "flash__neon with the BF16 compute mode on BFDOT: pair-packed bf16 Q/K/V tiles, "
-        "4x16 QK^T / 4x16 PV, fp32 softmax and sums, P rounded to bf16; F32 mode is "
-        "flash__neon's",
-    .required_isa = ATTN_ISA_NEON | ATTN_ISA_NEON_BF16,
-    .caps = LP_CAPS | ATTN_CAP_COMPUTE_BF16,
-    LP_RECORD_COMMON,
-    .qk_cols = LP_KEYS,
-};
+const attn_kernel attn_kernel_flash__neonbf16 =
+    LP_RECORD("flash__neonbf16",
+              "flash__neon with the BF16 compute mode on BFDOT: pair-packed bf16 Q/K/V tiles, "
+              "4x16 QK^T / 4x16 PV, fp32 softmax and sums, P rounded to bf16; F32 mode is "
+              "flash__neon's",
+              ATTN_ISA_NEON_BF16, ATTN_CAP_COMPUTE_BF16, LP_KEYS);

@@ -149,14 +149,9 @@ static void lpm_pv(const char *pb, int64_t ldp, int mr, const void *vt, int64_t 
   }
 }
 
-const attn_kernel attn_kernel_flash__neondot = {
-    .name = "flash__neondot",
-    .summary =
-        "flash__neon with the INT8 compute mode on SDOT: Q8_0 Q against Q8_0 K in "
-        "int32 block dot products scaled by f16 d_q x d_k, 4x8 QK^T, fp32 softmax and "
-        "4x16 PV; F32 mode is flash__neon's",
-    .required_isa = ATTN_ISA_NEON | ATTN_ISA_NEON_DOTPROD,
-    .caps = LP_CAPS | ATTN_CAP_COMPUTE_INT8,
-    LP_RECORD_COMMON,
-    .qk_cols = ND_KEYS,
-};
+const attn_kernel attn_kernel_flash__neondot =
+    LP_RECORD("flash__neondot",
+              "flash__neon with the INT8 compute mode on SDOT: Q8_0 Q against Q8_0 K in "
+              "int32 block dot products scaled by f16 d_q x d_k, 4x8 QK^T, fp32 softmax and "
+              "4x16 PV; F32 mode is flash__neon's",
+              ATTN_ISA_NEON_DOTPROD, ATTN_CAP_COMPUTE_INT8, ND_KEYS);

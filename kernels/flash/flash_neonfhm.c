@@ -42,43 +42,31 @@ static inline void lp16_pack_v(const attn_problem *p, const float *vf, int64_t n
         memset(vp + j * dvp + e, 0, 8 * sizeof *vp);
 }
 
-// LP16_GEMM with FMLAL/FMLAL2 (flash_lp16_neon.h): B row d = 16 binary16 (two vectors:
+// lp16_step8 with FMLAL/FMLAL2 (flash_lp16_neon.h): B row d = 16 binary16 (two vectors:
 // FMLAL takes the lower 4, FMLAL2 the upper 4 of each), A's element d taken by lane from a
 // vector of 8. Both GEMMs: Q̂·K̂ᵀ and P̃·V̂.
-LP_INLINE void nh_gemm(const int mr, const int accumulate, const uint16_t *a, int64_t lda,
-                       const uint16_t *b, int64_t ldb, int64_t n, float *c, int64_t ldc) {
-  float32x4_t acc[LP_MR][4];
-  lp_acc_load(mr, accumulate, c, ldc, acc);
-  for (int64_t d8 = 0; d8 < n; d8 += 8) {
-    float16x8_t av[LP_MR];
-    for (int r = 0; r < mr; r++) av[r] = vld1q_f16((const float16_t *)a + r * lda + d8);
-#define NH_LANE(L)                                                 \
-  {                                                                \
-    const float16_t *bu = (const float16_t *)b + (d8 + L) * ldb;   \
-    const float16x8_t b0 = vld1q_f16(bu), b1 = vld1q_f16(bu + 8);  \
-    for (int r = 0; r < mr; r++) {                                 \
-      acc[r][0] = vfmlalq_laneq_low_f16(acc[r][0], b0, av[r], L);  \
-      acc[r][1] = vfmlalq_laneq_high_f16(acc[r][1], b0, av[r], L); \
-      acc[r][2] = vfmlalq_laneq_low_f16(acc[r][2], b1, av[r], L);  \
-      acc[r][3] = vfmlalq_laneq_high_f16(acc[r][3], b1, av[r], L); \
-    }                                                              \
+LP_INLINE void lp16_step8(const int mr, const uint16x8_t av[LP_MR], const uint16_t *b, int64_t ldb,
+                          int64_t d8, float32x4_t acc[LP_MR][4]) {
+#define NH_LANE(L)                                                \
+  {                                                               \
+    const float16_t *bu = (const float16_t *)b + (d8 + L) * ldb;  \
+    const float16x8_t b0 = vld1q_f16(bu), b1 = vld1q_f16(bu + 8); \
+    for (int r = 0; r < mr; r++) {                                \
+      const float16x8_t ah = vreinterpretq_f16_u16(av[r]);        \
+      acc[r][0] = vfmlalq_laneq_low_f16(acc[r][0], b0, ah, L);    \
+      acc[r][1] = vfmlalq_laneq_high_f16(acc[r][1], b0, ah, L);   \
+      acc[r][2] = vfmlalq_laneq_low_f16(acc[r][2], b1, ah, L);    \
+      acc[r][3] = vfmlalq_laneq_high_f16(acc[r][3], b1, ah, L);   \
+    }                                                             \
   }
-    NH_LANE(0) NH_LANE(1) NH_LANE(2) NH_LANE(3) NH_LANE(4) NH_LANE(5) NH_LANE(6) NH_LANE(7)
+  NH_LANE(0) NH_LANE(1) NH_LANE(2) NH_LANE(3) NH_LANE(4) NH_LANE(5) NH_LANE(6) NH_LANE(7)
 #undef NH_LANE
-  }
-  lp_acc_store(mr, c, ldc, acc);
 }
-#define LP16_GEMM nh_gemm
 #include "flash/flash_lp16_neon.h"
 
-const attn_kernel attn_kernel_flash__neonfhm = {
-    .name = "flash__neonfhm",
-    .summary =
-        "flash__neon with the F16 compute mode on FMLAL/FMLAL2: f16 Q/K/V tiles, 4x16 "
-        "QK^T / 4x16 PV, fp32 softmax and sums, P rounded to f16; F32 mode is "
-        "flash__neon's",
-    .required_isa = ATTN_ISA_NEON | ATTN_ISA_NEON_FHM,
-    .caps = LP_CAPS | ATTN_CAP_COMPUTE_F16,
-    LP_RECORD_COMMON,
-    .qk_cols = LP_KEYS,
-};
+const attn_kernel attn_kernel_flash__neonfhm =
+    LP_RECORD("flash__neonfhm",
+              "flash__neon with the F16 compute mode on FMLAL/FMLAL2: f16 Q/K/V tiles, 4x16 "
+              "QK^T / 4x16 PV, fp32 softmax and sums, P rounded to f16; F32 mode is "
+              "flash__neon's",
+              ATTN_ISA_NEON_FHM, ATTN_CAP_COMPUTE_F16, LP_KEYS);

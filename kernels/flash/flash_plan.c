@@ -4,6 +4,7 @@
 #include "flash/flash_plan.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
@@ -88,6 +89,7 @@ void flash_plan_make(const attn_problem *p, const attn_exec *exec, int lanes, in
   plan->kv_group = 1;  // heads together only where the ISA body's fl_plan_seq says so
   plan->off_grp = off;
   plan->grp_stride = 0;
+  plan->off_fin = off;
   plan->partial_stride = plan->nsplit > 1 ? align16(attn_size_mul_sat(rows, dvp + 2)) : 0;
 }
 
@@ -286,4 +288,25 @@ void flash_chunk_done(const attn_problem *p, const flash_plan *plan, int *done,
 #pragma omp atomic capture seq_cst
   n = ++done[t / plan->nsplit];
   if (n == plan->nsplit) flash_merge(p, plan, partials, t / plan->nsplit, o);
+}
+
+int flash_run_tasks(const attn_problem *p, const flash_plan *plan, int threads, flash_task_fn task,
+                    const void *kplan, const float *q, const void *k, const void *v, float *o,
+                    void *workspace) {
+  float *ws = workspace;
+  float *partials = ws + (size_t)threads * plan->scratch_floats;
+  int *done = (int *)(partials + (size_t)plan->tasks * plan->partial_stride);
+  if (plan->nsplit > 1) memset(done, 0, (size_t)plan->base_tasks * sizeof *done);
+#pragma omp parallel num_threads(threads)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    float *scratch = ws + (size_t)omp_get_thread_num() * plan->scratch_floats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < plan->tasks; t++) {
+      task(p, kplan, t, q, k, v, o, scratch, partials);
+      if (plan->nsplit > 1) flash_chunk_done(p, plan, done, partials, t, o);
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
 }

@@ -58,6 +58,10 @@ typedef struct flash_plan {
   // per-head state (Q̂, acc, m, l, ALiBi slopes) at off_grp, grp_stride floats per head.
   int64_t kv_group;
   size_t off_grp, grp_stride;
+  // The ISA body's per-task option state (flash_body.h's fl_fin) at off_fin, in the
+  // scratch rather than in the task function's stack frame (no region unless the body adds
+  // one).
+  size_t off_fin;
   // Split-KV partials: tasks × rows × (dvp + 2) floats after the per-thread scratch,
   // then one int per base task (chunks finished; the last one merges).
   size_t partial_stride;  // floats per task's partial block
@@ -153,6 +157,25 @@ void flash_partial_store(const flash_plan *plan, int64_t t, int64_t nrows, const
 // only with nsplit > 1.
 void flash_chunk_done(const attn_problem *p, const flash_plan *plan, int *done,
                       const float *partials, int64_t t, float *o);
+
+// One task of a kernel that runs the flash plan on a dense problem: task t's rows, written
+// to O or, under split-KV, as its partial block in partials (flash_partial_store). scratch:
+// the calling thread's scratch_floats floats (64-byte aligned when the workspace is).
+// kplan: the kernel's own plan (its flash_plan and any regions of its own), passed through
+// from flash_run_tasks.
+typedef void (*flash_task_fn)(const attn_problem *p, const void *kplan, int64_t t, const float *q,
+                              const void *k, const void *v, float *o, float *scratch,
+                              float *partials);
+
+// Runs every task of plan on `threads` OpenMP threads (dynamic schedule, one task at a
+// time), each thread in the kernels' FP environment (attn_fp_env_enter) with its own
+// scratch; under split-KV, whoever finishes a base task's last chunk merges it
+// (flash_chunk_done), so no barrier separates the phases. workspace: the
+// flash_workspace_bytes(plan, threads) layout — threads × scratch_floats floats of
+// scratch, then the partials, then one counter per base task. Returns ATTN_OK.
+int flash_run_tasks(const attn_problem *p, const flash_plan *plan, int threads, flash_task_fn task,
+                    const void *kplan, const float *q, const void *k, const void *v, float *o,
+                    void *workspace);
 
 #ifdef __cplusplus
 }

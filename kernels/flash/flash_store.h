@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // flash_store.h — a flash task's result, written once for every kernel that runs the flash
-// plan (flash_body.h's fl_store, flash_avx512bf16.c). Include after a simd/vec_<isa>.h
-// (vf_t, VF_W, vf_set1, vf_load, vf_mul, vf_store, vf_store_partial).
+// plan (flash_body.h's fl_store, flash_avx512bf16.c, flash_lp_neon.h). Include after a
+// simd/vec_<isa>.h (vf_t, VF_W, vf_set1, vf_load, vf_mul, vf_store, vf_store_partial).
 #pragma once
 
 #include <stdint.h>
-#include <string.h>
 
 #include "core/attn_internal.h"
 #include "flash/flash_plan.h"
@@ -14,19 +13,16 @@
 // of batch entry (or sequence) b, O and LSE where io says (flash_plan.h's flash_io: dense,
 // or packed by tokens) (row hh·nq + r: head h0 + hh, position i0 + r; acc rows of plan->dvp
 // floats):
-// under split-KV its partial block for flash_merge — acc, then m at rows·dvp and l at
-// rows·(dvp + 1) (rows = plan->rows) — else O = acc / (l + e^(sink − m)) (the sink term
-// only with sinks; l = 0: the row saw no key, zeros) with a masked head_dim_v tail, and
-// LSE = m + log l (−inf when l = 0) if asked.
+// under split-KV its partial block for flash_merge (flash_partial_store: acc, then m at
+// rows·dvp and l at rows·(dvp + 1), rows = plan->rows), else O = acc / (l + e^(sink − m)) (the sink
+// term only with sinks; l = 0: the row saw no key, zeros) with a masked head_dim_v tail, and LSE =
+// m + log l (−inf when l = 0) if asked.
 static void flash_store_rows(const attn_problem *p, const flash_plan *pl, const flash_io *io,
                              int64_t h0, int64_t hs, int64_t i0, int64_t nq, int64_t b, int64_t t,
                              const float *acc, const float *m, const float *l, float *partials) {
-  const int64_t dv = p->head_dim_v, dvp = pl->dvp, nrows = hs * nq;
+  const int64_t dv = p->head_dim_v, dvp = pl->dvp;
   if (pl->nsplit > 1) {
-    float *blk = partials + (size_t)t * pl->partial_stride;
-    memcpy(blk, acc, (size_t)(nrows * dvp) * sizeof(float));
-    memcpy(blk + pl->rows * dvp, m, (size_t)nrows * sizeof(float));
-    memcpy(blk + pl->rows * dvp + pl->rows, l, (size_t)nrows * sizeof(float));
+    flash_partial_store(pl, t, hs * nq, acc, m, l, partials);
     return;
   }
   for (int64_t hh = 0; hh < hs; hh++) {
