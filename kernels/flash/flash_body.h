@@ -380,8 +380,10 @@ static void fl_store(const attn_problem *p, const flash_plan *pl, const fl_rows 
 // runs the hardware prefetchers do not follow, each DRAM page opened once per head. So a
 // decode item of such a batch runs kv_group heads (fl_plan_seq) keys outer, heads inner:
 // per run of keys — to the page's end, or FL_GROUP_RUN tokens without pages — every
-// head's fused pass over the run, each head requesting its rows of the next run first
-// (together: the whole next run, on its way while this one is computed). A head's
+// head's fused pass over the run, its last block prefetching the first block of what runs
+// next (fl_dec_next: the next head's rows of the run, after the last head the first
+// head's rows of the next run) — one block ahead in the order of the reads, as a dense
+// pass prefetches its own next block. A head's
 // arithmetic is its one-head task's, run for run: the fused pass carries (m, l, acc)
 // across runs and FL_GROUP_RUN is whole decode blocks, so a ragged head sees the same
 // blocks either way and the output does not depend on the grouping.
@@ -409,7 +411,6 @@ static void fl_task_fused(const attn_problem *p, const flash_plan *pl, fl_head *
                           const flash_io *io, int32_t *lims, float *kc) {
   const attn_dtype ty = p->kv_dtype;
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = pl->dvp;
-  const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
   const fl_rows *w = &hd[0].w;
   const int64_t cap = !io->pt && ng > 1 ? FL_GROUP_RUN : INT64_MAX;  // run length without pages
   for (int64_t j = w->kb; j < w->ke;) {
@@ -419,21 +420,23 @@ static void fl_task_fused(const attn_problem *p, const flash_plan *pl, fl_head *
     fl_row_limits(p, w, j, n, lims, NULL);
     for (int64_t x = 0; x < ng; x++) {
       const fl_head *h = &hd[x];
-      const char *vb, *vn;
-      int64_t len, nn;
+      const char *vb;
+      int64_t len;
       const char *kb = fl_kv_run(io, h->g, j, n, &vb, &len);
-      if (nn0 > 0 && (io->pt || ng > 1)) {  // the head's rows of the next run
-        const char *kn = fl_kv_run(io, h->g, jn, nn0, &vn, &nn);
-        fl_dec_pf_rows(kn, nn, io->k_rs, krb);
-        fl_dec_pf_rows(vn, nn, io->v_rs, vrb);
-      }
+      // What runs next, its first block prefetched by this pass's last: the next head's
+      // rows of this run, after the last head the first head's of the next run.
+      fl_dec_next nx = {NULL, NULL, 0};
+      if (x + 1 < ng)
+        nx.k = fl_kv_run(io, hd[x + 1].g, j, n, &nx.v, &nx.n);
+      else if (nn0 > 0)
+        nx.k = fl_kv_run(io, hd[0].g, jn, nn0, &nx.v, &nx.n);
       if (ty == ATTN_DTYPE_F32)
         fl_dec_f32(w->nrows, h->qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims, h->acc, h->m,
-                   h->l, h->fin, j);
+                   h->l, h->fin, j, &nx);
       // Typed rows: the same pass widening in registers (fl_dec_typed), else through
       // float32 scratch per block.
       else if (!fl_dec_typed(ty, w->nrows, h->qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims,
-                             h->acc, h->m, h->l, h->fin, j))
+                             h->acc, h->m, h->l, h->fin, j, &nx))
         fl_row_fused_typed(ty, w->nrows, h->qs, dqk, kb, io->k_rs, vb, io->v_rs, dv, dvp, n, lims,
                            kc, kc + pl->kc_keys * dqk, h->acc, h->m, h->l, h->fin, j);
     }

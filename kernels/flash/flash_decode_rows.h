@@ -398,14 +398,22 @@ FL_INLINE void fl_dec_pv(const attn_dtype t, const int H, const int G,
                default: break; }
 // clang-format on
 
+// The rows a decode pass runs next, after this call's keys (the next head's run, the next
+// page): its last block prefetches their first block as it would its own next block.
+typedef struct fl_dec_next {
+  const char *k, *v;  // first K and V row, at the call's strides
+  int64_t n;          // rows (0: nothing next)
+} fl_dec_next;
+
 // Rows [0, nrows) (nrows < FL_QK_MR) of a task over its keys [0, nkeys), K/V of type t
 // (K and V rows at k, v + key · krb, vrb bytes); row r sees keys [0, vis[r]) (causal:
 // vis[r] < nkeys for rows before the last). fin (NULL: none) finishes each row's block
-// scores (flash_opts.h); key 0 here is key kabs of the head.
+// scores (flash_opts.h); key 0 here is key kabs of the head. nx (NULL: none): the rows
+// run next, prefetched by the last block.
 FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const float *q, int64_t dqk,
                         const char *k, size_t krb, const char *v, size_t vrb, int64_t dv,
                         int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc, float *m,
-                        float *l, const fl_fin *fin, int64_t kabs) {
+                        float *l, const fl_fin *fin, int64_t kabs, const fl_dec_next *nx) {
   float s[FL_QK_MR][FL_ROW_KEYS + VF_W] __attribute__((aligned(64)));
   float sa[FL_KV_RG * FL_ROW_KEYS * VF_W] __attribute__((aligned(64)));
   int64_t n[FL_QK_MR];
@@ -418,8 +426,10 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
     const char *kj = k + (size_t)j0 * krb, *vj = v + (size_t)j0 * vrb;
     // The block FL_DEC_PF_BLOCKS ahead: its npf keys, prefetched by the first row group.
     const int64_t pj = j0 + (int64_t)FL_DEC_PF_BLOCKS * FL_ROW_KEYS;
-    const int64_t npf = nkeys - pj < 0 ? 0 : nkeys - pj < FL_ROW_KEYS ? nkeys - pj : FL_ROW_KEYS;
+    int64_t npf = nkeys - pj < 0 ? 0 : nkeys - pj < FL_ROW_KEYS ? nkeys - pj : FL_ROW_KEYS;
     const char *kpf = npf ? k + (size_t)pj * krb : kj, *vpf = npf ? v + (size_t)pj * vrb : vj;
+    if (!npf && nx && nx->n > 0 && j0 + FL_ROW_KEYS >= nkeys)  // the last block: what runs next
+      npf = nx->n < FL_ROW_KEYS ? nx->n : FL_ROW_KEYS, kpf = nx->k, vpf = nx->v;
     for (int64_t r0 = 0; r0 < nrows; r0 += FL_KV_RG) {
       const int64_t g = nrows - r0 < FL_KV_RG ? nrows - r0 : FL_KV_RG;
       const float *qr = q + r0 * dqk;
@@ -447,12 +457,12 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   }
 }
 
-#define FL_DEC_INSTANCE(name, T, H, ATTR)                                                      \
-  ATTR static void name(int64_t nrows, const float *q, int64_t dqk, const char *k, size_t krb, \
-                        const char *v, size_t vrb, int64_t dv, int64_t dvp, int64_t nkeys,     \
-                        const int32_t *vis, float *acc, float *m, float *l, const fl_fin *fin, \
-                        int64_t kabs) {                                                        \
-    fl_dec_t(T, H, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);  \
+#define FL_DEC_INSTANCE(name, T, H, ATTR)                                                         \
+  ATTR static void name(int64_t nrows, const float *q, int64_t dqk, const char *k, size_t krb,    \
+                        const char *v, size_t vrb, int64_t dv, int64_t dvp, int64_t nkeys,        \
+                        const int32_t *vis, float *acc, float *m, float *l, const fl_fin *fin,    \
+                        int64_t kabs, const fl_dec_next *nx) {                                    \
+    fl_dec_t(T, H, nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs, nx); \
   }
 // H: q8_0 scales by kv_w_scale_f16c (the F16C instruction on AVX2, in a KV_F16C function).
 FL_DEC_INSTANCE(fl_dec_f32, ATTN_DTYPE_F32, 0, )
@@ -467,7 +477,7 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
                          int64_t dv, int64_t dvp, int64_t nkeys, const int32_t *vis, float *acc,
                          float *m, float *l, const fl_fin *fin, int64_t kabs) {
   fl_dec_f32(nrows, q, dqk, (const char *)k, (size_t)dqk * sizeof(float), (const char *)v,
-             (size_t)dv * sizeof(float), dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+             (size_t)dv * sizeof(float), dv, dvp, nkeys, vis, acc, m, l, fin, kabs, NULL);
 }
 
 // Decode rows of type t (not F32) widened in registers when it can be (f16 needs the
@@ -476,20 +486,21 @@ static void fl_row_fused(int64_t nrows, const float *q, int64_t dqk, const float
 static int fl_dec_typed(attn_dtype t, int64_t nrows, const float *q, int64_t dqk, const char *k,
                         size_t krb, const char *v, size_t vrb, int64_t dv, int64_t dvp,
                         int64_t nkeys, const int32_t *vis, float *acc, float *m, float *l,
-                        const fl_fin *fin, int64_t kabs) {
+                        const fl_fin *fin, int64_t kabs, const fl_dec_next *nx) {
   switch (t) {
     case ATTN_DTYPE_F16:
       if (!kv_have_f16c()) return 0;
-      fl_dec_f16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      fl_dec_f16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs, nx);
       return 1;
     case ATTN_DTYPE_BF16:
-      fl_dec_bf16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+      fl_dec_bf16(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs, nx);
       return 1;
     case ATTN_DTYPE_Q8_0:
       if (kv_have_f16c())
-        fl_dec_q8_0_f16c(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+        fl_dec_q8_0_f16c(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs,
+                         nx);
       else
-        fl_dec_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs);
+        fl_dec_q8_0(nrows, q, dqk, k, krb, v, vrb, dv, dvp, nkeys, vis, acc, m, l, fin, kabs, nx);
       return 1;
     default:
       return 0;
