@@ -26,8 +26,8 @@ typedef __m512i vn_vi_t;
 
 // Vector j of a key group: keys j, 4 + j, 8 + j, 12 + j (lanes 0..3), 16 bytes at `off`
 // into each key's row (ko: byte offsets of the 16 keys from k), as unsigned k + 128.
-static inline __attribute__((always_inline)) __m512i vn_kvec(const char *k, const size_t *ko,
-                                                             int j, size_t off) {
+static inline __attribute__((always_inline)) __m512i vn_kvec(const char *k, const size_t *ko, int j,
+                                                             size_t off) {
   __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(k + ko[j] + off)));
   x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 4] + off)), 1);
   x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 8] + off)), 2);

@@ -113,8 +113,7 @@ VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, 
     const vn_vi_t q0 = vn_qbcast(qs), q1 = vn_qbcast(qs + 16);
     vn_vi_t a[4];
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-      a[j] = VN_DPBUSD(VN_DPBUSD((vn_vi_t){0}, k0[j], q0), k1[j], q1);
+    for (int j = 0; j < 4; j++) a[j] = VN_DPBUSD(VN_DPBUSD((vn_vi_t){0}, k0[j], q0), k1[j], q1);
     dot[r] = vn_sum4(a[0], a[1], a[2], a[3]);
   }
 }
@@ -478,8 +477,8 @@ static size_t vn_entry_workspace(const attn_problem *p, const attn_exec *exec) {
   return flash_workspace_bytes(&vp.fp, flash_threads(exec));
 }
 
-static int vn_entry_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                        const void *k, const void *v, float *o, void *workspace) {
+static int vn_entry_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                        const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   if (p->compute != ATTN_COMPUTE_INT8) return VN_F32_RUN(p, exec, q, k, v, o, workspace);
   vn_plan vp;
@@ -491,12 +490,12 @@ static int vn_entry_run(const attn_problem *p, const attn_exec *exec, const floa
 // entry points above; the capabilities (INT8 natively on q8_0 K/V; every shape, threads,
 // split-KV; K/V types as the F32 path reads them); the Q·Kᵀ register tile a row group × a
 // key group, the P·V tile a row group of 3–4 × its pass.
-#define VN_RECORD(kname, ksummary, isa)                                                           \
-  {                                                                                               \
-    .name = kname, .summary = ksummary, .required_isa = isa, .run = vn_entry_run,                 \
-    .workspace = vn_entry_workspace,                                                              \
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL |        \
-            ATTN_CAP_COMPUTE_INT8,                                                                \
-    .vec_width = VF_W, .qk_rows = VN_RG, .qk_cols = VN_KG, .pv_rows = VN_RG,                      \
-    .pv_cols = VN_PV_NV_MANY * VF_W,                                                              \
+#define VN_RECORD(kname, ksummary, isa)                                                    \
+  {                                                                                        \
+    .name = kname, .summary = ksummary, .required_isa = isa, .run = vn_entry_run,          \
+    .workspace = vn_entry_workspace,                                                       \
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL | \
+            ATTN_CAP_COMPUTE_INT8,                                                         \
+    .vec_width = VF_W, .qk_rows = VN_RG, .qk_cols = VN_KG, .pv_rows = VN_RG,               \
+    .pv_cols = VN_PV_NV_MANY * VF_W,                                                       \
   }

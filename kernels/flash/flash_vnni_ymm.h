@@ -31,8 +31,8 @@ typedef __m256i vn_vi_t;
 
 // Vector j of a key group: keys j, 4 + j (lanes 0, 1), 16 bytes at `off` into each key's
 // row (ko: byte offsets of the 8 keys from k), as unsigned k + 128.
-static inline __attribute__((always_inline)) __m256i vn_kvec(const char *k, const size_t *ko,
-                                                             int j, size_t off) {
+static inline __attribute__((always_inline)) __m256i vn_kvec(const char *k, const size_t *ko, int j,
+                                                             size_t off) {
   const __m128i lo = _mm_loadu_si128((const __m128i *)(k + ko[j] + off));
   const __m128i hi = _mm_loadu_si128((const __m128i *)(k + ko[j + 4] + off));
   return _mm256_xor_si256(_mm256_set_m128i(hi, lo), _mm256_set1_epi8((char)0x80));

@@ -286,15 +286,14 @@ static void vnni_run_shape(const attn_kernel *k, const vnni_shape *c) {
   const attn_problem *pp = attn_check_problem(pc);
   attn_check_result r;
   const attn_exec ex2 = {.threads = 2, .kv_split = c->kv_split};
-  EXPECT(attn_check_kernel(k, pc, &ex2, &r) && !r.fallback, "%s: %s: %s", k->name, what,
-         r.message);
+  EXPECT(attn_check_kernel(k, pc, &ex2, &r) && !r.fallback, "%s: %s: %s", k->name, what, r.message);
   // 1 and 2 threads, bitwise; nothing past O. The stored inputs: Q float32, K/V q8_0.
   float *q, *o[2];
   void *ks, *vs;
   vnni_inputs(&p, &q, &ks, &vs);
   for (int t = 0; t < 2; t++) o[t] = vnni_run_guarded(k, pp, t + 1, c->kv_split, q, ks, vs, what);
-  EXPECT(memcmp(o[0], o[1], attn_o_elems(&p) * sizeof(float)) == 0, "%s: %s: 1 and 2 threads differ",
-         k->name, what);
+  EXPECT(memcmp(o[0], o[1], attn_o_elems(&p) * sizeof(float)) == 0,
+         "%s: %s: 1 and 2 threads differ", k->name, what);
   free(q), free(ks), free(vs), free(o[0]), free(o[1]);
   attn_check_prepared_free(pc);
 }
