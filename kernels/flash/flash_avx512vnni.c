@@ -10,9 +10,8 @@
 // (the block's two halves) leave each key's 32 products in 4 dwords of its lane; two
 // unpack-and-add levels give one vector of 16 keys, lane c = key c.
 // Maths, bound and measurements: docs/low-precision-kernels.md.
-#include "flash/flash_avx512vnni.h"
-
 #include "flash/flash_avx512.h"
+#include "flash/flash_vnni.h"
 
 // P·V passes hold up to 16 accumulator vectors: half of the 32 zmm registers.
 #define VN_PV_ACC 16
@@ -48,9 +47,6 @@ static inline __m512i vn_quadsum(__m512i x, __m512i y) {
 }
 
 #include "flash/flash_vnni_body.h"
-
-_Static_assert(VN_RG == FLASH_VNNI_ROWS && VN_KG == FLASH_VNNI_KEYS,
-               "flash_avx512vnni.h states the row and key groups");
 
 // INT8 here, every other mode on flash__avx512's entry point.
 const attn_kernel attn_kernel_flash__avx512vnni = VN_RECORD(

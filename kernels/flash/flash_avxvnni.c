@@ -6,18 +6,15 @@
 // flash__avx512vnni), on the ymm key-group layout of flash/flash_vnni_ymm.h; this file
 // picks the VEX instruction and holds the record. Maths, bound, layout and how it is
 // tested on CPUs without the unit: docs/low-precision-kernels.md.
-#include "flash/flash_avxvnni.h"
-
 #include <immintrin.h>
+
+#include "flash/flash_vnni.h"
 
 // The VEX form (AVX-VNNI): this file is compiled with AVX2 + AVX-VNNI and no AVX-512, so
 // the compiler cannot emit the EVEX one.
 #define VN_DPBUSD(acc, a, b) _mm256_dpbusd_avx_epi32(acc, a, b)
 #define VN_BLOCK_DOTS flash_avxvnni_block_dots
 #include "flash/flash_vnni_ymm.h"
-
-_Static_assert(VN_RG == FLASH_AVXVNNI_ROWS && VN_KG == FLASH_AVXVNNI_KEYS,
-               "flash_avxvnni.h states the row and key groups");
 
 // INT8 here, every other mode on flash__avx2's entry point. F16C widens the binary16 scales.
 const attn_kernel attn_kernel_flash__avxvnni = VN_RECORD(

@@ -211,25 +211,22 @@ void VN_BLOCK_DOTS(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *
 }
 
 // ── P·V: V dequantized in registers ──────────────────────────────────────────────────
-// acc_r[e0 .. e0 + VF_W·NV) ← α_r·acc_r + Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of
-// key c's V row, widened exactly; b the block of the column) for the G rows, with
+// acc_r[e0 .. e0 + VF_W·NV) += Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of key c's V
+// row, widened exactly; b the block of the column) for the G rows, with
 // w_r,c,b = p_r,c · f16(d_v,c,b) (vn_pv). Each V vector is widened once for the group.
 // pfv (NULL: none): the next block's V rows, one prefetched per key.
 // The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
 // is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
 // of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
 // 0 and adds nothing.
-VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw,
-                          const float *alpha, const char *v, size_t vrb, int64_t nk, int64_t e0,
-                          float *acc, int64_t dvp, const char *pfv) {
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw, const char *v,
+                          size_t vrb, int64_t nk, int64_t e0, float *acc, int64_t dvp,
+                          const char *pfv) {
   vf_t o[VN_RG][VN_PV_NV_FEW];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
 #pragma GCC unroll 8
-    for (int x = 0; x < NV; x++) {
-      o[r][x] = vf_load(acc + r * dvp + e0 + VF_W * x);
-      if (alpha[r] != 1.0f) o[r][x] = vf_mul(o[r][x], vf_set1(alpha[r]));
-    }
+    for (int x = 0; x < NV; x++) o[r][x] = vf_load(acc + r * dvp + e0 + VF_W * x);
   for (int64_t c = 0; c < nk; c++) {
     if (pfv) vn_prefetch(pfv + (size_t)c * vrb, vrb);  // row c of the next block's V
     const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb);
@@ -253,14 +250,17 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw
     for (int x = 0; x < NV; x++) vf_store(acc + r * dvp + e0 + VF_W * x, o[r][x]);
 }
 
-// P·V over all of head_dim_v (a multiple of 32): w = p·d_v per row, block and key (a key
-// group per vector; dvs from vn_scales), then passes of VN_PV_NV_FEW (≤ 2 rows) or
+// P·V over all of head_dim_v (a multiple of 32): acc_r ← α_r·acc_r for the rows whose
+// maximum grew (α ≠ 1: rare after a row's first blocks), w = p·d_v per row, block and key (a
+// key group per vector; dvs from vn_scales), then passes of VN_PV_NV_FEW (≤ 2 rows) or
 // VN_PV_NV_MANY (3–4 rows) vectors per row (later passes reread the block's V rows from
 // L1), the rest VN_PV_NV_TAIL vectors at a time.
 VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *dvs, float *w,
                      const float *alpha, const char *v, size_t vrb, int64_t dv, int64_t nk,
                      float *acc, int64_t dvp, const char *pfv) {
   const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
+  for (int r = 0; r < G; r++)
+    if (alpha[r] != 1.0f) vs_scale_store(acc + r * dvp, acc + r * dvp, dv, alpha[r]);
   for (int r = 0; r < G; r++)
     for (int64_t b = 0; b < nbv; b++)
       for (int64_t c = 0; c < nkp; c += VN_KG)
@@ -271,12 +271,12 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
   for (; e0 + VF_W * nv <= dv; e0 += VF_W * nv) {
     const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
     if (nv == VN_PV_NV_FEW)
-      vn_pv_pass(G, VN_PV_NV_FEW, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_FEW, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
     else
-      vn_pv_pass(G, VN_PV_NV_MANY, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_MANY, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
   }
   for (; e0 < dv; e0 += VF_W * VN_PV_NV_TAIL)
-    vn_pv_pass(G, VN_PV_NV_TAIL, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
+    vn_pv_pass(G, VN_PV_NV_TAIL, w, nbv, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────

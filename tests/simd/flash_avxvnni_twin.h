@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "flash/flash_vnni.h"
 
 // flash__avxvnni's record (capabilities, tiles, F32 path on flash__avx2) with the twin's
 // entry points and required_isa AVX2 | F16C | AVX512VNNI.
 extern const attn_kernel flash_avxvnni_twin;
 
-// flash_avxvnni_block_dots (kernels/flash/flash_avxvnni.h) on the twin's dots.
-void flash_avxvnni_twin_block_dots(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *k,
-                                   size_t krb, int nk, int32_t *out);
+// flash_avxvnni_block_dots (kernels/flash/flash_vnni.h) on the twin's dots.
+flash_vnni_dots_fn flash_avxvnni_twin_block_dots;

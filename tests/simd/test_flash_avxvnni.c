@@ -19,7 +19,7 @@
 // attn_kernel_call refuses it, leaving O alone; with both units the kernel and the twin
 // give bitwise the same outputs. --masked (run under ATTNBENCH_ISA_MASK without the
 // avxvnni bit): only the refusal. Exit 77 when the CPU has neither unit.
-#include "flash/flash_avxvnni.h"
+#include "flash/flash_vnni.h"
 #include "flash_avxvnni_twin.h"
 #include "vnni_check.h"
 
@@ -34,7 +34,7 @@ static void twin_matches_record(const attn_kernel *real) {
              (real->required_isa & ~(uint32_t)ATTN_ISA_AVXVNNI),
          "the twin requires 0x%x, flash__avxvnni 0x%x: more than the unit differs",
          (unsigned)t->required_isa, (unsigned)real->required_isa);
-  EXPECT(real->qk_cols == FLASH_AVXVNNI_KEYS && real->qk_rows == FLASH_AVXVNNI_ROWS,
+  EXPECT(real->qk_cols == FLASH_AVXVNNI_KEYS && real->qk_rows == FLASH_VNNI_ROWS,
          "flash__avxvnni's Q·Kᵀ tile %dx%d is not its row and key group", real->qk_rows,
          real->qk_cols);
 }
@@ -79,10 +79,10 @@ static void real_is_twin(const attn_kernel *real) {
 }
 
 // Every check of vnni_check.h on one kernel (the real one or the twin) and its dots.
-static void check_kernel(const attn_kernel *k, vnni_dots_fn dots, const attn_kernel *f32k,
+static void check_kernel(const attn_kernel *k, flash_vnni_dots_fn *dots, const attn_kernel *f32k,
                          bool quick) {
   printf("%s:\n", k->name);
-  vnni_block_dots(dots, FLASH_AVXVNNI_ROWS, FLASH_AVXVNNI_KEYS);
+  vnni_block_dots(dots, FLASH_VNNI_ROWS, FLASH_AVXVNNI_KEYS);
   vnni_checker_fails_bugs(dots, FLASH_AVXVNNI_KEYS);
   vnni_shapes(k, quick);
   vnni_f32_mode(k, f32k);

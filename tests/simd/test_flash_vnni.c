@@ -10,7 +10,7 @@
 //   • the checker can fail: test kernels on the same dots with K's bytes read unsigned or
 //     every block scaled by block 0's d_k fail it.
 // Exit 77 when the CPU lacks AVX512_VNNI.
-#include "flash/flash_avx512vnni.h"
+#include "flash/flash_vnni.h"
 #include "vnni_check.h"
 
 int main(int argc, char **argv) {
@@ -23,6 +23,9 @@ int main(int argc, char **argv) {
   const attn_kernel *f32k = attn_kernel_find("flash__avx512");
   EXPECT(k && f32k, "kernels not registered");
   if (!k || !f32k) return test_finish("test_flash_vnni");
+  EXPECT(k->qk_rows == FLASH_VNNI_ROWS && k->qk_cols == FLASH_VNNI_KEYS,
+         "flash__avx512vnni's Q·Kᵀ tile %dx%d is not its row and key group", k->qk_rows,
+         k->qk_cols);
   vnni_block_dots(flash_avx512vnni_block_dots, FLASH_VNNI_ROWS, FLASH_VNNI_KEYS);
   vnni_checker_fails_bugs(flash_avx512vnni_block_dots, FLASH_VNNI_KEYS);
   vnni_shapes(k, quick);

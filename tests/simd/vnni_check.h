@@ -27,6 +27,7 @@
 #include "attn.h"
 #include "check/check.h"
 #include "core/convert.h"
+#include "flash/flash_vnni.h"
 #include "test_util.h"
 
 enum { kGuard = 64 };
@@ -40,11 +41,6 @@ static uint32_t rnd(void) {
 static float urand(void) {  // uniform in [-1, 1)
   return (float)(rnd() >> 8) * 0x1p-23f - 1.0f;
 }
-
-// A kernel's exported integer block dots (flash_avx512vnni.h, flash_avxvnni.h):
-// out[(r·nk + c)·nb + b] = Σ_t q[r·nb + b].qs[t] · K_c[b].qs[t].
-typedef void (*vnni_dots_fn)(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *k,
-                             size_t krb, int nk, int32_t *out);
 
 // ── The integer block dots, exactly ─────────────────────────────────────────────────
 static int8_t byte_of(int kind) {
@@ -60,7 +56,7 @@ static int8_t byte_of(int kind) {
   }
 }
 
-static void vnni_block_dots(vnni_dots_fn dots, int max_rows, int max_keys) {
+static void vnni_block_dots(flash_vnni_dots_fn *dots, int max_rows, int max_keys) {
   enum { kMaxNb = 5, kMaxRows = 4, kMaxKeys = 16 };
   attn_block_q8_0 q[kMaxRows * kMaxNb], kk[kMaxKeys * kMaxNb];
   int32_t out[kMaxRows * kMaxKeys * kMaxNb];
@@ -100,7 +96,7 @@ static void vnni_block_dots(vnni_dots_fn dots, int max_rows, int max_keys) {
 // ── Test kernels on the same dots, with or without one bug ──────────────────────────
 typedef enum { kHonest, kUnsignedK, kBlock0Scale } bug;
 
-static vnni_dots_fn g_dots;  // the dots the test kernels run on, g_dots_keys keys at a time
+static flash_vnni_dots_fn *g_dots;  // the dots the test kernels run on, g_dots_keys keys at a time
 static int g_dots_keys;
 
 // O = softmax(scale·S)·V in double over float32 scores S = Σ_b fma(I_b, d_q·d_k, ·) with
@@ -187,7 +183,7 @@ static attn_check_prepared *prepare(const attn_problem *p, float amp) {
 }
 
 // A decode and a small causal case.
-static void vnni_checker_fails_bugs(vnni_dots_fn dots, int keys) {
+static void vnni_checker_fails_bugs(flash_vnni_dots_fn *dots, int keys) {
   g_dots = dots, g_dots_keys = keys;
   attn_problem ps[2] = {attn_problem_make(1, 4, 2, 1, 300, 96, 64, false),
                         attn_problem_make(1, 2, 1, 20, 20, 64, 32, true)};
