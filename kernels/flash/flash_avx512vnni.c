@@ -1,76 +1,32 @@
 // SPDX-License-Identifier: MIT
 // flash__avx512vnni — the flash kernel with the INT8 compute mode (attn.h, "Compute
-// modes") on AVX512_VNNI's `vpdpbusd`, reading the q8_0 K/V cache in place; every other
-// mode runs flash__avx512's F32 path.
+// modes") on AVX512_VNNI's `vpdpbusd zmm`, reading the q8_0 K/V cache in place; every
+// other mode runs flash__avx512's F32 path. The INT8 algorithm (plan, tasks, the offset
+// form of the integer dot, softmax, P·V) is flash/flash_vnni_body.h, shared with
+// flash__avxvnni; this file holds the zmm key-group layout it runs on and the record.
 //
-// INT8 mode, one task of the flash plan (flash/flash_plan.h: the tasks, their key ranges
-// and split-KV chunks are a function of the shape, never of the thread count):
-//   Q̃ = Q8_0(Q), per row and 32-block (core/convert.h's rule, as the contract says):
-//       d_q = f16(max|x|/127), q_t = rne(x_t/d_q) ∈ [−127, 127]; c_b = 128·Σ_t q_t
-//   for each block of VN_KEYS keys, for each group of ≤ 4 rows (GQA: the heads of one
-//   K/V group share every loaded K and V vector), 16 keys at a time:
-//     I_b = Σ_t q_t·k_t  exactly, for each 32-block b (integer; below)
-//     s = scale · Σ_b fma(I_b, f16(d_q)·f16(d_k), ·)   (f16·f16 is exact in float32)
-//   per row: m' = max(m, max s), α = e^(m−m'), p = e^(s−m'), l' = α·l + Σ p (float32)
-//   acc = α·acc + Σ_c w_c·v_c, w_c = p_c·f16(d_v)   (v_c the int8 values widened exactly
-//                 in registers; one rounding of each product, as float32's p·v: fp32 FMA)
-//   o = acc / l   (l = 0: the row saw no key, zeros), or the partial (acc, m, l) that
-//                 flash_merge combines in chunk order under split-KV.
-//
-// The integer dot. vpdpbusd adds to each int32 lane Σ_{t<4} a_t·b_t with a unsigned and b
-// signed bytes. Q8_0 values are signed on both sides, so K is offset: k + 128 ∈ [1, 255]
-// is an unsigned byte (k XOR 0x80 in two's complement), and
-//     Σ_t (k_t + 128)·q_t = Σ_t k_t·q_t + 128·Σ_t q_t = I_b + c_b,
-// so I_b = (the vpdpbusd sum) − c_b, with c_b computed once per Q row and block. Every
-// partial sum is exact in int32 (|·| ≤ 32·255·127 < 2^20); I_b ≤ 32·127² < 2^19 converts
-// to float32 exactly. (The other form — |q| unsigned with q's sign moved onto k — needs one
-// sign change of each K vector per query row; the offset costs one XOR per K vector for
-// all rows of the group, and one integer subtraction per row, block and 16 keys.)
-// Layout of one 16-key group: a zmm holds four keys' 16-byte halves of block b, key
-// 4L + j in 128-bit lane L of vector j (j < 4); Q's half broadcast to the four lanes. Two
-// vpdpbusd (the block's two halves) leave each key's 32 products in 4 dwords of its lane;
-// two unpack-and-add levels (vn_sum4) give one vector of 16 keys, lane c = key c.
-// The binary16 scales of a key block's K and V rows are copied once per block (scalar
-// moves, shared by all row groups) and widened 16 keys at a time.
-//
-// Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ 4 over
-// key blocks; causal rows see their own key counts (p = 0 past them). Options are not
-// native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them to the portable path.
+// Key group of 16 keys: a zmm holds four keys' 16-byte halves of block b, key 4L + j in
+// 128-bit lane L of vector j (j < 4); Q's half broadcast to the four lanes. Two vpdpbusd
+// (the block's two halves) leave each key's 32 products in 4 dwords of its lane; two
+// unpack-and-add levels give one vector of 16 keys, lane c = key c.
 // Maths, bound and measurements: docs/low-precision-kernels.md.
-#include "flash/flash_avx512vnni.h"
-
-#include <math.h>
-#include <omp.h>
-#include <stddef.h>
-#include <string.h>
-
-#include "core/attn_internal.h"
-#include "core/convert.h"
 #include "flash/flash_avx512.h"
-#include "flash/flash_plan.h"
-#include "simd/softmax.h"
+#include "flash/flash_vnni.h"
 
-#define VN_INLINE static inline __attribute__((always_inline))
-#define VN_RG FLASH_VNNI_ROWS  // rows per group (one K/V load serves them all)
-#define VN_KG FLASH_VNNI_KEYS  // keys per score vector
-#define VN_KEYS 64             // keys per online-softmax block; the plan's tile_kv multiple
-#define VN_PF_LOCALITY 2       // K/V rows ahead requested into L2 ...
-#define VN_PF_BLOCKS \
-  2  // ... this many key blocks ahead (with 1, the scale reads of a
-     // block wait for its V rows, requested in the last P·V)
-_Static_assert(VN_KEYS % VN_KG == 0, "VN_KEYS: whole key groups");
+// P·V passes hold up to 16 accumulator vectors: half of the 32 zmm registers.
+#define VN_PV_ACC 16
+#define VN_BLOCK_DOTS flash_avx512vnni_block_dots
+#define VN_F32_RUN flash_avx512_run
+#define VN_F32_WORKSPACE flash_avx512_workspace
 
-// Every 64-byte line of [a, a + bytes), into L2 (bytes 0: none).
-static inline void vn_prefetch(const char *a, size_t bytes) {
-  const uintptr_t e = (uintptr_t)a + bytes;
-  for (uintptr_t x = (uintptr_t)a & ~(uintptr_t)63; x < e; x += 64)
-    __builtin_prefetch((const void *)x, 0, VN_PF_LOCALITY);
-}
+// ── The key group on zmm ─────────────────────────────────────────────────────────────
+typedef __m512i vn_vi_t;
+#define VN_DPBUSD(acc, a, b) _mm512_dpbusd_epi32(acc, a, b)
 
-// ── The integer block dots ───────────────────────────────────────────────────────────
 // Vector j of a key group: keys j, 4 + j, 8 + j, 12 + j (lanes 0..3), 16 bytes at `off`
 // into each key's row (ko: byte offsets of the 16 keys from k), as unsigned k + 128.
-VN_INLINE __m512i vn_k4(const char *k, const size_t *ko, int j, size_t off) {
+static inline __attribute__((always_inline)) __m512i vn_kvec(const char *k, const size_t *ko, int j,
+                                                             size_t off) {
   __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(k + ko[j] + off)));
   x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 4] + off)), 1);
   x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(k + ko[j + 8] + off)), 2);
@@ -78,426 +34,24 @@ VN_INLINE __m512i vn_k4(const char *k, const size_t *ko, int j, size_t off) {
   return _mm512_xor_si512(x, _mm512_set1_epi8((char)0x80));
 }
 
-// Per 128-bit lane L: a_j's four dwords summed into dword j, for j < 4 (lane 4L + j).
-VN_INLINE __m512i vn_sum4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
-  const __m512i b01 =
-      _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
-  const __m512i b23 =
-      _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
-  return _mm512_add_epi32(_mm512_unpacklo_epi64(b01, b23), _mm512_unpackhi_epi64(b01, b23));
+static inline __m512i vn_qbcast(const int8_t *qs) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qs));
 }
 
-// dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t over block b (k: the 16 keys' rows advanced to
-// block b; q: row r's block at q[r·nb]) — I_b + c_b of the comment at the top.
-VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const char *k,
-                             const size_t *ko, __m512i *dot) {
-  const size_t qo = offsetof(attn_block_q8_0, qs);
-  __m512i k0[4], k1[4];
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; j++) k0[j] = vn_k4(k, ko, j, qo), k1[j] = vn_k4(k, ko, j, qo + 16);
-#pragma GCC unroll 4
-  for (int r = 0; r < G; r++) {
-    const int8_t *qs = q[r * nb].qs;
-    const __m512i q0 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)qs));
-    const __m512i q1 = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(qs + 16)));
-    __m512i a[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++)
-      a[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), k0[j], q0), k1[j], q1);
-    dot[r] = vn_sum4(a[0], a[1], a[2], a[3]);
-  }
+// The two unpack-and-add levels (per 128-bit lane), as flash_vnni_body.h's vn_sum4 uses them.
+static inline __m512i vn_pairsum(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+static inline __m512i vn_quadsum(__m512i x, __m512i y) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
 }
 
-// ko[c] = byte offset of key min(c, nk − 1) (keys past nk repeat the last one: nothing
-// past the block is read; their scores are masked by the softmax).
-static void vn_key_offsets(int64_t nk, size_t krb, size_t *ko) {
-  for (int64_t c = 0; c < VN_KG; c++) ko[c] = (size_t)(c < nk ? c : nk - 1) * krb;
-}
+#include "flash/flash_vnni_body.h"
 
-// The scores of G rows against 16 keys: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·);
-// pf (NULL: none): pfb bytes to prefetch, a slice per block.
-// corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b; dk[b·ldk + c] the
-// binary16 d_k of key c's block b (vn_scales).
-VN_INLINE void vn_qk16(const int G, const attn_block_q8_0 *q, const float *dq, const int32_t *corr,
-                       int64_t nb, const char *k, const size_t *ko, const uint16_t *dk, int64_t ldk,
-                       float scale, float *s, int64_t lds, const char *pf, size_t pfb) {
-  __m512 acc[VN_RG];
-#pragma GCC unroll 4
-  for (int r = 0; r < G; r++) acc[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; b++) {
-    if (pf) {  // the b-th of nb slices of [pf, pf + pfb): spread over the blocks
-      const size_t lo = pfb * (size_t)b / (size_t)nb, hi = pfb * (size_t)(b + 1) / (size_t)nb;
-      vn_prefetch(pf + lo, hi - lo);
-    }
-    __m512i dot[VN_RG];
-    vn_dots_block(G, q + b, nb, k + (size_t)b * sizeof(attn_block_q8_0), ko, dot);
-    const __m512 dkv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dk + b * ldk)));
-#pragma GCC unroll 4
-    for (int r = 0; r < G; r++) {
-      const __m512i ib = _mm512_sub_epi32(dot[r], _mm512_set1_epi32(corr[r * nb + b]));
-      const __m512 sc = _mm512_mul_ps(dkv, _mm512_set1_ps(dq[r * nb + b]));  // exact
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ib), sc, acc[r]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < G; r++)
-    _mm512_storeu_ps(s + r * lds, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
-}
-
-// The binary16 scales of nk keys' rows (nb blocks each, krb bytes apart) into
-// d[b·VN_KEYS + c], zeros up to whole key groups: scalar moves, once per key block for all
-// row groups (the vector units are busy with the dots and FMAs).
-static void vn_scales(const char *rows, size_t rb, int64_t nb, int64_t nk, uint16_t *d) {
-  const int64_t nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
-  for (int64_t c = 0; c < nkp; c++)
-    for (int64_t b = 0; b < nb; b++)
-      d[b * VN_KEYS + c] = c < nk ? ((const attn_block_q8_0 *)(rows + (size_t)c * rb))[b].d : 0;
-}
-
-// c_b = 128·Σ_t q_t of one Q block (the offset's correction).
-static int32_t vn_corr(const attn_block_q8_0 *blk) {
-  int32_t sum = 0;
-  for (int t = 0; t < ATTN_Q8_0_BLOCK; t++) sum += blk->qs[t];
-  return 128 * sum;
-}
-
-void flash_avx512vnni_block_dots(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *k,
-                                 size_t krb, int nk, int32_t *out) {
-  size_t ko[VN_KG];
-  int32_t lane[VN_KG];
-  vn_key_offsets(nk, krb, ko);
-  for (int64_t b = 0; b < nb; b++) {
-    const char *kb = (const char *)k + (size_t)b * sizeof(attn_block_q8_0);
-    __m512i dot[VN_RG];
-    switch (nrows) {  // each row count its own instance, as in the kernel
-      case 1:
-        vn_dots_block(1, q + b, nb, kb, ko, dot);
-        break;
-      case 2:
-        vn_dots_block(2, q + b, nb, kb, ko, dot);
-        break;
-      case 3:
-        vn_dots_block(3, q + b, nb, kb, ko, dot);
-        break;
-      default:
-        vn_dots_block(4, q + b, nb, kb, ko, dot);
-        break;
-    }
-    for (int r = 0; r < nrows; r++) {
-      _mm512_storeu_si512(lane,
-                          _mm512_sub_epi32(dot[r], _mm512_set1_epi32(vn_corr(q + r * nb + b))));
-      for (int c = 0; c < nk; c++)
-        out[((size_t)r * (size_t)nk + (size_t)c) * (size_t)nb + (size_t)b] = lane[c];
-    }
-  }
-}
-
-// ── P·V: V dequantized in registers ──────────────────────────────────────────────────
-// acc_r[e0 .. e0 + 16·NV) ← α_r·acc_r + Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of
-// key c's V row, widened exactly; b the block of the column) for the G rows, with
-// w_r,c,b = p_r,c · f16(d_v,c,b) (vn_pv). Each V vector is widened once for the group.
-// pfv (NULL: none): the next block's V rows, one prefetched per key.
-// The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
-// is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
-// of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
-// 0 and adds nothing.
-VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw,
-                          const float *alpha, const char *v, size_t vrb, int64_t nk, int64_t e0,
-                          float *acc, int64_t dvp, const char *pfv) {
-  __m512 o[VN_RG][8];
-#pragma GCC unroll 4
-  for (int r = 0; r < G; r++)
-#pragma GCC unroll 8
-    for (int x = 0; x < NV; x++) {
-      o[r][x] = _mm512_loadu_ps(acc + r * dvp + e0 + 16 * x);
-      if (alpha[r] != 1.0f) o[r][x] = _mm512_mul_ps(o[r][x], _mm512_set1_ps(alpha[r]));
-    }
-  const int64_t b0 = e0 / ATTN_Q8_0_BLOCK;  // e0 is a multiple of 32: vector x is half
-                                            // x & 1 of block b0 + x / 2
-  for (int64_t c = 0; c < nk; c++) {
-    if (pfv) vn_prefetch(pfv + (size_t)c * vrb, vrb);  // row c of the next block's V
-    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb) + b0;
-    __m512 vv[8];
-#pragma GCC unroll 8
-    for (int x = 0; x < NV; x++)
-      vv[x] = _mm512_cvtepi32_ps(
-          _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(vr[x / 2].qs + 16 * (x & 1)))));
-#pragma GCC unroll 4
-    for (int r = 0; r < G; r++)
-#pragma GCC unroll 8
-      for (int x = 0; x < NV; x++)
-        o[r][x] = _mm512_fmadd_ps(_mm512_set1_ps(w[(r * ldw + b0 + x / 2) * VN_KEYS + c]), vv[x],
-                                  o[r][x]);
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < G; r++)
-#pragma GCC unroll 8
-    for (int x = 0; x < NV; x++) _mm512_storeu_ps(acc + r * dvp + e0 + 16 * x, o[r][x]);
-}
-
-// P·V over all of head_dim_v (a multiple of 32): w = p·d_v per row, block and key (16 keys
-// per vector; dvs from vn_scales), then passes of 16·NV columns (G·NV ≤ 16 accumulators;
-// later passes reread the block's V rows from L1), the rest 32 columns at a time.
-VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *dvs, float *w,
-                     const float *alpha, const char *v, size_t vrb, int64_t dv, int64_t nk,
-                     float *acc, int64_t dvp, const char *pfv) {
-  enum { NV = 8 };
-  const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
-  for (int r = 0; r < G; r++)
-    for (int64_t b = 0; b < nbv; b++)
-      for (int64_t c = 0; c < nkp; c += VN_KG)
-        _mm512_storeu_ps(
-            w + (r * nbv + b) * VN_KEYS + c,
-            _mm512_mul_ps(
-                _mm512_loadu_ps(s + r * lds + c),
-                _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(dvs + b * VN_KEYS + c)))));
-  const int nv = G <= 2 ? NV : NV / 2;
-  int64_t e0 = 0;
-  for (; e0 + 16 * nv <= dv; e0 += 16 * nv) {
-    const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
-    if (nv == NV)
-      vn_pv_pass(G, NV, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, pf);
-    else
-      vn_pv_pass(G, NV / 2, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, pf);
-  }
-  for (; e0 < dv; e0 += 32)
-    vn_pv_pass(G, 2, w, nbv, alpha, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
-}
-
-// ── Plan and scratch ─────────────────────────────────────────────────────────────────
-typedef struct vn_plan {
-  flash_plan fp;  // tasks, split-KV (flash_plan_make); fp.scratch_floats = ours
-  int64_t nb;     // Q8_0 blocks per Q/K row
-  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim, off_dk, off_dv, off_w;
-} vn_plan;
-
-// The next per-thread region of `floats` floats: its offset, and *end moved past it rounded
-// up to 64 bytes (saturating: an absurd size then fails to allocate).
-static size_t vn_region(size_t *end, size_t floats) {
-  const size_t at = *end, padded = floats > SIZE_MAX - 15 ? SIZE_MAX : (floats + 15) & ~(size_t)15;
-  *end = attn_size_add_sat(*end, padded);
-  return at;
-}
-
-static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
-  flash_plan *pl = &vp->fp;
-  flash_plan_make(p, exec, 16, VN_KEYS, pl);
-  vp->nb = p->head_dim_qk / ATTN_Q8_0_BLOCK;
-  const size_t rows = (size_t)pl->rows, rb = attn_size_mul_sat(rows, (size_t)vp->nb);
-  const size_t nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
-  size_t end = 0;
-  vp->off_qb = vn_region(&end, attn_size_mul_sat(rb, sizeof(attn_block_q8_0)) / sizeof(float) + 1);
-  vp->off_dq = vn_region(&end, rb);
-  vp->off_corr = vn_region(&end, rb);
-  vp->off_acc = vn_region(&end, attn_size_mul_sat(rows, (size_t)pl->dvp));
-  vp->off_m = vn_region(&end, rows);
-  vp->off_l = vn_region(&end, rows);
-  vp->off_lim = vn_region(&end, rows);
-  vp->off_dk = vn_region(&end, (size_t)vp->nb * VN_KEYS / 2);  // binary16 d_k of a key block
-  vp->off_dv = vn_region(&end, nbv * VN_KEYS / 2);             // ... and d_v
-  vp->off_w = vn_region(&end, VN_RG * nbv * VN_KEYS);          // P·V weights of a row group
-  pl->scratch_floats = end;  // flash_workspace_bytes: threads × scratch + partials
-}
-
-// ── One task ─────────────────────────────────────────────────────────────────────────
-typedef struct vn_task_view {
-  int64_t h0, hs, i0, nq, nrows;  // heads h0 .. h0 + hs at positions i0 .. i0 + nq
-  int64_t kb, ke;                 // the task's keys (flash_task_keys)
-} vn_task_view;
-
-// Row hh·nq + pos is query head h0 + hh at position i0 + pos: Q̃ quantized per block with
-// its scale as a float and its correction c_b; lim = the keys from kb the row sees.
-static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_view *w, int64_t b,
-                      const float *q, attn_block_q8_0 *qb, float *dq, int32_t *corr, int32_t *lim) {
-  const int64_t dqk = p->head_dim_qk, nb = vp->nb;
-  for (int64_t row = 0; row < w->nrows; row++) {
-    const int64_t hh = row / w->nq, pos = row % w->nq;
-    attn_quantize_q8_0_row(attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk, dqk,
-                           qb + row * nb);
-    for (int64_t x = 0; x < nb; x++) {
-      dq[row * nb + x] = attn_f16_to_f32(qb[row * nb + x].d);
-      corr[row * nb + x] = vn_corr(qb + row * nb + x);
-    }
-    int64_t lo, hi;  // no option is native: lo = 0, hi the causal limit
-    attn_row_keys(p, w->i0 + pos, &lo, &hi);
-    const int64_t n = lo >= hi ? 0 : hi - w->kb;
-    lim[row] = (int32_t)(n < 0 ? 0 : n > w->ke - w->kb ? w->ke - w->kb : n);
-  }
-}
-
-// One key block of a task: keys [j, j + nk) of the task's range (key 0 of k and v is key j),
-// their scales (vn_scales), the P·V weights' scratch, and the next block to prefetch
-// (knext NULL: none).
-typedef struct vn_block {
-  const char *k, *v, *knext, *vnext;
-  int64_t j, nk;
-  const uint16_t *dk, *dv;
-  float *w;
-} vn_block;
-
-// One group of G rows over a key block: scores, online softmax, P·V.
-VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
-                        const attn_block_q8_0 *qb, const float *dq, const int32_t *corr,
-                        const int32_t *lim, const vn_block *kb, float *acc, float *m, float *l) {
-  const int64_t nb = vp->nb, dv = p->head_dim_v, dvp = vp->fp.dvp, nk = kb->nk;
-  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
-  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dv);
-  float s[VN_RG * VN_KEYS] __attribute__((aligned(64)));
-  float alpha[VN_RG];
-  int64_t n[VN_RG], nmax = 0;
-  for (int r = 0; r < G; r++) {
-    const int64_t x = lim[r] - kb->j;
-    n[r] = x < 0 ? 0 : x > nk ? nk : x;
-    nmax = n[r] > nmax ? n[r] : nmax;
-  }
-  if (nmax == 0) return;  // causal: no row of the group sees these keys
-  const int64_t ncol = (nmax + VN_KG - 1) / VN_KG * VN_KG;
-  size_t ko[VN_KG];
-  for (int64_t c = 0; c < ncol; c += VN_KG) {
-    vn_key_offsets(nk - c, krb, ko);
-    // The next block's K rows of these keys, spread over the blocks of the dots.
-    vn_qk16(G, qb, dq, corr, nb, kb->k + (size_t)c * krb, ko, kb->dk + c, VN_KEYS, p->scale, s + c,
-            VN_KEYS, kb->knext ? kb->knext + (size_t)c * krb : NULL, VN_KG * krb);
-  }
-  for (int r = 0; r < G; r++)
-    alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
-  vn_pv(G, s, VN_KEYS, kb->dv, kb->w, alpha, kb->v, vrb, dv, nmax, acc, dvp,
-        kb->knext ? kb->vnext : NULL);
-}
-
-static void vn_task(const attn_problem *p, const vn_plan *vp, int64_t t, const float *q,
-                    const void *k, const void *v, float *o, float *scratch, float *partials) {
-  const flash_plan *pl = &vp->fp;
-  const flash_task tk = flash_task_at(p, pl, t);
-  const int64_t hpg = p->heads / p->kv_heads, nb = vp->nb, dvp = pl->dvp;
-  vn_task_view w;
-  w.h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
-  w.hs = hpg - tk.sub * pl->heads_per_task;
-  w.hs = w.hs < pl->heads_per_task ? w.hs : pl->heads_per_task;
-  w.i0 = tk.qb * pl->tq;
-  w.nq = p->seq_q - w.i0 < pl->tq ? p->seq_q - w.i0 : pl->tq;
-  w.nrows = w.hs * w.nq;
-  flash_task_keys(p, pl, &tk, &w.kb, &w.ke);
-  attn_block_q8_0 *qb = (attn_block_q8_0 *)(scratch + vp->off_qb);
-  float *dq = scratch + vp->off_dq, *acc = scratch + vp->off_acc;
-  float *m = scratch + vp->off_m, *l = scratch + vp->off_l;
-  int32_t *corr = (int32_t *)(scratch + vp->off_corr), *lim = (int32_t *)(scratch + vp->off_lim);
-  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
-  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_v);
-  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
-  const char *kh = (const char *)k + (head + (size_t)w.kb) * krb;  // key kb of the head
-  const char *vh = (const char *)v + (head + (size_t)w.kb) * vrb;
-
-  for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
-  memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
-  vn_load_q(p, vp, &w, tk.b, q, qb, dq, corr, lim);
-  const int64_t nkeys = w.ke - w.kb;
-  vn_block kb = {.dk = (const uint16_t *)(scratch + vp->off_dk),
-                 .dv = (const uint16_t *)(scratch + vp->off_dv),
-                 .w = scratch + vp->off_w};
-  for (int64_t j = 0; j < nkeys; j += VN_KEYS) {
-    kb.j = j;
-    kb.nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
-    kb.k = kh + (size_t)j * krb, kb.v = vh + (size_t)j * vrb;
-    vn_scales(kb.k, krb, nb, kb.nk, (uint16_t *)(scratch + vp->off_dk));
-    vn_scales(kb.v, vrb, p->head_dim_v / ATTN_Q8_0_BLOCK, kb.nk,
-              (uint16_t *)(scratch + vp->off_dv));
-    for (int64_t r0 = 0; r0 < w.nrows; r0 += VN_RG) {
-      const int64_t g = w.nrows - r0 < VN_RG ? w.nrows - r0 : VN_RG;
-      // The first group prefetches the block VN_PF_BLOCKS ahead when it is a whole one.
-      kb.knext = r0 == 0 && nkeys - j >= (VN_PF_BLOCKS + 1) * VN_KEYS
-                     ? kb.k + VN_PF_BLOCKS * VN_KEYS * krb
-                     : NULL;
-      kb.vnext = kb.v + VN_PF_BLOCKS * VN_KEYS * vrb;
-#define VN_GROUP(G)                                                                             \
-  vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, &kb, acc + r0 * dvp, \
-           m + r0, l + r0)
-      switch (g) {
-        case 1:
-          VN_GROUP(1);
-          break;
-        case 2:
-          VN_GROUP(2);
-          break;
-        case 3:
-          VN_GROUP(3);
-          break;
-        default:
-          VN_GROUP(4);
-          break;
-      }
-#undef VN_GROUP
-    }
-  }
-  // The result: the partial (acc, m, l) under split-KV, else O = acc / l (l = 0: zeros).
-  if (pl->nsplit > 1) {
-    float *blk = partials + (size_t)t * pl->partial_stride;
-    memcpy(blk, acc, (size_t)(w.nrows * dvp) * sizeof(float));
-    memcpy(blk + pl->rows * dvp, m, (size_t)w.nrows * sizeof(float));
-    memcpy(blk + pl->rows * dvp + pl->rows, l, (size_t)w.nrows * sizeof(float));
-    return;
-  }
-  for (int64_t row = 0; row < w.nrows; row++) {
-    float *orow = attn_o_head(p, o, tk.b, w.h0 + row / w.nq) + (w.i0 + row % w.nq) * p->head_dim_v;
-    vs_scale_store(orow, acc + row * dvp, p->head_dim_v, l[row] > 0.0f ? 1.0f / l[row] : 0.0f);
-  }
-}
-
-// ── Entry points ─────────────────────────────────────────────────────────────────────
-// The INT8 mode's run (preconditions asserted by the entry point below).
-static int vn_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                  const void *v, float *o, float *ws) {
-  vn_plan vp;
-  vn_plan_make(p, exec, &vp);
-  const flash_plan *pl = &vp.fp;
-  const int nt = flash_threads(exec);
-  float *partials = ws + (size_t)nt * pl->scratch_floats;
-  // Every task, then (split-KV) every merge of a base task's chunks in chunk order, after
-  // the barrier that ends the first loop: each number depends on the plan only.
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    float *own = ws + (size_t)omp_get_thread_num() * pl->scratch_floats;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < pl->tasks; t++) vn_task(p, &vp, t, q, k, v, o, own, partials);
-    if (pl->nsplit > 1) {
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t base = 0; base < pl->base_tasks; base++) flash_merge(p, pl, partials, base, o);
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
-}
-
-// INT8 on vn_run; every other mode is flash__avx512's.
-static size_t flash_vnni_workspace(const attn_problem *p, const attn_exec *exec) {
-  vn_plan vp;
-  if (p->compute != ATTN_COMPUTE_INT8) return flash_avx512_workspace(p, exec);
-  vn_plan_make(p, exec, &vp);
-  return flash_workspace_bytes(&vp.fp, flash_threads(exec));
-}
-
-static int flash_vnni_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                          const void *k, const void *v, float *o, void *workspace) {
-  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
-  return p->compute == ATTN_COMPUTE_INT8 ? vn_run(p, exec, q, k, v, o, workspace)
-                                         : flash_avx512_run(p, exec, q, k, v, o, workspace);
-}
-
-const attn_kernel attn_kernel_flash__avx512vnni = {
-    .name = "flash__avx512vnni",
-    .summary =
-        "flash__avx512 with the INT8 compute mode on vpdpbusd: Q quantized per 32-block, "
-        "integer Q.K^T straight from the q8_0 cache, fp32 softmax, P.V with V dequantized in "
-        "registers, GQA rows share each K/V load; F32 mode is flash__avx512's",
-    .run = flash_vnni_run,  // INT8 here, every other mode on flash__avx512's entry point
-    .workspace = flash_vnni_workspace,
-    .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512VNNI,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL |
-            ATTN_CAP_COMPUTE_INT8,
-    .vec_width = 16,
-    .qk_rows = VN_RG,  // a row group × one key group (16 keys)
-    .qk_cols = VN_KG,
-    .pv_rows = VN_RG,  // a row group × 4 accumulator vectors (two passes at head_dim_v 128)
-    .pv_cols = 64,
-};
+// INT8 here, every other mode on flash__avx512's entry point.
+const attn_kernel attn_kernel_flash__avx512vnni = VN_RECORD(
+    "flash__avx512vnni",
+    "flash__avx512 with the INT8 compute mode on vpdpbusd: Q quantized per 32-block, integer "
+    "Q.K^T straight from the q8_0 cache, fp32 softmax, P.V with V dequantized in registers, GQA "
+    "rows share each K/V load; F32 mode is flash__avx512's",
+    ATTN_ISA_AVX512F | ATTN_ISA_AVX512VNNI);

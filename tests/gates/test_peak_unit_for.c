@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // attn_peak_unit_for (harness/machine/peak/peak.h): which unit's peak a point is judged
-// by, for kernels of every class (declared here, not registered), every compute mode and
-// CPUs with and without each unit (cpu_isa given, so every case runs on any machine).
+// by, for kernels of every class (declared here, and the registered INT8 kernels of x86),
+// every compute mode and CPUs with and without each unit (cpu_isa given, so every case
+// runs on any machine).
 #include <stdio.h>
 
 #include "attn.h"
@@ -85,6 +86,26 @@ int main(void) {
   EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kAdl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);
   EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kZen4, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX2);
   EXPECT_UNIT(&portable_native, ATTN_COMPUTE_INT8, kAdl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);
+
+  // The registered INT8 kernels: flash__avxvnni (an AVX2 kernel) is judged by the VEX
+  // vpdpbusd ymm where the CPU has AVX-VNNI — even next to AVX-512 — and by AVX2's FP32 FMA
+  // without it; flash__avx512vnni by the zmm form; both probes exist in x86 builds.
+#if defined(__x86_64__) || defined(__i386__)
+  const attn_kernel *avxvnni = attn_kernel_find("flash__avxvnni");
+  const attn_kernel *avx512vnni = attn_kernel_find("flash__avx512vnni");
+  EXPECT(avxvnni && avx512vnni, "flash__avxvnni and flash__avx512vnni are registered");
+  if (avxvnni && avx512vnni) {
+    const uint32_t adl = kAdl | ATTN_ISA_F16C;
+    EXPECT_UNIT(avxvnni, ATTN_COMPUTE_INT8, adl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);
+    EXPECT_UNIT(avxvnni, ATTN_COMPUTE_INT8, kSpr, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);
+    EXPECT_UNIT(avxvnni, ATTN_COMPUTE_INT8, kZen4, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX2);
+    EXPECT_UNIT(avxvnni, ATTN_COMPUTE_F32, adl, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX2);
+    EXPECT_UNIT(avx512vnni, ATTN_COMPUTE_INT8, kSpr, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX512VNNI);
+    EXPECT(attn_peak_probe_find(ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI) != NULL &&
+               attn_peak_probe_find(ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX512VNNI) != NULL,
+           "the int8-dot probes of both VNNI forms are built");
+  }
+#endif
 
   // aarch64: BFDOT, SDOT where HWCAP says so.
   EXPECT_UNIT(&neon, ATTN_COMPUTE_BF16, kNeonAll, ATTN_PEAK_BF16_DOT, ATTN_ISA_NEON_BF16);

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: MIT
+// flash_vnni_body.h — the INT8 compute mode (attn.h, "Compute modes") of the VNNI flash
+// kernels, written once for any vector width: the plan, the per-thread scratch, the task
+// loop, Q's quantization, the scores from integer block dots, the online softmax and P·V
+// with V dequantized in registers. flash__avx512vnni (zmm, flash_avx512vnni.c) and
+// flash__avxvnni (ymm, flash_vnni_ymm.h) include it after their width's primitives.
+//
+// INT8 mode, one task of the flash plan (flash/flash_plan.h: the tasks, their key ranges
+// and split-KV chunks are a function of the shape, never of the thread count):
+//   Q̃ = Q8_0(Q), per row and 32-block (core/convert.h's rule, as the contract says):
+//       d_q = f16(max|x|/127), q_t = rne(x_t/d_q) ∈ [−127, 127]; c_b = 128·Σ_t q_t
+//   for each block of VN_KEYS keys, for each group of ≤ VN_RG rows (GQA: the heads of one
+//   K/V group share every loaded K and V vector), VN_KG keys (one score vector) at a time:
+//     I_b = Σ_t q_t·k_t  exactly, for each 32-block b (integer; below)
+//     s = scale · Σ_b fma(I_b, f16(d_q)·f16(d_k), ·)   (f16·f16 is exact in float32)
+//   per row: m' = max(m, max s), α = e^(m−m'), p = e^(s−m'), l' = α·l + Σ p (float32)
+//   acc = α·acc + Σ_c w_c·v_c, w_c = p_c·f16(d_v)   (v_c the int8 values widened exactly
+//                 in registers; one rounding of each product, as float32's p·v: fp32 FMA)
+//   o = acc / l   (l = 0: the row saw no key, zeros), or the partial (acc, m, l) that
+//                 flash_merge combines in chunk order under split-KV.
+//
+// The integer dot. vpdpbusd adds to each int32 lane Σ_{t<4} a_t·b_t with a unsigned and b
+// signed bytes. Q8_0 values are signed on both sides, so K is offset: k + 128 ∈ [1, 255]
+// is an unsigned byte (k XOR 0x80 in two's complement), and
+//     Σ_t (k_t + 128)·q_t = Σ_t k_t·q_t + 128·Σ_t q_t = I_b + c_b,
+// so I_b = (the vpdpbusd sum) − c_b, with c_b computed once per Q row and block. Every
+// partial sum is exact in int32 (|·| ≤ 32·255·127 < 2^20); I_b ≤ 32·127² < 2^19 converts
+// to float32 exactly. (The other form — |q| unsigned with q's sign moved onto k — needs one
+// sign change of each K vector per query row; the offset costs one XOR per K vector for
+// all rows of the group, and one integer subtraction per row, block and key group.)
+// The binary16 scales of a key block's K and V rows are copied once per block (scalar
+// moves, shared by all row groups) and widened a key group at a time.
+//
+// Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ VN_RG
+// over key blocks; causal rows see their own key counts (p = 0 past them). Options are not
+// native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them to the portable path.
+// Maths, bound and measurements: docs/low-precision-kernels.md.
+//
+// The including file has the vf_* mapping of its width (simd/vec_<isa>.h, through
+// flash_avx512.h or flash_avx2.h; a key group is one float vector of scores, VN_KG = VF_W
+// keys) and defines, before including this header, its key-group layout:
+//   vn_vi_t              the integer vector (VF_W int32 lanes)
+//   VN_DPBUSD(acc, a, b) vpdpbusd on it: acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i
+//   vn_kvec(k, ko, j, off)  vector j < 4 of a key group: 16 bytes at `off` into the rows of
+//                        keys j + 4L (ko: their byte offsets from k) in its 128-bit lane L,
+//                        as unsigned k + 128
+//   vn_qbcast(qs)        16 bytes of a Q block broadcast to every 128-bit lane
+//   vn_pairsum(a, b)     per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3) of its dwords
+//   vn_quadsum(x, y)     per 128-bit lane: (x0+x2, x1+x3, y0+y2, y1+y3)
+// and its budgets and names:
+//   VN_PV_ACC            float accumulator vectors a P·V pass may hold (half the registers)
+//   VN_BLOCK_DOTS        the name of the exported integer block dots (for the tests)
+//   VN_F32_RUN, VN_F32_WORKSPACE   the entry point every other mode runs on
+// and gets VN_RECORD(...), its kernel record on the static entry points below.
+#pragma once
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/attn_internal.h"
+#include "core/convert.h"
+#include "flash/flash_plan.h"
+#include "simd/kv_widen.h"
+#include "simd/softmax.h"
+
+#define VN_INLINE static inline __attribute__((always_inline))
+#define VN_RG 4           // rows per group (one K/V load serves them all)
+#define VN_KG VF_W        // keys per key group: one vector of scores
+#define VN_KEYS 64        // keys per online-softmax block; the plan's tile_kv multiple
+#define VN_PF_LOCALITY 2  // K/V rows ahead requested into L2 ...
+#define VN_PF_BLOCKS \
+  2  // ... this many key blocks ahead (with 1, the scale reads of a
+     // block wait for its V rows, requested in the last P·V)
+// P·V passes: accumulator vectors per row for groups of ≤ 2 rows and of 3–4 rows (each
+// within VN_PV_ACC), and for the columns left (whole vectors within a 32-block).
+#define VN_PV_NV_FEW (VN_PV_ACC / 2)
+#define VN_PV_NV_MANY (VN_PV_ACC / VN_RG)
+#define VN_PV_NV_TAIL \
+  (VN_PV_NV_MANY < ATTN_Q8_0_BLOCK / VF_W ? VN_PV_NV_MANY : ATTN_Q8_0_BLOCK / VF_W)
+_Static_assert(VN_KEYS % VN_KG == 0, "VN_KEYS: whole key groups");
+_Static_assert(ATTN_Q8_0_BLOCK % (VN_PV_NV_TAIL * VF_W) == 0, "P·V tail: whole passes per block");
+
+// The integer vector as int32 lanes (GCC vector extensions: lane-wise -, conversion).
+typedef int32_t vn_i32_t __attribute__((vector_size(sizeof(vn_vi_t))));
+
+// Every 64-byte line of [a, a + bytes), into L2 (bytes 0: none).
+static inline void vn_prefetch(const char *a, size_t bytes) {
+  const uintptr_t e = (uintptr_t)a + bytes;
+  for (uintptr_t x = (uintptr_t)a & ~(uintptr_t)63; x < e; x += 64)
+    __builtin_prefetch((const void *)x, 0, VN_PF_LOCALITY);
+}
+
+// ── Scores ───────────────────────────────────────────────────────────────────────────
+// Per 128-bit lane L: a_j's four dwords summed into dword j, for j < 4 (lane 4L + j).
+VN_INLINE vn_vi_t vn_sum4(vn_vi_t a0, vn_vi_t a1, vn_vi_t a2, vn_vi_t a3) {
+  return vn_quadsum(vn_pairsum(a0, a1), vn_pairsum(a2, a3));
+}
+
+// dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t over one 32-block (k: the key group's rows
+// advanced to the block, ko their offsets; q: row r's block at q[r·nb]) — I_b + c_b. The
+// K vectors are loaded and offset once for the G rows; two VN_DPBUSD (the block's two
+// halves) leave each key's 32 products in the 4 dwords of its lane, vn_sum4 adds them.
+VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const char *k,
+                             const size_t *ko, vn_vi_t *dot) {
+  const size_t qo = offsetof(attn_block_q8_0, qs);
+  vn_vi_t k0[4], k1[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++) k0[j] = vn_kvec(k, ko, j, qo), k1[j] = vn_kvec(k, ko, j, qo + 16);
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) {
+    const int8_t *qs = q[r * nb].qs;
+    const vn_vi_t q0 = vn_qbcast(qs), q1 = vn_qbcast(qs + 16);
+    vn_vi_t a[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) a[j] = VN_DPBUSD(VN_DPBUSD((vn_vi_t){0}, k0[j], q0), k1[j], q1);
+    dot[r] = vn_sum4(a[0], a[1], a[2], a[3]);
+  }
+}
+
+// I_b = dot − c_b lane-wise (exact), and as floats (exact: |I_b| < 2^19).
+VN_INLINE vn_i32_t vn_dot_sub(vn_vi_t dot, int32_t c) {
+  return (vn_i32_t)dot - c;
+}
+VN_INLINE vf_t vn_dot_float(vn_vi_t dot, int32_t c) {
+  return __builtin_convertvector(vn_dot_sub(dot, c), vf_t);
+}
+
+// ko[c] = byte offset of key min(c, nk − 1) (keys past nk repeat the last one: nothing
+// past the block is read; their scores are masked by the softmax).
+static void vn_key_offsets(int64_t nk, size_t krb, size_t *ko) {
+  for (int64_t c = 0; c < VN_KG; c++) ko[c] = (size_t)(c < nk ? c : nk - 1) * krb;
+}
+
+// The scores of G rows against one key group: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·);
+// pf (NULL: none): pfb bytes to prefetch, a slice per block.
+// corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b; dk[b·ldk + c] the
+// binary16 d_k of key c's block b (vn_scales).
+VN_INLINE void vn_qk(const int G, const attn_block_q8_0 *q, const float *dq, const int32_t *corr,
+                     int64_t nb, const char *k, const size_t *ko, const uint16_t *dk, int64_t ldk,
+                     float scale, float *s, int64_t lds, const char *pf, size_t pfb) {
+  vf_t acc[VN_RG];
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) acc[r] = vf_zero();
+  for (int64_t b = 0; b < nb; b++) {
+    if (pf) {  // the b-th of nb slices of [pf, pf + pfb): spread over the blocks
+      const size_t lo = pfb * (size_t)b / (size_t)nb, hi = pfb * (size_t)(b + 1) / (size_t)nb;
+      vn_prefetch(pf + lo, hi - lo);
+    }
+    vn_vi_t dot[VN_RG];
+    vn_dots_block(G, q + b, nb, k + (size_t)b * sizeof(attn_block_q8_0), ko, dot);
+    const vf_t dkv = kv_w_f16(dk + b * ldk);
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++) {
+      const vf_t sc = vf_mul(dkv, vf_set1(dq[r * nb + b]));  // exact
+      acc[r] = vf_fma(vn_dot_float(dot[r], corr[r * nb + b]), sc, acc[r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++) vf_store(s + r * lds, vf_mul(acc[r], vf_set1(scale)));
+}
+
+// The binary16 scales of nk keys' rows (nb blocks each, krb bytes apart) into
+// d[b·VN_KEYS + c], zeros up to whole key groups: scalar moves, once per key block for all
+// row groups (the vector units are busy with the dots and FMAs).
+static void vn_scales(const char *rows, size_t rb, int64_t nb, int64_t nk, uint16_t *d) {
+  const int64_t nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
+  for (int64_t c = 0; c < nkp; c++)
+    for (int64_t b = 0; b < nb; b++)
+      d[b * VN_KEYS + c] = c < nk ? ((const attn_block_q8_0 *)(rows + (size_t)c * rb))[b].d : 0;
+}
+
+// c_b = 128·Σ_t q_t of one Q block (the offset's correction).
+static int32_t vn_corr(const attn_block_q8_0 *blk) {
+  int32_t sum = 0;
+  for (int t = 0; t < ATTN_Q8_0_BLOCK; t++) sum += blk->qs[t];
+  return 128 * sum;
+}
+
+// out[(r·nk + c)·nb + b] = I_b of row r and key c (nrows ≤ VN_RG, nk ≤ VN_KG), computed as
+// the kernel computes it (the header of the including kernel declares it).
+void VN_BLOCK_DOTS(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *k, size_t krb,
+                   int nk, int32_t *out) {
+  size_t ko[VN_KG];
+  vn_key_offsets(nk, krb, ko);
+  for (int64_t b = 0; b < nb; b++) {
+    const char *kb = (const char *)k + (size_t)b * sizeof(attn_block_q8_0);
+    vn_vi_t dot[VN_RG];
+    switch (nrows) {  // each row count its own instance, as in the kernel
+      case 1:
+        vn_dots_block(1, q + b, nb, kb, ko, dot);
+        break;
+      case 2:
+        vn_dots_block(2, q + b, nb, kb, ko, dot);
+        break;
+      case 3:
+        vn_dots_block(3, q + b, nb, kb, ko, dot);
+        break;
+      default:
+        vn_dots_block(4, q + b, nb, kb, ko, dot);
+        break;
+    }
+    for (int r = 0; r < nrows; r++) {
+      int32_t lane[VN_KG];
+      const vn_i32_t x = vn_dot_sub(dot[r], vn_corr(q + r * nb + b));
+      memcpy(lane, &x, sizeof lane);
+      for (int c = 0; c < nk; c++)
+        out[((size_t)r * (size_t)nk + (size_t)c) * (size_t)nb + (size_t)b] = lane[c];
+    }
+  }
+}
+
+// ── P·V: V dequantized in registers ──────────────────────────────────────────────────
+// acc_r[e0 .. e0 + VF_W·NV) += Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of key c's V
+// row, widened exactly; b the block of the column) for the G rows, with
+// w_r,c,b = p_r,c · f16(d_v,c,b) (vn_pv). Each V vector is widened once for the group.
+// pfv (NULL: none): the next block's V rows, one prefetched per key.
+// The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
+// is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
+// of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
+// 0 and adds nothing.
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw, const char *v,
+                          size_t vrb, int64_t nk, int64_t e0, float *acc, int64_t dvp,
+                          const char *pfv) {
+  vf_t o[VN_RG][VN_PV_NV_FEW];
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) o[r][x] = vf_load(acc + r * dvp + e0 + VF_W * x);
+  for (int64_t c = 0; c < nk; c++) {
+    if (pfv) vn_prefetch(pfv + (size_t)c * vrb, vrb);  // row c of the next block's V
+    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb);
+    vf_t vv[VN_PV_NV_FEW];
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) {  // column e: element e % 32 of block e / 32
+      const int64_t e = e0 + VF_W * x;
+      vv[x] = kv_w_i8(vr[e / ATTN_Q8_0_BLOCK].qs + e % ATTN_Q8_0_BLOCK);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+      for (int x = 0; x < NV; x++) {
+        const int64_t b = (e0 + VF_W * x) / ATTN_Q8_0_BLOCK;
+        o[r][x] = vf_fma(vf_set1(w[(r * ldw + b) * VN_KEYS + c]), vv[x], o[r][x]);
+      }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < G; r++)
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) vf_store(acc + r * dvp + e0 + VF_W * x, o[r][x]);
+}
+
+// P·V over all of head_dim_v (a multiple of 32): acc_r ← α_r·acc_r for the rows whose
+// maximum grew (α ≠ 1: rare after a row's first blocks), w = p·d_v per row, block and key (a
+// key group per vector; dvs from vn_scales), then passes of VN_PV_NV_FEW (≤ 2 rows) or
+// VN_PV_NV_MANY (3–4 rows) vectors per row (later passes reread the block's V rows from
+// L1), the rest VN_PV_NV_TAIL vectors at a time.
+VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *dvs, float *w,
+                     const float *alpha, const char *v, size_t vrb, int64_t dv, int64_t nk,
+                     float *acc, int64_t dvp, const char *pfv) {
+  const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
+  for (int r = 0; r < G; r++)
+    if (alpha[r] != 1.0f) vs_scale_store(acc + r * dvp, acc + r * dvp, dv, alpha[r]);
+  for (int r = 0; r < G; r++)
+    for (int64_t b = 0; b < nbv; b++)
+      for (int64_t c = 0; c < nkp; c += VN_KG)
+        vf_store(w + (r * nbv + b) * VN_KEYS + c,
+                 vf_mul(vf_load(s + r * lds + c), kv_w_f16(dvs + b * VN_KEYS + c)));
+  const int nv = G <= 2 ? VN_PV_NV_FEW : VN_PV_NV_MANY;
+  int64_t e0 = 0;
+  for (; e0 + VF_W * nv <= dv; e0 += VF_W * nv) {
+    const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
+    if (nv == VN_PV_NV_FEW)
+      vn_pv_pass(G, VN_PV_NV_FEW, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
+    else
+      vn_pv_pass(G, VN_PV_NV_MANY, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
+  }
+  for (; e0 < dv; e0 += VF_W * VN_PV_NV_TAIL)
+    vn_pv_pass(G, VN_PV_NV_TAIL, w, nbv, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
+}
+
+// ── Plan and scratch ─────────────────────────────────────────────────────────────────
+typedef struct vn_plan {
+  flash_plan fp;  // tasks, split-KV (flash_plan_make); fp.scratch_floats = ours
+  int64_t nb;     // Q8_0 blocks per Q/K row
+  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim, off_dk, off_dv, off_w;
+} vn_plan;
+
+// The next per-thread region of `floats` floats: its offset, and *end moved past it rounded
+// up to 64 bytes (saturating: an absurd size then fails to allocate).
+static size_t vn_region(size_t *end, size_t floats) {
+  const size_t at = *end, padded = floats > SIZE_MAX - 15 ? SIZE_MAX : (floats + 15) & ~(size_t)15;
+  *end = attn_size_add_sat(*end, padded);
+  return at;
+}
+
+static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
+  flash_plan *pl = &vp->fp;
+  flash_plan_make(p, exec, VF_W, VN_KEYS, pl);
+  vp->nb = p->head_dim_qk / ATTN_Q8_0_BLOCK;
+  const size_t rows = (size_t)pl->rows, rb = attn_size_mul_sat(rows, (size_t)vp->nb);
+  const size_t nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
+  size_t end = 0;
+  vp->off_qb = vn_region(&end, attn_size_mul_sat(rb, sizeof(attn_block_q8_0)) / sizeof(float) + 1);
+  vp->off_dq = vn_region(&end, rb);
+  vp->off_corr = vn_region(&end, rb);
+  vp->off_acc = vn_region(&end, attn_size_mul_sat(rows, (size_t)pl->dvp));
+  vp->off_m = vn_region(&end, rows);
+  vp->off_l = vn_region(&end, rows);
+  vp->off_lim = vn_region(&end, rows);
+  vp->off_dk = vn_region(&end, (size_t)vp->nb * VN_KEYS / 2);  // binary16 d_k of a key block
+  vp->off_dv = vn_region(&end, nbv * VN_KEYS / 2);             // ... and d_v
+  vp->off_w = vn_region(&end, VN_RG * nbv * VN_KEYS);          // P·V weights of a row group
+  pl->scratch_floats = end;  // flash_workspace_bytes: threads × scratch + partials
+}
+
+// ── One task ─────────────────────────────────────────────────────────────────────────
+typedef struct vn_task_view {
+  int64_t h0, hs, i0, nq, nrows;  // heads h0 .. h0 + hs at positions i0 .. i0 + nq
+  int64_t kb, ke;                 // the task's keys (flash_task_keys)
+} vn_task_view;
+
+// Row hh·nq + pos is query head h0 + hh at position i0 + pos: Q̃ quantized per block with
+// its scale as a float and its correction c_b; lim = the keys from kb the row sees.
+static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_view *w, int64_t b,
+                      const float *q, attn_block_q8_0 *qb, float *dq, int32_t *corr, int32_t *lim) {
+  const int64_t dqk = p->head_dim_qk, nb = vp->nb;
+  for (int64_t row = 0; row < w->nrows; row++) {
+    const int64_t hh = row / w->nq, pos = row % w->nq;
+    attn_quantize_q8_0_row(attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk, dqk,
+                           qb + row * nb);
+    for (int64_t x = 0; x < nb; x++) {
+      dq[row * nb + x] = attn_f16_to_f32(qb[row * nb + x].d);
+      corr[row * nb + x] = vn_corr(qb + row * nb + x);
+    }
+    int64_t lo, hi;  // no option is native: lo = 0, hi the causal limit
+    attn_row_keys(p, w->i0 + pos, &lo, &hi);
+    const int64_t n = lo >= hi ? 0 : hi - w->kb;
+    lim[row] = (int32_t)(n < 0 ? 0 : n > w->ke - w->kb ? w->ke - w->kb : n);
+  }
+}
+
+// One key block of a task: keys [j, j + nk) of the task's range (key 0 of k and v is key j),
+// their scales (vn_scales), the P·V weights' scratch, and the next block to prefetch
+// (knext NULL: none).
+typedef struct vn_block {
+  const char *k, *v, *knext, *vnext;
+  int64_t j, nk;
+  const uint16_t *dk, *dv;
+  float *w;
+} vn_block;
+
+// One group of G rows over a key block: scores, online softmax, P·V.
+VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
+                        const attn_block_q8_0 *qb, const float *dq, const int32_t *corr,
+                        const int32_t *lim, const vn_block *kb, float *acc, float *m, float *l) {
+  const int64_t nb = vp->nb, dv = p->head_dim_v, dvp = vp->fp.dvp, nk = kb->nk;
+  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, dv);
+  float s[VN_RG * VN_KEYS] __attribute__((aligned(64)));
+  float alpha[VN_RG];
+  int64_t n[VN_RG], nmax = 0;
+  for (int r = 0; r < G; r++) {
+    const int64_t x = lim[r] - kb->j;
+    n[r] = x < 0 ? 0 : x > nk ? nk : x;
+    nmax = n[r] > nmax ? n[r] : nmax;
+  }
+  if (nmax == 0) return;  // causal: no row of the group sees these keys
+  const int64_t ncol = (nmax + VN_KG - 1) / VN_KG * VN_KG;
+  size_t ko[VN_KG];
+  for (int64_t c = 0; c < ncol; c += VN_KG) {
+    vn_key_offsets(nk - c, krb, ko);
+    // The next block's K rows of these keys, spread over the blocks of the dots.
+    vn_qk(G, qb, dq, corr, nb, kb->k + (size_t)c * krb, ko, kb->dk + c, VN_KEYS, p->scale, s + c,
+          VN_KEYS, kb->knext ? kb->knext + (size_t)c * krb : NULL, VN_KG * krb);
+  }
+  for (int r = 0; r < G; r++)
+    alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
+  vn_pv(G, s, VN_KEYS, kb->dv, kb->w, alpha, kb->v, vrb, dv, nmax, acc, dvp,
+        kb->knext ? kb->vnext : NULL);
+}
+
+// The rows of task t over its keys, VN_KEYS at a time, in groups of ≤ VN_RG rows.
+static void vn_task_keys(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
+                         const char *kh, const char *vh, float *scratch) {
+  const int64_t nb = vp->nb, dvp = vp->fp.dvp, nkeys = w->ke - w->kb;
+  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_v);
+  const attn_block_q8_0 *qb = (const attn_block_q8_0 *)(scratch + vp->off_qb);
+  const float *dq = scratch + vp->off_dq;
+  const int32_t *corr = (const int32_t *)(scratch + vp->off_corr);
+  const int32_t *lim = (const int32_t *)(scratch + vp->off_lim);
+  float *acc = scratch + vp->off_acc, *m = scratch + vp->off_m, *l = scratch + vp->off_l;
+  vn_block kb = {.dk = (const uint16_t *)(scratch + vp->off_dk),
+                 .dv = (const uint16_t *)(scratch + vp->off_dv),
+                 .w = scratch + vp->off_w};
+  for (int64_t j = 0; j < nkeys; j += VN_KEYS) {
+    kb.j = j;
+    kb.nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
+    kb.k = kh + (size_t)j * krb, kb.v = vh + (size_t)j * vrb;
+    vn_scales(kb.k, krb, nb, kb.nk, (uint16_t *)(scratch + vp->off_dk));
+    vn_scales(kb.v, vrb, p->head_dim_v / ATTN_Q8_0_BLOCK, kb.nk,
+              (uint16_t *)(scratch + vp->off_dv));
+    for (int64_t r0 = 0; r0 < w->nrows; r0 += VN_RG) {
+      const int64_t g = w->nrows - r0 < VN_RG ? w->nrows - r0 : VN_RG;
+      // The first group prefetches the block VN_PF_BLOCKS ahead when it is a whole one.
+      kb.knext = r0 == 0 && nkeys - j >= (VN_PF_BLOCKS + 1) * VN_KEYS
+                     ? kb.k + VN_PF_BLOCKS * VN_KEYS * krb
+                     : NULL;
+      kb.vnext = kb.v + VN_PF_BLOCKS * VN_KEYS * vrb;
+#define VN_GROUP(G)                                                                             \
+  vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, &kb, acc + r0 * dvp, \
+           m + r0, l + r0)
+      switch (g) {
+        case 1:
+          VN_GROUP(1);
+          break;
+        case 2:
+          VN_GROUP(2);
+          break;
+        case 3:
+          VN_GROUP(3);
+          break;
+        default:
+          VN_GROUP(4);
+          break;
+      }
+#undef VN_GROUP
+    }
+  }
+}
+
+// One task of the plan (flash_task_fn): quantize its Q rows, run its keys, then write
+// O = acc / l (l = 0: zeros) or, under split-KV, its partial (acc, m, l).
+static void vn_task(const attn_problem *p, const void *kplan, int64_t t, const float *q,
+                    const void *k, const void *v, float *o, float *scratch, float *partials) {
+  const vn_plan *vp = kplan;
+  const flash_plan *pl = &vp->fp;
+  const flash_task tk = flash_task_at(p, pl, t);
+  const int64_t hpg = p->heads / p->kv_heads, dvp = pl->dvp;
+  vn_task_view w;
+  w.h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
+  w.hs = hpg - tk.sub * pl->heads_per_task;
+  w.hs = w.hs < pl->heads_per_task ? w.hs : pl->heads_per_task;
+  w.i0 = tk.qb * pl->tq;
+  w.nq = p->seq_q - w.i0 < pl->tq ? p->seq_q - w.i0 : pl->tq;
+  w.nrows = w.hs * w.nq;
+  flash_task_keys(p, pl, &tk, &w.kb, &w.ke);
+  float *acc = scratch + vp->off_acc, *m = scratch + vp->off_m, *l = scratch + vp->off_l;
+  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_v);
+  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
+  for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
+  memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
+  vn_load_q(p, vp, &w, tk.b, q, (attn_block_q8_0 *)(scratch + vp->off_qb), scratch + vp->off_dq,
+            (int32_t *)(scratch + vp->off_corr), (int32_t *)(scratch + vp->off_lim));
+  vn_task_keys(p, vp, &w, (const char *)k + (head + (size_t)w.kb) * krb,
+               (const char *)v + (head + (size_t)w.kb) * vrb, scratch);
+  if (pl->nsplit > 1) {
+    flash_partial_store(pl, t, w.nrows, acc, m, l, partials);
+    return;
+  }
+  for (int64_t row = 0; row < w.nrows; row++) {
+    float *orow = attn_o_head(p, o, tk.b, w.h0 + row / w.nq) + (w.i0 + row % w.nq) * p->head_dim_v;
+    vs_scale_store(orow, acc + row * dvp, p->head_dim_v, l[row] > 0.0f ? 1.0f / l[row] : 0.0f);
+  }
+}
+
+// ── Entry points ─────────────────────────────────────────────────────────────────────
+// INT8 on the tasks above (every task, then under split-KV each base task's merge in
+// chunk order by flash_run_tasks: each number depends on the plan only); every other
+// mode on VN_F32_RUN.
+static size_t vn_entry_workspace(const attn_problem *p, const attn_exec *exec) {
+  vn_plan vp;
+  if (p->compute != ATTN_COMPUTE_INT8) return VN_F32_WORKSPACE(p, exec);
+  vn_plan_make(p, exec, &vp);
+  return flash_workspace_bytes(&vp.fp, flash_threads(exec));
+}
+
+static int vn_entry_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                        const void *v, float *o, void *workspace) {
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  if (p->compute != ATTN_COMPUTE_INT8) return VN_F32_RUN(p, exec, q, k, v, o, workspace);
+  vn_plan vp;
+  vn_plan_make(p, exec, &vp);
+  return flash_run_tasks(p, &vp.fp, flash_threads(exec), vn_task, &vp, q, k, v, o, workspace);
+}
+
+// The kernel record (an initializer): name, summary and required ISA bits as given; the
+// entry points above; the capabilities (INT8 natively on q8_0 K/V; every shape, threads,
+// split-KV; K/V types as the F32 path reads them); the Q·Kᵀ register tile a row group × a
+// key group, the P·V tile a row group of 3–4 × its pass.
+#define VN_RECORD(kname, ksummary, isa)                                                    \
+  {                                                                                        \
+    .name = kname, .summary = ksummary, .required_isa = isa, .run = vn_entry_run,          \
+    .workspace = vn_entry_workspace,                                                       \
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL | \
+            ATTN_CAP_COMPUTE_INT8,                                                         \
+    .vec_width = VF_W, .qk_rows = VN_RG, .qk_cols = VN_KG, .pv_rows = VN_RG,               \
+    .pv_cols = VN_PV_NV_MANY * VF_W,                                                       \
+  }
