@@ -46,6 +46,24 @@ static inline __m512i vn_quadsum(__m512i x, __m512i y) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(x, y), _mm512_unpackhi_epi64(x, y));
 }
 
+// The scales of a key group: per block, two 8-lane gathers (64-bit offsets) of the dword
+// that starts at each key's d (its low half; the high half, two bytes of qs inside the same
+// row, is dropped by the narrowing vpmovdw); keys n and later are masked off, so they read
+// nothing and give 0. One gather instead of sixteen scalar copies per key group and block.
+static inline void vn_scales_group(const char *rows, const size_t *ko, int64_t nb, int n,
+                                   uint16_t *d, int64_t ldd) {
+  const __m512i lo = _mm512_loadu_si512(ko), hi = _mm512_loadu_si512(ko + 8);
+  const __mmask8 mlo = (__mmask8)(n >= 8 ? 0xff : (1u << n) - 1);
+  const __mmask8 mhi = (__mmask8)(n >= 16 ? 0xff : n <= 8 ? 0 : (1u << (n - 8)) - 1);
+  for (int64_t b = 0; b < nb; b++) {
+    const char *base = rows + (size_t)b * sizeof(attn_block_q8_0) + offsetof(attn_block_q8_0, d);
+    const __m256i g0 = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), mlo, lo, base, 1);
+    const __m256i g1 = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), mhi, hi, base, 1);
+    const __m512i g = _mm512_inserti64x4(_mm512_castsi256_si512(g0), g1, 1);
+    _mm256_storeu_si256((__m256i *)(d + b * ldd), _mm512_cvtepi32_epi16(g));
+  }
+}
+
 #include "flash/flash_vnni_body.h"
 
 // INT8 here, every other mode on flash__avx512's entry point.

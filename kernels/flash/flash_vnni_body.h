@@ -28,8 +28,8 @@
 // to float32 exactly. (The other form — |q| unsigned with q's sign moved onto k — needs one
 // sign change of each K vector per query row; the offset costs one XOR per K vector for
 // all rows of the group, and one integer subtraction per row, block and key group.)
-// The binary16 scales of a key block's K and V rows are copied once per block (scalar
-// moves, shared by all row groups) and widened a key group at a time.
+// The binary16 scales of a key block's K and V rows are copied once per block (shared by
+// all row groups) and widened a key group at a time.
 //
 // Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ VN_RG
 // over key blocks; causal rows see their own key counts (p = 0 past them). Options are not
@@ -47,6 +47,8 @@
 //   vn_qbcast(qs)        16 bytes of a Q block broadcast to every 128-bit lane
 //   vn_pairsum(a, b)     per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3) of its dwords
 //   vn_quadsum(x, y)     per 128-bit lane: (x0+x2, x1+x3, y0+y2, y1+y3)
+//   vn_scales_group(rows, ko, nb, n, d, ldd)  d[b·ldd + i] = the binary16 d of block b < nb
+//                        of key i's row (at rows + ko[i]) for i < n ≤ VN_KG, 0 for n ≤ i < VN_KG
 // and its budgets and names:
 //   VN_PV_ACC            float accumulator vectors a P·V pass may hold (half the registers)
 //   VN_BLOCK_DOTS        the name of the exported integer block dots (for the tests)
@@ -160,14 +162,15 @@ VN_INLINE void vn_qk(const int G, const attn_block_q8_0 *q, const float *dq, con
   for (int r = 0; r < G; r++) vf_store(s + r * lds, vf_mul(acc[r], vf_set1(scale)));
 }
 
-// The binary16 scales of nk keys' rows (nb blocks each, krb bytes apart) into
-// d[b·VN_KEYS + c], zeros up to whole key groups: scalar moves, once per key block for all
-// row groups (the vector units are busy with the dots and FMAs).
+// The binary16 scales of nk keys' rows (nb blocks each, rb bytes apart) into
+// d[b·VN_KEYS + c], zeros up to whole key groups: once per key block for all row groups,
+// a key group at a time by the layout's vn_scales_group.
 static void vn_scales(const char *rows, size_t rb, int64_t nb, int64_t nk, uint16_t *d) {
-  const int64_t nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
-  for (int64_t c = 0; c < nkp; c++)
-    for (int64_t b = 0; b < nb; b++)
-      d[b * VN_KEYS + c] = c < nk ? ((const attn_block_q8_0 *)(rows + (size_t)c * rb))[b].d : 0;
+  size_t ko[VN_KG];  // key i's row at ko[i] bytes from its group's first
+  for (int i = 0; i < VN_KG; i++) ko[i] = (size_t)i * rb;
+  for (int64_t c = 0; c < nk; c += VN_KG)
+    vn_scales_group(rows + (size_t)c * rb, ko, nb, (int)(nk - c < VN_KG ? nk - c : VN_KG), d + c,
+                    VN_KEYS);
 }
 
 // c_b = 128·Σ_t q_t of one Q block (the offset's correction).

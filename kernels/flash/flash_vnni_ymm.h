@@ -51,4 +51,13 @@ static inline __m256i vn_qbcast(const int8_t *qs) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
 }
 
+// The scales of a key group, scalar copies (gathers are slow on the Intel cores this
+// layout targets).
+static inline void vn_scales_group(const char *rows, const size_t *ko, int64_t nb, int n,
+                                   uint16_t *d, int64_t ldd) {
+  for (int i = 0; i < 8; i++)
+    for (int64_t b = 0; b < nb; b++)
+      d[b * ldd + i] = i < n ? ((const attn_block_q8_0 *)(rows + ko[i]))[b].d : 0;
+}
+
 #include "flash/flash_vnni_body.h"
