@@ -12,8 +12,8 @@
 // Key group of 8 keys: a ymm holds two keys' 16-byte halves of block b, key 4L + j in
 // 128-bit lane L of vector j (j < 4); Q's half broadcast to both lanes. Two VN_DPBUSD (the
 // block's two halves) leave each key's 32 products in the 4 dwords of its lane; two
-// unpack-and-add levels (vn_rowdot) give one vector of 8 keys, lane c = key c — the zmm
-// kernel's layout (flash_avx512vnni.c) with two lanes instead of four. 8 keys rather than
+// unpack-and-add levels (vn_rowdot) give one vector of 8 keys, lane c = key c (the zmm
+// kernel, flash_avx512vnni.c, transposes its K vectors instead). 8 keys rather than
 // 16 in two ymm halves: a key group's scores are then one float vector, as the body wants
 // (VN_KG == VF_W), and the group's 8 K vectors (loaded and offset once for all its rows)
 // leave room for one row's Q vectors and dot sums in the 16 ymm registers; 16 keys would
