@@ -28,8 +28,8 @@
 // to float32 exactly. (The other form — |q| unsigned with q's sign moved onto k — needs one
 // sign change of each K vector per query row; the offset costs one XOR per K vector for
 // all rows of the group, and one integer subtraction per row, block and key group.)
-// The binary16 scales of a key block's K and V rows are copied once per block (scalar
-// moves, shared by all row groups) and widened a key group at a time.
+// The binary16 scales of a key block's K and V rows are copied once per block (shared by
+// all row groups) and widened a key group at a time.
 //
 // Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ VN_RG
 // over key blocks; causal rows see their own key counts (p = 0 past them). Options are not
@@ -41,12 +41,14 @@
 // keys) and defines, before including this header, its key-group layout:
 //   vn_vi_t              the integer vector (VF_W int32 lanes)
 //   VN_DPBUSD(acc, a, b) vpdpbusd on it: acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i
-//   vn_kvec(k, ko, j, off)  vector j < 4 of a key group: 16 bytes at `off` into the rows of
-//                        keys j + 4L (ko: their byte offsets from k) in its 128-bit lane L,
-//                        as unsigned k + 128
-//   vn_qbcast(qs)        16 bytes of a Q block broadcast to every 128-bit lane
-//   vn_pairsum(a, b)     per 128-bit lane: (a0+a2, b0+b2, a1+a3, b1+b3) of its dwords
-//   vn_quadsum(x, y)     per 128-bit lane: (x0+x2, x1+x3, y0+y2, y1+y3)
+//   vn_kload(k, ko, off, kv)  the key group's 32 bytes at `off` into each key's row (ko:
+//                        the keys' byte offsets from k) as unsigned k + 128, in the 8
+//                        vectors kv[0..7] (the layout's arrangement, loaded once per block
+//                        for the rows of a group)
+//   vn_rowdot(kv, qs)    lane c = Σ_t (k_c,t + 128)·qs_t over the 32 bytes of a Q block
+//                        (VN_DPBUSD on kv; any order: the integer sum is exact)
+//   vn_scales_group(rows, ko, nb, n, d, ldd)  d[b·ldd + i] = the binary16 d of block b < nb
+//                        of key i's row (at rows + ko[i]) for i < n ≤ VN_KG, 0 for n ≤ i < VN_KG
 // and its budgets and names:
 //   VN_PV_ACC            float accumulator vectors a P·V pass may hold (half the registers)
 //   VN_BLOCK_DOTS        the name of the exported integer block dots (for the tests)
@@ -92,30 +94,15 @@ static inline void vn_prefetch(const char *a, size_t bytes) {
 }
 
 // ── Scores ───────────────────────────────────────────────────────────────────────────
-// Per 128-bit lane L: a_j's four dwords summed into dword j, for j < 4 (lane 4L + j).
-VN_INLINE vn_vi_t vn_sum4(vn_vi_t a0, vn_vi_t a1, vn_vi_t a2, vn_vi_t a3) {
-  return vn_quadsum(vn_pairsum(a0, a1), vn_pairsum(a2, a3));
-}
-
 // dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t over one 32-block (k: the key group's rows
 // advanced to the block, ko their offsets; q: row r's block at q[r·nb]) — I_b + c_b. The
-// K vectors are loaded and offset once for the G rows; two VN_DPBUSD (the block's two
-// halves) leave each key's 32 products in the 4 dwords of its lane, vn_sum4 adds them.
+// K vectors are loaded and offset once for the G rows.
 VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const char *k,
                              const size_t *ko, vn_vi_t *dot) {
-  const size_t qo = offsetof(attn_block_q8_0, qs);
-  vn_vi_t k0[4], k1[4];
+  vn_vi_t kv[8];
+  vn_kload(k, ko, offsetof(attn_block_q8_0, qs), kv);
 #pragma GCC unroll 4
-  for (int j = 0; j < 4; j++) k0[j] = vn_kvec(k, ko, j, qo), k1[j] = vn_kvec(k, ko, j, qo + 16);
-#pragma GCC unroll 4
-  for (int r = 0; r < G; r++) {
-    const int8_t *qs = q[r * nb].qs;
-    const vn_vi_t q0 = vn_qbcast(qs), q1 = vn_qbcast(qs + 16);
-    vn_vi_t a[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; j++) a[j] = VN_DPBUSD(VN_DPBUSD((vn_vi_t){0}, k0[j], q0), k1[j], q1);
-    dot[r] = vn_sum4(a[0], a[1], a[2], a[3]);
-  }
+  for (int r = 0; r < G; r++) dot[r] = vn_rowdot(kv, q[r * nb].qs);
 }
 
 // I_b = dot − c_b lane-wise (exact), and as floats (exact: |I_b| < 2^19).
@@ -160,14 +147,15 @@ VN_INLINE void vn_qk(const int G, const attn_block_q8_0 *q, const float *dq, con
   for (int r = 0; r < G; r++) vf_store(s + r * lds, vf_mul(acc[r], vf_set1(scale)));
 }
 
-// The binary16 scales of nk keys' rows (nb blocks each, krb bytes apart) into
-// d[b·VN_KEYS + c], zeros up to whole key groups: scalar moves, once per key block for all
-// row groups (the vector units are busy with the dots and FMAs).
+// The binary16 scales of nk keys' rows (nb blocks each, rb bytes apart) into
+// d[b·VN_KEYS + c], zeros up to whole key groups: once per key block for all row groups,
+// a key group at a time by the layout's vn_scales_group.
 static void vn_scales(const char *rows, size_t rb, int64_t nb, int64_t nk, uint16_t *d) {
-  const int64_t nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
-  for (int64_t c = 0; c < nkp; c++)
-    for (int64_t b = 0; b < nb; b++)
-      d[b * VN_KEYS + c] = c < nk ? ((const attn_block_q8_0 *)(rows + (size_t)c * rb))[b].d : 0;
+  size_t ko[VN_KG];  // key i's row at ko[i] bytes from its group's first
+  for (int i = 0; i < VN_KG; i++) ko[i] = (size_t)i * rb;
+  for (int64_t c = 0; c < nk; c += VN_KG)
+    vn_scales_group(rows + (size_t)c * rb, ko, nb, (int)(nk - c < VN_KG ? nk - c : VN_KG), d + c,
+                    VN_KEYS);
 }
 
 // c_b = 128·Σ_t q_t of one Q block (the offset's correction).

@@ -12,8 +12,8 @@
 // Key group of 8 keys: a ymm holds two keys' 16-byte halves of block b, key 4L + j in
 // 128-bit lane L of vector j (j < 4); Q's half broadcast to both lanes. Two VN_DPBUSD (the
 // block's two halves) leave each key's 32 products in the 4 dwords of its lane; two
-// unpack-and-add levels (vn_sum4) give one vector of 8 keys, lane c = key c — the zmm
-// kernel's layout (flash_avx512vnni.c) with two lanes instead of four. 8 keys rather than
+// unpack-and-add levels (vn_rowdot) give one vector of 8 keys, lane c = key c (the zmm
+// kernel, flash_avx512vnni.c, transposes its K vectors instead). 8 keys rather than
 // 16 in two ymm halves: a key group's scores are then one float vector, as the body wants
 // (VN_KG == VF_W), and the group's 8 K vectors (loaded and offset once for all its rows)
 // leave room for one row's Q vectors and dot sums in the 16 ymm registers; 16 keys would
@@ -38,7 +38,15 @@ static inline __attribute__((always_inline)) __m256i vn_kvec(const char *k, cons
   return _mm256_xor_si256(_mm256_set_m128i(hi, lo), _mm256_set1_epi8((char)0x80));
 }
 
-// The two unpack-and-add levels (per 128-bit lane), as flash_vnni_body.h's vn_sum4 uses them.
+// kv[j] = the first halves (vn_kvec at off), kv[4 + j] the second ones (off + 16).
+static inline __attribute__((always_inline)) void vn_kload(const char *k, const size_t *ko,
+                                                           size_t off, __m256i *kv) {
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++)
+    kv[j] = vn_kvec(k, ko, j, off), kv[4 + j] = vn_kvec(k, ko, j, off + 16);
+}
+
+// The two unpack-and-add levels (per 128-bit lane).
 static inline __m256i vn_pairsum(__m256i a, __m256i b) {
   return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
 }
@@ -46,9 +54,27 @@ static inline __m256i vn_quadsum(__m256i x, __m256i y) {
   return _mm256_add_epi32(_mm256_unpacklo_epi64(x, y), _mm256_unpackhi_epi64(x, y));
 }
 
-// Q's 16 bytes in both lanes.
-static inline __m256i vn_qbcast(const int8_t *qs) {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+// One row: Q's halves broadcast to both lanes, two VN_DPBUSD per vector j leave key
+// 4L + j's 32 products in the 4 dwords of lane L of a_j, the two levels add them into
+// dword c = key c.
+static inline __attribute__((always_inline)) __m256i vn_rowdot(const __m256i *kv,
+                                                               const int8_t *qs) {
+  const __m256i q0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+  const __m256i q1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(qs + 16)));
+  __m256i a[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; j++)
+    a[j] = VN_DPBUSD(VN_DPBUSD(_mm256_setzero_si256(), kv[j], q0), kv[4 + j], q1);
+  return vn_quadsum(vn_pairsum(a[0], a[1]), vn_pairsum(a[2], a[3]));
+}
+
+// The scales of a key group, scalar copies (the zmm kernel's gathers are unmeasured on
+// the AVX-VNNI cores, where the Gather Data Sampling mitigation slows gathers).
+static inline void vn_scales_group(const char *rows, const size_t *ko, int64_t nb, int n,
+                                   uint16_t *d, int64_t ldd) {
+  for (int i = 0; i < 8; i++)
+    for (int64_t b = 0; b < nb; b++)
+      d[b * ldd + i] = i < n ? ((const attn_block_q8_0 *)(rows + ko[i]))[b].d : 0;
 }
 
 #include "flash/flash_vnni_body.h"
