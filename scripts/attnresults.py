@@ -14,12 +14,13 @@ repetitions; without, the single run. Entries and counters this module does not 
 (e.g. external baselines with `baseline = 1`) are kept and ignored.
 
 The roofline score: a point's roofline time is
-    t_roof = max(flop / FMA peak, bytes / read bandwidth)
-with the peak of the kernel's ISA at its thread count and the bandwidth measured at that
+    t_roof = max(flop / unit peak, bytes / read bandwidth)
+with the peak of the unit the point computes on (FP32 FMA of the kernel's ISA, or the
+bf16-dot / int8-dot unit of its compute mode) at its thread count and the bandwidth measured at that
 thread count, both from the same run (the `roofline_GFLOP/s` counter = flop / t_roof;
 files without it fall back to the `peak_GFLOP/s` counter and the context's
 read_bandwidth_gbs_T<threads>). % of roofline = 100 · t_roof / median time, and the limit
-is "bandwidth" when the bytes term is the larger (decode), else "FMA" (prefill).
+is "bandwidth" when the bytes term is the larger (decode), else the unit ("FMA", "bf16-dot", …).
 """
 import json
 import math
@@ -131,9 +132,16 @@ class Point:
         return 100.0 * t / self.median_s if t and self.median_s and not self.error else None
 
     def limit(self, context=None):
-        """'bandwidth' or 'FMA' (which roofline term is the larger), or None."""
+        """'bandwidth', or the compute unit whose peak the point is scored against ('FMA' for
+        float32, else the unit's name from the context, e.g. 'bf16-dot'): which roofline
+        term is the larger, or None."""
         if "memory_bound" in self.counters:
-            return "bandwidth" if self.counters["memory_bound"] >= 0.5 else "FMA"
+            if self.counters["memory_bound"] >= 0.5:
+                return "bandwidth"
+            unit = int(self.counters.get("peak_unit", 0) or 0)
+            if unit == 0:
+                return "FMA"
+            return peak_unit_names(context or {}).get(unit, "unit %d" % unit)
         a = self.attainable_gflops(context)
         peak = self.counters.get("peak_GFLOP/s")
         if not a or not peak:

@@ -6,7 +6,8 @@
      message naming the command that fixes it);
   3. rendering is deterministic: two renderings to temporary files are byte-identical;
   4. a results directory with a malformed file gives a one-line error and exit 1, and
-     leaves no page behind.
+     leaves no page behind;
+  5. rows of the bf16 compute mode name their unit (bf16-dot) as the limit.
 Usage: results_page.py SOURCE_DIR"""
 import os
 import shutil
@@ -39,6 +40,12 @@ check(rc == 0, "docs/results.md is current (run scripts/render-results): %s" % e
 with tempfile.TemporaryDirectory(prefix="results-page-") as d:
     with open(page, encoding="utf-8") as f:
         text = f.read()
+    # A point is scored against the unit its compute mode uses: bf16 rows name bf16-dot.
+    bf16_rows = [ln for ln in text.splitlines() if "compute:bf16 |" in ln and ln.startswith("| B")
+                 and not ln.split("|")[3].strip().startswith("`")]  # roofline tables only
+    check(bf16_rows and all("| bf16-dot |" in ln for ln in bf16_rows),
+          "compute:bf16 rows are limited by the bf16-dot unit, not FMA: %s" %
+          [ln for ln in bf16_rows if "| bf16-dot |" not in ln][:2])
     i = text.find("| 2 | FMA |")
     check(i > 0, "the page has a 2-thread FMA-bound row to alter")
     stale = os.path.join(d, "stale.md")
