@@ -7,7 +7,7 @@
 //
 // Key group of 16 keys, transposed: for each 32-block, vector t < 8 holds dword t (bytes
 // 4t .. 4t + 3) of the 16 keys, lane c = key c; a row's 8 vpdpbusd against its Q dwords
-// broadcast leave the 16 keys' sums in place, with no reduction. The transpose (8 ymm
+// broadcast leave the 16 keys' sums in place, with no reduction. The transpose (16 ymm
 // loads, 8 inserts, 24 shuffles) is shared by the rows of a group.
 // Maths, bound and measurements: docs/low-precision-kernels.md.
 #include <string.h>
@@ -23,7 +23,6 @@
 
 // ── The key group on zmm ─────────────────────────────────────────────────────────────
 typedef __m512i vn_vi_t;
-#define VN_DPBUSD(acc, a, b) _mm512_dpbusd_epi32(acc, a, b)
 
 // The key group's 32 bytes of a block, transposed to dwords: kv[t] lane c = bytes
 // 4t .. 4t + 3 of key c (t < 8), as unsigned k + 128. Each key's 32 bytes are one ymm load;

@@ -40,13 +40,13 @@
 // flash_avx512.h or flash_avx2.h; a key group is one float vector of scores, VN_KG = VF_W
 // keys) and defines, before including this header, its key-group layout:
 //   vn_vi_t              the integer vector (VF_W int32 lanes)
-//   VN_DPBUSD(acc, a, b) vpdpbusd on it: acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i
 //   vn_kload(k, ko, off, kv)  the key group's 32 bytes at `off` into each key's row (ko:
 //                        the keys' byte offsets from k) as unsigned k + 128, in the 8
 //                        vectors kv[0..7] (the layout's arrangement, loaded once per block
 //                        for the rows of a group)
 //   vn_rowdot(kv, qs)    lane c = Σ_t (k_c,t + 128)·qs_t over the 32 bytes of a Q block
-//                        (VN_DPBUSD on kv; any order: the integer sum is exact)
+//                        (vpdpbusd, acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on kv;
+//                        any order: the integer sum is exact)
 //   vn_scales_group(rows, ko, nb, n, d, ldd)  d[b·ldd + i] = the binary16 d of block b < nb
 //                        of key i's row (at rows + ko[i]) for i < n ≤ VN_KG, 0 for n ≤ i < VN_KG
 // and its budgets and names:
