@@ -11,10 +11,12 @@
 // 1 MiB L2" — so the kernel default and the harness default agree on such a machine.
 // Kernels round the tiles to their register tiles.
 //
-// The rule (sizes in float32 elements, D = head_dim_qk, Dv = head_dim_v):
+// The rule (sizes in bytes: float32 elements, except the packed K and V tiles, whose
+// elements take 2 bytes in the BF16 and F16 compute modes; D = head_dim_qk, Dv = head_dim_v):
 //   tile_kv: the packed K tile (D × tile_kv) plus the packed V tile (tile_kv × Dv) take
-//            at most a quarter of L2, and one P·V column panel (tile_kv × 64 floats) fits
-//            in L1d, so the panel that the P·V micro-kernel streams stays in L1.
+//            at most a quarter of L2, and one P·V column panel (tile_kv × 64 elements)
+//            fits in L1d, so the panel that the P·V micro-kernel streams stays in L1
+//            (a 16-bit panel fits twice the keys of a float32 one).
 //            Rounded down to a multiple of 32 (the widest register tile), within [32, 512].
 //   tile_q:  everything a task keeps resident — pre-scaled Q (tile_q × D), the score/P
 //            block (tile_q × tile_kv), the output accumulator (tile_q × Dv) and the

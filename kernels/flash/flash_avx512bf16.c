@@ -7,7 +7,9 @@
 // count):
 //   Q̂ = bf16(Q), packed once per task in pairs along head_dim (register-tile panels)
 //   for each K/V tile j (tkv keys) the task's rows can see:
-//     K̂ = bf16(K) packed [dqk/2][keys][2], V̂ = bf16(V) packed [keys/2][dvp][2]
+//     K̂ = bf16(K) packed [dqk/2][keys][2], V̂ = bf16(V) packed [keys/2][dvp][2] — once per
+//       call for every tile (bk_pack_all, before the tasks) when two or more tasks read
+//       each K/V head (prefill: query blocks, GQA subgroups); else by the task itself
 //     for each block of BK_ROW_BLOCK rows:
 //       S = ±Q̂·K̂ᵀ                 vdpbf16ps, 8 rows × 48 keys register tiles, fp32 sums
 //       per row: m' = max(m, c·max S), α = e^(m−m'), p = e^(c·S−m'), l' = α·l + Σ p (fp32)
@@ -23,6 +25,7 @@
 // are first widened to float32 exactly (simd/kv_widen.h), then rounded (BF16: no change).
 // Options are not native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them elsewhere.
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
@@ -48,6 +51,14 @@ typedef struct bk_plan {
   size_t off_qp, off_krows, off_kt, off_vt, off_s, off_pb, off_acc, off_m, off_l, off_alpha,
       off_lim, off_kc;  // per-thread regions, in 4-byte units, each 64-byte aligned
   size_t scratch;       // 4-byte units per thread
+  // Shared packing (bk_pack_all): K̂ and V̂ of every tile of every (batch, K/V head),
+  // each tile kt[dqk2p][tkv] then vt[tkv/2][dvp] (u32 pairs), tile_u32 apart, packed
+  // once after the tasks' workspace; packed = NULL while unset or when each K/V head has
+  // a single reader (decode), whose task packs its own tiles.
+  int shared;
+  int64_t ntiles;          // tiles per (batch, K/V head): ceil(seq_kv / tkv)
+  size_t tile_u32;         // u32 per packed tile
+  const uint32_t *packed;  // the packed tiles (set by flash_bf16_run)
 } bk_plan;
 
 static size_t bk_align16(size_t n) {
@@ -79,6 +90,23 @@ static void bk_plan_make(const attn_problem *p, const attn_exec *exec, bk_plan *
 #undef BK_REGION
   bp->scratch = off;
   pl->scratch_floats = off;  // flash_workspace_bytes: threads × scratch + partials
+  bp->shared = pl->qblocks * pl->subgroups > 1 && pl->nsplit == 1;
+  bp->ntiles = (p->seq_kv + pl->tkv - 1) / pl->tkv;
+  bp->tile_u32 = d2 * tk + tk / 2 * dvp;  // tk a multiple of 48: every tile 64-byte aligned
+  bp->packed = NULL;
+}
+
+// Bytes of the shared packed tiles (0 without sharing) and where they start in the
+// workspace: after flash_run_tasks' part, on a 64-byte boundary.
+static size_t bk_shared_bytes(const attn_problem *p, const bk_plan *bp) {
+  if (!bp->shared) return 0;
+  const size_t heads = attn_size_mul_sat((size_t)p->batch, (size_t)p->kv_heads);
+  return attn_size_mul_sat(attn_size_mul_sat(heads, (size_t)bp->ntiles), bp->tile_u32 * 4);
+}
+
+static size_t bk_shared_offset(const bk_plan *bp, int threads) {
+  const size_t tasks = flash_workspace_bytes(&bp->fp, threads);
+  return tasks > SIZE_MAX - 63 ? SIZE_MAX : (tasks + 63) & ~(size_t)63;
 }
 
 // ── Register-tile dispatch: each (rows, vectors) its own unrolled instance ──────────
@@ -139,6 +167,57 @@ static int64_t bk_max_lim(const int32_t *lims, int64_t r, int64_t n) {
   int64_t mx = 0;
   for (int64_t i = r; i < r + n; i++) mx = lims[i] > mx ? lims[i] : mx;
   return mx;
+}
+
+// K̂ and V̂ of keys [j0, j0 + n) of one K/V head (K rows at kh, V rows at vh, stored
+// type p->kv_dtype) into kt (ldkt tkv) and vt; krows and kc are the thread's scratch.
+static void bk_pack_tile(const attn_problem *p, const bk_plan *bp, const char *kh, const char *vh,
+                         int64_t j0, int64_t n, uint32_t *krows, float *kc, uint32_t *kt,
+                         uint32_t *vt) {
+  const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, dvp = bp->fp.dvp;
+  const attn_dtype ty = p->kv_dtype;
+  const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
+  const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
+  const int64_t ncp = (n + 15) / 16 * 16;
+  if (ty == ATTN_DTYPE_F32) {
+    bk_pack_k((const float *)kj, dqk, n, ncp, dqk, krows, kt, bp->fp.tkv);
+    bk_pack_v((const float *)vj, dv, n, dv, dvp, vt);
+  } else {  // widened exactly to float32 first (the K rows, then the V rows)
+    kv_widen_rows(ty, kj, krb, n, dqk, kc, dqk, dqk);
+    bk_pack_k(kc, dqk, n, ncp, dqk, krows, kt, bp->fp.tkv);
+    kv_widen_rows(ty, vj, vrb, n, dv, kc, dv, dv);
+    bk_pack_v(kc, dv, n, dv, dvp, vt);
+  }
+}
+
+// K/V rows of (batch b, K/V head g).
+static size_t bk_head_row(const attn_problem *p, int64_t b, int64_t g) {
+  return ((size_t)b * (size_t)p->kv_heads + (size_t)g) * (size_t)p->seq_kv;
+}
+
+// Shared packing: every tile of every (batch, K/V head), all of its keys, into bp->packed
+// (the layout in bk_plan), in parallel before the tasks. Keys a task's rows do not see
+// are then packed too: their scores are never read and their p is 0 (finite V: attn.h's
+// input domain), as for keys past a row's limit within a tile.
+static void bk_pack_all(const attn_problem *p, const bk_plan *bp, int threads, const void *k,
+                        const void *v, float *ws, uint32_t *packed) {
+  const int64_t items = p->batch * p->kv_heads * bp->ntiles, tkv = bp->fp.tkv;
+  const size_t krb = attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk);
+  const size_t vrb = attn_kv_row_bytes(p->kv_dtype, p->head_dim_v);
+#pragma omp parallel num_threads(threads)
+  {
+    float *scratch = ws + (size_t)omp_get_thread_num() * bp->scratch;
+    uint32_t *krows = (uint32_t *)(scratch + bp->off_krows);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t it = 0; it < items; it++) {
+      const int64_t head = it / bp->ntiles, j0 = it % bp->ntiles * tkv;
+      const size_t row = bk_head_row(p, head / p->kv_heads, head % p->kv_heads);
+      uint32_t *kt = packed + (size_t)it * bp->tile_u32;
+      const int64_t n = p->seq_kv - j0 < tkv ? p->seq_kv - j0 : tkv;
+      bk_pack_tile(p, bp, (const char *)k + row * krb, (const char *)v + row * vrb, j0, n, krows,
+                   scratch + bp->off_kc, kt, kt + (size_t)bp->dqk2p * (size_t)tkv);
+    }
+  }
 }
 
 // ── One task ─────────────────────────────────────────────────────────────────────────
@@ -256,10 +335,12 @@ static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const f
   float *S = scratch + bp->off_s, *acc = scratch + bp->off_acc, *kc = scratch + bp->off_kc;
   float *m = scratch + bp->off_m, *l = scratch + bp->off_l, *alpha = scratch + bp->off_alpha;
   int32_t *lims = (int32_t *)(scratch + bp->off_lim);
-  const attn_dtype ty = p->kv_dtype;
-  const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
-  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
+  const size_t krb = attn_kv_row_bytes(p->kv_dtype, dqk), vrb = attn_kv_row_bytes(p->kv_dtype, dv);
+  const size_t head = bk_head_row(p, tk.b, tk.g);
   const char *kh = (const char *)k + head * krb, *vh = (const char *)v + head * vrb;
+  const uint32_t *tiles = bp->packed ? bp->packed + (size_t)(tk.b * p->kv_heads + tk.g) *
+                                                        (size_t)bp->ntiles * bp->tile_u32
+                                     : NULL;
 
   for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
@@ -269,21 +350,17 @@ static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const f
     bk_row_limits(p, &w, j0, nk, lims);
     const int64_t nvis = bk_max_lim(lims, 0, w.nrows);  // keys any row sees in this tile
     if (nvis == 0) continue;
-    const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
-    const int64_t ncp = (nvis + 15) / 16 * 16;
-    if (ty == ATTN_DTYPE_F32) {
-      bk_pack_k((const float *)kj, dqk, nvis, ncp, dqk, krows, kt, tkv);
-      bk_pack_v((const float *)vj, dv, nvis, dv, dvp, vt);
-    } else {  // widened exactly to float32 first (the K rows, then the V rows)
-      kv_widen_rows(ty, kj, krb, nvis, dqk, kc, dqk, dqk);
-      bk_pack_k(kc, dqk, nvis, ncp, dqk, krows, kt, tkv);
-      kv_widen_rows(ty, vj, vrb, nvis, dv, kc, dv, dv);
-      bk_pack_v(kc, dv, nvis, dv, dvp, vt);
+    const uint32_t *ktj = kt, *vtj = vt;
+    if (tiles && j0 % tkv == 0) {  // packed before the tasks (tasks start on a tile)
+      ktj = tiles + (size_t)(j0 / tkv) * bp->tile_u32;
+      vtj = ktj + (size_t)bp->dqk2p * (size_t)tkv;
+    } else {
+      bk_pack_tile(p, bp, kh, vh, j0, nvis, krows, kc, kt, vt);
     }
     for (int64_t r0 = 0; r0 < w.nrows; r0 += BK_ROW_BLOCK) {
       const int64_t nb = w.nrows - r0 < BK_ROW_BLOCK ? w.nrows - r0 : BK_ROW_BLOCK;
       if (bk_max_lim(lims, r0, nb) == 0) continue;  // causal: the block sees nothing here
-      bk_block(p, bp, r0, nb, qp, kt, vt, S, pb, acc, m, l, alpha, lims);
+      bk_block(p, bp, r0, nb, qp, ktj, vtj, S, pb, acc, m, l, alpha, lims);
     }
   }
   // Its result: the split-KV partial or O = acc / l (options are not native: no LSE, sinks).
@@ -296,7 +373,10 @@ static size_t flash_bf16_workspace(const attn_problem *p, const attn_exec *exec)
   if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_workspace(p, exec);
   bk_plan bp;
   bk_plan_make(p, exec, &bp);
-  return flash_workspace_bytes(&bp.fp, flash_threads(exec));
+  const int threads = flash_threads(exec);
+  const size_t shared = bk_shared_bytes(p, &bp);
+  return shared ? attn_size_add_sat(bk_shared_offset(&bp, threads), shared)
+                : flash_workspace_bytes(&bp.fp, threads);
 }
 
 static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const float *q,
@@ -305,7 +385,13 @@ static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const fl
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   bk_plan bp;
   bk_plan_make(p, exec, &bp);
-  return flash_run_tasks(p, &bp.fp, flash_threads(exec), bk_task, &bp, q, k, v, o, workspace);
+  const int threads = flash_threads(exec);
+  if (bp.shared) {
+    uint32_t *packed = (uint32_t *)((char *)workspace + bk_shared_offset(&bp, threads));
+    bk_pack_all(p, &bp, threads, k, v, workspace, packed);
+    bp.packed = packed;
+  }
+  return flash_run_tasks(p, &bp.fp, threads, bk_task, &bp, q, k, v, o, workspace);
 }
 
 const attn_kernel attn_kernel_flash__avx512bf16 = {

@@ -189,31 +189,59 @@ static inline float bk_row_max(const float *s, int64_t lim) {
   return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
-// Pass 2 fused with the rounding of p: t = bk_row_max, m' = max(m, c·t),
-// pb[j] = bf16(e^(c·s_j − m')) for j < lim (one fma, then the shared vf_exp) and 0 for
-// lim ≤ j < n_pad, l' = α·l + Σ p over the unrounded p; returns α = e^(m − m').
-// n_pad a multiple of 16, lim ≤ n_pad. lim = 0: pb = 0, α = 1, (m, l) kept.
+// Pass 2 fused with the rounding of p, in base 2: t = bk_row_max, m' = max(m, c·t),
+// pb[j] = bf16(2^(s_j·c₂ − m₂)) for j < lim and 0 for lim ≤ j < n_pad, with c₂ = fl(c·log₂e)
+// and m₂ = fl(m'·log₂e): one fma per score, then bk_exp2 (no range reduction in base e).
+// l' = α·l + Σ p over the unrounded p; returns α = 2^(m₂,old − m₂). m₂ is the same float
+// whenever m' is, so every p, l and α of a row shares one shift 2^m₂ ≈ e^m' and that
+// shift's rounding cancels in O = acc / l (a split-KV partial carries m', as in F32 mode).
+// Per key, the exponent's error in natural units is |c·(s_j − t)|·u (c₂'s rounding acts on
+// the score's distance to the shift) + |c·s_j − m'|·u (the fma) + bk_exp2's 2.4 ulp: within
+// the checker's 2u·(|s| + |m|) score term and ATTN_CHECK_EXP_ULP (docs/low-precision-
+// kernels.md, "The error bound"). n_pad a multiple of 16, lim ≤ n_pad. lim = 0: pb = 0,
+// α = 1, (m, l) kept.
+
+// 2^x for x ≤ 0 (any float; NaN in, NaN out): f = x − ⌊x⌋ ∈ [0, 1), 2^f by a degree-5
+// polynomial (our fit of 2^f on [0, 1), coefficients rounded to float: measured error in
+// float32 Horner ≤ 1.44e-7 relative, 2.4 ulp of 2^-24, over 2·10^6 points), then
+// vscalefps by 2^⌊x⌋ (exact). Lanes with x < −126 give exactly 0 (2^⌊x⌋·[1, 2) would be
+// subnormal), so no denormal is ever produced.
+BK_INLINE __m512 bk_exp2(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);  // exact: |x − ⌊x⌋| < 1 and ⌊x⌋ has x's bits
+  __m512 q = _mm512_set1_ps(0.0018671315629035234f);
+  q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(0.009017026983201504f));
+  q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(0.05579991638660431f));
+  q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(0.24016444385051727f));
+  q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(0.6931512951850891f));
+  q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f));
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
+  return _mm512_maskz_scalef_ps(keep, q, n);
+}
+
 static inline float bk_exp_round(const float *s, int64_t lim, int64_t n_pad, float c, float t,
                                  float *m, float *l, uint16_t *pb) {
   if (lim == 0) {
     memset(pb, 0, (size_t)n_pad * sizeof *pb);
     return 1.0f;
   }
-  const float ct = c * t, m_new = ct > *m ? ct : *m;
-  const float alpha = m_new == *m ? 1.0f : expf(*m - m_new);  // e^(−∞) = 0 on the first tile
-  const __m512 vc = _mm512_set1_ps(c), vm = _mm512_set1_ps(-m_new);
+  const float log2e = 1.44269504088896341f;
+  const float ct = c * t, m_new = ct > *m ? ct : *m, m2 = m_new * log2e;
+  // e^(−∞) = 0 on the first tile; otherwise the ratio of the old and new shifts
+  const float alpha = m_new == *m ? 1.0f : exp2f(*m * log2e - m2);
+  const __m512 vc = _mm512_set1_ps(c * log2e), vm = _mm512_set1_ps(-m2);
   __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j + 32 <= lim; j += 32) {
-    const __m512 p0 = vf_exp(_mm512_fmadd_ps(_mm512_loadu_ps(s + j), vc, vm));
-    const __m512 p1 = vf_exp(_mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), vc, vm));
+    const __m512 p0 = bk_exp2(_mm512_fmadd_ps(_mm512_loadu_ps(s + j), vc, vm));
+    const __m512 p1 = bk_exp2(_mm512_fmadd_ps(_mm512_loadu_ps(s + j + 16), vc, vm));
     sum0 = _mm512_add_ps(sum0, p0), sum1 = _mm512_add_ps(sum1, p1);
     _mm512_storeu_si512(pb + j, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
   }
   for (; j < lim; j += 16) {  // one or two vectors, the last one masked at lim
     const __mmask16 k = (__mmask16)(lim - j >= 16 ? 0xffffu : (1u << (lim - j)) - 1u);
     const __m512 x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, s + j), vc, vm);
-    const __m512 p0 = _mm512_maskz_mov_ps(k, vf_exp(x));
+    const __m512 p0 = _mm512_maskz_mov_ps(k, bk_exp2(x));
     sum0 = _mm512_add_ps(sum0, p0);
     _mm256_storeu_si256((__m256i *)(pb + j), (__m256i)_mm512_cvtneps_pbh(p0));
   }

@@ -4,13 +4,16 @@
 // roundings (docs/low-precision-kernels.md):
 //   |O − O_ref| ≤ W·(2^-8 + (e^(2Δ) − 1) + 2γ(seq_kv + 4) + 2^-22) + 2^-100
 // per element, W = Σ_j w_j·|v_j| (w = the reference softmax weights), Δ = the bound on a
-// score's float32 error (γ(dqk + 4)·|scale|·Σ|q||k| plus the scaled store's rounding and
-// the exponential's few ulp), γ(n) = n·2^-24 / (1 − n·2^-24). 2^-8 is the rounding of p
+// score's float32 error (γ(dqk + 4)·|scale|·Σ|q||k|, plus 2u·(|s| + |m|) for the base-2
+// exponent's roundings — c₂ = fl(|scale|·log₂e) acting on s − m, the fma — with the shift
+// m's own rounding common to the row and cancelling, plus the exponential's few ulp), u =
+// 2^-24, γ(n) = n·u / (1 − n·u). 2^-8 is the rounding of p
 // to bf16, the rest float32 arithmetic.
 // Over odd sizes and tails (head_dim odd, below/at/above the 8×48 and 6×64 register tiles
 // and the 48-row block), causal (with rows that see nothing), GQA/MQA, decode rows,
 // split-KV, K/V stored as f32, bf16, f16 and q8_0, threads 1 and 2; and:
-//   • bitwise the same output for 1 and 2 threads; nothing written past O;
+//   • bitwise the same output for 1 and 2 threads, and with K/V tiles packed once per call
+//     (16-row tasks) as with each task packing its own; nothing written past O;
 //   • the bf16 path really ran: somewhere the output differs from flash__avx512 in F32 on
 //     the same rounded inputs (that one does not round p);
 //   • F32 mode is flash__avx512's, bitwise;
@@ -29,6 +32,7 @@
 enum { kGuard = 64 };
 static const float kSentinel = 1234.5f;
 static int g_differs = 0;  // cases where BF16 mode differs from F32 mode
+static int g_shared = 0;   // cases whose 16-row tasks share K/V tiles packed once
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static float urand(void) {  // uniform in [-1, 1)
@@ -76,7 +80,8 @@ static double compare(const attn_problem *p, const float *qr, const float *kr, c
           const double dj = gamma_n((double)dqk + 4) * sa[j] + 0x1p-23 * fabs(s[j]);
           delta = dj > delta ? dj : delta;
         }
-        delta += 8 * 0x1p-24;  // the exponential's error, as a score error
+        if (hi > lo) delta += 0x1p-23 * fabs(mx);  // the exponent's roundings grow with the shift
+        delta += 8 * 0x1p-24;                      // the exponential's error, as a score error
         double l = 0.0;
         for (int64_t j = lo; j < hi; j++) l += exp(s[j] - mx);
         const double rel = 0x1p-8 + expm1(2 * delta) + 2 * gamma_n((double)p->seq_kv + 4) + 0x1p-22;
@@ -156,6 +161,15 @@ static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shap
     worst = r > worst ? r : worst;
   }
   EXPECT(memcmp(o[0], o[1], no * sizeof(float)) == 0, "%s: 1 and 2 threads differ", what);
+  // 16-row tasks: several read each K/V head, so its tiles are packed once per call
+  // (workspace grows by them) instead of by each task; each row's sums are the same.
+  if (c->sq > 16 && c->sq <= 256) {
+    const attn_exec exd = {.threads = 2}, ex16 = {.threads = 2, .tile_q = 16};
+    g_shared += k->workspace(&p, &ex16) > k->workspace(&p, &exd);  // (not under split-KV)
+    const int rc = attn_kernel_call(k, &p, &ex16, q, ks, vs, o[2], err, sizeof err);
+    EXPECT(rc == ATTN_OK && memcmp(o[0], o[2], no * sizeof(float)) == 0,
+           "%s: K/V tiles packed once per call differ from packed per task", what);
+  }
   // The checker's own verdict: its reference rounds the inputs as the mode says.
   attn_check_prepared *pc = attn_check_prepare_convert(&p, q, kf, vf, err, sizeof err);
   EXPECT(pc != NULL, "%s: cannot prepare the check: %s", what, err);
@@ -219,6 +233,7 @@ int main(int argc, char **argv) {
       {1, 1, 1, 8, 48, 32, 96, false, 1.0f, false, 0.0f},    // exactly one register tile
       {1, 2, 1, 40, 70, 33, 20, true, 2.0f, true, -0.3f},    // negative scale: sign in Q̂
       {1, 2, 2, 20, 50, 16, 16, true, 1.0f, true, 0.0f},     // scale 0: uniform weights
+      {1, 2, 1, 300, 333, 64, 48, true, 1.0f, false, 0.0f},  // two query blocks: shared tiles
   };
   const attn_dtype types[] = {ATTN_DTYPE_F32, ATTN_DTYPE_BF16, ATTN_DTYPE_F16, ATTN_DTYPE_Q8_0};
   double worst = 0.0;
@@ -231,10 +246,11 @@ int main(int argc, char **argv) {
       worst = r > worst ? r : worst;
     }
   EXPECT(g_differs > 0, "BF16 mode never differed from F32 mode: is p rounded at all?");
+  EXPECT(g_shared > 0, "no case packed its K/V tiles once per call");
   f32_mode(k, f32k);
   printf(
       "flash__avx512bf16 BF16 mode: worst error / bound %.3f; differs from F32 mode in %d "
-      "cases\n",
-      worst, g_differs);
+      "cases; %d cases with K/V tiles packed once per call\n",
+      worst, g_differs, g_shared);
   return test_finish("test_flash_bf16");
 }
