@@ -49,7 +49,7 @@ typedef struct bk_plan {
   flash_plan fp;        // tasks, tiles, split-KV (flash_plan_make)
   int64_t dqk2, dqk2p;  // Q/K pairs per row, and rounded up to 16
   size_t off_qp, off_krows, off_kt, off_vt, off_s, off_pb, off_acc, off_m, off_l, off_alpha,
-      off_lim, off_kc;  // per-thread regions, in 4-byte units, each 64-byte aligned
+      off_lim, off_hi, off_kc;  // per-thread regions, in 4-byte units, each 64-byte aligned
   size_t scratch;       // 4-byte units per thread
   // Shared packing (bk_pack_all): K̂ and V̂ of every tile of every (batch, K/V head),
   // each tile kt[dqk2p][tkv] then vt[tkv/2][dvp] (u32 pairs), tile_u32 apart, packed
@@ -86,6 +86,7 @@ static void bk_plan_make(const attn_problem *p, const attn_exec *exec, bk_plan *
   BK_REGION(off_l, rows);
   BK_REGION(off_alpha, rows);
   BK_REGION(off_lim, rows);
+  BK_REGION(off_hi, attn_size_mul_sat(rows, 2));
   BK_REGION(off_kc, p->kv_dtype == ATTN_DTYPE_F32 ? 0 : attn_size_mul_sat(tk, kcw));
 #undef BK_REGION
   bp->scratch = off;
@@ -264,15 +265,22 @@ static void bk_load_q(const attn_problem *p, const bk_plan *bp, const bk_rows *w
   }
 }
 
-// lims[row] = the keys of [j0, j0 + n) row sees, from the tile start: hi − j0 clamped to
-// [0, n] (no option is native, so every row's keys start at 0: attn_row_keys' lo is 0).
-static void bk_row_limits(const attn_problem *p, const bk_rows *w, int64_t j0, int64_t n,
-                          int32_t *lims) {
+// ends[r] = the end of query row i0 + r's keys (attn_row_keys' hi; 0 when it sees none),
+// once per task. No option is native, so every row's keys start at 0 (lo is 0).
+static void bk_row_ends(const attn_problem *p, const bk_rows *w, int64_t *ends) {
   for (int64_t r = 0; r < w->nq; r++) {
     int64_t lo, hi;
     attn_row_keys(p, w->i0 + r, &lo, &hi);
-    int64_t lim = hi - j0;
-    lim = lo >= hi ? 0 : lim > n ? n : lim < 0 ? 0 : lim;
+    ends[r] = lo >= hi ? 0 : hi;
+  }
+}
+
+// lims[row] = the keys of [j0, j0 + n) row sees, from the tile start: end − j0 clamped to
+// [0, n], for each of the task's heads.
+static void bk_row_limits(const bk_rows *w, const int64_t *ends, int64_t j0, int64_t n,
+                          int32_t *lims) {
+  for (int64_t r = 0; r < w->nq; r++) {
+    const int64_t lim = ends[r] - j0 > n ? n : ends[r] - j0 < 0 ? 0 : ends[r] - j0;
     for (int64_t hh = 0; hh < w->hs; hh++) lims[hh * w->nq + r] = (int32_t)lim;
   }
 }
@@ -335,6 +343,7 @@ static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const f
   float *S = scratch + bp->off_s, *acc = scratch + bp->off_acc, *kc = scratch + bp->off_kc;
   float *m = scratch + bp->off_m, *l = scratch + bp->off_l, *alpha = scratch + bp->off_alpha;
   int32_t *lims = (int32_t *)(scratch + bp->off_lim);
+  int64_t *ends = (int64_t *)(scratch + bp->off_hi);
   const size_t krb = attn_kv_row_bytes(p->kv_dtype, dqk), vrb = attn_kv_row_bytes(p->kv_dtype, dv);
   const size_t head = bk_head_row(p, tk.b, tk.g);
   const char *kh = (const char *)k + head * krb, *vh = (const char *)v + head * vrb;
@@ -345,9 +354,10 @@ static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const f
   for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
   if (w.kb < w.ke) bk_load_q(p, bp, &w, tk.b, q, qp, krows);
+  bk_row_ends(p, &w, ends);
   for (int64_t j0 = w.kb; j0 < w.ke; j0 += tkv) {
     const int64_t nk = w.ke - j0 < tkv ? w.ke - j0 : tkv;
-    bk_row_limits(p, &w, j0, nk, lims);
+    bk_row_limits(&w, ends, j0, nk, lims);
     const int64_t nvis = bk_max_lim(lims, 0, w.nrows);  // keys any row sees in this tile
     if (nvis == 0) continue;
     const uint32_t *ktj = kt, *vtj = vt;
