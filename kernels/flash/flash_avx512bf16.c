@@ -240,26 +240,35 @@ static bk_rows bk_task_rows(const attn_problem *p, const flash_plan *pl, const f
 
 // Q̂ = sign(scale)·bf16(Q) in pairs, in the panels the Q·Kᵀ tiles read: rows in blocks of
 // BK_ROW_BLOCK, each in tiles of BK_QK_MR rows (the last narrower); the tile of mr rows
-// at row R holds row R + i's pair k at qp[R·dqk2p + k·mr + i].
+// at row R holds row R + i's pair k at qp[R·dqk2p + k·mr + i]. A tile's rows are rounded
+// into tmp (16 rows of dqk2p pairs; rows ≥ mr unused), then each 16 × 16 block of pairs
+// is transposed in registers and its first mr lanes stored per pair k.
 static void bk_load_q(const attn_problem *p, const bk_plan *bp, const bk_rows *w, int64_t b,
                       const float *q, uint32_t *qp, uint32_t *tmp) {
   const int64_t dqk = p->head_dim_qk, d2 = bp->dqk2, d2p = bp->dqk2p, nrows = w->nrows;
-  const uint32_t sign = p->scale < 0.0f ? 0x80008000u : 0u;  // both halves negated: exact
+  const __m512i sign = _mm512_set1_epi32(p->scale < 0.0f ? (int)0x80008000u : 0);  // exact
+  uint32_t tr[16 * 16] __attribute__((aligned(64)));
   for (int64_t r0 = 0; r0 < nrows; r0 += BK_ROW_BLOCK) {
     const int64_t nb = nrows - r0 < BK_ROW_BLOCK ? nrows - r0 : BK_ROW_BLOCK;
     for (int64_t r = r0; r < r0 + nb; r += BK_QK_MR) {
       const int64_t mr = r0 + nb - r < BK_QK_MR ? r0 + nb - r : BK_QK_MR;
+      const __mmask16 lanes = (__mmask16)((1u << mr) - 1u);
       uint32_t *panel = qp + r * d2p;
       for (int64_t i = 0; i < mr; i++) {
         const int64_t hh = (r + i) / w->nq, pos = (r + i) % w->nq;
         const float *src = attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk;
         for (int64_t d = 0; d < 2 * d2p; d += 32) {
           const int64_t left = dqk - d;
-          _mm512_storeu_si512(tmp + d / 2, bk_round_pairs(src + d, left <= 0    ? 0
-                                                                   : left >= 32 ? 32
-                                                                                : (int)left));
+          const __m512i pairs = bk_round_pairs(src + d, left <= 0    ? 0
+                                                        : left >= 32 ? 32
+                                                                     : (int)left);
+          _mm512_storeu_si512(tmp + i * d2p + d / 2, _mm512_xor_si512(pairs, sign));
         }
-        for (int64_t k = 0; k < d2; k++) panel[k * mr + i] = tmp[k] ^ sign;
+      }
+      for (int64_t k0 = 0; k0 < d2; k0 += 16) {
+        vf_transpose_block((const float *)(tmp + k0), d2p, (float *)tr, 16);
+        for (int64_t k = k0; k < d2 && k < k0 + 16; k++)
+          _mm512_mask_storeu_epi32(panel + k * mr, lanes, _mm512_load_si512(tr + (k - k0) * 16));
       }
     }
   }
