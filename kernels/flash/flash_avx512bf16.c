@@ -50,7 +50,7 @@ typedef struct bk_plan {
   int64_t dqk2, dqk2p;  // Q/K pairs per row, and rounded up to 16
   size_t off_qp, off_krows, off_kt, off_vt, off_s, off_pb, off_acc, off_m, off_l, off_alpha,
       off_lim, off_hi, off_kc;  // per-thread regions, in 4-byte units, each 64-byte aligned
-  size_t scratch;       // 4-byte units per thread
+  size_t scratch;               // 4-byte units per thread
   // Shared packing (bk_pack_all): K̂ and V̂ of every tile of every (batch, K/V head),
   // each tile kt[dqk2p][tkv] then vt[tkv/2][dvp] (u32 pairs), tile_u32 apart, packed
   // once after the tasks' workspace; packed = NULL while unset or when each K/V head has
