@@ -8,7 +8,8 @@ outside the source tree.
     sdist_install.py --source REPO --work DIR
 
 Checks: the sdist holds the C sources (vendor/kernels/attn.h) and py.typed; the build
-output is visible with pip -v (the CMake configure message and compile lines); the wheel
+output is visible on the terminal of a plain `pip wheel` (no -v; run on a pseudo-terminal:
+the CMake configure message and compile lines, build_backend/attnbench_build.py); the wheel
 is a py3-none-<platform> wheel; the installed package is the one imported, has py.typed,
 and passes tests/test_module.py, test_attention.py, test_benchmark.py and test_layouts.py.
 Exit 77 (skipped) when PyPI is unreachable or venv/pip is missing (python3-venv); with
@@ -17,6 +18,7 @@ ATTNBENCH_CI_REQUIRE_PYPI=1 (.ci/run --require-pypi) an unreachable PyPI fails (
 import argparse
 import glob
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -56,6 +58,42 @@ def run(cmd, env, what, **kw):
     return r
 
 
+def run_on_terminal(cmd, env, what, cwd):
+    """cmd on a pseudo-terminal (its controlling terminal and fds 0-2), as a user at a
+    shell runs it: returns what the terminal showed. Failures as run()."""
+    print("+ (on a terminal)", " ".join(cmd), flush=True)
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execvpe(cmd[0], cmd, env)
+        finally:
+            os._exit(127)
+    out = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        if any(s in text for s in OFFLINE):
+            print(text[-1500:])
+            if os.environ.get("ATTNBENCH_CI_REQUIRE_PYPI") == "1":
+                print(f"FAIL: PyPI is unreachable ({what} needs it; ATTNBENCH_CI_REQUIRE_PYPI=1)")
+                sys.exit(1)
+            print(f"SKIP: PyPI is unreachable ({what} needs it)")
+            sys.exit(SKIP)
+        print(text[-6000:])
+        print(f"FAIL: {what}")
+        sys.exit(1)
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", required=True)
@@ -85,15 +123,14 @@ def main():
             print(f"FAIL: the sdist lacks {need}")
             return 1
     print(f"sdist: {out} ({len(names)} files, self-contained)")
-    # 2. a wheel from the sdist alone, in a fresh venv, build output shown (pip -v)
+    # 2. a wheel from the sdist alone, in a fresh venv, build output on the terminal (no -v)
     py, why = venv(os.path.join(work, "venv"))
     if not py:
         print(f"SKIP: {why}")
         return SKIP
     wheels = os.path.join(work, "wheels")
-    r = run([py, "-m", "pip", "wheel", "-v", "--no-deps", "-w", wheels, out], env,
-            "pip wheel from the sdist", cwd=work)
-    log = r.stdout + r.stderr
+    log = run_on_terminal([py, "-m", "pip", "wheel", "--no-deps", "-w", wheels, out], env,
+                          "pip wheel from the sdist", cwd=work)
     # the configure message, a kernel's compile line (from vendor/), the library's link line
     for line in ("attnbench: building the kernels from", "/vendor/kernels/flash/",
                  "-o libattnbench_py.so"):
