@@ -11,8 +11,10 @@
                                             --benchmark_repetitions=9 gives every point the 9
                                             repetitions Google Benchmark's compare.py wants
                                             (and, with $ATTNBENCH_GBENCH_COMPARE, that tool then
-                                            does not warn; on the config's 3 it does)
+                                            does not warn; on the config's 3 it does);
+                                            configs/default.ini ships with 9 or more
 """
+import configparser
 import json
 import os
 import pty
@@ -22,6 +24,7 @@ import sys
 import tempfile
 
 FAILED = []
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 TINY = """[s]
 kernels = blocked
@@ -155,6 +158,12 @@ def gbench_compare(binary):
             counts = per_name_repetitions(files[tag])
             check(len(counts) == 2 and set(counts.values()) == {want},
                   "%s: %d repetitions of each point (%s)" % (tag, want, counts))
+        # The main job ships with that count: two of its files compare without the warning.
+        default = configparser.ConfigParser(inline_comment_prefixes=(";",))
+        default.read(os.path.join(REPO, "configs", "default.ini"))
+        reps = {sec: default.getint(sec, "repetitions", fallback=0) for sec in default.sections()}
+        check(reps and min(reps.values()) >= 9,
+              "configs/default.ini: 9 or more repetitions in every section (%s)" % reps)
         tool = os.environ.get("ATTNBENCH_GBENCH_COMPARE")
         if not tool:
             print("ATTNBENCH_GBENCH_COMPARE not set: Google Benchmark's compare.py not run")
