@@ -20,14 +20,15 @@ const char *attn_dist_name(attn_dist d) {
 
 // ── The matrix ──────────────────────────────────────────────────────────────────────
 
-// Sequence pairs: every length of the list with itself, and cross pairs both ways.
+// Sequence pairs: lengths 1…1024 (tiny, odd, tails of 16 and 256) with themselves, and
+// cross pairs both ways.
 static const int64_t kSeqPairs[][2] = {
     {1, 1},     {2, 2},     {3, 3},       {7, 7},     {16, 16},   {31, 31},    {64, 64},
     {100, 100}, {257, 257}, {1024, 1024}, {1, 1024},  {1, 257},   {1, 7},      {7, 1},
     {2, 31},    {31, 2},    {3, 100},     {100, 3},   {16, 64},   {64, 16},    {257, 31},
     {31, 257},  {7, 100},   {100, 7},     {1024, 64}, {64, 1024}, {257, 1024},
 };
-// Head dims (qk, v): the list, plus pairs with head_dim_v != head_dim_qk.
+// Head dims (qk, v): equal pairs 1…256, plus pairs with head_dim_v != head_dim_qk.
 static const int64_t kHeadDims[][2] = {
     {1, 1},     {2, 2},     {3, 3}, {16, 16}, {33, 33},  {64, 64}, {80, 80},  {96, 96},
     {128, 128}, {256, 256}, {2, 4}, {16, 33}, {64, 128}, {33, 1},  {128, 64},

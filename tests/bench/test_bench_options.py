@@ -264,7 +264,7 @@ def llm(binary, configdir):
     last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     check(r.returncode == 0 and last == "2 passed, 0 failed, 0 inconclusive, 0 skipped, 0 fallback",
           "GPT-OSS's window + sinks case passes on naive and blocked ('%s'; %s)" % (last, r.stderr.strip()))
-    # variants.ini: the issue's speed figures
+    # variants.ini: the options' speed figures
     path = os.path.join(configdir, "variants.ini")
     r = subprocess.run([binary, "bench", "--config", path, "--dry-run"], capture_output=True, text=True)
     check(r.returncode == 0, "variants.ini is accepted (%s)" % r.stderr.strip())

@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
   const attn_exec neg = {.tile_q = -1}, over = {.tile_kv = ATTN_MAX_TILE + 1};
   every_kernel(&neg, ATTN_ERR_INVALID, "tile", "tile_q = -1");
   every_kernel(&over, ATTN_ERR_INVALID, "tile", "tile_kv = 2^20 + 1");
-  // Tiles of 2^20 on the 4×5 problem: clamped, so the workspace stays small (was
+  // Tiles of 2^20 on a 4×5 problem: clamped, so the workspace stays small (was
   // 4 TiB for blocked) and the answer still passes the check.
   const attn_problem p = attn_problem_make(1, 2, 2, 4, 5, 8, 8, false);
   const attn_exec huge = {.tile_q = ATTN_MAX_TILE, .tile_kv = ATTN_MAX_TILE, .threads = 2};
