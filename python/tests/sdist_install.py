@@ -40,27 +40,32 @@ def venv(path):
     return py, ""
 
 
+def failed(text, what):
+    """A failed step: skip when PyPI was unreachable (fail with ATTNBENCH_CI_REQUIRE_PYPI=1),
+    else fail, printing the tail of its output."""
+    if any(s in text for s in OFFLINE):
+        print(text[-1500:])
+        if os.environ.get("ATTNBENCH_CI_REQUIRE_PYPI") == "1":
+            print(f"FAIL: PyPI is unreachable ({what} needs it; ATTNBENCH_CI_REQUIRE_PYPI=1)")
+            sys.exit(1)
+        print(f"SKIP: PyPI is unreachable ({what} needs it)")
+        sys.exit(SKIP)
+    print(text[-6000:])
+    print(f"FAIL: {what}")
+    sys.exit(1)
+
+
 def run(cmd, env, what, **kw):
     print("+", " ".join(cmd), flush=True)
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
     if r.returncode != 0:
-        text = r.stdout + r.stderr
-        if any(s in text for s in OFFLINE):
-            print(text[-1500:])
-            if os.environ.get("ATTNBENCH_CI_REQUIRE_PYPI") == "1":
-                print(f"FAIL: PyPI is unreachable ({what} needs it; ATTNBENCH_CI_REQUIRE_PYPI=1)")
-                sys.exit(1)
-            print(f"SKIP: PyPI is unreachable ({what} needs it)")
-            sys.exit(SKIP)
-        print(text[-6000:])
-        print(f"FAIL: {what}")
-        sys.exit(1)
+        failed(r.stdout + r.stderr, what)
     return r
 
 
 def run_on_terminal(cmd, env, what, cwd):
     """cmd on a pseudo-terminal (its controlling terminal and fds 0-2), as a user at a
-    shell runs it: returns what the terminal showed. Failures as run()."""
+    shell runs it: returns what the terminal showed. Failures as run() (failed())."""
     print("+ (on a terminal)", " ".join(cmd), flush=True)
     pid, master = pty.fork()
     if pid == 0:
@@ -81,16 +86,7 @@ def run_on_terminal(cmd, env, what, cwd):
     _, status = os.waitpid(pid, 0)
     text = out.decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
-        if any(s in text for s in OFFLINE):
-            print(text[-1500:])
-            if os.environ.get("ATTNBENCH_CI_REQUIRE_PYPI") == "1":
-                print(f"FAIL: PyPI is unreachable ({what} needs it; ATTNBENCH_CI_REQUIRE_PYPI=1)")
-                sys.exit(1)
-            print(f"SKIP: PyPI is unreachable ({what} needs it)")
-            sys.exit(SKIP)
-        print(text[-6000:])
-        print(f"FAIL: {what}")
-        sys.exit(1)
+        failed(text, what)
     return text
 
 
