@@ -14,6 +14,7 @@
 #include "flash/amx_tiles_hw.h"
 #include "flash/flash_amx_body.h"
 #include "flash/flash_avx512.h"
+#include "simd/vec_avx512.h"
 
 static size_t flash_amx_workspace(const attn_problem *p, const attn_exec *exec) {
   if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_workspace(p, exec);
@@ -29,16 +30,16 @@ static int flash_amx_run(const attn_problem *p, const attn_exec *exec, const flo
 const attn_kernel attn_kernel_flash__amxbf16 = {
     .name = "flash__amxbf16",
     .summary =
-        "BF16 compute mode on AMX tiles (tdpbf16ps): VNNI-pair bf16 K/V tiles packed "
-        "once, 16x32 QK^T / 16x16 PV tiles, fp32 softmax and sums, P rounded to bf16; "
-        "F32 mode is flash__avx512's",
+        "BF16 compute mode on AMX tiles (tdpbf16ps): VNNI-pair bf16 K/V packed once, "
+        "32-row tasks on 2x2 C tiles over 256-key spans, AVX-512 base-2 softmax, fp32 "
+        "sums, P rounded to bf16; F32 mode is flash__avx512's",
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16 | ATTN_ISA_AMXBF16,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_COMPUTE_BF16,
     .workspace = flash_amx_workspace,
     .run = flash_amx_run,
     .vec_width = 16,
-    .qk_rows = AMXF_ROWS,
+    .qk_rows = AMXF_TASK_ROWS,
     .qk_cols = AMXF_KEYS,
-    .pv_rows = AMXF_ROWS,
-    .pv_cols = AMXF_COLS,
+    .pv_rows = AMXF_TASK_ROWS,
+    .pv_cols = 2 * AMXF_COLS,
 };

@@ -73,13 +73,13 @@ def leftovers(d):
 def main():
     clitest.init()
     avail = [n for n, ok, _ in clitest.list_kernels() if ok]
-    flash = [n for n in avail if n.startswith("flash__")]
+    # The widest flash kernel with a tiled kernel of the same ISA (AMX has no tiled one).
+    flash = [n for n in avail if n.startswith("flash__") and n.replace("flash__", "tiled__") in avail]
     if not flash:
-        print("no flash kernel runs here")
+        print("no flash kernel with a tiled twin runs here")
         return 77
     kernel = flash[-1]
     tiled = kernel.replace("flash__", "tiled__")
-    check(tiled in avail, f"{tiled} runs here too")
     with clitest.tempdir() as d:
         cfg = os.path.join(d, "tiny.ini")
         with open(cfg, "w") as f:

@@ -20,8 +20,11 @@ uint64_t attn_peak_loop__avx512fp16(uint64_t iters, float *sink) {
     for (int i = 0; i < PEAK_CHAINS; i++) acc[i] = _mm512_fmadd_ph(acc[i], b, c);
   }
   __m512 s = _mm512_setzero_ps();
-  for (int i = 0; i < PEAK_CHAINS; i++)
-    s = _mm512_add_ps(s, _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_castph_si512(acc[i]))));
+  for (int i = 0; i < PEAK_CHAINS; i++) {  // all 32 lanes: the two halves widened apart
+    const __m512i bits = _mm512_castph_si512(acc[i]);
+    s = _mm512_add_ps(s, _mm512_cvtph_ps(_mm512_castsi512_si256(bits)));
+    s = _mm512_add_ps(s, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(bits, 1)));
+  }
   *sink = _mm512_reduce_add_ps(s);
   return iters * PEAK_CHAINS * 64u;  // 32 lanes x (multiply + add)
 }

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// The test twin of flash__amxbf16 (flash_amx_emulated_twin.h): kernels/flash/flash_amx_body.h
+// on the portable tile layer (amx_tiles_emu.h) instead of amx_tiles_hw.h, compiled with the
+// kernel's AVX-512 and AVX512_BF16 flags (tests/simd/CMakeLists.txt).
+#include "flash_amx_emulated_twin.h"
+
+#include "amx_tiles_emu.h"
+#include "simd/vec_avx512.h"
+#include "flash/flash_amx_body.h"
+
+const attn_kernel flash_amx_emulated_twin = {
+    .name = "flash__amxbf16_emulated",
+    .summary = "flash__amxbf16's BF16 body on emulated tiles (test backend)",
+    .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_COMPUTE_BF16,
+    .workspace = amx_flash_bf16_workspace,
+    .run = amx_flash_bf16_run,
+};
+
+void flash_amx_emulated_twin_swap_pairs(int on) {
+  amx_emu_swap_pairs = on;
+}
