@@ -22,16 +22,59 @@
 // vectorised exp as the fused kernels (simd/vexp.h, ≤ 1.01 ulp, exactly 0 below
 // ln FLT_MIN — no denormals), picked at run time for the CPU (scalar expf without AVX2).
 // So a comparison with `blas` measures fusion and tiling, not a slower exp.
+// Loading: OpenBLAS is opened (dlopen) on the kernel's first run, with
+// OPENBLAS_NUM_THREADS=1 in the environment while its constructor reads it (the previous
+// value is put back): a process that never runs `blas` never loads it, and one that does
+// gets no OpenBLAS thread pool. Linked in, the library's pthread build starts a worker per
+// core at program load, and each spins (sched_yield) for its thread timeout (~2^28
+// cycles) before sleeping — on a 2-core machine that took a core from whatever kernel ran
+// in the first ~0.2 s of every process (a 1 ms problem timed at 15 ms over 9 calls).
+// If the library cannot be opened, the kernel fails with BLAS_ERR_LOAD and says why on
+// stderr once.
+#define _POSIX_C_SOURCE 200809L  // setenv, unsetenv, strdup
+
 #include <cblas.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/attn_internal.h"
 #include "simd/vexp.h"
 
 enum { kScoreFloats = 4 << 20 };  // 16 MiB of scores per row block
+
+enum { BLAS_ERR_LOAD = 16 };  // OpenBLAS could not be opened (the kernel's own status)
+
+#ifndef ATTN_OPENBLAS_LIBRARY  // the build's OpenBLAS, if the runtime name is not found
+#define ATTN_OPENBLAS_LIBRARY "libopenblas.so"
+#endif
+
+typedef __typeof__(cblas_sgemm) sgemm_fn;
+static sgemm_fn *g_sgemm;  // NULL until loaded (or when the load failed)
+static pthread_once_t g_blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_load(void) {
+  const char *old = getenv("OPENBLAS_NUM_THREADS");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  void *lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen(ATTN_OPENBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  if (saved) {
+    setenv("OPENBLAS_NUM_THREADS", saved, 1);
+    free(saved);
+  } else {
+    unsetenv("OPENBLAS_NUM_THREADS");
+  }
+  if (lib) g_sgemm = (sgemm_fn *)dlsym(lib, "cblas_sgemm");
+  if (!g_sgemm)
+    fprintf(stderr, "blas: cannot load cblas_sgemm (libopenblas.so.0, %s): %s\n",
+            ATTN_OPENBLAS_LIBRARY, dlerror());
+}
 
 static int64_t rows_per_block(const attn_problem *p) {
   const int64_t rows = p->seq_q * (p->heads / p->kv_heads);
@@ -115,8 +158,8 @@ static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64
     return;
   }
   // S[nr][n] = scale · Q_block · K[0:n]ᵀ   (row stride n)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)n, (int)dqk, p->scale,
-              qg + r0 * dqk, (int)dqk, kg, (int)dqk, 0.0f, S, (int)n);
+  g_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)n, (int)dqk, p->scale,
+          qg + r0 * dqk, (int)dqk, kg, (int)dqk, 0.0f, S, (int)n);
   // P = softmax(S) row by row (masked scores excluded, row max subtracted)
   for (int64_t r = 0; r < nr; r++) {
     float *s = S + r * n;
@@ -125,15 +168,17 @@ static void block(const attn_problem *p, int64_t b, int64_t g, int64_t r0, int64
     for (int64_t j = vis; j < n; j++) s[j] = 0.0f;  // masked (vis = 0: the row outputs 0)
   }
   // O_block = P · V[0:n]
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)dv, (int)n, 1.0f, S, (int)n,
-              vg, (int)dv, 0.0f, og + r0 * dv, (int)dv);
+  g_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nr, (int)dv, (int)n, 1.0f, S, (int)n, vg,
+          (int)dv, 0.0f, og + r0 * dv, (int)dv);
 }
 
 static int blas_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *kv,
                     const void *vv, float *o, void *workspace) {
   const float *k = (const float *)kv, *v = (const float *)vv;
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
-  openblas_set_num_threads(1);  // parallelism comes from the tasks below
+  // One OpenBLAS thread (no pool, blas_load): parallelism comes from the tasks below.
+  pthread_once(&g_blas_once, blas_load);
+  if (!g_sgemm) return BLAS_ERR_LOAD;
   const int64_t rows = p->seq_q * (p->heads / p->kv_heads), R = rows_per_block(p);
   const int64_t nblocks = (rows + R - 1) / R, ntasks = p->batch * p->kv_heads * nblocks;
   const size_t per_thread = (size_t)R * (size_t)p->seq_kv;

@@ -65,14 +65,18 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/baselines/external/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/attnbench/baselines/external USE_SOURCE_PERMISSIONS
         PATTERN "__pycache__" EXCLUDE)
 
-# The static library's link interface names OpenBLAS when the blas baseline is built;
-# the package config recreates that imported target.
+# With the blas baseline the static library's link interface names the dynamic loader and
+# Threads (the kernel opens OpenBLAS at run time: nothing links it); the package config
+# finds Threads for that.
 if(TARGET attnblas)
   set(ATTN_WITH_BLAS 1)
-  set(ATTN_PC_PRIVATE "openblas")
+  set(ATTN_PC_LIBS_PRIVATE " -lpthread")
+  foreach(lib IN LISTS CMAKE_DL_LIBS)
+    string(APPEND ATTN_PC_LIBS_PRIVATE " -l${lib}")
+  endforeach()
 else()
   set(ATTN_WITH_BLAS 0)
-  set(ATTN_PC_PRIVATE "")
+  set(ATTN_PC_LIBS_PRIVATE "")
 endif()
 install(EXPORT attnbenchTargets NAMESPACE attnbench:: DESTINATION ${ATTN_CMAKE_DIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/attnbenchConfig.cmake.in

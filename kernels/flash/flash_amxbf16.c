@@ -14,7 +14,6 @@
 #include "flash/amx_tiles_hw.h"
 #include "flash/flash_amx_body.h"
 #include "flash/flash_avx512.h"
-#include "simd/vec_avx512.h"
 
 static size_t flash_amx_workspace(const attn_problem *p, const attn_exec *exec) {
   if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_workspace(p, exec);

@@ -3,8 +3,8 @@
 // (attn.h, "Compute modes"), shared by flash__avx512bf16 (vdpbf16ps register tiles,
 // flash_bf16_tiles.h) and flash__amxbf16 (AMX tiles, flash_amx_body.h): the packers of K̂
 // and V̂ into bf16 pairs and the base-2 online-softmax pass that writes P̃ = bf16(p).
-// Include after simd/vec_avx512.h (vf_transpose_block), in a file compiled with
-// AVX512_BF16 and BW. The layouts and the error bound: docs/low-precision-kernels.md.
+// Include in a file compiled with AVX-512 (simd/vec_avx512.h), BW and AVX512_BF16. The
+// layouts and the error bound: docs/low-precision-kernels.md.
 //
 // A pair is a u32 holding two bf16, the lower-indexed element in its low half
 // (little-endian bf16 arrays); odd head_dim and odd key counts pad a pair with zero.
@@ -14,6 +14,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "simd/vec_avx512.h"
 
 #define BK_INLINE static inline __attribute__((always_inline))
 

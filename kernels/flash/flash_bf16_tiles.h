@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // flash_bf16_tiles.h — the bfloat16 register tiles of flash__avx512bf16 (flash_avx512bf16.c;
 // the layouts and the maths: docs/low-precision-kernels.md); its packers and softmax pass
-// are flash_bf16_round.h's. Include after simd/vec_avx512.h, in a file compiled with
-// AVX512_BF16 (and BW).
+// are flash_bf16_round.h's. Include in a file compiled with AVX-512, BW and AVX512_BF16.
 //
 // `vdpbf16ps acc, a, b` adds, in every float32 lane i, the two products
 // a.bf16[2i]·b.bf16[2i] + a.bf16[2i+1]·b.bf16[2i+1] (each exact in float32: 8-bit

@@ -5,7 +5,6 @@
 #include "flash_amx_emulated_twin.h"
 
 #include "amx_tiles_emu.h"
-#include "simd/vec_avx512.h"
 #include "flash/flash_amx_body.h"
 
 const attn_kernel flash_amx_emulated_twin = {
