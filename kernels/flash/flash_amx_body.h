@@ -165,12 +165,6 @@ static void amxf_pack_q(const attn_problem *p, const amxf_plan *pl, const amxf_t
   }
 }
 
-// Brings `bytes` from p into L1 (the next block's tiles: a tile load waits for the tile's
-// previous readers, so its latency is not hidden behind them).
-BK_INLINE void amxf_prefetch(const void *p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)p + off, _MM_HINT_T0);
-}
-
 // S rows [0, 16·mr) × keys [0, 32·nsb) of the span starting at block kb0 (row stride
 // AMXF_SPAN floats). mr (1 or 2) is a compile-time constant: tile numbers are immediates.
 BK_INLINE void amxf_qk(const int mr, const amxf_plan *pl, void *packed, int64_t head, int64_t kb0,
@@ -178,7 +172,6 @@ BK_INLINE void amxf_qk(const int mr, const amxf_plan *pl, void *packed, int64_t 
   const long ldq = (long)pl->dqkp * 2, lds = AMXF_SPAN * 4, ldk = AMXF_KEYS * 4;
   for (int64_t sb = 0; sb < nsb; sb++) {
     const uint32_t *kt = amxf_block(pl, packed, head, kb0 + sb);
-    if (sb + 1 < nsb) amxf_prefetch(kt + pl->block_bytes / 4, (size_t)pl->dqkp * 64);
     AMX_TILE_ZERO(4);
     AMX_TILE_ZERO(5);
     if (mr == 2) {
@@ -225,9 +218,6 @@ BK_INLINE void amxf_pv(const int mr, const amxf_plan *pl, void *packed, int64_t 
     }
     for (int64_t sb = 0; sb < nsb; sb++) {
       const uint32_t *vt = amxf_block(pl, packed, head, kb0 + sb) + voff + e * AMXF_COLS;
-      if (sb + 1 < nsb)
-        for (int j = 0; j < AMXF_KEYS / 2; j++)
-          _mm_prefetch((const char *)(vt + pl->block_bytes / 4 + j * dvp), _MM_HINT_T0);
       AMX_TILE_LOAD(0, P + sb * AMXF_KEYS, ldp);
       AMX_TILE_LOAD(2, vt, ldv);
       AMX_TILE_DPBF16PS(4, 0, 2);
