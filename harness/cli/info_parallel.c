@@ -53,13 +53,17 @@ void attn_info_parallel(FILE *out, bool measure) {
   attn_bandwidth one, all;
   const int ok1 = attn_bandwidth_read(0, 1, 5, &one) == 0 && one.ok;
   const int okn = attn_bandwidth_read(0, threads, 5, &all) == 0 && all.ok;
-  fprintf(out, "read bandwidth, measured (GB/s, 1 GiB buffer, best / median of 5):\n");
+  fprintf(out,
+          "read bandwidth, measured (GB/s, 1 GiB buffer, best / median of 5 passes; a pass is "
+          "the fastest of its read patterns, the best pass's named):\n");
   if (ok1)
-    fprintf(out, "  %-12s %8.1f / %.1f\n", "1 thread", one.best_gbs, one.median_gbs);
+    fprintf(out, "  %-12s %8.1f / %.1f  (%s)\n", "1 thread", one.best_gbs, one.median_gbs,
+            one.pattern);
   else
     fprintf(out, "  1 thread     unavailable\n");
   if (okn)
-    fprintf(out, "  %-2d threads   %8.1f / %.1f\n", threads, all.best_gbs, all.median_gbs);
+    fprintf(out, "  %-2d threads   %8.1f / %.1f  (%s)\n", threads, all.best_gbs, all.median_gbs,
+            all.pattern);
   else
     fprintf(out, "  all threads  unavailable\n");
 }

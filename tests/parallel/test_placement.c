@@ -258,6 +258,28 @@ static void test_bandwidth(void) {
   EXPECT(b.best_gbs > 0 && b.median_gbs > 0 && b.best_gbs >= b.median_gbs, "best %g median %g",
          b.best_gbs, b.median_gbs);
   EXPECT(b.bytes == ((size_t)8 << 20) && b.threads == 2 && b.passes == 3, "fields");
+  EXPECT(b.pattern != NULL, "no pattern named");
+  // Every read pattern sums every element: sizes that leave tails in a thread's slice, a
+  // 1 Mi-float chunk, a 16-float step and a two-stream half (all values positive, so a
+  // skipped element shows as a smaller sum) ...
+  const size_t sizes[] = {((size_t)5 << 20) + 4 * 37, ((size_t)1 << 20) + 4 * 3, 4 * 41};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (int t = 1; t <= 2; t++) {
+      attn_bandwidth_buffer buf;
+      EXPECT(attn_bandwidth_prepare(sizes[i], t, &buf) == 0, "prepare %zu", sizes[i]);
+      attn_bandwidth r = {0};
+      EXPECT(attn_bandwidth_measure(&buf, t, 1, &r) == 0 && r.ok == 1,
+             "%zu bytes, %d threads: sum mismatch", sizes[i], t);
+      // ... and the check fails when one element is off: first, in a second half, last.
+      const size_t at[] = {0, buf.n / 2 + buf.n / 8, buf.n - 1};
+      for (size_t k = 0; k < 3; k++) {
+        buf.x[at[k]] = 1.0f;
+        EXPECT(attn_bandwidth_measure(&buf, t, 1, &r) == 0 && r.ok == 0,
+               "%zu bytes, %d threads: element %zu changed, the check passed", sizes[i], t, at[k]);
+        buf.x[at[k]] = 1.0f / 64.0f;
+      }
+      attn_bandwidth_release(&buf);
+    }
 }
 
 int main(void) {

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // bandwidth.h — STREAM-like read-bandwidth probe: every thread sums its slice of a
 // buffer far larger than the last-level cache (vectorised sum, 4 independent chains),
-// repeated; the best and the median pass are reported in GB/s (1 GB = 1e9 bytes).
+// repeated; the best and the median pass are reported in GB/s (1 GB = 1e9 bytes). A pass
+// reads the buffer once in each of three patterns (one stream; one stream with software
+// prefetch into L2; two interleaved streams) and counts the fastest: which pattern the
+// hardware prefetchers favour differs between CPUs.
 // Like STREAM it validates its own result (the sum of a known fill) and drops nothing
 // silently: the first pass (page faults were taken at fill time) is timed like the rest.
 // Depends on libc and OpenMP only.
@@ -19,7 +22,8 @@ typedef struct attn_bandwidth {
   size_t bytes;       // buffer size
   int threads;        // threads that read
   int passes;
-  int ok;  // 1 if the sums matched the fill (the probe measured real reads)
+  int ok;               // 1 if the sums matched the fill (the probe measured real reads)
+  const char *pattern;  // the read pattern of the fastest pass ("stream", "prefetched", ...)
 } attn_bandwidth;
 
 // Reads a buffer of `bytes` (0 = 1 GiB) with `threads` OpenMP threads (0 = OpenMP
