@@ -199,26 +199,17 @@ void VN_BLOCK_DOTS(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *
 }
 
 // ── P·V: V dequantized in registers ──────────────────────────────────────────────────
-// The weights of a row group: w[(b·VN_RG + r)·VN_KEYS + c] = p_r,c · f16(d_v,c,b) for row r,
-// key c and V block b — a pass's weights of one key sit at fixed offsets from one pointer.
-//
 // acc_r[e0 .. e0 + VF_W·NV) += Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of key c's V
-// row, widened exactly; b the block of the column) for the G rows; w points at the weights
-// of block e0 / 32. A pass starts at a block's first column or lies within one block
-// (VN_PV_PASS_OK), so vector x is in block e0 / 32 + VF_W·x / 32; each weight is broadcast
-// once per key into a register for the pass's vectors of its block, and each V vector is
-// widened once for the group. pfv (NULL: none): the next block's V rows, one per key.
+// row, widened exactly; b the block of the column) for the G rows, with
+// w_r,c,b = p_r,c · f16(d_v,c,b) (vn_pv). Each V vector is widened once for the group.
+// pfv (NULL: none): the next block's V rows, one prefetched per key.
 // The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
 // is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
 // of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
 // 0 and adds nothing.
-#define VN_PV_PASS_OK(nv) \
-  ((VF_W * (nv)) % ATTN_Q8_0_BLOCK == 0 || ATTN_Q8_0_BLOCK % (VF_W * (nv)) == 0)
-_Static_assert(VN_PV_PASS_OK(VN_PV_NV_FEW) && VN_PV_PASS_OK(VN_PV_NV_MANY) &&
-                   VN_PV_PASS_OK(VN_PV_NV_TAIL),
-               "P·V passes: whole blocks, or within one");
-VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char *v, size_t vrb,
-                          int64_t nk, int64_t e0, float *acc, int64_t dvp, const char *pfv) {
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw, const char *v,
+                          size_t vrb, int64_t nk, int64_t e0, float *acc, int64_t dvp,
+                          const char *pfv) {
   vf_t o[VN_RG][VN_PV_NV_FEW];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
@@ -234,15 +225,12 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char 
       vv[x] = kv_w_i8(vr[e / ATTN_Q8_0_BLOCK].qs + e % ATTN_Q8_0_BLOCK);
     }
 #pragma GCC unroll 4
-    for (int r = 0; r < G; r++) {
-      vf_t wv = vf_zero();
+    for (int r = 0; r < G; r++)
 #pragma GCC unroll 8
       for (int x = 0; x < NV; x++) {
-        if ((VF_W * x) % ATTN_Q8_0_BLOCK == 0)  // the first vector of a block
-          wv = vf_set1(w[((VF_W * x / ATTN_Q8_0_BLOCK) * VN_RG + r) * VN_KEYS + c]);
-        o[r][x] = vf_fma(wv, vv[x], o[r][x]);
+        const int64_t b = (e0 + VF_W * x) / ATTN_Q8_0_BLOCK;
+        o[r][x] = vf_fma(vf_set1(w[(r * ldw + b) * VN_KEYS + c]), vv[x], o[r][x]);
       }
-    }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
@@ -251,8 +239,8 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char 
 }
 
 // P·V over all of head_dim_v (a multiple of 32): acc_r ← α_r·acc_r for the rows whose
-// maximum grew (α ≠ 1: rare after a row's first blocks), the weights w (vn_pv_pass; a key
-// group per vector; dvs from vn_scales), then passes of VN_PV_NV_FEW (≤ 2 rows) or
+// maximum grew (α ≠ 1: rare after a row's first blocks), w = p·d_v per row, block and key (a
+// key group per vector; dvs from vn_scales), then passes of VN_PV_NV_FEW (≤ 2 rows) or
 // VN_PV_NV_MANY (3–4 rows) vectors per row (later passes reread the block's V rows from
 // L1), the rest VN_PV_NV_TAIL vectors at a time.
 VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *dvs, float *w,
@@ -261,24 +249,22 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
   const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
   for (int r = 0; r < G; r++)
     if (alpha[r] != 1.0f) vs_scale_store(acc + r * dvp, acc + r * dvp, dv, alpha[r]);
-  for (int64_t b = 0; b < nbv; b++)
-    for (int r = 0; r < G; r++)
+  for (int r = 0; r < G; r++)
+    for (int64_t b = 0; b < nbv; b++)
       for (int64_t c = 0; c < nkp; c += VN_KG)
-        vf_store(w + (b * VN_RG + r) * VN_KEYS + c,
+        vf_store(w + (r * nbv + b) * VN_KEYS + c,
                  vf_mul(vf_load(s + r * lds + c), kv_w_f16(dvs + b * VN_KEYS + c)));
   const int nv = G <= 2 ? VN_PV_NV_FEW : VN_PV_NV_MANY;
   int64_t e0 = 0;
-#define VN_PASS_W (w + e0 / ATTN_Q8_0_BLOCK * VN_RG * VN_KEYS)
   for (; e0 + VF_W * nv <= dv; e0 += VF_W * nv) {
     const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
     if (nv == VN_PV_NV_FEW)
-      vn_pv_pass(G, VN_PV_NV_FEW, VN_PASS_W, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_FEW, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
     else
-      vn_pv_pass(G, VN_PV_NV_MANY, VN_PASS_W, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_MANY, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
   }
   for (; e0 < dv; e0 += VF_W * VN_PV_NV_TAIL)
-    vn_pv_pass(G, VN_PV_NV_TAIL, VN_PASS_W, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
-#undef VN_PASS_W
+    vn_pv_pass(G, VN_PV_NV_TAIL, w, nbv, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────
