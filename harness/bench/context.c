@@ -84,12 +84,12 @@ double attn_bench_unit_peak(attn_peak_key key, int threads) {
   // % peak counters of those points can then exceed 100).
   const int cores = attn_bench_physical_cores();
   if (threads > 1 && threads <= cores) {
-    const double expect = threads * attn_bench_unit_peak(key, 1);
-    for (int i = 0; i < 5 && v < 0.8 * expect; i++) {
-      const double x = attn_peak_gops(key.unit, key.isa, threads);
+    const double one = attn_bench_unit_peak(key, 1);
+    if (v < 0.8 * threads * one) {
+      const double x = attn_peak_gops_scaled(key.unit, key.isa, threads, one, cores, NULL);
       v = x > v ? x : v;
     }
-    if (v < 0.8 * expect) {
+    if (v < 0.8 * threads * one) {
       char isa[64], key_name[96], msg[160];
       isa_key(key.isa, isa, sizeof isa);
       snprintf(key_name, sizeof key_name, "peak_warning_%s%s%s_T%d",
@@ -98,8 +98,7 @@ double attn_bench_unit_peak(attn_peak_key key, int threads) {
       snprintf(msg, sizeof msg,
                "measured %.1f %s, below %d x the 1-thread %.1f: the machine "
                "was busy; %% of peak at %d threads is overstated",
-               v, key.unit == ATTN_PEAK_FP32_FMA ? "GFLOP/s" : "G ops/s", threads, expect / threads,
-               threads);
+               v, key.unit == ATTN_PEAK_FP32_FMA ? "GFLOP/s" : "G ops/s", threads, one, threads);
       attn_gb_add_context(key_name, msg);
       fprintf(stderr, "warning: %s peak (%s, %d threads) %s\n", attn_peak_unit_name(key.unit), isa,
               threads, msg);

@@ -137,10 +137,14 @@ static int serve_bandwidth_probe(int threads) {
   return ATTNBENCH_EXIT_OK;
 }
 
+// After an all-threads peak that stayed below 80 % of threads × its 1-thread figure
+// (attn_peak_gops_scaled): the cores were not all ours while it was measured.
+static const char kBusyNote[] = "  below threads x 1 thread: the machine was busy";
+
 // The table "compute unit peaks, measured": every low-precision probe of this build, in
 // G ops/s (multiply + add per product, as FLOPs), or "not on this CPU" (with the reason
 // when the CPU has the unit but the OS withholds it, e.g. AMX tile data).
-static void print_unit_peaks(uint32_t isa, int threads) {
+static void print_unit_peaks(uint32_t isa, int threads, int cores) {
   size_t n;
   const attn_peak_probe *probes = attn_peak_probes(&n);
   const char *note = attn_cpu_features_note();
@@ -159,8 +163,10 @@ static void print_unit_peaks(uint32_t isa, int threads) {
       continue;
     }
     const double one = attn_peak_gops(pr->unit, pr->isa, 1);
-    const double all = attn_peak_gops(pr->unit, pr->isa, threads);
-    printf("  %-8s  %-20s  %12.1f  %12.1f (%d)\n", unit, pr->instruction, one, all, threads);
+    int busy;
+    const double all = attn_peak_gops_scaled(pr->unit, pr->isa, threads, one, cores, &busy);
+    printf("  %-8s  %-20s  %12.1f  %12.1f (%d)%s\n", unit, pr->instruction, one, all, threads,
+           busy ? kBusyNote : "");
   }
 }
 
@@ -201,6 +207,9 @@ int cmd_info(int argc, char **argv) {
   cpu_model(model, sizeof model);
   const uint32_t isa = attn_cpu_features();
   const int threads = omp_get_max_threads();
+  // Physical cores of the set (one thread each by default): up to there a unit's peak
+  // should scale with the threads (attn_peak_gops_scaled).
+  const int cores = attn_placement_default_threads() > 0 ? attn_placement_default_threads() : 1;
   printf("cpu:        %s\n", model);
   const attn_cpu_ident *id = attn_cpu_ident_get();
   char ident[96];
@@ -243,12 +252,15 @@ int cmd_info(int argc, char **argv) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     if (rows[i].bit && !((isa & compiled_isas()) & rows[i].bit)) continue;
     const double one = attn_peak_fma_gflops(rows[i].bit, 1);
-    const double all = attn_peak_fma_gflops(rows[i].bit, threads);
+    int busy;
+    const double all =
+        attn_peak_gops_scaled(ATTN_PEAK_FP32_FMA, rows[i].bit, threads, one, cores, &busy);
     char all_label[16];
     snprintf(all_label, sizeof all_label, "(%d)", threads);
-    printf("  %-8s  %12.1f  %12.1f %s\n", rows[i].name, one, all, all_label);
+    printf("  %-8s  %12.1f  %12.1f %s%s\n", rows[i].name, one, all, all_label,
+           busy ? kBusyNote : "");
   }
-  print_unit_peaks(isa, threads);
+  print_unit_peaks(isa, threads, cores);
   attn_info_parallel(stdout, true);  // parallel section incl. the read-bandwidth probe
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 }

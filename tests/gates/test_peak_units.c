@@ -82,6 +82,18 @@ int main(int argc, char **argv) {
   EXPECT(attn_peak_probe_find(ATTN_PEAK_BF16_DOT, ATTN_ISA_AVX2) == NULL, "no bf16 probe on avx2");
   EXPECT(attn_peak_gops((attn_peak_unit)ATTN_PEAK_UNIT_COUNT, 0, 1) == 0.0, "unknown unit -> 0");
   EXPECT(strcmp(attn_peak_unit_name((attn_peak_unit)99), "?") == 0, "unknown unit name");
+  // The all-threads figure's busy flag (attn_peak_gops_scaled): raised when the figure stays
+  // below 80 % of threads × the 1-thread figure on threads ≤ cores — here against a 1-thread
+  // figure no machine reaches — and never when it cannot apply (1 thread, threads > cores).
+  int busy = -1;
+  EXPECT(attn_peak_gops_scaled(ATTN_PEAK_FP32_FMA, 0, 2, 1e9, 2, &busy) > 0.0 && busy == 1,
+         "2 threads against 1e9 on 1 thread: busy %d", busy);
+  EXPECT(attn_peak_gops_scaled(ATTN_PEAK_FP32_FMA, 0, 2, 0.0, 2, &busy) > 0.0 && busy == 0,
+         "2 threads against 0 on 1 thread: busy %d", busy);
+  EXPECT(attn_peak_gops_scaled(ATTN_PEAK_FP32_FMA, 0, 1, 1e9, 2, &busy) > 0.0 && busy == 0,
+         "1 thread: busy %d", busy);
+  EXPECT(attn_peak_gops_scaled(ATTN_PEAK_FP32_FMA, 0, 2, 1e9, 1, &busy) > 0.0 && busy == 0,
+         "2 threads on 1 core: busy %d", busy);
   if (masked)
     EXPECT(measured_low == 0, "ATTNBENCH_ISA_MASK hides every low-precision unit (%d measured)",
            measured_low);

@@ -120,6 +120,19 @@ double attn_peak_fma_gflops(uint32_t isa, int threads) {
   return attn_peak_gops(ATTN_PEAK_FP32_FMA, isa, threads);
 }
 
+double attn_peak_gops_scaled(attn_peak_unit unit, uint32_t isa, int threads, double one, int cores,
+                             int *busy) {
+  double v = attn_peak_gops(unit, isa, threads);
+  const double expect = threads * one;
+  const int scales = threads > 1 && threads <= cores;
+  for (int i = 0; scales && i < 5 && v < 0.8 * expect; i++) {
+    const double x = attn_peak_gops(unit, isa, threads);
+    v = x > v ? x : v;
+  }
+  if (busy) *busy = scales && v < 0.8 * expect;
+  return v;
+}
+
 double attn_peak_gops(attn_peak_unit unit, uint32_t isa, int threads) {
   const peak_loop_fn fn = loop_for(unit, isa);
   if (!fn) return 0.0;
