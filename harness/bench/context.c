@@ -85,11 +85,12 @@ double attn_bench_unit_peak(attn_peak_key key, int threads) {
   const int cores = attn_bench_physical_cores();
   if (threads > 1 && threads <= cores) {
     const double one = attn_bench_unit_peak(key, 1);
-    if (v < 0.8 * threads * one) {
-      const double x = attn_peak_gops_scaled(key.unit, key.isa, threads, one, cores, NULL);
+    int busy = 0;  // the best of every measurement stays low exactly when the last ones did
+    if (v < ATTN_PEAK_SCALED_MIN * threads * one) {
+      const double x = attn_peak_gops_scaled(key.unit, key.isa, threads, one, cores, &busy);
       v = x > v ? x : v;
     }
-    if (v < 0.8 * threads * one) {
+    if (busy) {
       char isa[64], key_name[96], msg[160];
       isa_key(key.isa, isa, sizeof isa);
       snprintf(key_name, sizeof key_name, "peak_warning_%s%s%s_T%d",

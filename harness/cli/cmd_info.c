@@ -11,6 +11,7 @@
 
 #include "attn.h"
 #include "bench/adjacent.h"  // the probe --bandwidth-probe-server serves
+#include "bench/context.h"   // attn_bench_physical_cores
 #include "cli/commands.h"
 #include "cli/info_parallel.h"  // cores, binding, tiles, read bandwidth
 #include "common/cli_args.h"
@@ -207,9 +208,8 @@ int cmd_info(int argc, char **argv) {
   cpu_model(model, sizeof model);
   const uint32_t isa = attn_cpu_features();
   const int threads = omp_get_max_threads();
-  // Physical cores of the set (one thread each by default): up to there a unit's peak
-  // should scale with the threads (attn_peak_gops_scaled).
-  const int cores = attn_placement_default_threads() > 0 ? attn_placement_default_threads() : 1;
+  // Up to the physical cores a unit's peak should scale with the threads (attn_peak_gops_scaled).
+  const int cores = attn_bench_physical_cores();
   printf("cpu:        %s\n", model);
   const attn_cpu_ident *id = attn_cpu_ident_get();
   char ident[96];

@@ -123,13 +123,13 @@ double attn_peak_fma_gflops(uint32_t isa, int threads) {
 double attn_peak_gops_scaled(attn_peak_unit unit, uint32_t isa, int threads, double one, int cores,
                              int *busy) {
   double v = attn_peak_gops(unit, isa, threads);
-  const double expect = threads * one;
+  const double expect = ATTN_PEAK_SCALED_MIN * threads * one;
   const int scales = threads > 1 && threads <= cores;
-  for (int i = 0; scales && i < 5 && v < 0.8 * expect; i++) {
+  for (int i = 0; scales && i < 5 && v < expect; i++) {
     const double x = attn_peak_gops(unit, isa, threads);
     v = x > v ? x : v;
   }
-  if (busy) *busy = scales && v < 0.8 * expect;
+  if (busy) *busy = scales && v < expect;
   return v;
 }
 

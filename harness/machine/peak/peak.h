@@ -74,8 +74,9 @@ double attn_peak_gops(attn_peak_unit unit, uint32_t isa, int threads);
 // The same on `threads` threads for a unit whose 1-thread peak is `one`. On threads ≤ cores
 // (physical cores) the units are private, so the figure should be about threads × one; far
 // below that another process held a core while it was measured: measure again, up to 5
-// times (the best kept). *busy (may be NULL) = 1 when it stays below 80 % of threads × one
-// (the figure then understates the machine and overstates any % of it), else 0.
+// times (the best kept). *busy (may be NULL) = 1 when it stays below ATTN_PEAK_SCALED_MIN of
+// threads × one (the figure then understates the machine and overstates any % of it), else 0.
+#define ATTN_PEAK_SCALED_MIN 0.8
 double attn_peak_gops_scaled(attn_peak_unit unit, uint32_t isa, int threads, double one, int cores,
                              int *busy);
 
