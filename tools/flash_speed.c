@@ -35,6 +35,10 @@
 // same load). A kernel without the mode's ATTN_CAP_COMPUTE_* bit runs as attn_kernel_run
 // sends it. E.g. flash__avx512bf16 in f32 (flash__avx512's path) against bf16:
 //   flash_speed --kernel flash__avx512bf16 --threads 2 --seq 2048 --d 128 --compute f32,bf16
+// int8 needs q8_0 K/V: with q8_0 in the --kv-dtype list it runs on q8_0 only, so f32 decode
+// and int8 decode are timed alternately in one process (their ratio under one load):
+//   flash_speed --kernel flash__avx512vnni --threads 2 --heads 32 --kv-heads 8 --seq-q 1
+//               --seq 16384 --d 128 --kv-dtype f32,q8_0 --compute f32,int8 --rotate 12
 // --unit-peaks (x86-64 with AVX-512) first measures, per --threads value, the float32 FMA
 // peak (vfmadd231ps zmm, 32 flops) and, with AVX512_BF16, the bf16 dot-product peak
 // (vdpbf16ps zmm, 64 flops: 32 pair products and adds), 12 independent accumulators per
@@ -500,9 +504,14 @@ int main(int argc, char **argv) {
   if (a.want_sinks) a.opt.sinks = sinks;
   if (a.want_lse) a.opt.lse = lse;
   static speed_variants vs;
+  // With several K/V types, int8 runs on the q8_0 ones only (as `attnbench bench --compute`
+  // does): `--kv-dtype f32,q8_0 --compute f32,int8` times f32 against int8 in one process.
+  bool any_q8 = false;
+  for (int di = 0; di < a.ndt; di++) any_q8 |= a.dts[di] == ATTN_DTYPE_Q8_0;
   for (int di = 0; di < a.ndt; di++)
     for (int ci = 0; ci < a.ncm; ci++)
       for (int b = 0; b < (a.ab ? 2 : 1); b++) {
+        if (any_q8 && a.cms[ci] == ATTN_COMPUTE_INT8 && a.dts[di] != ATTN_DTYPE_Q8_0) continue;
         vs.pv[vs.nv] = p;
         vs.pv[vs.nv].kv_dtype = a.dts[di];
         vs.pv[vs.nv].compute = a.cms[ci];
