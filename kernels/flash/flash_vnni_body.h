@@ -201,20 +201,25 @@ void VN_BLOCK_DOTS(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *
 // ── P·V: V dequantized in registers ──────────────────────────────────────────────────
 // acc_r[e0 .. e0 + VF_W·NV) += Σ_{c < nk} w_r,c,b · v_c (v_c the int8 values of key c's V
 // row, widened exactly; b the block of the column) for the G rows, with
-// w_r,c,b = p_r,c · f16(d_v,c,b) (vn_pv). Each V vector is widened once for the group.
+// w_r,c,b = p_r,c · f16(d_v,c,b) at w[(b·VN_RG + r)·VN_KEYS + c] (vn_pv). Each V vector is
+// widened once for the group. A pass of VF_W·NV columns starts at a multiple of its width:
+// within one block when the width is ≤ 32, at a block's start when it is more, so column
+// vector x is in block e0/32 + VF_W·x/32 either way, and every weight of key c lies at a
+// compile-time distance from w + (e0/32)·VN_RG·VN_KEYS + c (no per-row, per-vector offsets
+// held in registers or spilled).
 // pfv (NULL: none): the next block's V rows, one prefetched per key.
 // The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
 // is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
 // of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
 // 0 and adds nothing.
-VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw, const char *v,
-                          size_t vrb, int64_t nk, int64_t e0, float *acc, int64_t dvp,
-                          const char *pfv) {
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char *v, size_t vrb,
+                          int64_t nk, int64_t e0, float *acc, int64_t dvp, const char *pfv) {
   vf_t o[VN_RG][VN_PV_NV_FEW];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
 #pragma GCC unroll 8
     for (int x = 0; x < NV; x++) o[r][x] = vf_load(acc + r * dvp + e0 + VF_W * x);
+  const float *wc = w + e0 / ATTN_Q8_0_BLOCK * VN_RG * VN_KEYS;  // key c's weights: wc[c + ·]
   for (int64_t c = 0; c < nk; c++) {
     if (pfv) vn_prefetch(pfv + (size_t)c * vrb, vrb);  // row c of the next block's V
     const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb);
@@ -228,8 +233,8 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, int64_t ldw
     for (int r = 0; r < G; r++)
 #pragma GCC unroll 8
       for (int x = 0; x < NV; x++) {
-        const int64_t b = (e0 + VF_W * x) / ATTN_Q8_0_BLOCK;
-        o[r][x] = vf_fma(vf_set1(w[(r * ldw + b) * VN_KEYS + c]), vv[x], o[r][x]);
+        const int bx = VF_W * x / ATTN_Q8_0_BLOCK;  // the block past e0's (a constant)
+        o[r][x] = vf_fma(vf_set1(wc[(bx * VN_RG + r) * VN_KEYS + c]), vv[x], o[r][x]);
       }
   }
 #pragma GCC unroll 4
@@ -252,19 +257,19 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
   for (int r = 0; r < G; r++)
     for (int64_t b = 0; b < nbv; b++)
       for (int64_t c = 0; c < nkp; c += VN_KG)
-        vf_store(w + (r * nbv + b) * VN_KEYS + c,
+        vf_store(w + (b * VN_RG + r) * VN_KEYS + c,
                  vf_mul(vf_load(s + r * lds + c), kv_w_f16(dvs + b * VN_KEYS + c)));
   const int nv = G <= 2 ? VN_PV_NV_FEW : VN_PV_NV_MANY;
   int64_t e0 = 0;
   for (; e0 + VF_W * nv <= dv; e0 += VF_W * nv) {
     const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
     if (nv == VN_PV_NV_FEW)
-      vn_pv_pass(G, VN_PV_NV_FEW, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_FEW, w, v, vrb, nk, e0, acc, dvp, pf);
     else
-      vn_pv_pass(G, VN_PV_NV_MANY, w, nbv, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_MANY, w, v, vrb, nk, e0, acc, dvp, pf);
   }
   for (; e0 < dv; e0 += VF_W * VN_PV_NV_TAIL)
-    vn_pv_pass(G, VN_PV_NV_TAIL, w, nbv, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
+    vn_pv_pass(G, VN_PV_NV_TAIL, w, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────
