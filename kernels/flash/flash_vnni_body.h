@@ -71,9 +71,7 @@
 #define VN_KG VF_W        // keys per key group: one vector of scores
 #define VN_KEYS 64        // keys per online-softmax block; the plan's tile_kv multiple
 #define VN_PF_LOCALITY 2  // K/V rows ahead requested into L2 ...
-#define VN_PF_BLOCKS \
-  2  // ... this many key blocks ahead (with 1, the scale reads of a
-     // block wait for its V rows, requested in the last P·V)
+#define VN_PF_BLOCKS 1    // ... this many key blocks ahead (docs/design.md, "Tried and not kept")
 // P·V passes: accumulator vectors per row for groups of ≤ 2 rows and of 3–4 rows (each
 // within VN_PV_ACC), and for the columns left (whole vectors within a 32-block).
 #define VN_PV_NV_FEW (VN_PV_ACC / 2)
