@@ -44,9 +44,9 @@
 //                        the keys' byte offsets from k) as unsigned k + 128, in the 8
 //                        vectors kv[0..7] (the layout's arrangement, loaded once per block
 //                        for the rows of a group)
-//   vn_rowdot(kv, qs)    lane c = Σ_t (k_c,t + 128)·qs_t over the 32 bytes of a Q block
-//                        (vpdpbusd, acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on kv;
-//                        any order: the integer sum is exact)
+//   vn_rowdot(kv, qs, c) lane c' = Σ_t (k_c',t + 128)·qs_t − c over the 32 bytes of a Q
+//                        block (vpdpbusd, acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on
+//                        kv; any order: the integer sum is exact)
 //   vn_scales_group(rows, ko, nb, n, d, ldd)  d[b·ldd + i] = the binary16 d of block b < nb
 //                        of key i's row (at rows + ko[i]) for i < n ≤ VN_KG, 0 for n ≤ i < VN_KG
 // and its budgets and names:
@@ -92,23 +92,20 @@ static inline void vn_prefetch(const char *a, size_t bytes) {
 }
 
 // ── Scores ───────────────────────────────────────────────────────────────────────────
-// dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t over one 32-block (k: the key group's rows
-// advanced to the block, ko their offsets; q: row r's block at q[r·nb]) — I_b + c_b. The
-// K vectors are loaded and offset once for the G rows.
-VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const char *k,
-                             const size_t *ko, vn_vi_t *dot) {
+// dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t − c_b = I_b over one 32-block (k: the key group's
+// rows advanced to the block, ko their offsets; q: row r's block at q[r·nb], corr[r·ldc]
+// its c_b). The K vectors are loaded and offset once for the G rows.
+VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const int32_t *corr,
+                             int64_t ldc, const char *k, const size_t *ko, vn_vi_t *dot) {
   vn_vi_t kv[8];
   vn_kload(k, ko, offsetof(attn_block_q8_0, qs), kv);
 #pragma GCC unroll 4
-  for (int r = 0; r < G; r++) dot[r] = vn_rowdot(kv, q[r * nb].qs);
+  for (int r = 0; r < G; r++) dot[r] = vn_rowdot(kv, q[r * nb].qs, corr[r * ldc]);
 }
 
-// I_b = dot − c_b lane-wise (exact), and as floats (exact: |I_b| < 2^19).
-VN_INLINE vn_i32_t vn_dot_sub(vn_vi_t dot, int32_t c) {
-  return (vn_i32_t)dot - c;
-}
-VN_INLINE vf_t vn_dot_float(vn_vi_t dot, int32_t c) {
-  return __builtin_convertvector(vn_dot_sub(dot, c), vf_t);
+// I_b as floats (exact: |I_b| < 2^19).
+VN_INLINE vf_t vn_dot_float(vn_vi_t dot) {
+  return __builtin_convertvector((vn_i32_t)dot, vf_t);
 }
 
 // ko[c] = byte offset of key min(c, nk − 1) (keys past nk repeat the last one: nothing
@@ -133,12 +130,12 @@ VN_INLINE void vn_qk(const int G, const attn_block_q8_0 *q, const float *dq, con
       vn_prefetch(pf + lo, hi - lo);
     }
     vn_vi_t dot[VN_RG];
-    vn_dots_block(G, q + b, nb, k + (size_t)b * sizeof(attn_block_q8_0), ko, dot);
+    vn_dots_block(G, q + b, nb, corr + b, nb, k + (size_t)b * sizeof(attn_block_q8_0), ko, dot);
     const vf_t dkv = kv_w_f16(dk + b * ldk);
 #pragma GCC unroll 4
     for (int r = 0; r < G; r++) {
       const vf_t sc = vf_mul(dkv, vf_set1(dq[r * nb + b]));  // exact
-      acc[r] = vf_fma(vn_dot_float(dot[r], corr[r * nb + b]), sc, acc[r]);
+      acc[r] = vf_fma(vn_dot_float(dot[r]), sc, acc[r]);
     }
   }
 #pragma GCC unroll 4
@@ -171,24 +168,26 @@ void VN_BLOCK_DOTS(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *
   vn_key_offsets(nk, krb, ko);
   for (int64_t b = 0; b < nb; b++) {
     const char *kb = (const char *)k + (size_t)b * sizeof(attn_block_q8_0);
+    int32_t corr[VN_RG] = {0};
+    for (int r = 0; r < nrows; r++) corr[r] = vn_corr(q + r * nb + b);
     vn_vi_t dot[VN_RG];
     switch (nrows) {  // each row count its own instance, as in the kernel
       case 1:
-        vn_dots_block(1, q + b, nb, kb, ko, dot);
+        vn_dots_block(1, q + b, nb, corr, 1, kb, ko, dot);
         break;
       case 2:
-        vn_dots_block(2, q + b, nb, kb, ko, dot);
+        vn_dots_block(2, q + b, nb, corr, 1, kb, ko, dot);
         break;
       case 3:
-        vn_dots_block(3, q + b, nb, kb, ko, dot);
+        vn_dots_block(3, q + b, nb, corr, 1, kb, ko, dot);
         break;
       default:
-        vn_dots_block(4, q + b, nb, kb, ko, dot);
+        vn_dots_block(4, q + b, nb, corr, 1, kb, ko, dot);
         break;
     }
     for (int r = 0; r < nrows; r++) {
       int32_t lane[VN_KG];
-      const vn_i32_t x = vn_dot_sub(dot[r], vn_corr(q + r * nb + b));
+      const vn_i32_t x = (vn_i32_t)dot[r];
       memcpy(lane, &x, sizeof lane);
       for (int c = 0; c < nk; c++)
         out[((size_t)r * (size_t)nk + (size_t)c) * (size_t)nb + (size_t)b] = lane[c];
@@ -252,11 +251,13 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
   const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
   for (int r = 0; r < G; r++)
     if (alpha[r] != 1.0f) vs_scale_store(acc + r * dvp, acc + r * dvp, dv, alpha[r]);
-  for (int r = 0; r < G; r++)
-    for (int64_t b = 0; b < nbv; b++)
-      for (int64_t c = 0; c < nkp; c += VN_KG)
-        vf_store(w + (b * VN_RG + r) * VN_KEYS + c,
-                 vf_mul(vf_load(s + r * lds + c), kv_w_f16(dvs + b * VN_KEYS + c)));
+  for (int64_t b = 0; b < nbv; b++)
+    for (int64_t c = 0; c < nkp; c += VN_KG) {
+      const vf_t d = kv_w_f16(dvs + b * VN_KEYS + c);  // widened once for the group's rows
+#pragma GCC unroll 4
+      for (int r = 0; r < G; r++)
+        vf_store(w + (b * VN_RG + r) * VN_KEYS + c, vf_mul(vf_load(s + r * lds + c), d));
+    }
   const int nv = G <= 2 ? VN_PV_NV_FEW : VN_PV_NV_MANY;
   int64_t e0 = 0;
   for (; e0 + VF_W * nv <= dv; e0 += VF_W * nv) {
