@@ -56,14 +56,14 @@ static inline __attribute__((always_inline)) void vn_kload(const char *k, const 
   }
 }
 
-// One row: dword t of Q's block broadcast against kv[t] (8 vpdpbusd, no reduction), from
-// −c in every lane (the offset's correction, exact in int32). The
+// One row: dword t of Q's block broadcast against kv[t] (8 vpdpbusd, no reduction),
+// starting from −corr in every lane (the offset's correction, exact in int32). The
 // broadcast is the instruction's embedded one ({1to16} on the memory operand): for the
 // intrinsic on _mm512_set1_epi32, GCC emits a separate vpbroadcastd per dword, and the
 // folded form measured 1.02–1.03× on GQA decode (docs/low-precision-kernels.md).
 static inline __attribute__((always_inline)) __m512i vn_rowdot(const __m512i *kv, const int8_t *qs,
-                                                               int32_t c) {
-  __m512i acc = _mm512_set1_epi32(-c);
+                                                               int32_t corr) {
+  __m512i acc = _mm512_set1_epi32(-corr);
 #pragma GCC unroll 8
   for (int t = 0; t < 8; t++) {
     const int32_t *dword = (const int32_t *)(const void *)(qs + 4 * t);

@@ -44,8 +44,8 @@
 //                        the keys' byte offsets from k) as unsigned k + 128, in the 8
 //                        vectors kv[0..7] (the layout's arrangement, loaded once per block
 //                        for the rows of a group)
-//   vn_rowdot(kv, qs, c) lane c' = Σ_t (k_c',t + 128)·qs_t − c over the 32 bytes of a Q
-//                        block (vpdpbusd, acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on
+//   vn_rowdot(kv, qs, corr)  lane c = Σ_t (k_c,t + 128)·qs_t − corr over the 32 bytes of a
+//                        Q block (vpdpbusd, acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on
 //                        kv; any order: the integer sum is exact)
 //   vn_scales_group(rows, ko, nb, n, d, ldd)  d[b·ldd + i] = the binary16 d of block b < nb
 //                        of key i's row (at rows + ko[i]) for i < n ≤ VN_KG, 0 for n ≤ i < VN_KG

@@ -56,9 +56,9 @@ static inline __m256i vn_quadsum(__m256i x, __m256i y) {
 
 // One row: Q's halves broadcast to both lanes, two VN_DPBUSD per vector j leave key
 // 4L + j's 32 products in the 4 dwords of lane L of a_j, the two levels add them into
-// dword c = key c, less c (the offset's correction).
+// dword c = key c, less corr (the offset's correction).
 static inline __attribute__((always_inline)) __m256i vn_rowdot(const __m256i *kv, const int8_t *qs,
-                                                               int32_t c) {
+                                                               int32_t corr) {
   const __m256i q0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
   const __m256i q1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(qs + 16)));
   __m256i a[4];
@@ -66,7 +66,7 @@ static inline __attribute__((always_inline)) __m256i vn_rowdot(const __m256i *kv
   for (int j = 0; j < 4; j++)
     a[j] = VN_DPBUSD(VN_DPBUSD(_mm256_setzero_si256(), kv[j], q0), kv[4 + j], q1);
   return _mm256_sub_epi32(vn_quadsum(vn_pairsum(a[0], a[1]), vn_pairsum(a[2], a[3])),
-                          _mm256_set1_epi32(c));
+                          _mm256_set1_epi32(corr));
 }
 
 // The scales of a key group, scalar copies (the zmm kernel's gathers are unmeasured on
