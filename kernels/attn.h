@@ -480,9 +480,9 @@ enum {
   ATTN_ISA_AVX512F = 1u << 1,        // AVX-512 F (and the OS saves ZMM state)
   ATTN_ISA_NEON = 1u << 2,           // aarch64 Advanced SIMD
   ATTN_ISA_F16C = 1u << 3,           // F16C half-precision conversions (with AVX state saved)
-  ATTN_ISA_AVX512BF16 = 1u << 4,     // AVX512_BF16 (with AVX-512 F, BW, VL and ZMM state)
-  ATTN_ISA_AVX512FP16 = 1u << 5,     // AVX512_FP16 (with AVX-512 F, BW, VL and ZMM state)
-  ATTN_ISA_AVX512VNNI = 1u << 6,     // AVX512_VNNI (with AVX-512 F, BW, VL and ZMM state)
+  ATTN_ISA_AVX512BF16 = 1u << 4,     // AVX512_BF16 (with AVX-512 F, DQ, BW, VL, ZMM state)
+  ATTN_ISA_AVX512FP16 = 1u << 5,     // AVX512_FP16 (with AVX-512 F, DQ, BW, VL, ZMM state)
+  ATTN_ISA_AVX512VNNI = 1u << 6,     // AVX512_VNNI (with AVX-512 F, DQ, BW, VL, ZMM state)
   ATTN_ISA_AVXVNNI = 1u << 7,        // AVX-VNNI (VEX vpdpbusd on ymm, with AVX2)
   ATTN_ISA_AMXBF16 = 1u << 8,        // AMX-BF16 tiles, the OS having granted XTILEDATA
   ATTN_ISA_NEON_BF16 = 1u << 9,      // aarch64 BF16 (BFDOT, BFMMLA)

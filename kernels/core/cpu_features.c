@@ -76,7 +76,7 @@ static uint32_t detect(void) {
   const bool zmm_os = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM_Hi256, Hi16_ZMM
   if (__get_cpuid_max(0, NULL) < 7) return 0;
   __cpuid_count(7, 0, a, b, c, d);
-  const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16);
+  const bool avx2 = b & (1u << 5), avx512f = b & (1u << 16), avx512dq = b & (1u << 17);
   const bool avx512bw = b & (1u << 30), avx512vl = b & (1u << 31);
   const bool avx512fp16 = d & (1u << 23), avx512vnni = c & (1u << 11);
   const uint32_t edx7 = d;
@@ -88,12 +88,13 @@ static uint32_t detect(void) {
   if (ymm_os && avx2 && fma) isa |= ATTN_ISA_AVX2;
   if (f16c) isa |= ATTN_ISA_F16C;
   if (zmm_os && avx512f && (isa & ATTN_ISA_AVX2)) isa |= ATTN_ISA_AVX512F;
-  // The AVX-512 extensions count with F, BW and VL (their 256/512-bit forms and the
-  // 16-bit element moves around them need those).
-  const bool avx512_fbwvl = (isa & ATTN_ISA_AVX512F) && avx512bw && avx512vl;
-  if (avx512_fbwvl && avx512bf16) isa |= ATTN_ISA_AVX512BF16;
-  if (avx512_fbwvl && avx512fp16) isa |= ATTN_ISA_AVX512FP16;
-  if (avx512_fbwvl && avx512vnni) isa |= ATTN_ISA_AVX512VNNI;
+  // The AVX-512 extensions count with F, DQ, BW and VL (their 256/512-bit forms, the
+  // 16-bit element moves and the float reductions around them need those; every CPU with
+  // one of the extensions has all four).
+  const bool avx512_ext = (isa & ATTN_ISA_AVX512F) && avx512dq && avx512bw && avx512vl;
+  if (avx512_ext && avx512bf16) isa |= ATTN_ISA_AVX512BF16;
+  if (avx512_ext && avx512fp16) isa |= ATTN_ISA_AVX512FP16;
+  if (avx512_ext && avx512vnni) isa |= ATTN_ISA_AVX512VNNI;
   if ((isa & ATTN_ISA_AVX2) && avxvnni) isa |= ATTN_ISA_AVXVNNI;
   // AMX tiles take bf16 operands from memory that the AVX-512 code around them converts.
   if ((isa & ATTN_ISA_AVX512BF16) && amx_usable(edx7)) isa |= ATTN_ISA_AMXBF16;

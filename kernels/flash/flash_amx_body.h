@@ -241,15 +241,22 @@ BK_INLINE void amxf_pv(const int mr, const amxf_plan *pl, void *packed, int64_t 
 }
 
 // The span's softmax over rows [0, tr): P̃ rows written (zeros past each row's limit and
-// up to npad), (m, l) updated, acc rows rescaled by α where α ≠ 1.
+// up to npad), (m, l) updated, acc rows rescaled by α where α ≠ 1. Two passes over the
+// rows, as flash__avx512bf16's: every row's maximum first, so that one row's reduction
+// and the exp pass that waits on it overlap with the other rows' work.
 static void amxf_softmax_span(const amxf_task *w, int64_t tr, int64_t j0, int64_t nk, int64_t npad,
                               float c, const float *S, uint16_t *P, float *m, float *l, float *acc,
                               int64_t dvp) {
+  int64_t lim[AMXF_TASK_ROWS];
+  float t[AMXF_TASK_ROWS];
   for (int64_t r = 0; r < tr; r++) {
-    const int64_t left = w->hi[r] - j0, lim = left <= 0 ? 0 : left > nk ? nk : left;
-    const float *s = S + r * AMXF_SPAN;
+    const int64_t left = w->hi[r] - j0;
+    lim[r] = left <= 0 ? 0 : left > nk ? nk : left;
+    t[r] = bk_row_max(S + r * AMXF_SPAN, lim[r]);
+  }
+  for (int64_t r = 0; r < tr; r++) {
     const float alpha =
-        bk_exp_round(s, lim, npad, c, bk_row_max(s, lim), &m[r], &l[r], P + r * AMXF_SPAN);
+        bk_exp_round(S + r * AMXF_SPAN, lim[r], npad, c, t[r], &m[r], &l[r], P + r * AMXF_SPAN);
     if (alpha != 1.0f) {
       const __m512 va = _mm512_set1_ps(alpha);
       float *a = acc + r * dvp;

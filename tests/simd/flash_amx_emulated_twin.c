@@ -19,3 +19,11 @@ const attn_kernel flash_amx_emulated_twin = {
 void flash_amx_emulated_twin_swap_pairs(int on) {
   amx_emu_swap_pairs = on;
 }
+
+const double flash_amx_emulated_twin_exp2_rel = BK_EXP2_REL;
+
+void flash_amx_emulated_twin_exp2(const float *x, float *y, size_t n) {
+  const attn_fp_env env = attn_fp_env_enter();
+  for (size_t i = 0; i < n; i += 16) _mm512_storeu_ps(y + i, bk_exp2(_mm512_loadu_ps(x + i)));
+  attn_fp_env_leave(env);
+}

@@ -15,3 +15,9 @@ extern const attn_kernel flash_amx_emulated_twin;
 // Fault injection: on = 1 makes the emulated TDPBF16PS read every B pair the wrong way
 // round (amx_tiles_emu.h, amx_emu_swap_pairs). Set outside any parallel region.
 void flash_amx_emulated_twin_swap_pairs(int on);
+
+// bk_exp2 (flash/flash_bf16_round.h, the BF16 softmax's 2^x) on x[0 .. n) (n a multiple of
+// 16) into y, in the kernels' FP environment (attn_fp_env_enter: FTZ, nearest).
+// Its documented relative error bound, BK_EXP2_REL.
+void flash_amx_emulated_twin_exp2(const float *x, float *y, size_t n);
+extern const double flash_amx_emulated_twin_exp2_rel;

@@ -13,6 +13,9 @@
 //   • the emulated TDPBF16PS itself against the instruction's formula (exact sums);
 //   • must fail: with the emulated TDPBF16PS pairing the wrong halves of B (a VNNI pair
 //     interleave the wrong way round) the same checker fails the kernel;
+//   • the softmax's 2^x (bk_exp2) within BK_EXP2_REL of 2^x in double over [−126, 0]
+//     (every fraction of [0, 1) on a fine grid, at many exponents), 1 at 0, and exactly 0
+//     below −126 (FTZ) down to −∞'s neighbours, so no subnormal p ever reaches the sums;
 //   • detection: where cpuid lacks AMX-TILE or AMX-BF16, attn_cpu_features() has no
 //     ATTN_ISA_AMXBF16 and the real flash__amxbf16 is unavailable with "needs amx-bf16";
 //     where it is available, the real kernel passes the same matrix.
@@ -157,6 +160,37 @@ static void emulator_semantics(void) {
   EXPECT(bad == 0, "emulated tdpbf16ps differs from the formula in %d of %d elements", bad, M * N);
 }
 
+// bk_exp2 against exp2 in double, through the twin (the kernel header needs the AVX-512
+// flags this file is not built with).
+enum { EXP2_N = 1 << 16 };
+static void exp2_bound(void) {
+  const double kRel = flash_amx_emulated_twin_exp2_rel;
+  static float x[EXP2_N], y[EXP2_N];
+  double worst = 0.0, worst_x = 0.0;
+  int bad_tail = 0;
+  for (int e = 0; e <= 126; e++) {  // x = −e + f, f on a grid of 2^-16 over [0, 1)
+    for (int i = 0; i < EXP2_N; i++) x[i] = (float)(-e + i * 0x1p-16);
+    flash_amx_emulated_twin_exp2(x, y, EXP2_N);
+    for (int i = 0; i < EXP2_N; i++) {
+      if (x[i] < -126.0f) continue;
+      const double want = exp2((double)x[i]), rel = fabs((double)y[i] / want - 1.0);
+      if (!(rel <= worst)) worst = rel, worst_x = x[i];
+    }
+  }
+  EXPECT(worst <= kRel, "bk_exp2 error %.3g relative at x = %.9g (bound %.3g)", worst, worst_x,
+         kRel);
+  printf("bk_exp2: worst relative error %.3g over [-126, 0] (bound %.3g)\n", worst, kRel);
+  for (int i = 0; i < EXP2_N; i++)  // below −126: −126.x, then out to −3e38
+    x[i] = i < EXP2_N / 2 ? nextafterf(-126.0f, -INFINITY) - (float)i * 0x1p-12f
+                          : -126.0f * powf(1.0003f, (float)(i - EXP2_N / 2));
+  flash_amx_emulated_twin_exp2(x, y, EXP2_N);
+  for (int i = 0; i < EXP2_N; i++) bad_tail += isfinite(x[i]) && x[i] < -126.0f && y[i] != 0.0f;
+  EXPECT(bad_tail == 0, "bk_exp2 gave %d nonzero results below -126", bad_tail);
+  x[0] = 0.0f;
+  flash_amx_emulated_twin_exp2(x, y, 16);
+  EXPECT(y[0] == 1.0f, "bk_exp2(0) = %.9g", y[0]);
+}
+
 // Where cpuid has no AMX, the unit is not detected and the real kernel is refused.
 // Returns whether the real kernel ran the matrix.
 static bool detection(void) {
@@ -196,6 +230,7 @@ int main(void) {
   const attn_kernel *twin = &flash_amx_emulated_twin;
   const bool body = (attn_cpu_features() & twin->required_isa) == twin->required_isa;
   if (body) {
+    exp2_bound();
     run_matrix(twin);
     // Must fail: B's pairs read the wrong way round in both GEMMs.
     flash_amx_emulated_twin_swap_pairs(1);
