@@ -173,6 +173,9 @@ int attn_kernel_call_info(const attn_kernel *k, const attn_problem *p, const att
 // built-in defaults measured to differ between vendors (docs/design.md); kernels read no
 // environment, so this is the CPU's answer whatever ATTNBENCH_ISA_MASK says.
 bool attn_cpu_vendor_amd(void);
+// Whether the CPU is Intel family 6 with this (display) model number (cached cpuid; false
+// off x86): the same use, for defaults measured to differ between Intel models.
+bool attn_cpu_intel_model(unsigned model);
 
 // ── Validation helpers (core/problem.c) ──────────────────────────────────────────────
 // The one-line reason (printf format) into err when err != NULL and err_len > 0; false

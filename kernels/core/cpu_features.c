@@ -177,6 +177,21 @@ const char *attn_cpu_features_note(void) {
   return g_note;
 }
 
+bool attn_cpu_intel_model(unsigned model) {
+  static int cached = -1;  // the display model of Intel family 6, 0 otherwise (benign race)
+  if (cached < 0) {
+    unsigned m = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u &&
+        c == 0x6c65746eu && __get_cpuid(1, &a, &b, &c, &d) && ((a >> 8) & 0xf) == 6)
+      m = ((a >> 4) & 0xf) | ((a >> 12) & 0xf0);  // "GenuineIntel"; model + extended model
+#endif
+    cached = (int)m;
+  }
+  return cached != 0 && (unsigned)cached == model;
+}
+
 bool attn_cpu_vendor_amd(void) {
   static int cached = -1;  // benign race, as attn_cpu_features
   if (cached < 0) {

@@ -19,10 +19,15 @@
 // The default variant's plan and paths, for every variant (flash_body.h).
 #define FL_DEC_ROWS 6  // fewer rows: the fused decode pass
 // Fused decode rows (flash_decode_rows.h): float32 groups of 1–4 rows prefetch the next
-// block's V rows with their P·V passes on AMD CPUs and with the scores on others, and the
-// other K/V types with the scores everywhere (each the faster where measured:
-// docs/design.md). A run-time choice, once per call; the output bits are the same.
-#define FL_DEC_PF_V_PV(t) ((t) == ATTN_DTYPE_F32 && attn_cpu_vendor_amd() ? 4 : 0)
+// block's V rows with their P·V passes on AMD CPUs, and on Emerald Rapids (Intel model
+// 0xCF) where each head's rows are contiguous (dense, paged; not a ragged batch's); with
+// the scores on other CPUs, and the other K/V types everywhere (each the faster where
+// measured: docs/design.md). A run-time choice, once per call; the output bits are the same.
+#define FL_DEC_PF_V_PV(t, contiguous)                                              \
+  ((t) == ATTN_DTYPE_F32 &&                                                        \
+           (attn_cpu_vendor_amd() || ((contiguous) && attn_cpu_intel_model(0xcf))) \
+       ? 4                                                                         \
+       : 0)
 // One decode row reads its K rows one at a time, front to back (flash_decode_rows.h), the
 // order the hardware prefetchers follow best; the same bits as interleaved rows.
 #define FL_DEC_KEYS1 1

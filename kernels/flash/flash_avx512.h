@@ -33,10 +33,15 @@ static inline fl_rv_t fl_rv_fma_bcast(const float *k, fl_rv_t q, fl_rv_t acc) {
 #define FL_LANES_MAX_ROWS 8  // 9–16 rows take the packed register tiles
 #define FL_DEC_BLOCK 32      // keys per decode block (and prefetch distance)
 // Fused decode rows (flash_decode_rows.h): single rows (MHA) prefetch the next block's V
-// rows with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs and with
-// the scores on others (each the faster where measured: docs/design.md). A run-time
-// choice, once per call; the output bits are the same either way.
-#define FL_DEC_PF_V_PV(t) (attn_cpu_vendor_amd() ? 4 : 1)
+// rows with their P·V pass; groups of 2–4 rows (GQA) with the P·V pass on AMD CPUs, and on
+// Emerald Rapids (Intel model 0xCF) for f32, f16 and bf16 rows where each head's rows are
+// contiguous (dense, paged; not q8_0, not a ragged batch's); with the scores otherwise
+// (each the faster where measured: docs/design.md). A run-time choice, once per call; the
+// output bits are the same either way.
+#define FL_DEC_PF_V_PV(t, contiguous)                                                              \
+  (attn_cpu_vendor_amd() || ((contiguous) && (t) != ATTN_DTYPE_Q8_0 && attn_cpu_intel_model(0xcf)) \
+       ? 4                                                                                         \
+       : 1)
 
 // One decode row reads its K rows one at a time, front to back (flash_decode_rows.h), the
 // order the hardware prefetchers follow best; the same bits as interleaved rows.

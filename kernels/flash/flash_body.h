@@ -19,7 +19,7 @@
 //     by the micro-kernel) are the default's, and so are the output bits.
 //   VK_K_UNROLL, VK_PF_LOCALITY   the micro-kernel's k-loop unroll (simd/microkernel.h)
 //                          and the next-tile prefetch's locality (simd/prefetch.h)
-//   FL_DEC_KEYS1, FL_DEC_PF_V_PV(t)   the fused decode rows' key interleave and V
+//   FL_DEC_KEYS1, FL_DEC_PF_V_PV(t, contiguous)   the fused decode rows' key interleave and V
 //                          prefetch (flash_decode_rows.h)
 //   FL_RV_W + fl_rv_t, fl_rv_zero/load/store/fma_bcast   the decode row vector (vf_t
 //                          itself: flash/flash_rv_vf.h), FL_LANES_MAX_ROWS, FL_DEC_BLOCK —

@@ -68,8 +68,9 @@
 // Software prefetch FL_DEC_PF_BLOCKS blocks ahead into L2 (FL_DEC_PF_LOCALITY, the
 // __builtin_prefetch locality), spread over the block's scores: the K and the V rows of
 // each key group of that block with the group's Q·Kᵀ, so the requests are spread evenly
-// over the scores. FL_DEC_PF_V_PV(t) = N (the ISA file's: a constant or an expression of
-// the K/V type t, evaluated once per call): groups of at most N rows prefetch the V rows
+// over the scores. FL_DEC_PF_V_PV(t, contiguous) = N (the ISA file's: a constant or an
+// expression of the K/V type t and whether each head's K and V rows are consecutive,
+// evaluated once per call): groups of at most N rows prefetch the V rows
 // with their P·V passes instead, each pass the part of the rows it reads, so these
 // requests too are spread evenly. Without the prefetch the hardware prefetchers do not
 // follow the scores' loads (NK rows at once, in d order; docs/design.md).
@@ -418,8 +419,10 @@ FL_INLINE void fl_dec_t(const attn_dtype t, const int H, int64_t nrows, const fl
   float sa[FL_KV_RG * FL_ROW_KEYS * VF_W] __attribute__((aligned(64)));
   int64_t n[FL_QK_MR];
   float alpha[FL_QK_MR];
-  const int pfv = FL_DEC_PF_V_PV(t);  // may be a run-time choice (flash_avx2.h, flash_avx512.h)
   const size_t vbytes = fl_row_bytes(t, dv);
+  // may be a run-time choice (flash_avx2.h, flash_avx512.h); rows contiguous: dense heads
+  // and pages, not a ragged batch's (a head's rows kv_heads rows apart)
+  const int pfv = FL_DEC_PF_V_PV(t, krb == fl_row_bytes(t, dqk) && vrb == vbytes);
   for (int64_t j0 = 0; j0 < nkeys; j0 += FL_ROW_KEYS) {
     const int64_t nk = nkeys - j0 < FL_ROW_KEYS ? nkeys - j0 : FL_ROW_KEYS;
     const int64_t ncol = (nk + VF_W - 1) / VF_W * VF_W;

@@ -25,7 +25,7 @@
 // Fused decode rows (flash_decode_rows.h): one row interleaves the K rows of all its score
 // accumulators; every group prefetches V with the scores.
 #define FL_DEC_KEYS1 FL_DEC_ACC
-#define FL_DEC_PF_V_PV(t) 0
+#define FL_DEC_PF_V_PV(t, contiguous) 0
 // Rows in vector lanes (flash_decode_lanes.h): up to two row vectors (8 rows), in blocks of
 // 64 keys (also the prefetch distance).
 #define FL_LANES_MAX_ROWS (2 * FL_RV_W)

@@ -2,8 +2,8 @@
 // CPU identification (harness/cpu_ident.h): the cpuid leaf-1 arithmetic on known
 // signatures, the microarchitecture table, the aarch64 /proc/cpuinfo reader on synthetic
 // text, and — on x86 Linux — that this CPU's cpuid agrees with the kernel's /proc/cpuinfo;
-// the kernel library's vendor test (attn_cpu_vendor_amd, behind a built-in default of the
-// flash kernels' decode) agrees with cpuid's vendor string.
+// the kernel library's vendor and model tests (attn_cpu_vendor_amd, attn_cpu_intel_model,
+// behind built-in defaults of the flash kernels' decode) agree with cpuid's identification.
 #define _POSIX_C_SOURCE 200809L  // fmemopen
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +142,9 @@ static void test_this_cpu(void) {
   const attn_cpu_ident *id = attn_cpu_ident_get();
   EXPECT(id->uarch[0] != '\0');
   EXPECT(attn_cpu_vendor_amd() == (strcmp(id->vendor, "AuthenticAMD") == 0));
+  const bool intel6 = strcmp(id->vendor, "GenuineIntel") == 0 && id->family == 6;
+  EXPECT(attn_cpu_intel_model((unsigned)id->model) == (intel6 && id->model > 0));
+  EXPECT(!attn_cpu_intel_model((unsigned)id->model + 1));
 #if defined(__x86_64__) && defined(__linux__)
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
