@@ -177,37 +177,37 @@ const char *attn_cpu_features_note(void) {
   return g_note;
 }
 
-bool attn_cpu_intel_model(unsigned model) {
-  static int cached = -1;  // the display model of Intel family 6, 0 otherwise (benign race)
+// The CPU's vendor and, for Intel family 6, its display model, read once (benign race, as
+// attn_cpu_features): bit 0 AMD, bits 8.. the Intel model (0 otherwise).
+static unsigned cpu_vendor_model(void) {
+  static int cached = -1;
   if (cached < 0) {
-    unsigned m = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (__get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u && d == 0x49656e69u &&
-        c == 0x6c65746eu && __get_cpuid(1, &a, &b, &c, &d) && ((a >> 8) & 0xf) == 6)
-      m = ((a >> 4) & 0xf) | ((a >> 12) & 0xf0);  // "GenuineIntel"; model + extended model
-#endif
-    cached = (int)m;
-  }
-  return cached != 0 && (unsigned)cached == model;
-}
-
-bool attn_cpu_vendor_amd(void) {
-  static int cached = -1;  // benign race, as attn_cpu_features
-  if (cached < 0) {
-    int amd = 0;
+    unsigned id = 0;
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
     if (__get_cpuid(0, &a, &b, &c, &d)) {
       char v[13];
       memcpy(v, &b, 4), memcpy(v + 4, &d, 4), memcpy(v + 8, &c, 4);  // EBX, EDX, ECX
       v[12] = '\0';
-      amd = strcmp(v, "AuthenticAMD") == 0;
+      if (strcmp(v, "AuthenticAMD") == 0)
+        id = 1;
+      else if (strcmp(v, "GenuineIntel") == 0 && __get_cpuid(1, &a, &b, &c, &d) &&
+               ((a >> 8) & 0xf) == 6)
+        id = (((a >> 4) & 0xf) | ((a >> 12) & 0xf0)) << 8;  // model + extended model
     }
 #endif
-    cached = amd;
+    cached = (int)id;
   }
-  return cached != 0;
+  return (unsigned)cached;
+}
+
+bool attn_cpu_intel_model(unsigned model) {
+  const unsigned m = cpu_vendor_model() >> 8;
+  return m != 0 && m == model;
+}
+
+bool attn_cpu_vendor_amd(void) {
+  return cpu_vendor_model() & 1u;
 }
 
 const char *attn_isa_names(uint32_t isa, char *buf, size_t buf_len) {

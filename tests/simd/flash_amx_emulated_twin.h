@@ -17,7 +17,7 @@ extern const attn_kernel flash_amx_emulated_twin;
 void flash_amx_emulated_twin_swap_pairs(int on);
 
 // bk_exp2 (flash/flash_bf16_round.h, the BF16 softmax's 2^x) on x[0 .. n) (n a multiple of
-// 16) into y, in the kernels' FP environment (attn_fp_env_enter: FTZ, nearest).
-// Its documented relative error bound, BK_EXP2_REL.
+// 16) into y, in the kernels' FP environment (attn_fp_env_enter: FTZ, nearest); and its
+// documented relative error bound, BK_EXP2_REL.
 void flash_amx_emulated_twin_exp2(const float *x, float *y, size_t n);
 extern const double flash_amx_emulated_twin_exp2_rel;
