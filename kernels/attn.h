@@ -168,10 +168,11 @@
 //     Zero lengths: q_len_b = 0 is a sequence with nothing to compute; kv_len_b = 0 with
 //     q_len_b > 0 gives rows that see nothing (zeros, LSE −inf). At least one sequence
 //     has a query and one has a key (seq_q, seq_kv >= 1).
-//     A kernel with ATTN_CAP_LAYOUT_RAGGED / _PAGED reads that layout itself; any other
-//     kernel gets, through attn_kernel_run, each sequence gathered into a dense batch-1
-//     problem in its workspace and is called once per sequence — so every kernel runs
-//     every layout.
+//     A kernel with ATTN_CAP_LAYOUT_RAGGED / _PAGED reads that layout itself (unless the
+//     problem uses an option it lacks: the options fallback is dense); any other kernel
+//     gets, through attn_kernel_run, each sequence gathered into a dense batch-1 problem
+//     in its workspace and is called once per sequence — so every kernel runs every
+//     layout.
 #pragma once
 
 #include <stdbool.h>

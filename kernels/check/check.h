@@ -216,8 +216,8 @@ double attn_check_reference_max_abs(const attn_check_prepared *pc);
 // The error the compute mode's input rounding introduces (attn.h, "Compute modes"): the
 // reference in F32 on the same stored inputs against the reference in the mode.
 // *max_abs = max |ref_mode − ref_f32| over O, *rel = that / max |ref_mode| (the output
-// scale). What the mode costs, not a kernel error (no verdict uses it). Returns false
-// (and zeros) for an F32 case.
+// scale); for a layout case the largest over its sequences. What the mode costs, not a
+// kernel error (no verdict uses it). Returns false (and zeros) for an F32 case.
 bool attn_check_compute_error(const attn_check_prepared *pc, double *max_abs, double *rel);
 void attn_check_prepared_free(attn_check_prepared *pc);
 const float *attn_check_reference_output(const attn_check_prepared *pc);

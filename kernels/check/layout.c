@@ -376,6 +376,8 @@ bool attn_check_output_layout(const attn_check_prepared *pc, const float *o, con
     snprintf(r->message, sizeof r->message, "inputs outside the kernel input domain: %.250s",
              pc->domain);
   }
+  r->compute = pc->p.compute;  // the mode's error over the sequences, next to the verdict
+  r->has_compute = attn_check_compute_error(pc, &r->compute_abs_err, &r->compute_rel_err);
   r->pass = r->verdict == ATTN_CHECK_PASS;
   return r->pass;
 }

@@ -323,6 +323,36 @@ static void compute_cases(bool quick, attn_check_case *out, size_t cap, size_t *
             (attn_options){.window = true, .window_left = 32, .window_right = 0, .softcap = 20.0f},
             ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
   }
+  // The modes over serving layouts: int8 on a paged GQA batch whose long context is cut
+  // into chunks (pages of 16 shuffled and shared), on pages of 5 (a 16-key group spans
+  // pages), on a ragged batch with a prefill chunk and a sequence without keys, and with
+  // LSE; bf16 on pages.
+  const attn_check_layout tail = {.kind = ATTN_LAYOUT_PAGED,
+                                  .seqs = 5,
+                                  .q_lens = {1, 1, 1, 40, 1},
+                                  .kv_lens = {1500, 3, 90, 300, 0},
+                                  .page_size = 16,
+                                  .shuffle = true,
+                                  .shared_pages = 2,
+                                  .spare_pages = 2};
+  attn_check_layout odd = tail, ragged = tail;
+  odd.page_size = 5;
+  ragged.kind = ATTN_LAYOUT_RAGGED;
+  const attn_options none = {0};
+  attn_problem pq = attn_problem_make(1, 8, 2, 1, 1, 64, 64, true);
+  pq.kv_dtype = ATTN_DTYPE_Q8_0;
+  pq.compute = ATTN_COMPUTE_INT8;
+  add_layout(out, cap, n, pq, ATTN_DIST_NORMAL, tail, none, 0);
+  if (quick) return;
+  attn_problem pr = attn_problem_make(1, 4, 1, 1, 1, 96, 32, true);
+  pr.kv_dtype = ATTN_DTYPE_Q8_0;
+  pr.compute = ATTN_COMPUTE_INT8;
+  add_layout(out, cap, n, pr, ATTN_DIST_UNIFORM, odd, none, 0);
+  add_layout(out, cap, n, pq, ATTN_DIST_UNIFORM, ragged, none, 0);
+  add_layout(out, cap, n, pq, ATTN_DIST_NORMAL, odd, none, ATTN_CHECK_GEN_LSE);
+  attn_problem pb = attn_problem_make(1, 4, 2, 1, 1, 64, 64, true);
+  pb.compute = ATTN_COMPUTE_BF16;
+  add_layout(out, cap, n, pb, ATTN_DIST_NORMAL, tail, none, 0);
 }
 
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {

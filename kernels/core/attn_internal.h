@@ -218,8 +218,9 @@ static inline const void *attn_layout_kv_row(const attn_problem *p, const void *
   }
   return (const char *)x + r * row;
 }
-// Whether p has a ragged or paged layout that k does not read itself (attn_kernel_run
-// then gathers one sequence at a time: core/layout.c).
+// Whether p has a ragged or paged layout that k does not read itself, or options k leaves
+// to the dense-only fallback (attn_kernel_run then gathers one sequence at a time:
+// core/layout_gather.c).
 bool attn_layout_gathered(const attn_kernel *k, const attn_problem *p);
 // The gather path of attn_kernel_run / attn_kernel_workspace for such a problem.
 size_t attn_layout_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec);

@@ -17,7 +17,9 @@ bool attn_layout_gathered(const attn_kernel *k, const attn_problem *p) {
   if (!p->layout) return false;
   const uint32_t cap =
       p->layout->kind == ATTN_LAYOUT_PAGED ? ATTN_CAP_LAYOUT_PAGED : ATTN_CAP_LAYOUT_RAGGED;
-  return (k->caps & cap) == 0;
+  // The options fallback (attn_kernel_native false: portable/blocked.c) reads dense
+  // problems only, so a kernel that would hand p to it gets the sequences gathered too.
+  return (k->caps & cap) == 0 || !attn_kernel_native(k, p);
 }
 
 static size_t round64_sat(size_t x) {

@@ -4,6 +4,7 @@
 #include "flash/flash_batch.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,4 +177,35 @@ void flash_batch_make(const attn_problem *p, const attn_exec *exec, flash_plan_f
     }
   }
   qsort(bt->items, (size_t)n, sizeof *bt->items, item_cmp);
+}
+
+int flash_batch_run(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk,
+                    flash_item_fn fn, const void *ctx, const float *q, const void *k, const void *v,
+                    float *o, void *ws) {
+  const int nt = flash_threads(exec);
+  flash_batch bt;
+  flash_batch_make(p, exec, mk, nt, q, k, v, o, ws, &bt);
+#pragma omp parallel num_threads(nt)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    float *scratch = bt.scratch + (size_t)omp_get_thread_num() * bt.scratch_floats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < bt.nitems; i++) {
+      const flash_seq *sq = &bt.seqs[bt.items[i].seq];
+      const int64_t t0 = bt.items[i].t, ng = bt.items[i].heads;
+      float *partials = bt.partials + sq->part0;
+      fn(sq, t0, ng, scratch, partials, ctx);
+      for (int64_t x = 0; x < ng && sq->pl.nsplit > 1; x++) {
+        const int64_t t = flash_batch_head_task(&sq->pl, t0, x);
+        int n;
+        // seq_cst: the partial written above is visible to whichever thread merges.
+#pragma omp atomic capture seq_cst
+        n = ++bt.done[sq->done0 + t / sq->pl.nsplit];
+        if (n == sq->pl.nsplit)
+          flash_merge_io(&sq->p, &sq->pl, partials, t / sq->pl.nsplit, &sq->io);
+      }
+    }
+    attn_fp_env_leave(env);
+  }
+  return ATTN_OK;
 }

@@ -80,6 +80,21 @@ void flash_batch_make(const attn_problem *p, const attn_exec *exec, flash_plan_f
                       const float *q, const void *k, const void *v, float *o, void *ws,
                       flash_batch *bt);
 
+// One item of the work list, run by the ISA body: task t0 of sequence sq's plan and, with
+// ng > 1, the same task of its next ng − 1 K/V heads (flash_batch_head_task), each task's
+// result stored by flash_store_rows (a split task's partial into partials). ctx: the
+// body's own (may be NULL).
+typedef void (*flash_item_fn)(const flash_seq *sq, int64_t t0, int64_t ng, float *scratch,
+                              float *partials, const void *ctx);
+
+// Builds the work list (flash_batch_make) and runs it on flash_threads(exec) threads, items
+// from the front (dynamic), each thread in the kernels' FP environment with its own
+// scratch; a split task's chunks are merged, in chunk order, by whichever thread finishes
+// the last of them.
+int flash_batch_run(const attn_problem *p, const attn_exec *exec, flash_plan_fn mk,
+                    flash_item_fn fn, const void *ctx, const float *q, const void *k, const void *v,
+                    float *o, void *ws);
+
 #ifdef __cplusplus
 }
 #endif

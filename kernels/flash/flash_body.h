@@ -603,39 +603,14 @@ FL_LINKAGE size_t FL_WORKSPACE(const attn_problem *p, const attn_exec *exec) {
   return flash_workspace_bytes(&pl, flash_threads(exec));
 }
 
-// A ragged or paged batch: one work list over every sequence's tasks (flash_batch.h); a
-// split task's chunks are merged, in chunk order, by whoever finishes the last of them.
-static int fl_run_batch(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
-                        const void *v, float *o, void *workspace) {
-  const int nt = flash_threads(exec);
-  flash_batch bt;
-  flash_batch_make(p, exec, fl_plan_seq, nt, q, k, v, o, workspace, &bt);
-#pragma omp parallel num_threads(nt)
-  {
-    const attn_fp_env env = attn_fp_env_enter();
-    float *scratch = bt.scratch + (size_t)omp_get_thread_num() * bt.scratch_floats;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < bt.nitems; i++) {
-      const flash_seq *sq = &bt.seqs[bt.items[i].seq];
-      const int64_t t0 = bt.items[i].t, ng = bt.items[i].heads;
-      float *partials = bt.partials + sq->part0;
-      if (ng > 1)
-        fl_task_group(&sq->p, &sq->pl, t0, ng, &sq->io, scratch, partials);
-      else
-        fl_task(&sq->p, &sq->pl, t0, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
-      for (int64_t x = 0; x < ng && sq->pl.nsplit > 1; x++) {
-        const int64_t t = flash_batch_head_task(&sq->pl, t0, x);
-        int n;
-        // seq_cst: the partial written above is visible to whichever thread merges.
-#pragma omp atomic capture seq_cst
-        n = ++bt.done[sq->done0 + t / sq->pl.nsplit];
-        if (n == sq->pl.nsplit)
-          flash_merge_io(&sq->p, &sq->pl, partials, t / sq->pl.nsplit, &sq->io);
-      }
-    }
-    attn_fp_env_leave(env);
-  }
-  return ATTN_OK;
+// An item of a ragged or paged batch (flash_item_fn): heads together or one task.
+static void fl_batch_item(const flash_seq *sq, int64_t t0, int64_t ng, float *scratch,
+                          float *partials, const void *ctx) {
+  (void)ctx;
+  if (ng > 1)
+    fl_task_group(&sq->p, &sq->pl, t0, ng, &sq->io, scratch, partials);
+  else
+    fl_task(&sq->p, &sq->pl, t0, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
 }
 
 // A dense problem's task (flash_task_fn; kplan: the flash_plan).
@@ -647,7 +622,8 @@ static void fl_task_dense(const attn_problem *p, const void *kplan, int64_t t, c
 FL_LINKAGE int FL_RUN(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
                       const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
-  if (p->layout) return fl_run_batch(p, exec, q, k, v, o, workspace);
+  if (p->layout)  // one work list over every sequence's tasks (flash_batch.h)
+    return flash_batch_run(p, exec, fl_plan_seq, fl_batch_item, NULL, q, k, v, o, workspace);
   flash_plan pl;
   fl_plan(p, exec, &pl);
   return flash_run_tasks(p, &pl, flash_threads(exec), fl_task_dense, &pl, q, k, v, o, workspace);

@@ -33,7 +33,10 @@
 //
 // Paths: every task (decode rows and prefill rows alike) runs rows in groups of ≤ VN_RG
 // over key blocks; causal rows see their own key counts (p = 0 past them). Options are not
-// native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them to the portable path.
+// native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them to the portable path. Ragged
+// and paged batches are (ATTN_CAP_LAYOUT_*): each key block's K and V rows are found
+// through a table of byte offsets from the flash_io's K and V (vn_row_offsets), and the
+// batch runs as flash_batch_run's work list, one K/V head per item.
 // Maths, bound and measurements: docs/low-precision-kernels.md.
 //
 // The including file has the vf_* mapping of its width (simd/vec_<isa>.h, through
@@ -62,7 +65,9 @@
 
 #include "core/attn_internal.h"
 #include "core/convert.h"
+#include "flash/flash_batch.h"
 #include "flash/flash_plan.h"
+#include "flash/flash_store.h"
 #include "simd/kv_widen.h"
 #include "simd/softmax.h"
 
@@ -79,6 +84,7 @@
 #define VN_PV_NV_TAIL \
   (VN_PV_NV_MANY < ATTN_Q8_0_BLOCK / VF_W ? VN_PV_NV_MANY : ATTN_Q8_0_BLOCK / VF_W)
 _Static_assert(VN_KEYS % VN_KG == 0, "VN_KEYS: whole key groups");
+_Static_assert(VN_PF_BLOCKS == 1, "the next block's row offsets become the current ones");
 _Static_assert(ATTN_Q8_0_BLOCK % (VN_PV_NV_TAIL * VF_W) == 0, "P·V tail: whole passes per block");
 
 // The integer vector as int32 lanes (GCC vector extensions: lane-wise -, conversion).
@@ -89,6 +95,28 @@ static inline void vn_prefetch(const char *a, size_t bytes) {
   const uintptr_t e = (uintptr_t)a + bytes;
   for (uintptr_t x = (uintptr_t)a & ~(uintptr_t)63; x < e; x += 64)
     __builtin_prefetch((const void *)x, 0, VN_PF_LOCALITY);
+}
+
+// Rows to request during a pass: n rows of rb bytes at base + o[i], or with o NULL one run
+// of n·rb bytes at base (consecutive rows). base NULL: none.
+typedef struct vn_pf {
+  const char *base;
+  const size_t *o;
+  int64_t n;
+  size_t rb;
+} vn_pf;
+
+// The x-th of nx slices of pf's rows (all of them over x < nx).
+static inline void vn_prefetch_slice(const vn_pf *pf, int64_t x, int64_t nx) {
+  if (!pf->base) return;
+  if (!pf->o) {
+    const size_t all = (size_t)pf->n * pf->rb;
+    const size_t lo = all * (size_t)x / (size_t)nx, hi = all * (size_t)(x + 1) / (size_t)nx;
+    vn_prefetch(pf->base + lo, hi - lo);
+    return;
+  }
+  for (int64_t i = pf->n * x / nx; i < pf->n * (x + 1) / nx; i++)
+    vn_prefetch(pf->base + pf->o[i], pf->rb);
 }
 
 // ── Scores ───────────────────────────────────────────────────────────────────────────
@@ -114,21 +142,18 @@ static void vn_key_offsets(int64_t nk, size_t krb, size_t *ko) {
   for (int64_t c = 0; c < VN_KG; c++) ko[c] = (size_t)(c < nk ? c : nk - 1) * krb;
 }
 
-// The scores of G rows against one key group: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·);
-// pf (NULL: none): pfb bytes to prefetch, a slice per block.
+// The scores of G rows against one key group: s[r·lds + c] = scale · Σ_b fma(I_b, d_q·d_k, ·),
+// key c's row at k + ko[c]; pf: rows to request, a slice per block.
 // corr[r·nb + b] = c_b, dq[r·nb + b] = f16(d_q) of row r's block b; dk[b·ldk + c] the
 // binary16 d_k of key c's block b (vn_scales).
 VN_INLINE void vn_qk(const int G, const attn_block_q8_0 *q, const float *dq, const int32_t *corr,
                      int64_t nb, const char *k, const size_t *ko, const uint16_t *dk, int64_t ldk,
-                     float scale, float *s, int64_t lds, const char *pf, size_t pfb) {
+                     float scale, float *s, int64_t lds, const vn_pf *pf) {
   vf_t acc[VN_RG];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++) acc[r] = vf_zero();
   for (int64_t b = 0; b < nb; b++) {
-    if (pf) {  // the b-th of nb slices of [pf, pf + pfb): spread over the blocks
-      const size_t lo = pfb * (size_t)b / (size_t)nb, hi = pfb * (size_t)(b + 1) / (size_t)nb;
-      vn_prefetch(pf + lo, hi - lo);
-    }
+    vn_prefetch_slice(pf, b, nb);  // spread over the blocks
     vn_vi_t dot[VN_RG];
     vn_dots_block(G, q + b, nb, corr + b, nb, k + (size_t)b * sizeof(attn_block_q8_0), ko, dot);
     const vf_t dkv = kv_w_f16(dk + b * ldk);
@@ -142,15 +167,12 @@ VN_INLINE void vn_qk(const int G, const attn_block_q8_0 *q, const float *dq, con
   for (int r = 0; r < G; r++) vf_store(s + r * lds, vf_mul(acc[r], vf_set1(scale)));
 }
 
-// The binary16 scales of nk keys' rows (nb blocks each, rb bytes apart) into
+// The binary16 scales of nk keys' rows (nb blocks each; key c's row at base + o[c]) into
 // d[b·VN_KEYS + c], zeros up to whole key groups: once per key block for all row groups,
 // a key group at a time by the layout's vn_scales_group.
-static void vn_scales(const char *rows, size_t rb, int64_t nb, int64_t nk, uint16_t *d) {
-  size_t ko[VN_KG];  // key i's row at ko[i] bytes from its group's first
-  for (int i = 0; i < VN_KG; i++) ko[i] = (size_t)i * rb;
+static void vn_scales(const char *base, const size_t *o, int64_t nb, int64_t nk, uint16_t *d) {
   for (int64_t c = 0; c < nk; c += VN_KG)
-    vn_scales_group(rows + (size_t)c * rb, ko, nb, (int)(nk - c < VN_KG ? nk - c : VN_KG), d + c,
-                    VN_KEYS);
+    vn_scales_group(base, o + c, nb, (int)(nk - c < VN_KG ? nk - c : VN_KG), d + c, VN_KEYS);
 }
 
 // c_b = 128·Σ_t q_t of one Q block (the offset's correction).
@@ -204,13 +226,15 @@ void VN_BLOCK_DOTS(int nrows, const attn_block_q8_0 *q, int64_t nb, const void *
 // vector x is in block e0/32 + VF_W·x/32 either way, and every weight of key c lies at a
 // compile-time distance from w + (e0/32)·VN_RG·VN_KEYS + c (no per-row, per-vector offsets
 // held in registers or spilled).
-// pfv (NULL: none): the next block's V rows, one prefetched per key.
+// Key c's V row at v + vo[c]; pfv (NULL: none): the next block's V rows, row c at
+// v + pfv[c], one prefetched per key.
 // The float32 model of P·V holds: the value f16(d_v)·v is exact, and its product with p
 // is rounded once (in w; the FMA with the integer v is then exact up to its one rounding
 // of the sum), as fl(p·v) followed by an addition would be. p past a row's visible keys is
 // 0 and adds nothing.
-VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char *v, size_t vrb,
-                          int64_t nk, int64_t e0, float *acc, int64_t dvp, const char *pfv) {
+VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char *v,
+                          const size_t *vo, size_t vrb, int64_t nk, int64_t e0, float *acc,
+                          int64_t dvp, const size_t *pfv) {
   vf_t o[VN_RG][VN_PV_NV_FEW];
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++)
@@ -218,8 +242,8 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char 
     for (int x = 0; x < NV; x++) o[r][x] = vf_load(acc + r * dvp + e0 + VF_W * x);
   const float *wc = w + e0 / ATTN_Q8_0_BLOCK * VN_RG * VN_KEYS;  // key c's weights: wc[c + ·]
   for (int64_t c = 0; c < nk; c++) {
-    if (pfv) vn_prefetch(pfv + (size_t)c * vrb, vrb);  // row c of the next block's V
-    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + (size_t)c * vrb);
+    if (pfv) vn_prefetch(v + pfv[c], vrb);  // row c of the next block's V
+    const attn_block_q8_0 *vr = (const attn_block_q8_0 *)(v + vo[c]);
     vf_t vv[VN_PV_NV_FEW];
 #pragma GCC unroll 8
     for (int x = 0; x < NV; x++) {  // column e: element e % 32 of block e / 32
@@ -246,8 +270,8 @@ VN_INLINE void vn_pv_pass(const int G, const int NV, const float *w, const char 
 // VN_PV_NV_MANY (3–4 rows) vectors per row (later passes reread the block's V rows from
 // L1), the rest VN_PV_NV_TAIL vectors at a time.
 VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *dvs, float *w,
-                     const float *alpha, const char *v, size_t vrb, int64_t dv, int64_t nk,
-                     float *acc, int64_t dvp, const char *pfv) {
+                     const float *alpha, const char *v, const size_t *vo, size_t vrb, int64_t dv,
+                     int64_t nk, float *acc, int64_t dvp, const size_t *pfv) {
   const int64_t nbv = dv / ATTN_Q8_0_BLOCK, nkp = (nk + VN_KG - 1) / VN_KG * VN_KG;
   for (int r = 0; r < G; r++)
     if (alpha[r] != 1.0f) vs_scale_store(acc + r * dvp, acc + r * dvp, dv, alpha[r]);
@@ -261,14 +285,14 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
   const int nv = G <= 2 ? VN_PV_NV_FEW : VN_PV_NV_MANY;
   int64_t e0 = 0;
   for (; e0 + VF_W * nv <= dv; e0 += VF_W * nv) {
-    const char *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
+    const size_t *pf = e0 == 0 ? pfv : NULL;  // the first pass prefetches
     if (nv == VN_PV_NV_FEW)
-      vn_pv_pass(G, VN_PV_NV_FEW, w, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_FEW, w, v, vo, vrb, nk, e0, acc, dvp, pf);
     else
-      vn_pv_pass(G, VN_PV_NV_MANY, w, v, vrb, nk, e0, acc, dvp, pf);
+      vn_pv_pass(G, VN_PV_NV_MANY, w, v, vo, vrb, nk, e0, acc, dvp, pf);
   }
   for (; e0 < dv; e0 += VF_W * VN_PV_NV_TAIL)
-    vn_pv_pass(G, VN_PV_NV_TAIL, w, v, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
+    vn_pv_pass(G, VN_PV_NV_TAIL, w, v, vo, vrb, nk, e0, acc, dvp, e0 == 0 ? pfv : NULL);
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────
@@ -286,9 +310,9 @@ static size_t vn_region(size_t *end, size_t floats) {
   return at;
 }
 
-static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
+// The scratch regions of vp->fp's tasks (vp->fp made, or chunked, already).
+static void vn_plan_regions(const attn_problem *p, vn_plan *vp) {
   flash_plan *pl = &vp->fp;
-  flash_plan_make(p, exec, VF_W, VN_KEYS, pl);
   vp->nb = p->head_dim_qk / ATTN_Q8_0_BLOCK;
   const size_t rows = (size_t)pl->rows, rb = attn_size_mul_sat(rows, (size_t)vp->nb);
   const size_t nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
@@ -306,20 +330,35 @@ static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *
   pl->scratch_floats = end;  // flash_workspace_bytes: threads × scratch + partials
 }
 
+static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
+  flash_plan_make(p, exec, VF_W, VN_KEYS, &vp->fp);
+  vn_plan_regions(p, vp);
+}
+
+// The plan of one ragged or paged sequence (flash_plan_fn of flash_batch.h): the same
+// tasks and regions, one K/V head per item.
+static void vn_plan_seq(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
+  vn_plan vp;
+  vn_plan_make(p, exec, &vp);
+  *pl = vp.fp;
+}
+
 // ── One task ─────────────────────────────────────────────────────────────────────────
 typedef struct vn_task_view {
   int64_t h0, hs, i0, nq, nrows;  // heads h0 .. h0 + hs at positions i0 .. i0 + nq
   int64_t kb, ke;                 // the task's keys (flash_task_keys)
 } vn_task_view;
 
-// Row hh·nq + pos is query head h0 + hh at position i0 + pos: Q̃ quantized per block with
-// its scale as a float and its correction c_b; lim = the keys from kb the row sees.
-static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_view *w, int64_t b,
-                      const float *q, attn_block_q8_0 *qb, float *dq, int32_t *corr, int32_t *lim) {
+// Row hh·nq + pos is query head h0 + hh at position i0 + pos (its row where io says): Q̃
+// quantized per block with its scale as a float and its correction c_b; lim = the keys
+// from kb the row sees.
+static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
+                      const flash_io *io, attn_block_q8_0 *qb, float *dq, int32_t *corr,
+                      int32_t *lim) {
   const int64_t dqk = p->head_dim_qk, nb = vp->nb;
   for (int64_t row = 0; row < w->nrows; row++) {
     const int64_t hh = row / w->nq, pos = row % w->nq;
-    attn_quantize_q8_0_row(attn_q_head(p, q, b, w->h0 + hh) + (w->i0 + pos) * dqk, dqk,
+    attn_quantize_q8_0_row(io->q + (w->h0 + hh) * io->q_hs + (w->i0 + pos) * io->q_is, dqk,
                            qb + row * nb);
     for (int64_t x = 0; x < nb; x++) {
       dq[row * nb + x] = attn_f16_to_f32(qb[row * nb + x].d);
@@ -332,11 +371,35 @@ static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_vi
   }
 }
 
-// One key block of a task: keys [j, j + nk) of the task's range (key 0 of k and v is key j),
-// their scales (vn_scales), the P·V weights' scratch, and the next block to prefetch
-// (knext NULL: none).
+// The byte offsets from io->k and io->v of keys j0 .. j0 + n − 1 (n ≥ 1) of K/V head g —
+// one run of consecutive rows per page with pages, one run without — into ko[c] and vo[c],
+// and copies of the last up to VN_KEYS (key groups past n read the last key again).
+static void vn_row_offsets(const flash_io *io, int64_t g, int64_t j0, int64_t n, size_t *ko,
+                           size_t *vo) {
+  for (int64_t c = 0; c < n;) {
+    const int64_t j = j0 + c;
+    int64_t len = n - c;
+    size_t kr = (size_t)g * io->k_gs, vr = (size_t)g * io->v_gs;
+    if (io->pt) {
+      const size_t page = (size_t)io->pt[j / io->ps], slot = (size_t)(j % io->ps);
+      len = io->ps - (int64_t)slot < len ? io->ps - (int64_t)slot : len;
+      kr += page * io->k_page + slot * io->k_rs, vr += page * io->v_page + slot * io->v_rs;
+    } else {
+      kr += (size_t)j * io->k_rs, vr += (size_t)j * io->v_rs;
+    }
+    for (int64_t x = 0; x < len; x++)
+      ko[c + x] = kr + (size_t)x * io->k_rs, vo[c + x] = vr + (size_t)x * io->v_rs;
+    c += len;
+  }
+  for (int64_t c = n; c < VN_KEYS; c++) ko[c] = ko[n - 1], vo[c] = vo[n - 1];
+}
+
+// One key block of a task: keys [j, j + nk) of the task's range, row c of K at
+// k + ko[c] and of V at v + vo[c] (k, v: io's K and V), their scales (vn_scales), the P·V
+// weights' scratch, and the next block's rows to prefetch (kon, von; NULL: none).
 typedef struct vn_block {
-  const char *k, *v, *knext, *vnext;
+  const char *k, *v;
+  const size_t *ko, *vo, *kon, *von;
   int64_t j, nk;
   const uint16_t *dk, *dv;
   float *w;
@@ -359,51 +422,62 @@ VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
   }
   if (nmax == 0) return;  // causal: no row of the group sees these keys
   const int64_t ncol = (nmax + VN_KG - 1) / VN_KG * VN_KG;
-  size_t ko[VN_KG];
   for (int64_t c = 0; c < ncol; c += VN_KG) {
-    vn_key_offsets(nk - c, krb, ko);
-    // The next block's K rows of these keys, spread over the blocks of the dots.
-    vn_qk(G, qb, dq, corr, nb, kb->k + (size_t)c * krb, ko, kb->dk + c, VN_KEYS, p->scale, s + c,
-          VN_KEYS, kb->knext ? kb->knext + (size_t)c * krb : NULL, VN_KG * krb);
+    // The next block's K rows of these keys, spread over the blocks of the dots: one run
+    // when they are consecutive (dense, or within a page), else row by row.
+    vn_pf pf = {NULL, NULL, VN_KG, krb};
+    if (kb->kon) {
+      const size_t *o = kb->kon + c;
+      pf.base = kb->k + o[0];
+      if (o[VN_KG - 1] - o[0] != (size_t)(VN_KG - 1) * krb) pf.base = kb->k, pf.o = o;
+    }
+    vn_qk(G, qb, dq, corr, nb, kb->k, kb->ko + c, kb->dk + c, VN_KEYS, p->scale, s + c, VN_KEYS,
+          &pf);
   }
   for (int r = 0; r < G; r++)
     alpha[r] = vs_online_softmax_row(s + r * VN_KEYS, n[r], ncol, &m[r], &l[r]);
-  vn_pv(G, s, VN_KEYS, kb->dv, kb->w, alpha, kb->v, vrb, dv, nmax, acc, dvp,
-        kb->knext ? kb->vnext : NULL);
+  vn_pv(G, s, VN_KEYS, kb->dv, kb->w, alpha, kb->v, kb->vo, vrb, dv, nmax, acc, dvp, kb->von);
 }
 
-// The rows of task t over its keys, VN_KEYS at a time, in groups of ≤ VN_RG rows.
+// The rows of a task over its keys (K/V head g where io says), VN_KEYS at a time, in
+// groups of ≤ VN_RG rows.
 static void vn_task_keys(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
-                         const char *kh, const char *vh, float *scratch) {
+                         const flash_io *io, int64_t g, float *scratch) {
   const int64_t nb = vp->nb, dvp = vp->fp.dvp, nkeys = w->ke - w->kb;
-  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
-  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_v);
   const attn_block_q8_0 *qb = (const attn_block_q8_0 *)(scratch + vp->off_qb);
   const float *dq = scratch + vp->off_dq;
   const int32_t *corr = (const int32_t *)(scratch + vp->off_corr);
   const int32_t *lim = (const int32_t *)(scratch + vp->off_lim);
   float *acc = scratch + vp->off_acc, *m = scratch + vp->off_m, *l = scratch + vp->off_l;
-  vn_block kb = {.dk = (const uint16_t *)(scratch + vp->off_dk),
+  size_t off[2][2][VN_KEYS];  // [this, next block][K, V] row offsets (vn_row_offsets)
+  int cur = 0;
+  vn_block kb = {.k = io->k,
+                 .v = io->v,
+                 .dk = (const uint16_t *)(scratch + vp->off_dk),
                  .dv = (const uint16_t *)(scratch + vp->off_dv),
                  .w = scratch + vp->off_w};
+  vn_row_offsets(io, g, w->kb, nkeys < VN_KEYS ? nkeys : VN_KEYS, off[0][0], off[0][1]);
   for (int64_t j = 0; j < nkeys; j += VN_KEYS) {
     kb.j = j;
     kb.nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
-    kb.k = kh + (size_t)j * krb, kb.v = vh + (size_t)j * vrb;
-    vn_scales(kb.k, krb, nb, kb.nk, (uint16_t *)(scratch + vp->off_dk));
-    vn_scales(kb.v, vrb, p->head_dim_v / ATTN_Q8_0_BLOCK, kb.nk,
+    kb.ko = off[cur][0], kb.vo = off[cur][1];
+    // The next block's offsets: requested VN_PF_BLOCKS ahead when it is a whole one, and
+    // this block's successor's either way.
+    const int64_t jn = j + VN_KEYS, nn = nkeys - jn < VN_KEYS ? nkeys - jn : VN_KEYS;
+    if (nn > 0) vn_row_offsets(io, g, w->kb + jn, nn, off[!cur][0], off[!cur][1]);
+    const bool pf = nn == VN_KEYS;
+    vn_scales(kb.k, kb.ko, nb, kb.nk, (uint16_t *)(scratch + vp->off_dk));
+    vn_scales(kb.v, kb.vo, p->head_dim_v / ATTN_Q8_0_BLOCK, kb.nk,
               (uint16_t *)(scratch + vp->off_dv));
     for (int64_t r0 = 0; r0 < w->nrows; r0 += VN_RG) {
-      const int64_t g = w->nrows - r0 < VN_RG ? w->nrows - r0 : VN_RG;
-      // The first group prefetches the block VN_PF_BLOCKS ahead when it is a whole one.
-      kb.knext = r0 == 0 && nkeys - j >= (VN_PF_BLOCKS + 1) * VN_KEYS
-                     ? kb.k + VN_PF_BLOCKS * VN_KEYS * krb
-                     : NULL;
-      kb.vnext = kb.v + VN_PF_BLOCKS * VN_KEYS * vrb;
+      const int64_t gr = w->nrows - r0 < VN_RG ? w->nrows - r0 : VN_RG;
+      // The first group prefetches the next block.
+      kb.kon = r0 == 0 && pf ? off[!cur][0] : NULL;
+      kb.von = r0 == 0 && pf ? off[!cur][1] : NULL;
 #define VN_GROUP(G)                                                                             \
   vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, &kb, acc + r0 * dvp, \
            m + r0, l + r0)
-      switch (g) {
+      switch (gr) {
         case 1:
           VN_GROUP(1);
           break;
@@ -419,16 +493,19 @@ static void vn_task_keys(const attn_problem *p, const vn_plan *vp, const vn_task
       }
 #undef VN_GROUP
     }
+    cur = !cur;
   }
 }
 
-// One task of the plan (flash_task_fn): quantize its Q rows, run its keys, then write
-// O = acc / l (l = 0: zeros) or, under split-KV, its partial (acc, m, l).
-static void vn_task(const attn_problem *p, const void *kplan, int64_t t, const float *q,
-                    const void *k, const void *v, float *o, float *scratch, float *partials) {
-  const vn_plan *vp = kplan;
+// One task of the plan: quantize its Q rows, run its keys, then write O = acc / l (l = 0:
+// zeros) or, under split-KV, its partial (acc, m, l) (flash_store_rows). lio: where the rows
+// of a ragged or paged sequence live (NULL: batch entry tk.b of the dense q, k, v, o).
+static void vn_task_io(const attn_problem *p, const vn_plan *vp, int64_t t, const float *q,
+                       const void *k, const void *v, float *o, const flash_io *lio, float *scratch,
+                       float *partials) {
   const flash_plan *pl = &vp->fp;
   const flash_task tk = flash_task_at(p, pl, t);
+  const flash_io io = lio ? *lio : flash_io_dense(p, tk.b, q, k, v, o);
   const int64_t hpg = p->heads / p->kv_heads, dvp = pl->dvp;
   vn_task_view w;
   w.h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
@@ -439,32 +516,41 @@ static void vn_task(const attn_problem *p, const void *kplan, int64_t t, const f
   w.nrows = w.hs * w.nq;
   flash_task_keys(p, pl, &tk, &w.kb, &w.ke);
   float *acc = scratch + vp->off_acc, *m = scratch + vp->off_m, *l = scratch + vp->off_l;
-  const size_t krb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_qk);
-  const size_t vrb = attn_kv_row_bytes(ATTN_DTYPE_Q8_0, p->head_dim_v);
-  const size_t head = ((size_t)tk.b * (size_t)p->kv_heads + (size_t)tk.g) * (size_t)p->seq_kv;
   for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
   memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
-  vn_load_q(p, vp, &w, tk.b, q, (attn_block_q8_0 *)(scratch + vp->off_qb), scratch + vp->off_dq,
-            (int32_t *)(scratch + vp->off_corr), (int32_t *)(scratch + vp->off_lim));
-  vn_task_keys(p, vp, &w, (const char *)k + (head + (size_t)w.kb) * krb,
-               (const char *)v + (head + (size_t)w.kb) * vrb, scratch);
-  if (pl->nsplit > 1) {
-    flash_partial_store(pl, t, w.nrows, acc, m, l, partials);
-    return;
+  if (w.kb < w.ke) {
+    vn_load_q(p, vp, &w, &io, (attn_block_q8_0 *)(scratch + vp->off_qb), scratch + vp->off_dq,
+              (int32_t *)(scratch + vp->off_corr), (int32_t *)(scratch + vp->off_lim));
+    vn_task_keys(p, vp, &w, &io, tk.g, scratch);
   }
-  for (int64_t row = 0; row < w.nrows; row++) {
-    float *orow = attn_o_head(p, o, tk.b, w.h0 + row / w.nq) + (w.i0 + row % w.nq) * p->head_dim_v;
-    vs_scale_store(orow, acc + row * dvp, p->head_dim_v, l[row] > 0.0f ? 1.0f / l[row] : 0.0f);
-  }
+  flash_store_rows(p, pl, &io, w.h0, w.hs, w.i0, w.nq, tk.b, t, acc, m, l, partials);
+}
+
+// A dense problem's task (flash_task_fn; kplan: the vn_plan).
+static void vn_task(const attn_problem *p, const void *kplan, int64_t t, const float *q,
+                    const void *k, const void *v, float *o, float *scratch, float *partials) {
+  vn_task_io(p, kplan, t, q, k, v, o, NULL, scratch, partials);
+}
+
+// An item of a ragged or paged batch (flash_item_fn): one task of one K/V head, on the
+// sequence's plan and the regions it implies.
+static void vn_batch_item(const flash_seq *sq, int64_t t0, int64_t ng, float *scratch,
+                          float *partials, const void *ctx) {
+  (void)ng, (void)ctx;  // vn_plan_seq leaves kv_group 1: one head per item
+  vn_plan vp = {.fp = sq->pl};
+  vn_plan_regions(&sq->p, &vp);
+  vn_task_io(&sq->p, &vp, t0, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
 // INT8 on the tasks above (every task, then under split-KV each base task's merge in
-// chunk order by flash_run_tasks: each number depends on the plan only); every other
+// chunk order by flash_run_tasks, or for a ragged or paged batch one work list over its
+// sequences' tasks, flash_batch_run: each number depends on the plan only); every other
 // mode on VN_F32_RUN.
 static size_t vn_entry_workspace(const attn_problem *p, const attn_exec *exec) {
   vn_plan vp;
   if (p->compute != ATTN_COMPUTE_INT8) return VN_F32_WORKSPACE(p, exec);
+  if (p->layout) return flash_batch_workspace(p, exec, vn_plan_seq, flash_threads(exec));
   vn_plan_make(p, exec, &vp);
   return flash_workspace_bytes(&vp.fp, flash_threads(exec));
 }
@@ -473,6 +559,8 @@ static int vn_entry_run(const attn_problem *p, const attn_exec *exec, const floa
                         const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   if (p->compute != ATTN_COMPUTE_INT8) return VN_F32_RUN(p, exec, q, k, v, o, workspace);
+  if (p->layout)
+    return flash_batch_run(p, exec, vn_plan_seq, vn_batch_item, NULL, q, k, v, o, workspace);
   vn_plan vp;
   vn_plan_make(p, exec, &vp);
   return flash_run_tasks(p, &vp.fp, flash_threads(exec), vn_task, &vp, q, k, v, o, workspace);
@@ -487,7 +575,7 @@ static int vn_entry_run(const attn_problem *p, const attn_exec *exec, const floa
     .name = kname, .summary = ksummary, .required_isa = isa, .run = vn_entry_run,          \
     .workspace = vn_entry_workspace,                                                       \
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL | \
-            ATTN_CAP_COMPUTE_INT8,                                                         \
+            ATTN_CAP_COMPUTE_INT8 | ATTN_CAP_LAYOUT_ALL,                                   \
     .vec_width = VF_W, .qk_rows = VN_RG, .qk_cols = VN_KG, .pv_rows = VN_RG,               \
     .pv_cols = VN_PV_NV_MANY * VF_W,                                                       \
   }

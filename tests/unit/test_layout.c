@@ -412,7 +412,8 @@ static void test_native_kernels_pass(void) {
 
 // A long-tailed paged decode batch (one long context, which the work list cuts into chunks,
 // a prefill chunk, shuffled pages, a prefix shared by two sequences, a sequence without
-// keys): bitwise the same output and LSE on 1, 2 and 3 threads.
+// keys): bitwise the same output and LSE on 1, 2 and 3 threads, f32 and q8_0 K/V, and the
+// int8 mode on q8_0.
 static void test_native_determinism(void) {
   enum { S = 6, PS = 16, PER = 160 };
   static const int64_t ql[S] = {1, 1, 40, 1, 1, 1}, kl[S] = {2500, 7, 300, 0, 64, 1000};
@@ -432,10 +433,12 @@ static void test_native_determinism(void) {
                          .num_pages = pages,
                          .pages_per_seq = PER,
                          .page_table = table};
-  for (int ti = 0; ti < 2; ti++) {
+  for (int ti = 0; ti < 3; ti++) {  // f32, q8_0, and q8_0 in the int8 mode (without LSE:
+    // the VNNI kernels read layouts in that mode natively, options they leave to the fallback)
     const attn_dtype t = ti ? ATTN_DTYPE_Q8_0 : ATTN_DTYPE_F32;
     attn_problem p = attn_problem_make(1, 8, 2, 1, 1, 64, 64, true);
     p.kv_dtype = t;
+    p.compute = ti == 2 ? ATTN_COMPUTE_INT8 : ATTN_COMPUTE_F32;
     attn_problem_set_layout(&p, &l, S);
     const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), no = attn_o_elems(&p);
     const size_t nl = attn_layout_total_q(&p) * (size_t)p.heads;
@@ -450,9 +453,9 @@ static void test_native_determinism(void) {
       const attn_kernel *kn = attn_kernel_at(i);
       if (!(kn->caps & ATTN_CAP_LAYOUT_PAGED) || !attn_kernel_available(kn, NULL, 0)) continue;
       for (int th = 0; th < 3; th++) {
-        o[th] = malloc(no * 4), lse[th] = malloc(nl * 4);
+        o[th] = malloc(no * 4), lse[th] = calloc(nl, 4);
         attn_options opts = {.lse = lse[th]};
-        p.opts = &opts;
+        p.opts = ti == 2 ? NULL : &opts;
         const attn_exec ex = {.threads = th + 1};
         char err[256];
         EXPECT(attn_kernel_call(kn, &p, &ex, q, k, v, o[th], err, sizeof err) == ATTN_OK, "%s: %s",
@@ -461,7 +464,8 @@ static void test_native_determinism(void) {
       }
       for (int th = 1; th < 3; th++)
         EXPECT(!memcmp(o[0], o[th], no * 4) && !memcmp(lse[0], lse[th], nl * 4),
-               "%s %s: %d threads differ from 1 thread", kn->name, attn_dtype_name(t), th + 1);
+               "%s %s %s: %d threads differ from 1 thread", kn->name, attn_dtype_name(t),
+               attn_compute_name(p.compute), th + 1);
       for (int th = 0; th < 3; th++) free(o[th]), free(lse[th]);
     }
     free(q), free(k32), free(v32), free(k), free(v);
