@@ -296,10 +296,21 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────
+// Heads together (ragged and paged decode, as flash_body.h's fl_task_group): a ragged
+// token's K/V heads lie side by side and a page holds every head's rows of its tokens, so
+// one head at a time reads a slice of each and leaves the rest to later passes. A decode
+// item of such a batch runs up to VN_GROUP_MAX K/V heads over each key block in turn (keys
+// outer, heads inner), each head with its own state; a head's arithmetic is its one-head
+// task's, block for block, so the output does not depend on the grouping.
+#define VN_GROUP_MAX 16  // K/V heads at most in one item
+#define VN_GROUP_ROWS 8  // plans of fewer rows per task (decode) group their heads
 typedef struct vn_plan {
   flash_plan fp;  // tasks, split-KV (flash_plan_make); fp.scratch_floats = ours
   int64_t nb;     // Q8_0 blocks per Q/K row
-  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim, off_dk, off_dv, off_w;
+  // Per-thread scratch: the key block's scales and weights, shared by the heads, then one
+  // state block per head of an item (head_floats apart; offsets within head 0's).
+  size_t off_dk, off_dv, off_w, head_floats;
+  size_t off_qb, off_dq, off_corr, off_acc, off_m, off_l, off_lim;
 } vn_plan;
 
 // The next per-thread region of `floats` floats: its offset, and *end moved past it rounded
@@ -310,13 +321,18 @@ static size_t vn_region(size_t *end, size_t floats) {
   return at;
 }
 
-// The scratch regions of vp->fp's tasks (vp->fp made, or chunked, already).
+// The scratch regions of vp->fp's tasks (vp->fp made, or chunked, already) for items of
+// vp->fp.kv_group heads.
 static void vn_plan_regions(const attn_problem *p, vn_plan *vp) {
   flash_plan *pl = &vp->fp;
   vp->nb = p->head_dim_qk / ATTN_Q8_0_BLOCK;
   const size_t rows = (size_t)pl->rows, rb = attn_size_mul_sat(rows, (size_t)vp->nb);
   const size_t nbv = (size_t)(p->head_dim_v / ATTN_Q8_0_BLOCK);
   size_t end = 0;
+  vp->off_dk = vn_region(&end, (size_t)vp->nb * VN_KEYS / 2);  // binary16 d_k of a key block
+  vp->off_dv = vn_region(&end, nbv * VN_KEYS / 2);             // ... and d_v
+  vp->off_w = vn_region(&end, VN_RG * nbv * VN_KEYS);          // P·V weights of a row group
+  const size_t head0 = end;
   vp->off_qb = vn_region(&end, attn_size_mul_sat(rb, sizeof(attn_block_q8_0)) / sizeof(float) + 1);
   vp->off_dq = vn_region(&end, rb);
   vp->off_corr = vn_region(&end, rb);
@@ -324,10 +340,10 @@ static void vn_plan_regions(const attn_problem *p, vn_plan *vp) {
   vp->off_m = vn_region(&end, rows);
   vp->off_l = vn_region(&end, rows);
   vp->off_lim = vn_region(&end, rows);
-  vp->off_dk = vn_region(&end, (size_t)vp->nb * VN_KEYS / 2);  // binary16 d_k of a key block
-  vp->off_dv = vn_region(&end, nbv * VN_KEYS / 2);             // ... and d_v
-  vp->off_w = vn_region(&end, VN_RG * nbv * VN_KEYS);          // P·V weights of a row group
-  pl->scratch_floats = end;  // flash_workspace_bytes: threads × scratch + partials
+  vp->head_floats = end - head0;
+  // flash_workspace_bytes: threads × scratch + partials
+  pl->scratch_floats = attn_size_add_sat(
+      head0, attn_size_mul_sat((size_t)(pl->kv_group > 1 ? pl->kv_group : 1), vp->head_floats));
 }
 
 static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *vp) {
@@ -336,38 +352,67 @@ static void vn_plan_make(const attn_problem *p, const attn_exec *exec, vn_plan *
 }
 
 // The plan of one ragged or paged sequence (flash_plan_fn of flash_batch.h): the same
-// tasks and regions, one K/V head per item.
+// tasks, with decode rows' K/V heads grouped into items of ≤ VN_GROUP_MAX (balanced).
 static void vn_plan_seq(const attn_problem *p, const attn_exec *exec, flash_plan *pl) {
   vn_plan vp;
-  vn_plan_make(p, exec, &vp);
+  flash_plan_make(p, exec, VF_W, VN_KEYS, &vp.fp);
+  if (vp.fp.rows < VN_GROUP_ROWS && p->kv_heads > 1) {
+    const int64_t groups = (p->kv_heads + VN_GROUP_MAX - 1) / VN_GROUP_MAX;
+    vp.fp.kv_group = (p->kv_heads + groups - 1) / groups;
+  }
+  vn_plan_regions(p, &vp);
   *pl = vp.fp;
 }
 
 // ── One task ─────────────────────────────────────────────────────────────────────────
+// One task's rows and keys, and where its state lives.
 typedef struct vn_task_view {
+  int64_t t, b;                   // the task, its batch entry
   int64_t h0, hs, i0, nq, nrows;  // heads h0 .. h0 + hs at positions i0 .. i0 + nq
   int64_t kb, ke;                 // the task's keys (flash_task_keys)
+  attn_block_q8_0 *qb;            // Q̃ per row and block
+  float *dq, *acc, *m, *l;        // f16(d_q) per row and block; acc, m, l per row
+  int32_t *corr, *lim;            // c_b per row and block; each row's visible keys from kb
 } vn_task_view;
+
+// Task t's rows and keys, its state in the head block at st (the plan's offsets).
+static vn_task_view vn_view(const attn_problem *p, const vn_plan *vp, int64_t t, float *st) {
+  const flash_plan *pl = &vp->fp;
+  const flash_task tk = flash_task_at(p, pl, t);
+  const int64_t hpg = p->heads / p->kv_heads;
+  vn_task_view w = {.t = t, .b = tk.b};
+  w.h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
+  w.hs = hpg - tk.sub * pl->heads_per_task;
+  w.hs = w.hs < pl->heads_per_task ? w.hs : pl->heads_per_task;
+  w.i0 = tk.qb * pl->tq;
+  w.nq = p->seq_q - w.i0 < pl->tq ? p->seq_q - w.i0 : pl->tq;
+  w.nrows = w.hs * w.nq;
+  flash_task_keys(p, pl, &tk, &w.kb, &w.ke);
+  w.qb = (attn_block_q8_0 *)st;  // st: the head block, at off_qb
+  w.dq = st + (vp->off_dq - vp->off_qb), w.corr = (int32_t *)(st + (vp->off_corr - vp->off_qb));
+  w.acc = st + (vp->off_acc - vp->off_qb), w.m = st + (vp->off_m - vp->off_qb);
+  w.l = st + (vp->off_l - vp->off_qb), w.lim = (int32_t *)(st + (vp->off_lim - vp->off_qb));
+  return w;
+}
 
 // Row hh·nq + pos is query head h0 + hh at position i0 + pos (its row where io says): Q̃
 // quantized per block with its scale as a float and its correction c_b; lim = the keys
 // from kb the row sees.
 static void vn_load_q(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
-                      const flash_io *io, attn_block_q8_0 *qb, float *dq, int32_t *corr,
-                      int32_t *lim) {
+                      const flash_io *io) {
   const int64_t dqk = p->head_dim_qk, nb = vp->nb;
   for (int64_t row = 0; row < w->nrows; row++) {
     const int64_t hh = row / w->nq, pos = row % w->nq;
     attn_quantize_q8_0_row(io->q + (w->h0 + hh) * io->q_hs + (w->i0 + pos) * io->q_is, dqk,
-                           qb + row * nb);
+                           w->qb + row * nb);
     for (int64_t x = 0; x < nb; x++) {
-      dq[row * nb + x] = attn_f16_to_f32(qb[row * nb + x].d);
-      corr[row * nb + x] = vn_corr(qb + row * nb + x);
+      w->dq[row * nb + x] = attn_f16_to_f32(w->qb[row * nb + x].d);
+      w->corr[row * nb + x] = vn_corr(w->qb + row * nb + x);
     }
     int64_t lo, hi;  // no option is native: lo = 0, hi the causal limit
     attn_row_keys(p, w->i0 + pos, &lo, &hi);
     const int64_t n = lo >= hi ? 0 : hi - w->kb;
-    lim[row] = (int32_t)(n < 0 ? 0 : n > w->ke - w->kb ? w->ke - w->kb : n);
+    w->lim[row] = (int32_t)(n < 0 ? 0 : n > w->ke - w->kb ? w->ke - w->kb : n);
   }
 }
 
@@ -395,8 +440,8 @@ static void vn_row_offsets(const flash_io *io, int64_t g, int64_t j0, int64_t n,
 }
 
 // One key block of a task: keys [j, j + nk) of the task's range, row c of K at
-// k + ko[c] and of V at v + vo[c] (k, v: io's K and V), their scales (vn_scales), the P·V
-// weights' scratch, and the next block's rows to prefetch (kon, von; NULL: none).
+// k + ko[c] and of V at v + vo[c], their scales (vn_scales), the P·V weights' scratch, and
+// the next block's rows to prefetch (kon, von; NULL: none).
 typedef struct vn_block {
   const char *k, *v;
   const size_t *ko, *vo, *kon, *von;
@@ -439,24 +484,49 @@ VN_INLINE void vn_group(const int G, const attn_problem *p, const vn_plan *vp,
   vn_pv(G, s, VN_KEYS, kb->dv, kb->w, alpha, kb->v, kb->vo, vrb, dv, nmax, acc, dvp, kb->von);
 }
 
-// The rows of a task over its keys (K/V head g where io says), VN_KEYS at a time, in
-// groups of ≤ VN_RG rows.
-static void vn_task_keys(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
-                         const flash_io *io, int64_t g, float *scratch) {
-  const int64_t nb = vp->nb, dvp = vp->fp.dvp, nkeys = w->ke - w->kb;
-  const attn_block_q8_0 *qb = (const attn_block_q8_0 *)(scratch + vp->off_qb);
-  const float *dq = scratch + vp->off_dq;
-  const int32_t *corr = (const int32_t *)(scratch + vp->off_corr);
-  const int32_t *lim = (const int32_t *)(scratch + vp->off_lim);
-  float *acc = scratch + vp->off_acc, *m = scratch + vp->off_m, *l = scratch + vp->off_l;
+// The rows of one task over key block kb, in groups of ≤ VN_RG rows (the first prefetches
+// the next block); the block's scales first.
+static void vn_task_block(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
+                          vn_block *kb, const size_t *kon, const size_t *von) {
+  const int64_t nb = vp->nb, dvp = vp->fp.dvp;
+  vn_scales(kb->k, kb->ko, nb, kb->nk, (uint16_t *)kb->dk);
+  vn_scales(kb->v, kb->vo, p->head_dim_v / ATTN_Q8_0_BLOCK, kb->nk, (uint16_t *)kb->dv);
+  for (int64_t r0 = 0; r0 < w->nrows; r0 += VN_RG) {
+    const int64_t gr = w->nrows - r0 < VN_RG ? w->nrows - r0 : VN_RG;
+    kb->kon = r0 == 0 ? kon : NULL, kb->von = r0 == 0 ? von : NULL;
+#define VN_GROUP(G)                                                                        \
+  vn_group(G, p, vp, w->qb + r0 * nb, w->dq + r0 * nb, w->corr + r0 * nb, w->lim + r0, kb, \
+           w->acc + r0 * dvp, w->m + r0, w->l + r0)
+    switch (gr) {
+      case 1:
+        VN_GROUP(1);
+        break;
+      case 2:
+        VN_GROUP(2);
+        break;
+      case 3:
+        VN_GROUP(3);
+        break;
+      default:
+        VN_GROUP(4);
+        break;
+    }
+#undef VN_GROUP
+  }
+}
+
+// ng tasks with the same rows and keys of K/V heads g0 .. g0 + ng − 1 (their rows where io
+// says; one task: ng = 1): VN_KEYS keys at a time, every head's rows over each block. The
+// row offsets are head g0's: head g0 + x reads at x·k_gs (x·v_gs) bytes past them.
+static void vn_tasks_keys(const attn_problem *p, const vn_plan *vp, const vn_task_view *w,
+                          int64_t ng, const flash_io *io, int64_t g0, float *scratch) {
+  const int64_t kbeg = w[0].kb, nkeys = w[0].ke - w[0].kb;
   size_t off[2][2][VN_KEYS];  // [this, next block][K, V] row offsets (vn_row_offsets)
   int cur = 0;
-  vn_block kb = {.k = io->k,
-                 .v = io->v,
-                 .dk = (const uint16_t *)(scratch + vp->off_dk),
+  vn_block kb = {.dk = (const uint16_t *)(scratch + vp->off_dk),
                  .dv = (const uint16_t *)(scratch + vp->off_dv),
                  .w = scratch + vp->off_w};
-  vn_row_offsets(io, g, w->kb, nkeys < VN_KEYS ? nkeys : VN_KEYS, off[0][0], off[0][1]);
+  vn_row_offsets(io, g0, kbeg, nkeys < VN_KEYS ? nkeys : VN_KEYS, off[0][0], off[0][1]);
   for (int64_t j = 0; j < nkeys; j += VN_KEYS) {
     kb.j = j;
     kb.nk = nkeys - j < VN_KEYS ? nkeys - j : VN_KEYS;
@@ -464,82 +534,56 @@ static void vn_task_keys(const attn_problem *p, const vn_plan *vp, const vn_task
     // The next block's offsets: requested VN_PF_BLOCKS ahead when it is a whole one, and
     // this block's successor's either way.
     const int64_t jn = j + VN_KEYS, nn = nkeys - jn < VN_KEYS ? nkeys - jn : VN_KEYS;
-    if (nn > 0) vn_row_offsets(io, g, w->kb + jn, nn, off[!cur][0], off[!cur][1]);
+    if (nn > 0) vn_row_offsets(io, g0, kbeg + jn, nn, off[!cur][0], off[!cur][1]);
     const bool pf = nn == VN_KEYS;
-    vn_scales(kb.k, kb.ko, nb, kb.nk, (uint16_t *)(scratch + vp->off_dk));
-    vn_scales(kb.v, kb.vo, p->head_dim_v / ATTN_Q8_0_BLOCK, kb.nk,
-              (uint16_t *)(scratch + vp->off_dv));
-    for (int64_t r0 = 0; r0 < w->nrows; r0 += VN_RG) {
-      const int64_t gr = w->nrows - r0 < VN_RG ? w->nrows - r0 : VN_RG;
-      // The first group prefetches the next block.
-      kb.kon = r0 == 0 && pf ? off[!cur][0] : NULL;
-      kb.von = r0 == 0 && pf ? off[!cur][1] : NULL;
-#define VN_GROUP(G)                                                                             \
-  vn_group(G, p, vp, qb + r0 * nb, dq + r0 * nb, corr + r0 * nb, lim + r0, &kb, acc + r0 * dvp, \
-           m + r0, l + r0)
-      switch (gr) {
-        case 1:
-          VN_GROUP(1);
-          break;
-        case 2:
-          VN_GROUP(2);
-          break;
-        case 3:
-          VN_GROUP(3);
-          break;
-        default:
-          VN_GROUP(4);
-          break;
-      }
-#undef VN_GROUP
+    for (int64_t x = 0; x < ng; x++) {
+      kb.k = io->k + (size_t)x * io->k_gs, kb.v = io->v + (size_t)x * io->v_gs;
+      vn_task_block(p, vp, &w[x], &kb, pf ? off[!cur][0] : NULL, pf ? off[!cur][1] : NULL);
     }
     cur = !cur;
   }
 }
 
-// One task of the plan: quantize its Q rows, run its keys, then write O = acc / l (l = 0:
-// zeros) or, under split-KV, its partial (acc, m, l) (flash_store_rows). lio: where the rows
-// of a ragged or paged sequence live (NULL: batch entry tk.b of the dense q, k, v, o).
-static void vn_task_io(const attn_problem *p, const vn_plan *vp, int64_t t, const float *q,
-                       const void *k, const void *v, float *o, const flash_io *lio, float *scratch,
-                       float *partials) {
+// ng tasks of K/V heads t0's head .. + ng − 1 (flash_batch_head_task; ng = 1: task t0
+// alone) with the same rows and keys: quantize their Q rows, run their keys, then write
+// each O = acc / l (l = 0: zeros) or, under split-KV, its partial (acc, m, l)
+// (flash_store_rows). lio: where the rows of a ragged or paged sequence live (NULL: batch
+// entry b of the dense q, k, v, o).
+static void vn_tasks(const attn_problem *p, const vn_plan *vp, int64_t t0, int64_t ng,
+                     const float *q, const void *k, const void *v, float *o, const flash_io *lio,
+                     float *scratch, float *partials) {
   const flash_plan *pl = &vp->fp;
-  const flash_task tk = flash_task_at(p, pl, t);
-  const flash_io io = lio ? *lio : flash_io_dense(p, tk.b, q, k, v, o);
-  const int64_t hpg = p->heads / p->kv_heads, dvp = pl->dvp;
-  vn_task_view w;
-  w.h0 = tk.g * hpg + tk.sub * pl->heads_per_task;
-  w.hs = hpg - tk.sub * pl->heads_per_task;
-  w.hs = w.hs < pl->heads_per_task ? w.hs : pl->heads_per_task;
-  w.i0 = tk.qb * pl->tq;
-  w.nq = p->seq_q - w.i0 < pl->tq ? p->seq_q - w.i0 : pl->tq;
-  w.nrows = w.hs * w.nq;
-  flash_task_keys(p, pl, &tk, &w.kb, &w.ke);
-  float *acc = scratch + vp->off_acc, *m = scratch + vp->off_m, *l = scratch + vp->off_l;
-  for (int64_t row = 0; row < w.nrows; row++) m[row] = -INFINITY, l[row] = 0.0f;
-  memset(acc, 0, (size_t)(w.nrows * dvp) * sizeof(float));
-  if (w.kb < w.ke) {
-    vn_load_q(p, vp, &w, &io, (attn_block_q8_0 *)(scratch + vp->off_qb), scratch + vp->off_dq,
-              (int32_t *)(scratch + vp->off_corr), (int32_t *)(scratch + vp->off_lim));
-    vn_task_keys(p, vp, &w, &io, tk.g, scratch);
+  vn_task_view w[VN_GROUP_MAX];
+  for (int64_t x = 0; x < ng; x++) {
+    const int64_t t = ng > 1 ? flash_batch_head_task(pl, t0, x) : t0;
+    w[x] = vn_view(p, vp, t, scratch + vp->off_qb + (size_t)x * vp->head_floats);
+    for (int64_t row = 0; row < w[x].nrows; row++) w[x].m[row] = -INFINITY, w[x].l[row] = 0.0f;
+    memset(w[x].acc, 0, (size_t)(w[x].nrows * pl->dvp) * sizeof(float));
   }
-  flash_store_rows(p, pl, &io, w.h0, w.hs, w.i0, w.nq, tk.b, t, acc, m, l, partials);
+  const flash_io io = lio ? *lio : flash_io_dense(p, w[0].b, q, k, v, o);
+  if (w[0].kb < w[0].ke) {
+    for (int64_t x = 0; x < ng; x++) vn_load_q(p, vp, &w[x], &io);
+    vn_tasks_keys(p, vp, w, ng, &io, flash_task_at(p, pl, t0).g, scratch);
+  }
+  for (int64_t x = 0; x < ng; x++)
+    flash_store_rows(p, pl, &io, w[x].h0, w[x].hs, w[x].i0, w[x].nq, w[x].b, w[x].t, w[x].acc,
+                     w[x].m, w[x].l, partials);
 }
 
 // A dense problem's task (flash_task_fn; kplan: the vn_plan).
 static void vn_task(const attn_problem *p, const void *kplan, int64_t t, const float *q,
                     const void *k, const void *v, float *o, float *scratch, float *partials) {
-  vn_task_io(p, kplan, t, q, k, v, o, NULL, scratch, partials);
+  vn_tasks(p, kplan, t, 1, q, k, v, o, NULL, scratch, partials);
 }
 
-// An item of a ragged or paged batch (flash_item_fn): one task of one K/V head, on the
+// An item of a ragged or paged batch (flash_item_fn): ng heads' tasks together, on the
 // sequence's plan and the regions it implies.
 static void vn_batch_item(const flash_seq *sq, int64_t t0, int64_t ng, float *scratch,
                           float *partials, const void *ctx) {
-  (void)ng, (void)ctx;  // vn_plan_seq leaves kv_group 1: one head per item
+  (void)ctx;
   vn_plan vp = {.fp = sq->pl};
   vn_plan_regions(&sq->p, &vp);
-  vn_task_io(&sq->p, &vp, t0, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
+  vn_tasks(&sq->p, &vp, t0, ng, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
