@@ -36,7 +36,7 @@
 // native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them to the portable path. Ragged
 // and paged batches are (ATTN_CAP_LAYOUT_*): each key block's K and V rows are found
 // through a table of byte offsets from the flash_io's K and V (vn_row_offsets), and the
-// batch runs as flash_batch_run's work list, one K/V head per item.
+// batch runs as flash_batch_run's work list (a ragged decode item's K/V heads together).
 // Maths, bound and measurements: docs/low-precision-kernels.md.
 //
 // The including file has the vf_* mapping of its width (simd/vec_<isa>.h, through
@@ -576,14 +576,23 @@ static void vn_task(const attn_problem *p, const void *kplan, int64_t t, const f
   vn_tasks(p, kplan, t, 1, q, k, v, o, NULL, scratch, partials);
 }
 
-// An item of a ragged or paged batch (flash_item_fn): ng heads' tasks together, on the
-// sequence's plan and the regions it implies.
+// An item of a ragged or paged batch (flash_item_fn), on the sequence's plan and the
+// regions it implies: a ragged sequence's ng heads' tasks together; a paged one's one after
+// the other, each over all its keys (a page holds a head's rows consecutively, and there
+// heads together measured 0.89–0.92 of this speed; ragged heads together 1.04–1.07 of one
+// at a time: docs/design.md).
 static void vn_batch_item(const flash_seq *sq, int64_t t0, int64_t ng, float *scratch,
                           float *partials, const void *ctx) {
   (void)ctx;
   vn_plan vp = {.fp = sq->pl};
   vn_plan_regions(&sq->p, &vp);
-  vn_tasks(&sq->p, &vp, t0, ng, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
+  if (!sq->io.pt) {
+    vn_tasks(&sq->p, &vp, t0, ng, NULL, NULL, NULL, NULL, &sq->io, scratch, partials);
+    return;
+  }
+  for (int64_t x = 0; x < ng; x++)
+    vn_tasks(&sq->p, &vp, ng > 1 ? flash_batch_head_task(&sq->pl, t0, x) : t0, 1, NULL, NULL, NULL,
+             NULL, &sq->io, scratch, partials);
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
