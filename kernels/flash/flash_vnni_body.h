@@ -296,11 +296,12 @@ VN_INLINE void vn_pv(const int G, const float *s, int64_t lds, const uint16_t *d
 }
 
 // ── Plan and scratch ─────────────────────────────────────────────────────────────────
-// Heads together (ragged and paged decode, as flash_body.h's fl_task_group): a ragged
-// token's K/V heads lie side by side and a page holds every head's rows of its tokens, so
-// one head at a time reads a slice of each and leaves the rest to later passes. A decode
-// item of such a batch runs up to VN_GROUP_MAX K/V heads over each key block in turn (keys
-// outer, heads inner), each head with its own state; a head's arithmetic is its one-head
+// Heads together (ragged decode, as flash_body.h's fl_task_group): a ragged token's K/V
+// heads lie side by side, so one head at a time reads a slice of each token and leaves the
+// rest to later passes. A decode item of a batch holds up to VN_GROUP_MAX K/V heads
+// (vn_plan_seq); a ragged one runs them over each key block in turn (keys outer, heads
+// inner), each head with its own state, a paged one one after the other (vn_batch_item: a
+// page already holds a head's rows consecutively). A head's arithmetic is its one-head
 // task's, block for block, so the output does not depend on the grouping.
 #define VN_GROUP_MAX 16  // K/V heads at most in one item
 #define VN_GROUP_ROWS 8  // plans of fewer rows per task (decode) group their heads
