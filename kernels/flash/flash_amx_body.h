@@ -43,6 +43,7 @@
 #include "core/convert.h"
 #include "flash/amx_tilecfg.h"
 #include "flash/flash_bf16_round.h"
+#include "simd/kv_widen.h"
 
 enum {
   AMXF_ROWS = 16,       // rows of a tile
@@ -59,7 +60,7 @@ typedef struct amxf_plan {
   int64_t row_blocks, tasks;  // 32-row blocks per (batch, group), all tasks
   size_t block_bytes;         // one packed 32-key block: K̂ then V̂
   size_t packed, scratch;     // bytes: packed K̂/V̂ of the problem; scratch per thread
-  size_t off_q, off_s, off_p, off_acc, off_rows, off_cfg;  // scratch regions (64-aligned)
+  size_t off_q, off_s, off_p, off_acc, off_rows, off_kc, off_cfg;  // scratch (64-aligned)
   int threads;
 } amxf_plan;
 
@@ -87,6 +88,8 @@ static void amxf_plan_make(const attn_problem *p, const attn_exec *exec, amxf_pl
   AMXF_REGION(off_p, (size_t)AMXF_TASK_ROWS * AMXF_SPAN * 2);
   AMXF_REGION(off_acc, (size_t)AMXF_TASK_ROWS * (size_t)pl->dvp * 4);
   AMXF_REGION(off_rows, (size_t)16 * (size_t)pl->dqkp * 2);  // bk_pack_k's row-form pairs
+  const size_t kcw = (size_t)(p->head_dim_qk > p->head_dim_v ? p->head_dim_qk : p->head_dim_v);
+  AMXF_REGION(off_kc, p->kv_dtype == ATTN_DTYPE_F32 ? 0 : (size_t)AMXF_KEYS * kcw * 4);
   AMXF_REGION(off_cfg, sizeof(amx_tilecfg));  // LDTILECFG's operand, not on the stack
 #undef AMXF_REGION
   pl->scratch = off;
@@ -108,14 +111,26 @@ static uint32_t *amxf_block(const amxf_plan *pl, void *packed, int64_t head, int
 }
 
 // K̂ row k, column n = pair k of key j0 + n; V̂ row j, column e = (V[j0 + 2j][e],
-// V[j0 + 2j + 1][e]). Keys past seq_kv and columns past head_dim_v are zero.
-static void amxf_pack_block(const attn_problem *p, const amxf_plan *pl, const float *kh,
-                            const float *vh, int64_t kb, uint32_t *blk, uint32_t *rows) {
+// V[j0 + 2j + 1][e]). Keys past seq_kv and columns past head_dim_v are zero. kh, vh: the
+// head's rows as stored (p->kv_dtype); F16, BF16 and Q8_0 rows are widened exactly to
+// float32 in kc first (simd/kv_widen.h), then rounded as F32 rows are (BF16: no change).
+static void amxf_pack_block(const attn_problem *p, const amxf_plan *pl, const char *kh,
+                            const char *vh, int64_t kb, uint32_t *blk, uint32_t *rows, float *kc) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, j0 = kb * AMXF_KEYS;
   const int64_t nk = p->seq_kv - j0 < AMXF_KEYS ? p->seq_kv - j0 : AMXF_KEYS;
+  const attn_dtype ty = p->kv_dtype;
+  const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
+  const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
   uint32_t *vt = blk + pl->dqkp / 2 * AMXF_KEYS;
-  bk_pack_k(kh + j0 * dqk, dqk, nk, AMXF_KEYS, dqk, rows, blk, AMXF_KEYS);
-  bk_pack_v(vh + j0 * dv, dv, nk, dv, pl->dvp, vt);
+  if (ty == ATTN_DTYPE_F32) {
+    bk_pack_k((const float *)kj, dqk, nk, AMXF_KEYS, dqk, rows, blk, AMXF_KEYS);
+    bk_pack_v((const float *)vj, dv, nk, dv, pl->dvp, vt);
+  } else {
+    kv_widen_rows(ty, kj, krb, nk, dqk, kc, dqk, dqk);
+    bk_pack_k(kc, dqk, nk, AMXF_KEYS, dqk, rows, blk, AMXF_KEYS);
+    kv_widen_rows(ty, vj, vrb, nk, dv, kc, dv, dv);
+    bk_pack_v(kc, dv, nk, dv, pl->dvp, vt);
+  }
   const int64_t pairs = (nk + 1) / 2;  // bk_pack_v writes the pairs that hold a key
   memset(vt + pairs * pl->dvp, 0, (size_t)((AMXF_KEYS / 2 - pairs) * pl->dvp) * sizeof *vt);
 }
@@ -300,12 +315,11 @@ static void amxf_task_run(const attn_problem *p, const amxf_plan *pl, int64_t t,
   }
 }
 
-// ── Entry point (BF16 mode, F32 K/V: the record declares no ATTN_CAP_KV_* bit) ──────
+// ── Entry point (BF16 mode, K/V of any stored type) ─────────────────────────────────
 static int amx_flash_bf16_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                              const void *kv, const void *vv, float *o, void *workspace) {
-  ATTN_ASSERT_PRECONDITIONS(p, q, kv, vv, o);
-  assert(p->compute == ATTN_COMPUTE_BF16 && p->kv_dtype == ATTN_DTYPE_F32);
-  const float *k = (const float *)kv, *v = (const float *)vv;
+                              const void *k, const void *v, float *o, void *workspace) {
+  ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
+  assert(p->compute == ATTN_COMPUTE_BF16);
   amxf_plan pl;
   amxf_plan_make(p, exec, &pl);
   char *packed = workspace, *scratch0 = packed + amxf_align64(pl.packed);
@@ -318,8 +332,10 @@ static int amx_flash_bf16_run(const attn_problem *p, const attn_exec *exec, cons
 #pragma omp for schedule(static)
     for (int64_t u = 0; u < pack_units; u++) {
       const int64_t head = u / pl.nkb, b = head / p->kv_heads, g = head % p->kv_heads;
-      amxf_pack_block(p, &pl, attn_k_head(p, k, b, g), attn_v_head(p, v, b, g), u % pl.nkb,
-                      amxf_block(&pl, packed, head, u % pl.nkb), rows);
+      amxf_pack_block(p, &pl, attn_kv_head(p, k, b, g, p->head_dim_qk),
+                      attn_kv_head(p, v, b, g, p->head_dim_v), u % pl.nkb,
+                      amxf_block(&pl, packed, head, u % pl.nkb), rows,
+                      (float *)(scratch + pl.off_kc));
     }  // the implicit barrier: every task reads every packed block of its head
     amx_tilecfg *cfg = (amx_tilecfg *)(scratch + pl.off_cfg);
     amx_tilecfg_init(cfg);

@@ -24,12 +24,15 @@
 // K/V of any stored type: F32 rows are rounded as they are packed; F16, BF16 and Q8_0 rows
 // are first widened to float32 exactly (simd/kv_widen.h), then rounded (BF16: no change).
 // Options are not native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them elsewhere.
+// Decode over a BF16 cache (few query rows per K/V head) takes the mode's decode route
+// instead (flash/flash_bf16_decode.h): flash__avx512's F32 path on bf16(Q).
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
 #include "flash/flash_avx512.h"
+#include "flash/flash_bf16_decode.h"
 #include "flash/flash_plan.h"
 #include "flash/flash_store.h"
 #include "simd/kv_widen.h"
@@ -389,6 +392,7 @@ static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const f
 // ── Entry points ─────────────────────────────────────────────────────────────────────
 static size_t flash_bf16_workspace(const attn_problem *p, const attn_exec *exec) {
   if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_workspace(p, exec);
+  if (flash_bf16_decode_route(p)) return flash_bf16_decode_workspace(p, exec);
   bk_plan bp;
   bk_plan_make(p, exec, &bp);
   const int threads = flash_threads(exec);
@@ -400,6 +404,7 @@ static size_t flash_bf16_workspace(const attn_problem *p, const attn_exec *exec)
 static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const float *q,
                           const void *k, const void *v, float *o, void *workspace) {
   if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_run(p, exec, q, k, v, o, workspace);
+  if (flash_bf16_decode_route(p)) return flash_bf16_decode_run(p, exec, q, k, v, o, workspace);
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   bk_plan bp;
   bk_plan_make(p, exec, &bp);

@@ -11,7 +11,7 @@ const attn_kernel flash_amx_emulated_twin = {
     .name = "flash__amxbf16_emulated",
     .summary = "flash__amxbf16's BF16 body on emulated tiles (test backend)",
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_COMPUTE_BF16,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL | ATTN_CAP_COMPUTE_BF16,
     .workspace = amx_flash_bf16_workspace,
     .run = amx_flash_bf16_run,
 };

@@ -16,6 +16,9 @@
 //     (16-row tasks) as with each task packing its own; nothing written past O;
 //   • the bf16 path really ran: somewhere the output differs from flash__avx512 in F32 on
 //     the same rounded inputs (that one does not round p);
+//   • the decode route (flash/flash_bf16_decode.h: a BF16 cache, at most
+//     FLASH_BF16_DECODE_ROWS query rows per K/V head) is bitwise flash__avx512 in F32 on
+//     bf16(Q) and the stored K/V, and some case takes it;
 //   • F32 mode is flash__avx512's, bitwise;
 //   • the checker (kernels/check: the BF16 mode's reference and tolerance) passes it too.
 // Exit 77 when the CPU lacks AVX512_BF16.
@@ -27,12 +30,14 @@
 #include "attn.h"
 #include "check/check.h"
 #include "core/convert.h"
+#include "flash/flash_bf16_decode.h"
 #include "test_util.h"
 
 enum { kGuard = 64 };
 static const float kSentinel = 1234.5f;
 static int g_differs = 0;  // cases where BF16 mode differs from F32 mode
 static int g_shared = 0;   // cases whose 16-row tasks share K/V tiles packed once
+static int g_route = 0;    // cases that take the decode route
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 static float urand(void) {  // uniform in [-1, 1)
@@ -163,7 +168,8 @@ static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shap
   EXPECT(memcmp(o[0], o[1], no * sizeof(float)) == 0, "%s: 1 and 2 threads differ", what);
   // 16-row tasks: several read each K/V head, so its tiles are packed once per call
   // (workspace grows by them) instead of by each task; each row's sums are the same.
-  if (c->sq > 16 && c->sq <= 256) {
+  const bool route = t == ATTN_DTYPE_BF16 && c->sq * (c->h / c->kvh) <= FLASH_BF16_DECODE_ROWS;
+  if (c->sq > 16 && c->sq <= 256 && !route) {
     const attn_exec exd = {.threads = 2}, ex16 = {.threads = 2, .tile_q = 16};
     g_shared += k->workspace(&p, &ex16) > k->workspace(&p, &exd);  // (not under split-KV)
     const int rc = attn_kernel_call(k, &p, &ex16, q, ks, vs, o[2], err, sizeof err);
@@ -184,9 +190,15 @@ static double run_case(const attn_kernel *k, const attn_kernel *f32k, const shap
   attn_problem p32 = attn_problem_make(c->b, c->h, c->kvh, c->sq, c->skv, c->dqk, c->dv, c->causal);
   p32.scale = p.scale;
   const attn_exec ex1 = {.threads = 1};
-  if (attn_kernel_call(f32k, &p32, &ex1, qr, kr, vr, o[2], err, sizeof err) == ATTN_OK &&
-      memcmp(o[0], o[2], no * sizeof(float)) != 0)
+  const int rc32 = attn_kernel_call(f32k, &p32, &ex1, qr, kr, vr, o[2], err, sizeof err);
+  EXPECT(rc32 == ATTN_OK, "%s: flash__avx512: %s", what, err);
+  if (route) {  // F32 FMAs on exact bf16 values, p unrounded: the F32 kernel's bits
+    g_route++;
+    EXPECT(rc32 != ATTN_OK || memcmp(o[0], o[2], no * sizeof(float)) == 0,
+           "%s: the decode route differs from flash__avx512 in F32 on bf16(Q)", what);
+  } else if (rc32 == ATTN_OK && memcmp(o[0], o[2], no * sizeof(float)) != 0) {
     g_differs++;
+  }
   free(q), free(kf), free(vf), free(qr), free(kr), free(vr), free(ks), free(vs);
   for (int i = 0; i < 3; i++) free(o[i]);
   return worst;
@@ -247,10 +259,11 @@ int main(int argc, char **argv) {
     }
   EXPECT(g_differs > 0, "BF16 mode never differed from F32 mode: is p rounded at all?");
   EXPECT(g_shared > 0, "no case packed its K/V tiles once per call");
+  EXPECT(g_route > 0, "no case took the decode route");
   f32_mode(k, f32k);
   printf(
       "flash__avx512bf16 BF16 mode: worst error / bound %.3f; differs from F32 mode in %d "
-      "cases; %d cases with K/V tiles packed once per call\n",
-      worst, g_differs, g_shared);
+      "cases; %d cases with K/V tiles packed once per call; %d on the decode route\n",
+      worst, g_differs, g_shared, g_route);
   return test_finish("test_flash_bf16");
 }
