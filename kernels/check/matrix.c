@@ -326,7 +326,8 @@ static void compute_cases(bool quick, attn_check_case *out, size_t cap, size_t *
   // The modes over serving layouts: int8 on a paged GQA batch whose long context is cut
   // into chunks (pages of 16 shuffled and shared), on pages of 5 (a 16-key group spans
   // pages), on a ragged batch with a prefill chunk and a sequence without keys, and with
-  // LSE; bf16 on pages.
+  // LSE; bf16 on pages (f32 K/V), on bf16 pages with decode rows only (the BF16 kernels'
+  // decode route reads them in place) and on a bf16 ragged batch with its prefill chunk.
   const attn_check_layout tail = {.kind = ATTN_LAYOUT_PAGED,
                                   .seqs = 5,
                                   .q_lens = {1, 1, 1, 40, 1},
@@ -353,6 +354,11 @@ static void compute_cases(bool quick, attn_check_case *out, size_t cap, size_t *
   attn_problem pb = attn_problem_make(1, 4, 2, 1, 1, 64, 64, true);
   pb.compute = ATTN_COMPUTE_BF16;
   add_layout(out, cap, n, pb, ATTN_DIST_NORMAL, tail, none, 0);
+  attn_check_layout decode = tail;
+  decode.q_lens[3] = 1;
+  pb.kv_dtype = ATTN_DTYPE_BF16;
+  add_layout(out, cap, n, pb, ATTN_DIST_NORMAL, decode, none, 0);
+  add_layout(out, cap, n, pb, ATTN_DIST_UNIFORM, ragged, none, 0);
 }
 
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap) {

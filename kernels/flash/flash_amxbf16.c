@@ -9,26 +9,25 @@
 // (ARCH_REQ_XCOMP_PERM, kernels/core/cpu_features.c); elsewhere `list` says "needs
 // amx-bf16". Compiled with -mamx-tile -mamx-bf16 and AVX-512 flags (kernels/CMakeLists.txt),
 // only when the compiler has them.
-// K/V of any stored type are read as stored (the packing widens and rounds them); decode
-// over a BF16 cache (few query rows per K/V head) takes the mode's decode route instead
-// (flash/flash_bf16_decode.h: flash__avx512's F32 path on bf16(Q)); options go to the
-// portable path (no ATTN_CAP_OPT_*).
+// K/V of any stored type are read as stored (the packing widens and rounds them). Which
+// problems reach the AMX body (dense, BF16 mode, not the decode route over a BF16 cache):
+// flash/flash_bf16_route.h. Options go to the portable path (no ATTN_CAP_OPT_*).
 #include "flash/amx_tiles_hw.h"
 #include "flash/flash_amx_body.h"
 #include "flash/flash_avx512.h"
-#include "flash/flash_bf16_decode.h"
+#include "flash/flash_bf16_route.h"
+
+extern const attn_kernel attn_kernel_flash__amxbf16;
 
 static size_t flash_amx_workspace(const attn_problem *p, const attn_exec *exec) {
-  if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_workspace(p, exec);
-  if (flash_bf16_decode_route(p)) return flash_bf16_decode_workspace(p, exec);
-  return amx_flash_bf16_workspace(p, exec);
+  return flash_bf16_kernel_workspace(&attn_kernel_flash__amxbf16, p, exec,
+                                     amx_flash_bf16_workspace);
 }
 
 static int flash_amx_run(const attn_problem *p, const attn_exec *exec, const float *q,
                          const void *k, const void *v, float *o, void *workspace) {
-  if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_run(p, exec, q, k, v, o, workspace);
-  if (flash_bf16_decode_route(p)) return flash_bf16_decode_run(p, exec, q, k, v, o, workspace);
-  return amx_flash_bf16_run(p, exec, q, k, v, o, workspace);
+  return flash_bf16_kernel_run(&attn_kernel_flash__amxbf16, p, exec, q, k, v, o, workspace,
+                               amx_flash_bf16_run);
 }
 
 const attn_kernel attn_kernel_flash__amxbf16 = {
@@ -38,7 +37,8 @@ const attn_kernel attn_kernel_flash__amxbf16 = {
         "32-row tasks on 2x2 C tiles over 256-key spans, AVX-512 base-2 softmax, fp32 "
         "sums, P rounded to bf16; F32 mode is flash__avx512's",
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16 | ATTN_ISA_AMXBF16,
-    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL | ATTN_CAP_COMPUTE_BF16,
+    .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_ALL | ATTN_CAP_LAYOUT_ALL |
+            ATTN_CAP_COMPUTE_BF16,
     .workspace = flash_amx_workspace,
     .run = flash_amx_run,
     .vec_width = 16,

@@ -24,15 +24,15 @@
 // K/V of any stored type: F32 rows are rounded as they are packed; F16, BF16 and Q8_0 rows
 // are first widened to float32 exactly (simd/kv_widen.h), then rounded (BF16: no change).
 // Options are not native (no ATTN_CAP_OPT_* bit): attn_kernel_run sends them elsewhere.
-// Decode over a BF16 cache (few query rows per K/V head) takes the mode's decode route
-// instead (flash/flash_bf16_decode.h): flash__avx512's F32 path on bf16(Q).
+// Which problems reach this body (dense, BF16 mode, not the decode route over a BF16
+// cache): flash/flash_bf16_route.h.
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
 #include "core/attn_internal.h"
 #include "flash/flash_avx512.h"
-#include "flash/flash_bf16_decode.h"
+#include "flash/flash_bf16_route.h"
 #include "flash/flash_plan.h"
 #include "flash/flash_store.h"
 #include "simd/kv_widen.h"
@@ -390,9 +390,8 @@ static void bk_task(const attn_problem *p, const void *kplan, int64_t t, const f
 }
 
 // ── Entry points ─────────────────────────────────────────────────────────────────────
-static size_t flash_bf16_workspace(const attn_problem *p, const attn_exec *exec) {
-  if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_workspace(p, exec);
-  if (flash_bf16_decode_route(p)) return flash_bf16_decode_workspace(p, exec);
+// The BF16 body (flash/flash_bf16_route.h: a dense problem in BF16 mode).
+static size_t bk_workspace(const attn_problem *p, const attn_exec *exec) {
   bk_plan bp;
   bk_plan_make(p, exec, &bp);
   const int threads = flash_threads(exec);
@@ -401,10 +400,8 @@ static size_t flash_bf16_workspace(const attn_problem *p, const attn_exec *exec)
                 : flash_workspace_bytes(&bp.fp, threads);
 }
 
-static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const float *q,
-                          const void *k, const void *v, float *o, void *workspace) {
-  if (p->compute != ATTN_COMPUTE_BF16) return flash_avx512_run(p, exec, q, k, v, o, workspace);
-  if (flash_bf16_decode_route(p)) return flash_bf16_decode_run(p, exec, q, k, v, o, workspace);
+static int bk_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                  const void *v, float *o, void *workspace) {
   ATTN_ASSERT_PRECONDITIONS(p, q, k, v, o);
   bk_plan bp;
   bk_plan_make(p, exec, &bp);
@@ -417,6 +414,18 @@ static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const fl
   return flash_run_tasks(p, &bp.fp, threads, bk_task, &bp, q, k, v, o, workspace);
 }
 
+extern const attn_kernel attn_kernel_flash__avx512bf16;
+
+static size_t flash_bf16_workspace(const attn_problem *p, const attn_exec *exec) {
+  return flash_bf16_kernel_workspace(&attn_kernel_flash__avx512bf16, p, exec, bk_workspace);
+}
+
+static int flash_bf16_run(const attn_problem *p, const attn_exec *exec, const float *q,
+                          const void *k, const void *v, float *o, void *workspace) {
+  return flash_bf16_kernel_run(&attn_kernel_flash__avx512bf16, p, exec, q, k, v, o, workspace,
+                               bk_run);
+}
+
 const attn_kernel attn_kernel_flash__avx512bf16 = {
     .name = "flash__avx512bf16",
     .summary =
@@ -425,7 +434,7 @@ const attn_kernel attn_kernel_flash__avx512bf16 = {
         "mode is flash__avx512's",
     .required_isa = ATTN_ISA_AVX512F | ATTN_ISA_AVX512BF16,
     .caps = ATTN_CAP_ALL_SHAPES | ATTN_CAP_THREADS | ATTN_CAP_KV_SPLIT | ATTN_CAP_KV_ALL |
-            ATTN_CAP_COMPUTE_BF16,
+            ATTN_CAP_LAYOUT_ALL | ATTN_CAP_COMPUTE_BF16,
     .workspace = flash_bf16_workspace,
     .run = flash_bf16_run,
     .vec_width = 16,

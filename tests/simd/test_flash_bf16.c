@@ -16,7 +16,7 @@
 //     (16-row tasks) as with each task packing its own; nothing written past O;
 //   • the bf16 path really ran: somewhere the output differs from flash__avx512 in F32 on
 //     the same rounded inputs (that one does not round p);
-//   • the decode route (flash/flash_bf16_decode.h: a BF16 cache, at most
+//   • the decode route (flash/flash_bf16_route.h: a BF16 cache, at most
 //     FLASH_BF16_DECODE_ROWS query rows per K/V head) is bitwise flash__avx512 in F32 on
 //     bf16(Q) and the stored K/V, and some case takes it;
 //   • F32 mode is flash__avx512's, bitwise;
@@ -30,7 +30,7 @@
 #include "attn.h"
 #include "check/check.h"
 #include "core/convert.h"
-#include "flash/flash_bf16_decode.h"
+#include "flash/flash_bf16_route.h"
 #include "test_util.h"
 
 enum { kGuard = 64 };
