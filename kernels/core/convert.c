@@ -170,6 +170,44 @@ bool attn_compute_rounds_kv(attn_compute c, attn_dtype t) {
   return false;
 }
 
+// n values x rounded to bfloat16 as float32 (attn_f32_to_bf16 then widened, bit for bit),
+// written branch-free so that the compiler vectorizes it: the copies attn_kernel_run makes
+// for a kernel that does not run the BF16 mode go through here.
+static void round_bf16_n(const float *x, size_t n, float *out) {
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t b = f32_bits(x[i]);
+    const uint32_t nan = (b & 0x7fffffffu) > 0x7f800000u;
+    const uint32_t rne = b + 0x7fffu + ((b >> 16) & 1u), quiet = b | 0x400000u;
+    out[i] = f32_from_bits((nan ? quiet : rne) & 0xffff0000u);
+  }
+}
+
+// The same for binary16 (attn_f32_to_f16 then widened): normal results, ±inf and NaN
+// branch-free (vectorized), each |x| < 2^-14 (f16 subnormals and zero) copied as it is
+// and then rounded one at a time by the scalar rule, in blocks of 256 so that a block
+// without one costs nothing more (a rounded normal stays ≥ 2^-14, so the second pass
+// finds exactly those). x may be out.
+static void round_f16_n(const float *x, size_t n, float *out) {
+  for (size_t i0 = 0; i0 < n; i0 += 256) {
+    const size_t i1 = n - i0 < 256 ? n : i0 + 256;
+    uint32_t small = 0;
+    for (size_t i = i0; i < i1; i++) {
+      const uint32_t b = f32_bits(x[i]), sign = b & 0x80000000u, ax = b & 0x7fffffffu;
+      const uint32_t rne = (ax + 0xfffu + ((ax >> 13) & 1u)) & ~0x1fffu;  // 13 bits off
+      const uint32_t nan = sign | 0x7fc00000u | (ax & 0x7fe000u);
+      const uint32_t big = ax > 0x7f800000u    ? nan
+                           : ax >= 0x477ff000u ? sign | 0x7f800000u
+                                               : sign | rne;
+      small |= ax < 0x38800000u ? 1u : 0u;  // (this form vectorizes)
+      out[i] = f32_from_bits(ax < 0x38800000u ? b : big);
+    }
+    if (small)
+      for (size_t i = i0; i < i1; i++)
+        if ((f32_bits(out[i]) & 0x7fffffffu) < 0x38800000u)
+          out[i] = attn_f16_to_f32(attn_f32_to_f16(out[i]));
+  }
+}
+
 void attn_compute_round_q(attn_compute c, const float *q, size_t rows, int64_t dim, float *out) {
   const size_t n = rows * (size_t)dim;
   if (c == ATTN_COMPUTE_INT8) {
@@ -189,15 +227,28 @@ void attn_compute_round_q(attn_compute c, const float *q, size_t rows, int64_t d
     memcpy(out, q, n * sizeof(float));
     return;
   }
-  for (size_t i = 0; i < n; i++) out[i] = attn_compute_round(c, q[i]);
+  if (c == ATTN_COMPUTE_BF16)
+    round_bf16_n(q, n, out);
+  else if (c == ATTN_COMPUTE_F16)
+    round_f16_n(q, n, out);
+  else
+    memcpy(out, q, n * sizeof(float));
 }
 
 void attn_compute_round_kv(attn_compute c, attn_dtype t, const void *x, size_t rows, int64_t dim,
                            float *out) {
-  attn_dequantize_rows(t, x, rows, dim, out);
-  if (!attn_compute_rounds_kv(c, t)) return;
   const size_t n = rows * (size_t)dim;
-  for (size_t i = 0; i < n; i++) out[i] = attn_compute_round(c, out[i]);
+  const bool rounds = attn_compute_rounds_kv(c, t);
+  const float *src = out;
+  if (rounds && t == ATTN_DTYPE_F32)
+    src = x;  // one pass
+  else
+    attn_dequantize_rows(t, x, rows, dim, out);
+  if (!rounds) return;
+  if (c == ATTN_COMPUTE_BF16)
+    round_bf16_n(src, n, out);
+  else  // F16 (attn_compute_rounds_kv: the two modes that round)
+    round_f16_n(src, n, out);
 }
 
 // Bytes of one stored K/V row of dim elements (attn.h), saturating at SIZE_MAX.

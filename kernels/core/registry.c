@@ -310,6 +310,29 @@ static size_t plan_bytes(const copy_plan *c) {
   return attn_size_add_sat(attn_size_add_sat(c->k_bytes, c->v_bytes), c->q_bytes);
 }
 
+// The copies, rows split evenly over the call's threads (each row is converted on its own,
+// so the split changes no bit); every thread converts in the kernels' FP environment.
+typedef enum copy_kind { COPY_KV, COPY_Q } copy_kind;
+static void copy_rows(copy_kind kind, attn_compute mode, attn_dtype t, const void *x, size_t rows,
+                      int64_t dim, float *out, int threads) {
+  const size_t rb = kind == COPY_KV ? attn_kv_row_bytes(t, dim) : (size_t)dim * sizeof(float);
+  // below ~1 MiB of output one thread is as fast (no team to start)
+  if ((size_t)dim * rows < ((size_t)1 << 18)) threads = 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const attn_fp_env env = attn_fp_env_enter();
+    const size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+    const size_t r0 = rows * id / nt, r1 = rows * (id + 1) / nt;
+    const char *src = (const char *)x + r0 * rb;
+    float *dst = out + r0 * (size_t)dim;
+    if (kind == COPY_KV)
+      attn_compute_round_kv(mode, t, src, r1 - r0, dim, dst);
+    else
+      attn_compute_round_q(mode, (const float *)src, r1 - r0, dim, dst);
+    attn_fp_env_leave(env);
+  }
+}
+
 size_t attn_kernel_workspace(const attn_kernel *k, const attn_problem *p, const attn_exec *exec) {
   static const attn_exec kDefaultExec = {0};
   if (attn_layout_gathered(k, p)) return attn_layout_workspace(k, p, exec);  // core/layout_gather.c
@@ -348,21 +371,23 @@ int attn_kernel_run_info(const attn_kernel *k, const attn_problem *p, const attn
   // nearest even whatever the caller's rounding mode.
   const attn_fp_env env = attn_fp_env_enter();
   const copy_plan c = plan_copies(k, p);
+  // a kernel without ATTN_CAP_THREADS runs on one thread, and so do its copies
+  const int threads = k->caps & ATTN_CAP_THREADS ? attn_exec_threads(exec) : 1;
   char *ws = workspace;
   if (c.kv) {  // K, V → float32 (exact), rounded as the mode reads them: one pass
     const attn_compute mode = c.q ? p->compute : ATTN_COMPUTE_F32;
     float *k32 = (float *)ws, *v32 = (float *)(ws + c.k_bytes);
     // every row of the tensors (a layout's packed keys or whole pool)
-    attn_compute_round_kv(mode, p->kv_dtype, kk, attn_k_elems(p) / (size_t)p->head_dim_qk,
-                          p->head_dim_qk, k32);
-    attn_compute_round_kv(mode, p->kv_dtype, v, attn_v_elems(p) / (size_t)p->head_dim_v,
-                          p->head_dim_v, v32);
+    copy_rows(COPY_KV, mode, p->kv_dtype, kk, attn_k_elems(p) / (size_t)p->head_dim_qk,
+              p->head_dim_qk, k32, threads);
+    copy_rows(COPY_KV, mode, p->kv_dtype, v, attn_v_elems(p) / (size_t)p->head_dim_v, p->head_dim_v,
+              v32, threads);
     kk = k32, v = v32;
   }
   if (c.q) {  // Q rounded (or Q8_0-quantized) as the mode reads it; the kernel runs F32
     float *q32 = (float *)(ws + c.k_bytes + c.v_bytes);
-    attn_compute_round_q(p->compute, q, attn_q_elems(p) / (size_t)p->head_dim_qk, p->head_dim_qk,
-                         q32);
+    copy_rows(COPY_Q, p->compute, ATTN_DTYPE_F32, q, attn_q_elems(p) / (size_t)p->head_dim_qk,
+              p->head_dim_qk, q32, threads);
     q = q32;
   }
   p = &c.f;

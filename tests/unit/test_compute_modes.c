@@ -2,7 +2,9 @@
 // Compute modes (attn.h, "Compute modes"): names and validation, the F16 input range, the
 // portable path's rounded copies, the reference's input rounding, the checker's bound per
 // mode — passed by an honest kernel that rounds p, failed by kernels with a precision bug
-// (lowprec_kernels.h) on data built to expose each — and the mode's error against FP32.
+// (lowprec_kernels.h) on data built to expose each — and the mode's error against FP32;
+// the whole-tensor rounding (attn_compute_round_q/_kv, vectorized) is bit for bit the
+// per-element rule.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,8 +368,57 @@ static void test_registered(void) {
   EXPECT(attn_kernel_find("lowprec_honest") == &lowprec_honest, "registered");
 }
 
+// attn_compute_round_q / _kv (the rounded copies attn_kernel_run makes) against
+// attn_compute_round element by element: every rounding boundary of bf16 and f16 (ties,
+// the largest finite values, overflow to inf, the f16 subnormal range and its edges, the
+// smallest values, NaN with payloads), both signs, plus random bit patterns; from float32
+// K/V (one pass) and from bf16 storage (rounded in place).
+static void test_rounding_rows(void) {
+  static const uint32_t kEdges[] = {
+      0x00000000u, 0x00000001u, 0x007fffffu, 0x00800000u, 0x33000000u, 0x33000001u, 0x337fffffu,
+      0x33800000u, 0x33c00000u, 0x34000000u, 0x387fc000u, 0x387fe000u, 0x387ff000u, 0x387fffffu,
+      0x38800000u, 0x38801000u, 0x38802000u, 0x38803000u, 0x3f800000u, 0x3f808000u, 0x3f818000u,
+      0x3f80ffffu, 0x3f817fffu, 0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477fffffu, 0x47800000u,
+      0x7f7f7fffu, 0x7f7f8000u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fbfe000u,
+      0x7f80a000u, 0x7fffffffu, 0x3c00fff0u, 0x3a7fe000u, 0x37ffffffu};
+  enum { kN = 4096 };
+  float *x = malloc(kN * sizeof *x), *want = malloc(kN * sizeof *want);
+  float *got = malloc(kN * sizeof *got);
+  uint16_t *xb = malloc(kN * sizeof *xb);
+  const size_t ne = sizeof kEdges / sizeof kEdges[0];
+  uint64_t r = 0x2545f4914f6cdd1dull;
+  for (size_t i = 0; i < kN; i++) {
+    uint32_t b;
+    if (i < 2 * ne) {
+      b = kEdges[i / 2] | (i % 2 ? 0x80000000u : 0u);
+    } else {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      b = (uint32_t)(r >> 32);
+    }
+    memcpy(&x[i], &b, sizeof b);
+    xb[i] = attn_f32_to_bf16(x[i]);
+  }
+  const attn_compute modes[] = {ATTN_COMPUTE_BF16, ATTN_COMPUTE_F16};
+  for (int m = 0; m < 2; m++) {
+    const attn_compute c = modes[m];
+    for (size_t i = 0; i < kN; i++) want[i] = attn_compute_round(c, x[i]);
+    attn_compute_round_q(c, x, kN / 64, 64, got);
+    EXPECT(memcmp(got, want, kN * sizeof *got) == 0, "%s: Q rounding differs from the rule",
+           attn_compute_name(c));
+    attn_compute_round_kv(c, ATTN_DTYPE_F32, x, kN / 64, 64, got);
+    EXPECT(memcmp(got, want, kN * sizeof *got) == 0, "%s: K/V rounding differs from the rule",
+           attn_compute_name(c));
+    for (size_t i = 0; i < kN; i++) want[i] = attn_compute_round(c, attn_bf16_to_f32(xb[i]));
+    attn_compute_round_kv(c, ATTN_DTYPE_BF16, xb, kN / 64, 64, got);
+    EXPECT(memcmp(got, want, kN * sizeof *got) == 0,
+           "%s: rounding bf16 K/V in place differs from the rule", attn_compute_name(c));
+  }
+  free(x), free(want), free(got), free(xb);
+}
+
 int main(void) {
   test_names();
+  test_rounding_rows();
   test_validation();
   test_f16_range();
   test_portable_path();
