@@ -43,7 +43,6 @@
 #include "core/convert.h"
 #include "flash/amx_tilecfg.h"
 #include "flash/flash_bf16_round.h"
-#include "simd/kv_widen.h"
 
 enum {
   AMXF_ROWS = 16,       // rows of a tile
@@ -112,8 +111,7 @@ static uint32_t *amxf_block(const amxf_plan *pl, void *packed, int64_t head, int
 
 // K̂ row k, column n = pair k of key j0 + n; V̂ row j, column e = (V[j0 + 2j][e],
 // V[j0 + 2j + 1][e]). Keys past seq_kv and columns past head_dim_v are zero. kh, vh: the
-// head's rows as stored (p->kv_dtype); F16, BF16 and Q8_0 rows are widened exactly to
-// float32 in kc first (simd/kv_widen.h), then rounded as F32 rows are (BF16: no change).
+// head's rows as stored (p->kv_dtype; bk_pack_kv widens them in kc).
 static void amxf_pack_block(const attn_problem *p, const amxf_plan *pl, const char *kh,
                             const char *vh, int64_t kb, uint32_t *blk, uint32_t *rows, float *kc) {
   const int64_t dqk = p->head_dim_qk, dv = p->head_dim_v, j0 = kb * AMXF_KEYS;
@@ -122,15 +120,7 @@ static void amxf_pack_block(const attn_problem *p, const amxf_plan *pl, const ch
   const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
   const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
   uint32_t *vt = blk + pl->dqkp / 2 * AMXF_KEYS;
-  if (ty == ATTN_DTYPE_F32) {
-    bk_pack_k((const float *)kj, dqk, nk, AMXF_KEYS, dqk, rows, blk, AMXF_KEYS);
-    bk_pack_v((const float *)vj, dv, nk, dv, pl->dvp, vt);
-  } else {
-    kv_widen_rows(ty, kj, krb, nk, dqk, kc, dqk, dqk);
-    bk_pack_k(kc, dqk, nk, AMXF_KEYS, dqk, rows, blk, AMXF_KEYS);
-    kv_widen_rows(ty, vj, vrb, nk, dv, kc, dv, dv);
-    bk_pack_v(kc, dv, nk, dv, pl->dvp, vt);
-  }
+  bk_pack_kv(ty, kj, krb, vj, vrb, nk, AMXF_KEYS, dqk, dv, pl->dvp, rows, kc, blk, AMXF_KEYS, vt);
   const int64_t pairs = (nk + 1) / 2;  // bk_pack_v writes the pairs that hold a key
   memset(vt + pairs * pl->dvp, 0, (size_t)((AMXF_KEYS / 2 - pairs) * pl->dvp) * sizeof *vt);
 }

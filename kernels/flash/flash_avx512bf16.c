@@ -182,15 +182,7 @@ static void bk_pack_tile(const attn_problem *p, const bk_plan *bp, const char *k
   const size_t krb = attn_kv_row_bytes(ty, dqk), vrb = attn_kv_row_bytes(ty, dv);
   const char *kj = kh + (size_t)j0 * krb, *vj = vh + (size_t)j0 * vrb;
   const int64_t ncp = (n + 15) / 16 * 16;
-  if (ty == ATTN_DTYPE_F32) {
-    bk_pack_k((const float *)kj, dqk, n, ncp, dqk, krows, kt, bp->fp.tkv);
-    bk_pack_v((const float *)vj, dv, n, dv, dvp, vt);
-  } else {  // widened exactly to float32 first (the K rows, then the V rows)
-    kv_widen_rows(ty, kj, krb, n, dqk, kc, dqk, dqk);
-    bk_pack_k(kc, dqk, n, ncp, dqk, krows, kt, bp->fp.tkv);
-    kv_widen_rows(ty, vj, vrb, n, dv, kc, dv, dv);
-    bk_pack_v(kc, dv, n, dv, dvp, vt);
-  }
+  bk_pack_kv(ty, kj, krb, vj, vrb, n, ncp, dqk, dv, dvp, krows, kc, kt, bp->fp.tkv, vt);
 }
 
 // K/V rows of (batch b, K/V head g).

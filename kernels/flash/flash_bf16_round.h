@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "simd/vec_avx512.h"
+// (after the vf_* mapping, which kv_widen_rows is written over)
+#include "simd/kv_widen.h"
 
 #define BK_INLINE static inline __attribute__((always_inline))
 
@@ -85,6 +87,26 @@ static inline void bk_pack_v(const float *v, int64_t ldv, int64_t nk, int64_t dv
                                                                             : (int)left));
     }
   }
+}
+
+// K̂ and V̂ of nk keys whose rows are stored as ty (K rows krb bytes apart from kj, V rows
+// vrb apart from vj): bk_pack_k (ncp, ldkt as there; rows: its scratch) and bk_pack_v.
+// F32 rows are read in place; F16, BF16 and Q8_0 rows are first widened exactly to
+// float32 in kc (nk rows of max(dqk, dv) floats; simd/kv_widen.h), then rounded as F32
+// rows are (BF16: no change) — every stored type gives the float32 copies' answer.
+static inline void bk_pack_kv(attn_dtype ty, const char *kj, size_t krb, const char *vj,
+                              size_t vrb, int64_t nk, int64_t ncp, int64_t dqk, int64_t dv,
+                              int64_t dvp, uint32_t *rows, float *kc, uint32_t *kt, int64_t ldkt,
+                              uint32_t *vt) {
+  if (ty == ATTN_DTYPE_F32) {
+    bk_pack_k((const float *)kj, dqk, nk, ncp, dqk, rows, kt, ldkt);
+    bk_pack_v((const float *)vj, dv, nk, dv, dvp, vt);
+    return;
+  }
+  kv_widen_rows(ty, kj, krb, nk, dqk, kc, dqk, dqk);
+  bk_pack_k(kc, dqk, nk, ncp, dqk, rows, kt, ldkt);
+  kv_widen_rows(ty, vj, vrb, nk, dv, kc, dv, dv);
+  bk_pack_v(kc, dv, nk, dv, dvp, vt);
 }
 
 // ── The online softmax of one row of one tile (simd/softmax.h's update) ────────────
