@@ -94,10 +94,9 @@ static inline void bk_pack_v(const float *v, int64_t ldv, int64_t nk, int64_t dv
 // F32 rows are read in place; F16, BF16 and Q8_0 rows are first widened exactly to
 // float32 in kc (nk rows of max(dqk, dv) floats; simd/kv_widen.h), then rounded as F32
 // rows are (BF16: no change) — every stored type gives the float32 copies' answer.
-static inline void bk_pack_kv(attn_dtype ty, const char *kj, size_t krb, const char *vj,
-                              size_t vrb, int64_t nk, int64_t ncp, int64_t dqk, int64_t dv,
-                              int64_t dvp, uint32_t *rows, float *kc, uint32_t *kt, int64_t ldkt,
-                              uint32_t *vt) {
+static inline void bk_pack_kv(attn_dtype ty, const char *kj, size_t krb, const char *vj, size_t vrb,
+                              int64_t nk, int64_t ncp, int64_t dqk, int64_t dv, int64_t dvp,
+                              uint32_t *rows, float *kc, uint32_t *kt, int64_t ldkt, uint32_t *vt) {
   if (ty == ATTN_DTYPE_F32) {
     bk_pack_k((const float *)kj, dqk, nk, ncp, dqk, rows, kt, ldkt);
     bk_pack_v((const float *)vj, dv, nk, dv, dvp, vt);
