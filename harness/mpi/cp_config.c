@@ -87,7 +87,10 @@ static void section_defaults(section *s, const char *name, int line) {
                           .check = true,
                           .threads = 1,
                           .seed = 1};
-  snprintf(s->base.kernel, sizeof s->base.kernel, "flash__avx512");
+  // no default available: the kernel stays "", and cp_run_validate says so
+  char e[8];
+  if (!cp_pick_kernel(NULL, s->base.kernel, sizeof s->base.kernel, e, sizeof e))
+    s->base.kernel[0] = '\0';
 }
 
 // Expands the open section into runs.
@@ -176,8 +179,9 @@ static int scalar(parser *ps, int line, const char *key, const char *v) {
     if (!parse_bool(v, key[0] == 'l' ? &r->lse : &r->check))
       return fail_at(ps, line, "%s: '%s' is not true or false", key, v);
   } else if (strcmp(key, "kernel") == 0) {
-    if (strlen(v) > ATTN_KERNEL_NAME_MAX) return fail_at(ps, line, "kernel: name too long");
-    snprintf(r->kernel, sizeof r->kernel, "%s", v);
+    char e[512];
+    if (!cp_pick_kernel(v, r->kernel, sizeof r->kernel, e, sizeof e))
+      return fail_at(ps, line, "kernel: %s", e);
   } else {
     return fail_at(ps, line, "unknown key '%s'", key);
   }
@@ -266,6 +270,11 @@ bool cp_run_validate(const cp_run_spec *r, int ranks, char *err, size_t err_len)
   char e[256];
   if (!attn_problem_validate(&p, e, sizeof e)) {
     snprintf(err, err_len, "%s: invalid problem: %s", r->name, e);
+    return false;
+  }
+  if (!r->kernel[0]) {
+    snprintf(err, err_len, "%s: no kernel given, and none of %s is available here", r->name,
+             CP_DEFAULT_KERNELS);
     return false;
   }
   const attn_kernel *k = attn_kernel_find(r->kernel);

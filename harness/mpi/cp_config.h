@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "attn.h"
+#include "mpi/cp_kernel.h"
 #include "mpi/cp_plan.h"
 
 #define CP_MAX_RUNS 256

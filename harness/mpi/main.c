@@ -67,7 +67,7 @@ typedef struct args {
 
 static int parse_args(int argc, char **argv, args *a) {
   *a = (args){.strategy = "ring",
-              .kernel = "flash__avx512",
+              .kernel = NULL,
               .kv_dtype = "f32",
               .window = "none",
               .batch = 1,
@@ -98,7 +98,8 @@ static int parse_args(int argc, char **argv, args *a) {
        .kind = CLI_STRING,
        .dest = &a->kernel,
        .metavar = "NAME",
-       .help = "any registered kernel (default flash__avx512)"},
+       .help = "any registered kernel, or a comma-separated preference list: the first one "
+               "available on this CPU runs (default " CP_DEFAULT_KERNELS ")"},
       {.name = "threads",
        .kind = CLI_INT,
        .dest = &a->threads,
@@ -248,11 +249,14 @@ static bool collect_runs(const args *a, cp_runs *runs, char *err, size_t err_len
     snprintf(err, err_len, "--window '%s': want none or LEFT:RIGHT (inf = unbounded)", a->window);
     return false;
   }
-  if (strlen(a->kernel) > ATTN_KERNEL_NAME_MAX) {
-    snprintf(err, err_len, "--kernel: name too long");
-    return false;
+  char e[480];
+  if (!cp_pick_kernel(a->kernel, r->kernel, sizeof r->kernel, e, sizeof e)) {
+    if (a->kernel) {
+      snprintf(err, err_len, "--kernel: %s", e);
+      return false;
+    }
+    r->kernel[0] = '\0';  // no default available: cp_run_validate says so
   }
-  snprintf(r->kernel, sizeof r->kernel, "%s", a->kernel);
   snprintf(r->name, sizeof r->name, "%s/S%lld/%s%s", a->strategy, (long long)r->seq, a->kv_dtype,
            r->causal ? "/causal" : "");
   return true;

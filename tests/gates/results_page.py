@@ -7,7 +7,9 @@
   3. rendering is deterministic: two renderings to temporary files are byte-identical;
   4. a results directory with a malformed file gives a one-line error and exit 1, and
      leaves no page behind;
-  5. rows of the bf16 compute mode name their unit (bf16-dot) as the limit.
+  5. rows of the bf16 compute mode are scored against the unit that ran them: bf16-dot (or
+     amx-bf16) for a kernel on a BF16 unit, never FMA; FMA for a kernel that runs the mode
+     on its float32 FMAs (rounded inputs: a CPU without the unit), never bf16-dot.
 Usage: results_page.py SOURCE_DIR"""
 import os
 import shutil
@@ -40,17 +42,35 @@ check(rc == 0, "docs/results.md is current (run scripts/render-results): %s" % e
 with tempfile.TemporaryDirectory(prefix="results-page-") as d:
     with open(page, encoding="utf-8") as f:
         text = f.read()
-    # A point is scored against the unit its compute mode uses: bf16 rows name bf16-dot, and
-    # amx-bf16 where a kernel on AMX tiles shares the row (or bandwidth, where the bytes at
-    # the probed rate outlast that unit's peak time); never FMA.
-    bf16_rows = [ln for ln in text.splitlines() if "compute:bf16 |" in ln and ln.startswith("| B")
-                 and not ln.split("|")[3].strip().startswith("`")]  # roofline tables only
-    units = {"bf16-dot", "amx-bf16", "bandwidth"}
-    bad = [ln for ln in bf16_rows if not (set(ln.split("|")[3].strip().split(" / ")) <= units and
-                                          "bf16-dot" in ln.split("|")[3])]
-    check(bf16_rows and not bad,
-          "compute:bf16 rows are limited by the bf16-dot (and amx-bf16) unit, not FMA: %s" %
-          (bad[:2] if bf16_rows else "no compute:bf16 row in a roofline table"))
+    # A point is scored against the unit that runs it. Roofline tables: "| shape | T | limit |
+    # `k1` | `k2` ... |"; a row's limit lists the units of its kernels with a figure, in the
+    # kernels' order (bandwidth where the bytes outlast that unit's time). Kernels on a BF16
+    # unit (`*bf16` in the name) give bf16-dot or amx-bf16, never FMA; the others run the bf16
+    # mode on their FMAs (rounded inputs) and give FMA, never a BF16 unit.
+    unit_rows, emulated_rows, bad = 0, 0, []
+    kernels = None
+    for ln in text.splitlines():
+        cells = [c.strip() for c in ln.split("|")[1:-1]]
+        if cells[:3] == ["shape", "T", "limit"]:
+            kernels = [c.strip("`") for c in cells[3:]]
+            continue
+        if not ln.startswith("| B") or "compute:bf16 |" not in ln or kernels is None or \
+                len(cells) != 3 + len(kernels):
+            continue
+        ran = [k for k, v in zip(kernels, cells[3:]) if v]
+        limits = set(cells[2].split(" / "))
+        if any("bf16" in k for k in ran):
+            unit_rows += 1
+            if not (limits <= {"bf16-dot", "amx-bf16", "bandwidth"} and
+                    limits & {"bf16-dot", "amx-bf16"}):
+                bad.append(ln)
+        else:
+            emulated_rows += 1
+            if not limits <= {"FMA", "bandwidth"}:
+                bad.append(ln)
+    check(unit_rows and not bad,
+          "compute:bf16 rows are limited by the unit that ran them (%d on a BF16 unit, %d "
+          "emulated): %s" % (unit_rows, emulated_rows, bad[:2] if bad else "no row on a BF16 unit"))
     i = text.find("| 2 | FMA |")
     check(i > 0, "the page has a 2-thread FMA-bound row to alter")
     stale = os.path.join(d, "stale.md")

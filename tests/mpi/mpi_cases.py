@@ -107,6 +107,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 (["--strategy", "ulysses", "--seq-len", "64", "--heads", "1"], "ulysses needs heads >= ranks"),
                 (["--strategy", "zigzag", "--causal", "--seq-len", "3"], "needs seq_len >="),
                 (["--seq-len", "64", "--kernel", "nope"], "unknown kernel 'nope'"),
+                (["--seq-len", "64", "--kernel", "blocked, nope"], "unknown kernel 'nope'"),
                 (["--seq-len", "64", "--kv-dtype", "q8_0", "--head-dim", "20"], "multiples of 32"),
                 (["--seq-len", "64", "--window", "3"], "--window '3'")):
             rc, so, se, _ = mpirun(args, timeout=60)
