@@ -87,10 +87,7 @@ static void section_defaults(section *s, const char *name, int line) {
                           .check = true,
                           .threads = 1,
                           .seed = 1};
-  // no default available: the kernel stays "", and cp_run_validate says so
-  char e[8];
-  if (!cp_pick_kernel(NULL, s->base.kernel, sizeof s->base.kernel, e, sizeof e))
-    s->base.kernel[0] = '\0';
+  cp_default_kernel(s->base.kernel, sizeof s->base.kernel);
 }
 
 // Expands the open section into runs.

@@ -66,3 +66,8 @@ bool cp_pick_kernel(const char *list, char *out, size_t out_len, char *err, size
   snprintf(err, err_len, "none of '%s' is available here (%s)", s, why);
   return false;
 }
+
+void cp_default_kernel(char *out, size_t out_len) {
+  char e[8];
+  if (!cp_pick_kernel(NULL, out, out_len, e, sizeof e) && out_len) out[0] = '\0';
+}

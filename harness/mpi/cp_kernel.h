@@ -16,3 +16,7 @@
 // a given list that no kernel has (a typo is never skipped), an empty list, or no name
 // available here (each one's reason).
 bool cp_pick_kernel(const char *list, char *out, size_t out_len, char *err, size_t err_len);
+
+// The kernel of a run that names none: the first of CP_DEFAULT_KERNELS available here, or
+// "" when none is (the run's validation then says so).
+void cp_default_kernel(char *out, size_t out_len);

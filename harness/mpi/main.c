@@ -250,12 +250,11 @@ static bool collect_runs(const args *a, cp_runs *runs, char *err, size_t err_len
     return false;
   }
   char e[480];
-  if (!cp_pick_kernel(a->kernel, r->kernel, sizeof r->kernel, e, sizeof e)) {
-    if (a->kernel) {
-      snprintf(err, err_len, "--kernel: %s", e);
-      return false;
-    }
-    r->kernel[0] = '\0';  // no default available: cp_run_validate says so
+  if (!a->kernel) {
+    cp_default_kernel(r->kernel, sizeof r->kernel);
+  } else if (!cp_pick_kernel(a->kernel, r->kernel, sizeof r->kernel, e, sizeof e)) {
+    snprintf(err, err_len, "--kernel: %s", e);
+    return false;
   }
   snprintf(r->name, sizeof r->name, "%s/S%lld/%s%s", a->strategy, (long long)r->seq, a->kv_dtype,
            r->causal ? "/causal" : "");

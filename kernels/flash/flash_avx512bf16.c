@@ -35,7 +35,6 @@
 #include "flash/flash_bf16_route.h"
 #include "flash/flash_plan.h"
 #include "flash/flash_store.h"
-#include "simd/kv_widen.h"
 
 // Register tiles (≤ 32 zmm: accumulators + B vectors + 1 broadcast) and the row block.
 #define BK_QK_MR 8  // Q·Kᵀ: 8 rows × 3 vectors of 16 keys = 24 + 3 + 1

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The kernel of an attnbench-mpi run (cp_pick_kernel, harness/mpi/cp_config.h): a
+// The kernel of an attnbench-mpi run (cp_pick_kernel, harness/mpi/cp_kernel.h): a
 // preference list runs its first kernel available on this CPU, so one config runs on CPUs
 // with and without a given ISA; a name no kernel has is refused wherever it stands (a typo
 // is never skipped); a list with nothing available says why for each name; the default
@@ -59,5 +59,8 @@ int main(void) {
                      : available("flash__avx2") ? "flash__avx2"
                                                 : "flash__neon";
   EXPECT(!strcmp(out, want), "the default picks %s, want %s", out, want);
+  char dflt[ATTN_KERNEL_NAME_MAX + 1] = "x";
+  cp_default_kernel(dflt, sizeof dflt);
+  EXPECT(!strcmp(dflt, want), "a run naming no kernel takes %s, want %s", dflt, want);
   return test_finish("test_cp_pick_kernel");
 }
