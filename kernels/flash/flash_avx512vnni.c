@@ -22,6 +22,7 @@
 
 // ── The key group on zmm ─────────────────────────────────────────────────────────────
 typedef __m512i vn_vi_t;
+#define VN_KV_VECS 8  // vectors vn_kload fills
 
 // The key group's 32 bytes of a block, transposed to dwords: kv[t] lane c = bytes
 // 4t .. 4t + 3 of key c (t < 8), as unsigned k + 128. Each key's 32 bytes are one ymm load;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // flash_vnni.h — what the VNNI flash kernels expose besides their records: the integer
 // block dot products of their INT8 paths, so that a test compares them with the contract's
-// exact integer sums. flash__avx512vnni (flash_avx512vnni.c, vpdpbusd zmm) and
-// flash__avxvnni (flash_avxvnni.c, VEX vpdpbusd ymm) define them, both on
-// flash_vnni_body.h. Plain C declarations (no intrinsics): callable from any file, each on
-// a CPU where its kernel is available (attn_kernel_available) only.
+// exact integer sums. flash__avx512vnni (flash_avx512vnni.c, vpdpbusd zmm),
+// flash__avxvnni (flash_avxvnni.c, VEX vpdpbusd ymm) and flash__avx2int8
+// (flash_int8_avx2.c, vpmaddubsw + vpmaddwd) define them, all on flash_vnni_body.h. Plain C
+// declarations (no intrinsics): callable from any file, each on a CPU where its kernel is available
+// (attn_kernel_available) only.
 #pragma once
 
 #include <stddef.h>
@@ -30,6 +31,7 @@ typedef void flash_vnni_dots_fn(int nrows, const attn_block_q8_0 *q, int64_t nb,
                                 size_t krb, int nk, int32_t *out);
 flash_vnni_dots_fn flash_avx512vnni_block_dots;  // nk ≤ FLASH_VNNI_KEYS
 flash_vnni_dots_fn flash_avxvnni_block_dots;     // nk ≤ FLASH_AVXVNNI_KEYS
+flash_vnni_dots_fn flash_avx2int8_block_dots;    // nk ≤ FLASH_AVXVNNI_KEYS (the sign form)
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,9 @@
 // flash_vnni_body.h — the INT8 compute mode (attn.h, "Compute modes") of the VNNI flash
 // kernels, written once for any vector width: the plan, the per-thread scratch, the task
 // loop, Q's quantization, the scores from integer block dots, the online softmax and P·V
-// with V dequantized in registers. flash__avx512vnni (zmm, flash_avx512vnni.c) and
-// flash__avxvnni (ymm, flash_vnni_ymm.h) include it after their width's primitives.
+// with V dequantized in registers. flash__avx512vnni (zmm, flash_avx512vnni.c),
+// flash__avxvnni and flash__avx2int8 (ymm, flash_vnni_ymm.h) include it after their
+// width's primitives.
 //
 // INT8 mode, one task of the flash plan (flash/flash_plan.h: the tasks, their key ranges
 // and split-KV chunks are a function of the shape, never of the thread count):
@@ -25,9 +26,11 @@
 //     Σ_t (k_t + 128)·q_t = Σ_t k_t·q_t + 128·Σ_t q_t = I_b + c_b,
 // so I_b = (the vpdpbusd sum) − c_b, with c_b computed once per Q row and block. Every
 // partial sum is exact in int32 (|·| ≤ 32·255·127 < 2^20); I_b ≤ 32·127² < 2^19 converts
-// to float32 exactly. (The other form — |q| unsigned with q's sign moved onto k — needs one
-// sign change of each K vector per query row; the offset costs one XOR per K vector for
-// all rows of the group, and one integer subtraction per row, block and key group.)
+// to float32 exactly. (The other form — |k| unsigned with k's sign moved onto q — needs one
+// sign change per K vector and query row; the offset costs one XOR per K vector for
+// all rows of the group, and one integer subtraction per row, block and key group. Without
+// vpdpbusd, vpmaddubsw's int16 pairs would saturate on k + 128, so flash__avx2int8 takes
+// the sign form: flash_vnni_ymm.h.)
 // The binary16 scales of a key block's K and V rows are copied once per block (shared by
 // all row groups) and widened a key group at a time.
 //
@@ -43,13 +46,15 @@
 // flash_avx512.h or flash_avx2.h; a key group is one float vector of scores, VN_KG = VF_W
 // keys) and defines, before including this header, its key-group layout:
 //   vn_vi_t              the integer vector (VF_W int32 lanes)
+//   VN_KV_VECS           the vectors of a key group's block that vn_kload fills
 //   vn_kload(k, ko, off, kv)  the key group's 32 bytes at `off` into each key's row (ko:
-//                        the keys' byte offsets from k) as unsigned k + 128, in the 8
-//                        vectors kv[0..7] (the layout's arrangement, loaded once per block
-//                        for the rows of a group)
-//   vn_rowdot(kv, qs, corr)  lane c = Σ_t (k_c,t + 128)·qs_t − corr over the 32 bytes of a
-//                        Q block (vpdpbusd, acc + Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on
-//                        kv; any order: the integer sum is exact)
+//                        the keys' byte offsets from k) in the VN_KV_VECS vectors kv[] (the
+//                        layout's arrangement and form — offset: unsigned k + 128 — loaded
+//                        once per block for the rows of a group)
+//   vn_rowdot(kv, qs, corr)  lane c = I_b = Σ_t k_c,t·qs_t over the 32 bytes of a Q block,
+//                        exactly (any order: the integer sum is exact); the offset form
+//                        computes Σ_t (k_c,t + 128)·qs_t − corr with vpdpbusd, acc +
+//                        Σ_{t<4} u8(a_4i+t)·s8(b_4i+t) per lane i, on kv
 //   vn_scales_group(rows, ko, nb, n, d, ldd)  d[b·ldd + i] = the binary16 d of block b < nb
 //                        of key i's row (at rows + ko[i]) for i < n ≤ VN_KG, 0 for n ≤ i < VN_KG
 // and its budgets and names:
@@ -120,12 +125,12 @@ static inline void vn_prefetch_slice(const vn_pf *pf, int64_t x, int64_t nx) {
 }
 
 // ── Scores ───────────────────────────────────────────────────────────────────────────
-// dot[r] lane c = Σ_t (k_c,t + 128)·q_r,t − c_b = I_b over one 32-block (k: the key group's
-// rows advanced to the block, ko their offsets; q: row r's block at q[r·nb], corr[r·ldc]
-// its c_b). The K vectors are loaded and offset once for the G rows.
+// dot[r] lane c = I_b over one 32-block (k: the key group's rows advanced to the block, ko
+// their offsets; q: row r's block at q[r·nb], corr[r·ldc] its c_b for the offset form).
+// The K vectors are loaded (and offset) once for the G rows.
 VN_INLINE void vn_dots_block(const int G, const attn_block_q8_0 *q, int64_t nb, const int32_t *corr,
                              int64_t ldc, const char *k, const size_t *ko, vn_vi_t *dot) {
-  vn_vi_t kv[8];
+  vn_vi_t kv[VN_KV_VECS];
   vn_kload(k, ko, offsetof(attn_block_q8_0, qs), kv);
 #pragma GCC unroll 4
   for (int r = 0; r < G; r++) dot[r] = vn_rowdot(kv, q[r * nb].qs, corr[r * ldc]);

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// vnni_check.h — the checks of a VNNI flash kernel's INT8 compute mode (attn.h, "Compute
-// modes"; docs/low-precision-kernels.md), shared by test_flash_vnni.c (flash__avx512vnni)
-// and test_flash_avxvnni.c (flash__avxvnni and its test twin). A test includes it once
-// (static state: the random stream and the block dots under test) and calls:
+// vnni_check.h — the checks of an INT8 flash kernel's compute mode (attn.h, "Compute
+// modes"; docs/low-precision-kernels.md), shared by test_flash_vnni.c (flash__avx512vnni),
+// test_flash_avxvnni.c (flash__avxvnni and its test twin) and test_flash_avx2int8.c. A
+// test includes it once (static state: the random stream and the block dots under test)
+// and calls:
 //   • vnni_block_dots(dots, rows, keys): the kernel's exported integer block dots (vpdpbusd
-//     with the +128 offset on K) equal the contract's Σ_t q_t·k_t exactly, for extreme
-//     bytes (±127, all −127, zero blocks), random blocks, 1..rows rows, 1..keys keys
-//     (tails), 1–5 blocks;
+//     with the +128 offset on K, or vpmaddubsw's sign form) equal the contract's Σ_t q_t·k_t
+//     exactly, for extreme bytes (±127, all −127, zero blocks, K bytes −128), random
+//     blocks, 1..rows rows, 1..keys keys (tails), 1–5 blocks;
 //   • vnni_checker_fails_bugs(dots, keys): test kernels built on those dots with one bug
 //     each — K's bytes read as unsigned (no offset correction: the signed/unsigned mix-up)
 //     and every block scaled by block 0's d_k — fail the checker, while the same kernel
@@ -65,7 +66,9 @@ static void vnni_block_dots(flash_vnni_dots_fn *dots, int max_rows, int max_keys
     return;
   }
   int cases = 0;
-  for (int kind = 0; kind < 6; kind++)  // all +127, all −127, zeros, random, ±127 mixed ×2
+  // all +127, all −127, zeros, random, ±127 mixed ×2, and K's bytes −128 or ±127 against
+  // Q's ±127 (−128 is a byte a stored cache may hold, though the quantizer never writes it)
+  for (int kind = 0; kind < 7; kind++)
     for (int nb = 1; nb <= kMaxNb; nb += 2)
       for (int nrows = 1; nrows <= max_rows; nrows++)
         for (int nk = 1; nk <= max_keys; nk += (nk < 4 ? 1 : 5)) {
@@ -75,7 +78,11 @@ static void vnni_block_dots(flash_vnni_dots_fn *dots, int max_rows, int max_keys
           for (int i = 0; i < nk * nb; i++) {
             kk[i].d = 0x3c00;  // 1.0: not read by the dots
             for (int t = 0; t < 32; t++)
-              kk[i].qs[t] = kind < 4 ? byte_of(kind == 0 ? 1 : kind) : (rnd() & 1 ? 127 : -127);
+              kk[i].qs[t] = kind < 4    ? byte_of(kind == 0 ? 1 : kind)
+                            : kind == 6 ? (int8_t)(rnd() % 3   ? -128
+                                                   : rnd() & 1 ? 127
+                                                               : -127)
+                                        : (rnd() & 1 ? 127 : -127);
           }
           dots(nrows, q, nb, kk, (size_t)nb * sizeof(attn_block_q8_0), nk, out);
           for (int r = 0; r < nrows; r++)
