@@ -80,20 +80,35 @@ int main(void) {
   EXPECT_UNIT(&neon_fhm, ATTN_COMPUTE_F16, kNeonAll, ATTN_PEAK_FP16_FMA, ATTN_ISA_NEON_FHM);
   EXPECT_UNIT(&neon, ATTN_COMPUTE_F16, kNeonAll, ATTN_PEAK_FP32_FMA, ATTN_ISA_NEON);
 
-  // INT8: the VNNI form of the kernel's class; none on the CPU -> FP32 FMA.
+  // INT8: the VNNI form of the kernel's class; none on the CPU -> FP32 FMA. An AVX2 kernel
+  // that does not require AVX-VNNI: AVX2's vpmaddubsw unit, with or without VNNI next to
+  // it; a kernel that requires no ISA: the CPU's best.
   EXPECT_UNIT(&lp_avx512, ATTN_COMPUTE_INT8, kZen4, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX512VNNI);
   EXPECT_UNIT(&lp_avx512, ATTN_COMPUTE_INT8, kAvx512, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX512F);
-  EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kAdl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);
-  EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kZen4, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX2);
+  EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kAdl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2);
+  EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kZen4, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2);
+  EXPECT_UNIT(&lp_avx2, ATTN_COMPUTE_INT8, kAvx2, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2);
   EXPECT_UNIT(&portable_native, ATTN_COMPUTE_INT8, kAdl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);
+  EXPECT_UNIT(&portable_native, ATTN_COMPUTE_INT8, kAvx2, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2);
 
   // The registered INT8 kernels: flash__avxvnni (an AVX2 kernel) is judged by the VEX
   // vpdpbusd ymm where the CPU has AVX-VNNI — even next to AVX-512 — and by AVX2's FP32 FMA
-  // without it; flash__avx512vnni by the zmm form; both probes exist in x86 builds.
+  // without it; flash__avx512vnni by the zmm form; flash__avx2int8 by vpmaddubsw on every
+  // CPU, VNNI or not; every probe exists in x86 builds.
 #if defined(__x86_64__) || defined(__i386__)
   const attn_kernel *avxvnni = attn_kernel_find("flash__avxvnni");
   const attn_kernel *avx512vnni = attn_kernel_find("flash__avx512vnni");
-  EXPECT(avxvnni && avx512vnni, "flash__avxvnni and flash__avx512vnni are registered");
+  const attn_kernel *avx2int8 = attn_kernel_find("flash__avx2int8");
+  EXPECT(avxvnni && avx512vnni && avx2int8,
+         "flash__avxvnni, flash__avx512vnni and flash__avx2int8 are registered");
+  if (avx2int8) {
+    EXPECT_UNIT(avx2int8, ATTN_COMPUTE_INT8, kAvx2 | ATTN_ISA_F16C, ATTN_PEAK_INT8_DOT,
+                ATTN_ISA_AVX2);
+    EXPECT_UNIT(avx2int8, ATTN_COMPUTE_INT8, kSpr, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2);
+    EXPECT_UNIT(avx2int8, ATTN_COMPUTE_F32, kSpr, ATTN_PEAK_FP32_FMA, ATTN_ISA_AVX2);
+    EXPECT(attn_peak_probe_find(ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2) != NULL,
+           "the int8-dot probe of AVX2 is built");
+  }
   if (avxvnni && avx512vnni) {
     const uint32_t adl = kAdl | ATTN_ISA_F16C;
     EXPECT_UNIT(avxvnni, ATTN_COMPUTE_INT8, adl, ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI);

@@ -41,6 +41,8 @@ static const attn_peak_probe kProbes[] = {
     {ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX512VNNI, "vpdpbusd zmm", 128, attn_peak_loop__avx512vnni},
     // 8 int32 lanes x 4 byte pairs x (multiply + add), VEX-encoded
     {ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI, "vpdpbusd ymm (vex)", 64, attn_peak_loop__avxvnni},
+    // the same 32 products without VNNI: vpmaddubsw + vpmaddwd + vpaddd, named by the first
+    {ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2, "vpmaddubsw ymm", 64, attn_peak_loop__avx2int8},
     // C[16x16] += A[16x32] B[32x16]: 16 x 16 x 32 x (multiply + add)
     {ATTN_PEAK_AMX_BF16, ATTN_ISA_AMXBF16, "tdpbf16ps", 16384, attn_peak_loop__amxbf16},
 #endif

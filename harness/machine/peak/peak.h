@@ -42,7 +42,8 @@ typedef enum attn_peak_unit {
   ATTN_PEAK_FP32_FMA = 0,  // float32 FMA (vfmadd231ps, fmla): 2 per lane
   ATTN_PEAK_BF16_DOT = 1,  // bf16 pair dot products into float32 (vdpbf16ps, bfdot)
   ATTN_PEAK_FP16_FMA = 2,  // binary16 products (vfmadd231ph; fmlal widening into float32)
-  ATTN_PEAK_INT8_DOT = 3,  // 8-bit dot products into int32 (vpdpbusd, sdot)
+  ATTN_PEAK_INT8_DOT = 3,  // 8-bit dot products into int32 (vpdpbusd, sdot; AVX2's
+                           // vpmaddubsw + vpmaddwd + vpaddd)
   ATTN_PEAK_AMX_BF16 = 4,  // AMX bf16 tile products into float32 (tdpbf16ps)
 } attn_peak_unit;
 #define ATTN_PEAK_UNIT_COUNT 5
@@ -95,8 +96,10 @@ typedef struct attn_peak_key {
 //   F16   kernel native and requiring the FP16 unit (avx512fp16, neon-fhm): FP16;
 //         otherwise FP32 FMA (a native kernel without the unit converts exactly to fp32).
 //   INT8  kernel native: the INT8 dot product of its class — avx512vnni (zmm) for an
-//         AVX-512 kernel, avxvnni (ymm) for an AVX2 one, neon-dotprod for NEON — if the
-//         CPU has it; otherwise FP32 FMA.
+//         AVX-512 kernel, neon-dotprod for NEON — if the CPU has it; otherwise FP32 FMA.
+//         An AVX2 kernel: avxvnni (VEX vpdpbusd ymm) if it requires AVX-VNNI (FP32 FMA on
+//         a CPU without: it cannot run there), else AVX2's vpmaddubsw + vpmaddwd, which
+//         every AVX2 CPU has; a kernel that requires no ISA takes the CPU's best of the two.
 attn_peak_key attn_peak_unit_for(const attn_kernel *k, const attn_problem *p, uint32_t cpu_isa);
 
 // The per-ISA loops: run `iters` iterations of PEAK_CHAINS dependent FMAs each and return
@@ -111,6 +114,7 @@ uint64_t attn_peak_loop__avx512bf16(uint64_t iters, float *sink);
 uint64_t attn_peak_loop__avx512fp16(uint64_t iters, float *sink);
 uint64_t attn_peak_loop__avx512vnni(uint64_t iters, float *sink);
 uint64_t attn_peak_loop__avxvnni(uint64_t iters, float *sink);
+uint64_t attn_peak_loop__avx2int8(uint64_t iters, float *sink);
 uint64_t attn_peak_loop__amxbf16(uint64_t iters, float *sink);
 #endif
 #if defined(__aarch64__)

@@ -40,8 +40,14 @@ static attn_peak_key native_unit(const attn_kernel *k, attn_compute mode, uint32
     case ATTN_COMPUTE_INT8:
       if (base == ATTN_ISA_AVX512F && has(cpu_isa, ATTN_ISA_AVX512VNNI))
         return (attn_peak_key){ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX512VNNI};
-      if (base == ATTN_ISA_AVX2 && has(cpu_isa, ATTN_ISA_AVXVNNI))
-        return (attn_peak_key){ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI};
+      if (base == ATTN_ISA_AVX2) {  // VEX vpdpbusd where required (or, for a kernel that
+                                    // requires no ISA, present); else vpmaddubsw's
+        if ((req & ATTN_ISA_AVXVNNI) || (!req && has(cpu_isa, ATTN_ISA_AVXVNNI)))
+          return has(cpu_isa, ATTN_ISA_AVXVNNI)
+                     ? (attn_peak_key){ATTN_PEAK_INT8_DOT, ATTN_ISA_AVXVNNI}
+                     : fp32;
+        return (attn_peak_key){ATTN_PEAK_INT8_DOT, ATTN_ISA_AVX2};
+      }
       if (base == ATTN_ISA_NEON && has(cpu_isa, ATTN_ISA_NEON_DOTPROD))
         return (attn_peak_key){ATTN_PEAK_INT8_DOT, ATTN_ISA_NEON_DOTPROD};
       return fp32;
