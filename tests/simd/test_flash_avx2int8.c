@@ -20,44 +20,6 @@
 #include "flash_avxvnni_twin.h"
 #include "vnni_check.h"
 
-// Without AVX2: unavailable with the reason `list` prints, and refused (O untouched).
-static void refused(const attn_kernel *k) {
-  char why[128], err[256];
-  EXPECT(!attn_kernel_available(k, why, sizeof why) && strstr(why, "avx2"),
-         "flash__avx2int8 without AVX2: available, or the reason '%s' does not name avx2", why);
-  attn_problem p = attn_problem_make(1, 2, 1, 1, 40, 32, 32, false);
-  p.kv_dtype = ATTN_DTYPE_Q8_0, p.compute = ATTN_COMPUTE_INT8;
-  float *q, o[64];
-  void *ks, *vs;
-  vnni_inputs(&p, &q, &ks, &vs);
-  for (int i = 0; i < 64; i++) o[i] = kSentinel;
-  const int rc = attn_kernel_call(k, &p, NULL, q, ks, vs, o, err, sizeof err);
-  EXPECT(rc == ATTN_ERR_INVALID && strstr(err, "unavailable"), "refusal: %d '%s'", rc, err);
-  for (int i = 0; i < 64; i++) EXPECT(o[i] == kSentinel, "refused call wrote O[%d]", i);
-  free(q), free(ks), free(vs);
-  printf("flash__avx2int8: %s, refused\n", why);
-}
-
-// The sign form and the offset form compute the same integers: bitwise the same outputs
-// as flash__avxvnni's code path (vnni: the kernel or its twin) on every shape.
-static void same_as_vnni(const attn_kernel *k, const attn_kernel *vnni) {
-  const int n = (int)(sizeof kVnniShapes / sizeof kVnniShapes[0]);
-  for (int i = 0; i < n; i++) {
-    char what[160];
-    const attn_problem p = vnni_problem(&kVnniShapes[i], what, sizeof what);
-    float *q;
-    void *ks, *vs;
-    vnni_inputs(&p, &q, &ks, &vs);
-    const int split = kVnniShapes[i].kv_split;
-    float *o1 = vnni_run_guarded(k, &p, 2, split, q, ks, vs, what);
-    float *o2 = vnni_run_guarded(vnni, &p, 2, split, q, ks, vs, what);
-    EXPECT(memcmp(o1, o2, attn_o_elems(&p) * sizeof(float)) == 0, "%s: %s and %s differ", what,
-           k->name, vnni->name);
-    free(q), free(ks), free(vs), free(o1), free(o2);
-  }
-  printf("%s: bitwise %s over %d shapes\n", k->name, vnni->name, n);
-}
-
 int main(int argc, char **argv) {
   bool quick = false, masked = false;
   for (int i = 1; i < argc; i++) {
@@ -72,11 +34,11 @@ int main(int argc, char **argv) {
          "flash__avx2int8's Q·Kᵀ tile %dx%d is not its row and key group", k->qk_rows, k->qk_cols);
   if (masked) {
     EXPECT(!(attn_cpu_features() & ATTN_ISA_AVX2), "--masked: avx2 is not masked off");
-    refused(k);
+    vnni_refused(k, "avx2");
     return test_finish("test_flash_avx2int8 --masked");
   }
   if (!attn_kernel_available(k, NULL, 0)) {
-    refused(k);
+    vnni_refused(k, "avx2");
     printf("test_flash_avx2int8: skipped (no avx2)\n");
     return g_failures ? test_finish("test_flash_avx2int8") : TEST_SKIP;
   }
@@ -86,10 +48,12 @@ int main(int argc, char **argv) {
   vnni_shapes(k, quick);
   vnni_f32_mode(k, f32k);
   const attn_kernel *vnni = attn_kernel_find("flash__avxvnni");
+  // The sign form and the offset form compute the same integers: bitwise the outputs of
+  // flash__avxvnni's code path (the kernel, or its twin on AVX512_VNNI).
   if (vnni && attn_kernel_available(vnni, NULL, 0))
-    same_as_vnni(k, vnni);
+    vnni_same_outputs(k, vnni);
   else if (attn_kernel_available(&flash_avxvnni_twin, NULL, 0))
-    same_as_vnni(k, &flash_avxvnni_twin);
+    vnni_same_outputs(k, &flash_avxvnni_twin);
   else
     printf("flash__avx2int8: no AVX-VNNI or AVX512_VNNI here, the bitwise comparison skipped\n");
   return test_finish("test_flash_avx2int8");

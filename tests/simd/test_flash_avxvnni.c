@@ -39,45 +39,6 @@ static void twin_matches_record(const attn_kernel *real) {
          real->qk_cols);
 }
 
-// Without AVX-VNNI: unavailable with the reason `list` prints, and refused by
-// attn_kernel_call before any of its instructions run (O untouched).
-static void refused(const attn_kernel *real) {
-  char why[128], err[256];
-  EXPECT(!attn_kernel_available(real, why, sizeof why) && strstr(why, "needs") &&
-             strstr(why, "avxvnni"),
-         "flash__avxvnni without AVX-VNNI: available, or the reason '%s' does not name avxvnni",
-         why);
-  attn_problem p = attn_problem_make(1, 2, 1, 1, 40, 32, 32, false);
-  p.kv_dtype = ATTN_DTYPE_Q8_0, p.compute = ATTN_COMPUTE_INT8;
-  float *q, o[64];
-  void *ks, *vs;
-  vnni_inputs(&p, &q, &ks, &vs);
-  for (int i = 0; i < 64; i++) o[i] = kSentinel;
-  const int rc = attn_kernel_call(real, &p, NULL, q, ks, vs, o, err, sizeof err);
-  EXPECT(rc == ATTN_ERR_INVALID && strstr(err, "unavailable"), "refusal: %d '%s'", rc, err);
-  for (int i = 0; i < 64; i++) EXPECT(o[i] == kSentinel, "refused call wrote O[%d]", i);
-  free(q), free(ks), free(vs);
-  printf("flash__avxvnni: %s, refused\n", why);
-}
-
-// On a CPU with both units: the kernel and its twin, bitwise, on every shape.
-static void real_is_twin(const attn_kernel *real) {
-  const int n = (int)(sizeof kVnniShapes / sizeof kVnniShapes[0]);
-  for (int i = 0; i < n; i++) {
-    char what[160];
-    const attn_problem p = vnni_problem(&kVnniShapes[i], what, sizeof what);
-    float *q;
-    void *ks, *vs;
-    vnni_inputs(&p, &q, &ks, &vs);
-    const int split = kVnniShapes[i].kv_split;
-    float *o1 = vnni_run_guarded(real, &p, 2, split, q, ks, vs, what);
-    float *o2 = vnni_run_guarded(&flash_avxvnni_twin, &p, 2, split, q, ks, vs, what);
-    EXPECT(memcmp(o1, o2, attn_o_elems(&p) * sizeof(float)) == 0, "%s: kernel and twin differ",
-           what);
-    free(q), free(ks), free(vs), free(o1), free(o2);
-  }
-}
-
 // Every check of vnni_check.h on one kernel (the real one or the twin) and its dots.
 static void check_kernel(const attn_kernel *k, flash_vnni_dots_fn *dots, const attn_kernel *f32k,
                          bool quick) {
@@ -103,16 +64,16 @@ int main(int argc, char **argv) {
   const bool has_twin = attn_kernel_available(&flash_avxvnni_twin, NULL, 0);
   if (masked) {
     EXPECT(!(attn_cpu_features() & ATTN_ISA_AVXVNNI), "--masked: avxvnni is not masked off");
-    refused(real);
+    vnni_refused(real, "avxvnni");
     return test_finish("test_flash_avxvnni --masked");
   }
-  if (!has_real) refused(real);
+  if (!has_real) vnni_refused(real, "avxvnni");
   if (!has_real && !has_twin) {
     printf("test_flash_avxvnni: skipped (neither avxvnni nor avx512vnni)\n");
     return g_failures ? test_finish("test_flash_avxvnni") : TEST_SKIP;
   }
   if (has_twin) check_kernel(&flash_avxvnni_twin, flash_avxvnni_twin_block_dots, f32k, quick);
   if (has_real) check_kernel(real, flash_avxvnni_block_dots, f32k, quick);
-  if (has_real && has_twin) real_is_twin(real);
+  if (has_real && has_twin) vnni_same_outputs(real, &flash_avxvnni_twin);
   return test_finish("test_flash_avxvnni");
 }

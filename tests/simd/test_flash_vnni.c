@@ -9,20 +9,21 @@
 //     F32 mode is flash__avx512's, bitwise;
 //   • the checker can fail: test kernels on the same dots with K's bytes read unsigned or
 //     every block scaled by block 0's d_k fail it.
-// Exit 77 when the CPU lacks AVX512_VNNI.
+// Without AVX512_VNNI: unavailable ("needs ... avx512vnni") and refused, then exit 77.
 #include "flash/flash_vnni.h"
 #include "vnni_check.h"
 
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
-  if (!(attn_cpu_features() & ATTN_ISA_AVX512VNNI)) {
-    printf("test_flash_vnni: skipped (no avx512vnni)\n");
-    return TEST_SKIP;
-  }
   const attn_kernel *k = attn_kernel_find("flash__avx512vnni");
   const attn_kernel *f32k = attn_kernel_find("flash__avx512");
   EXPECT(k && f32k, "kernels not registered");
   if (!k || !f32k) return test_finish("test_flash_vnni");
+  if (!(attn_cpu_features() & ATTN_ISA_AVX512VNNI)) {
+    vnni_refused(k, "avx512vnni");
+    printf("test_flash_vnni: skipped (no avx512vnni)\n");
+    return g_failures ? test_finish("test_flash_vnni") : TEST_SKIP;
+  }
   EXPECT(k->qk_rows == FLASH_VNNI_ROWS && k->qk_cols == FLASH_VNNI_KEYS,
          "flash__avx512vnni's Q·Kᵀ tile %dx%d is not its row and key group", k->qk_rows,
          k->qk_cols);

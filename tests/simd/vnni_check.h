@@ -17,7 +17,9 @@
 //     split-KV (automatic and kv_split 3), causal prefill with rows that see nothing,
 //     cross lengths, head dims 32–160 and head_dim_v ≠ head_dim_qk, negative and tiny
 //     scale; 1 and 2 threads give bitwise the same output, nothing is written past O;
-//   • vnni_f32_mode(k, f32k): F32 mode is f32k's, bitwise.
+//   • vnni_f32_mode(k, f32k): F32 mode is f32k's, bitwise;
+//   • vnni_refused(k, unit): without its unit k is unavailable and refused, O untouched;
+//   • vnni_same_outputs(a, b): two kernels of the same arithmetic agree bitwise.
 #pragma once
 
 #include <math.h>
@@ -318,4 +320,46 @@ static void vnni_f32_mode(const attn_kernel *k, const attn_kernel *f32k) {
   EXPECT(memcmp(o1, o2, attn_o_elems(&p) * sizeof(float)) == 0, "%s: F32 mode differs from %s",
          k->name, f32k->name);
   free(q), free(o1), free(o2), free(ks), free(vs);
+}
+
+// ── Availability and agreement ───────────────────────────────────────────────────────
+// Without its unit: k is unavailable with a reason that names `unit` (as `attnbench list`
+// says it), and attn_kernel_call refuses it before any of its instructions run (O untouched).
+static void vnni_refused(const attn_kernel *k, const char *unit) {
+  char why[128], err[256];
+  EXPECT(!attn_kernel_available(k, why, sizeof why) && strstr(why, "needs") && strstr(why, unit),
+         "%s without %s: available, or the reason '%s' does not name it", k->name, unit, why);
+  attn_problem p = attn_problem_make(1, 2, 1, 1, 40, 32, 32, false);
+  p.kv_dtype = ATTN_DTYPE_Q8_0, p.compute = ATTN_COMPUTE_INT8;
+  float *q, o[64];
+  void *ks, *vs;
+  vnni_inputs(&p, &q, &ks, &vs);
+  for (int i = 0; i < 64; i++) o[i] = kSentinel;
+  const int rc = attn_kernel_call(k, &p, NULL, q, ks, vs, o, err, sizeof err);
+  EXPECT(rc == ATTN_ERR_INVALID && strstr(err, "unavailable"), "%s refusal: %d '%s'", k->name, rc,
+         err);
+  for (int i = 0; i < 64; i++)
+    EXPECT(o[i] == kSentinel, "%s: refused call wrote O[%d]", k->name, i);
+  free(q), free(ks), free(vs);
+  printf("%s: %s, refused\n", k->name, why);
+}
+
+// Two kernels computing the same integers and the same float arithmetic after them give
+// bitwise the same outputs on every shape (2 threads). Unused where a test has one kernel.
+__attribute__((unused)) static void vnni_same_outputs(const attn_kernel *a, const attn_kernel *b) {
+  const int n = (int)(sizeof kVnniShapes / sizeof kVnniShapes[0]);
+  for (int i = 0; i < n; i++) {
+    char what[160];
+    const attn_problem p = vnni_problem(&kVnniShapes[i], what, sizeof what);
+    float *q;
+    void *ks, *vs;
+    vnni_inputs(&p, &q, &ks, &vs);
+    const int split = kVnniShapes[i].kv_split;
+    float *o1 = vnni_run_guarded(a, &p, 2, split, q, ks, vs, what);
+    float *o2 = vnni_run_guarded(b, &p, 2, split, q, ks, vs, what);
+    EXPECT(memcmp(o1, o2, attn_o_elems(&p) * sizeof(float)) == 0, "%s: %s and %s differ", what,
+           a->name, b->name);
+    free(q), free(ks), free(vs), free(o1), free(o2);
+  }
+  printf("%s: bitwise %s over %d shapes\n", a->name, b->name, n);
 }
