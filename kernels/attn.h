@@ -47,8 +47,8 @@
 //           normaliser sums the probabilities before or after that rounding.
 //     F16   the same with IEEE binary16 (products exact in float32; p rounded to
 //           binary16, relative error ≤ 2^-11 for p ≥ 2^-14 and absolute ≤ 2^-25
-//           below). |Q|, |K|, |V| above 65504 round to ±inf and are refused
-//           (attn_inputs_check).
+//           below). |Q|, |K|, |V| above 65504, the largest binary16, are refused
+//           (attn_inputs_check; from 65520 up they would round to ±inf).
 //     INT8  needs kv_dtype Q8_0. Each Q row is quantized per 32-element block with the
 //           Q8_0 rule (kernels/core/convert.h) — part of the inputs, as K's is — and
 //           each score is Σ_blocks f16(d_q)·f16(d_k)·Σ_t q_t·k_t with exact integer
@@ -384,8 +384,11 @@ const char *attn_field_name(attn_field field);
 // margin). O(size of the inputs), no allocation. Returns ATTN_OK, ATTN_ERR_INVALID (invalid problem
 // or NULL tensor) or ATTN_ERR_RANGE with a one-line message in err naming the quantity, e.g.
 // "K[0][1][4][2] = inf is not finite" or "scores may overflow float32: ...".
-// K and V are p->kv_dtype tensors; the conditions apply to their stored values. With
-// compute F16 also |Q|, |K|, |V| ≤ 65504 (the largest binary16), naming the element.
+// K and V are p->kv_dtype tensors; the conditions apply to their stored values. The
+// compute mode's rounding keeps every input finite, naming the element otherwise: F16
+// |Q|, |K|, |V| ≤ 65504 (the largest binary16), BF16 ≤ 0x1.fep127 ≈ 3.39e38 (the largest
+// bfloat16), INT8 |Q| ≤ 127·65504 (Q's block scale max|q|/127 is a binary16). These and
+// conditions 1–3 apply to every sequence of a ragged or paged problem.
 int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len);
 

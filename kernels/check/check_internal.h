@@ -40,6 +40,9 @@ struct attn_check_prepared {
   size_t n_nonfinite_ref, first_nonfinite_ref;
   size_t n_weak, first_weak;     // elements whose bound admits every convex combination
   double weak_tol, weak_spread;  // at first_weak: score part of tol, max_j |v_jd − o_d|
+  // LSE rows whose bound says nothing (lse_tol +inf: the allowed rounding of p may take
+  // the keys' normaliser to 0 under a dominant sink); counted when the case has an LSE
+  size_t n_weak_lse, first_weak_lse;
   // A layout case (check/layout.c): p.layout points to layout, whose arrays are below; q,
   // k, v (and ks, vs) are the packed / pooled tensors; seq[b] is sequence b's dense case
   // (NULL when it has no query or no key); ref and tol are unused.

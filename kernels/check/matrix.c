@@ -253,7 +253,8 @@ static void layout_cases(bool quick, attn_check_case *out, size_t cap, size_t *n
              ATTN_CHECK_GEN_SINKS | ATTN_CHECK_GEN_MASK | ATTN_CHECK_GEN_LSE);
   // a long-tailed batch whose long context is cut into chunks merged by LSE (flash-decoding
   // over the batch's work list), a prefill chunk of several tiles over pages, and an MQA
-  // decode whose 8 rows take the tiled pass over ragged rows
+  // decode over ragged rows (one K/V head: its rows are contiguous, so its 8 query rows
+  // take the rows-in-lanes decode path)
   const attn_check_layout tail = {.kind = ATTN_LAYOUT_PAGED,
                                   .seqs = 5,
                                   .q_lens = {1, 1, 1, 100, 1},

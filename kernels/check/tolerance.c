@@ -117,8 +117,17 @@ static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64
   *lse = m_keys + log(l_keys);
   *lse_tol = e_max_keys + acc_ulps + 8.0 * U32 * (1.0 + log((double)n)) + 2.0 * U32 * fabs(*lse) +
              4.0 * (double)n * FLT_MIN_D;
-  // a normaliser of rounded probabilities: |log(l̂/l)| ≤ g·(u_p + n_small·a)
-  if (pr.u > 0.0) *lse_tol += g * (pr.u + (double)n_small * pr.a);
+  // A normaliser of rounded probabilities. Under the kernel's shift m (with the sink) the
+  // keys' normaliser is l_k = l_keys·e^(m_keys − m), below 1 when the sink holds the
+  // maximum; each p is within u_p, a small one also within a, so
+  // |l̂_k/l_k − 1| ≤ x = g·(u_p + n_small·a/min(1, l_k)) and |log(l̂_k/l_k)| ≤ x/(1 − x)
+  // for x < 1/2. Beyond, the rounding may take l̂_k to 0: the bound says nothing (+inf,
+  // the row's LSE is not judged and the verdict cannot be pass: verdict.c).
+  if (pr.u > 0.0) {
+    const double lk = fmin(1.0, l_keys * exp(m_keys - m));
+    const double x = g * (pr.u + (double)n_small * pr.a / lk);
+    *lse_tol = x < 0.5 ? *lse_tol + x / (1.0 - x) : INFINITY;
+  }
   for (int64_t d = 0; d < dv; d++) {
     double o = 0.0;
     for (int64_t t = 0; t < n; t++) o += prob[t] * (double)vh[key[t] * dv + d];
@@ -156,14 +165,14 @@ bool attn_check_tolerances(attn_check_prepared *pc, char *err, size_t err_len) {
   const int64_t rows = p->batch * p->heads * p->seq_q;
   // Rows are independent: in parallel, each thread with its own scratch. The weak-bound
   // bookkeeping keeps the count and the lowest index (as a serial pass would report it).
-  size_t n_weak = 0, first_weak = SIZE_MAX;
+  size_t n_weak = 0, first_weak = SIZE_MAX, n_weak_lse = 0, first_weak_lse = SIZE_MAX;
   double weak_tol = 0.0, weak_spread = 0.0;
   bool oom = false;
-#pragma omp parallel reduction(+ : n_weak)
+#pragma omp parallel reduction(+ : n_weak, n_weak_lse)
   {
     double *scratch = malloc((3 * n_kv + 2 * dv) * sizeof(double));
     int64_t *key = malloc(n_kv * sizeof *key);
-    size_t my_first = SIZE_MAX;
+    size_t my_first = SIZE_MAX, my_first_lse = SIZE_MAX;
     double my_tol = 0.0, my_spread = 0.0;
     if (!scratch || !key) {
 #pragma omp atomic write
@@ -198,7 +207,13 @@ bool attn_check_tolerances(attn_check_prepared *pc, char *err, size_t err_len) {
       row_tolerance(p, &ho, i, qh + i * p->head_dim_qk, kh, vh, key, n, scratch, scratch + n_kv,
                     scratch + 2 * n_kv, tol_row, tol_score, spread, &lse, &lse_tol);
       if (pc->lse_ref) pc->lse_ref[lse_off + (size_t)i] = lse;
-      if (pc->lse_tol) pc->lse_tol[lse_off + (size_t)i] = lse_tol;
+      if (pc->lse_tol) {
+        pc->lse_tol[lse_off + (size_t)i] = lse_tol;
+        if (isinf(lse_tol)) {
+          n_weak_lse++;
+          if (lse_off + (size_t)i < my_first_lse) my_first_lse = lse_off + (size_t)i;
+        }
+      }
       for (size_t d = 0; d < dv; d++) {
         // Uninformative: the score part of the bound reaches the largest error any
         // convex combination of the visible V rows could have, where the choice of
@@ -215,10 +230,13 @@ bool attn_check_tolerances(attn_check_prepared *pc, char *err, size_t err_len) {
       }
     }
 #pragma omp critical(attn_check_weak)
-    if (my_first < first_weak) {
-      first_weak = my_first;
-      weak_tol = my_tol;
-      weak_spread = my_spread;
+    {
+      if (my_first < first_weak) {
+        first_weak = my_first;
+        weak_tol = my_tol;
+        weak_spread = my_spread;
+      }
+      if (my_first_lse < first_weak_lse) first_weak_lse = my_first_lse;
     }
     free(scratch);
     free(key);
@@ -228,6 +246,8 @@ bool attn_check_tolerances(attn_check_prepared *pc, char *err, size_t err_len) {
     return false;
   }
   pc->n_weak = n_weak;
+  pc->n_weak_lse = n_weak_lse;
+  pc->first_weak_lse = n_weak_lse ? first_weak_lse : 0;
   if (n_weak) {
     pc->first_weak = first_weak;
     pc->weak_tol = weak_tol;

@@ -232,3 +232,13 @@ int attn_layout_run(const attn_kernel *k, const attn_problem *p, const attn_exec
 bool attn_layout_validate(const attn_problem *p, char *err, size_t err_len);
 int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                              char *err, size_t err_len);
+// The compute mode's input range (attn.h, attn_inputs_check): the largest |x| Q (q) and
+// K, V (kv) may hold so that the mode's rounding of every input stays finite, and the
+// rule's wording for a refusal (`why`). F16: the largest binary16 for all three; BF16:
+// the largest bfloat16; INT8: Q's block scale max|q|/127 is a binary16, so
+// |q| ≤ 127·65504 (K and V are stored Q8_0 already); F32: no bound (+inf).
+typedef struct attn_compute_range {
+  double q, kv;
+  const char *why;
+} attn_compute_range;
+attn_compute_range attn_compute_range_of(attn_compute c);

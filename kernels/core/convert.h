@@ -25,8 +25,9 @@
 extern "C" {
 #endif
 
-// The largest finite binary16.
+// The largest finite binary16 and bfloat16 (0x7f7f: (2 − 2^-7)·2^127).
 #define ATTN_F16_MAX 65504.0
+#define ATTN_BF16_MAX 0x1.fep127
 
 float attn_f16_to_f32(uint16_t h);
 uint16_t attn_f32_to_f16(float f);

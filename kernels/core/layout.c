@@ -15,8 +15,11 @@ void attn_problem_set_layout(attn_problem *p, const attn_layout *l, int64_t batc
   p->batch = batch;
   int64_t mq = 0, mk = 0;
   for (int64_t b = 0; l && l->cu_seqlens_q && l->cu_seqlens_kv && b < batch; b++) {
-    const int64_t nq = l->cu_seqlens_q[b + 1] - l->cu_seqlens_q[b];
-    const int64_t nk = l->cu_seqlens_kv[b + 1] - l->cu_seqlens_kv[b];
+    // only the differences of valid offsets (non-negative, non-decreasing) are taken;
+    // attn_problem_validate refuses the rest by name
+    const int64_t *cq = l->cu_seqlens_q, *ck = l->cu_seqlens_kv;
+    const int64_t nq = cq[b] >= 0 && cq[b + 1] >= cq[b] ? cq[b + 1] - cq[b] : 0;
+    const int64_t nk = ck[b] >= 0 && ck[b + 1] >= ck[b] ? ck[b + 1] - ck[b] : 0;
     if (nq > mq) mq = nq;
     if (nk > mk) mk = nk;
   }
@@ -82,10 +85,10 @@ static bool offsets_ok(const int64_t *cu, int64_t batch, const char *name, int64
     return attn_fail(err, err_len, "layout: %s[0] must be 0 (got %lld)", name, (long long)cu[0]);
   *max = 0;
   for (int64_t b = 0; b < batch; b++) {
-    const int64_t n = cu[b + 1] - cu[b];
-    if (cu[b + 1] < cu[b] || n < 0)
+    if (cu[b + 1] < cu[b])  // cu[b] >= cu[0] = 0 from here: the difference cannot overflow
       return attn_fail(err, err_len, "layout: %s decreases at sequence %lld (%lld then %lld)", name,
                        (long long)b, (long long)cu[b], (long long)cu[b + 1]);
+    const int64_t n = cu[b + 1] - cu[b];
     if (n > *max) *max = n;
   }
   *total = cu[batch];
@@ -101,6 +104,11 @@ static bool paged_ok(const attn_problem *p, char *err, size_t err_len) {
     return attn_fail(err, err_len, "layout: num_pages must be >= 1 (got %lld)",
                      (long long)l->num_pages);
   if (!l->page_table) return attn_fail(err, err_len, "layout: page_table is NULL");
+  if (l->pages_per_seq < 0 || !attn_tensor_fits(p->batch, l->pages_per_seq, 1, 1))
+    return attn_fail(err, err_len,
+                     "layout: a page table of %lld sequences x %lld pages_per_seq does not fit in "
+                     "memory",
+                     (long long)p->batch, (long long)l->pages_per_seq);
   if (!attn_tensor_fits(l->num_pages, p->kv_heads, l->page_size,
                         (p->head_dim_qk > p->head_dim_v ? p->head_dim_qk : p->head_dim_v)))
     return attn_fail(err, err_len,
@@ -195,6 +203,7 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
   const attn_dtype kt = p->kv_dtype;
   const int64_t group = p->heads / p->kv_heads, dqk = p->head_dim_qk, dv = p->head_dim_v;
   const double s = fmax(1.0, fabs((double)p->scale)), sa = fabs((double)p->scale);
+  const attn_compute_range cr = attn_compute_range_of(p->compute);
   int64_t bad = 0;
   for (int64_t b = 0; b < p->batch; b++) {
     const int64_t nq = attn_layout_q_len(p, b), nk = attn_layout_kv_len(p, b);
@@ -209,6 +218,12 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
                 "input Q of sequence %lld, head %lld, token %lld, element %lld is "
                 "not finite (inputs must be finite)",
                 (long long)b, (long long)h, (long long)i, (long long)bad);
+          const double qa = row_max_abs(ATTN_DTYPE_F32, attn_layout_q_row(p, q, b, h, i), dqk);
+          if (qa > cr.q)
+            return attn_range_fail(err, err_len,
+                                   "input Q of sequence %lld, head %lld, token %lld holds %g, "
+                                   "which exceeds %.9g, %s",
+                                   (long long)b, (long long)h, (long long)i, qa, cr.q, cr.why);
           qn = fmax(qn, n);
         }
       for (int64_t t = 0; t < nk; t++) {
@@ -222,8 +237,15 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
               "input %s of sequence %lld, K/V head %lld, key %lld, element %lld is "
               "not finite (inputs must be finite)",
               n < 0 ? "K" : "V", (long long)b, (long long)g, (long long)t, (long long)bad);
+        const double ka = row_max_abs(kt, kr, dqk), va = row_max_abs(kt, vr, dv);
+        if (ka > cr.kv || va > cr.kv)
+          return attn_range_fail(err, err_len,
+                                 "input %s of sequence %lld, K/V head %lld, key %lld holds %g, "
+                                 "which exceeds %.9g, %s",
+                                 ka > cr.kv ? "K" : "V", (long long)b, (long long)g, (long long)t,
+                                 ka > cr.kv ? ka : va, cr.kv, cr.why);
         kn = fmax(kn, n);
-        vmax = fmax(vmax, row_max_abs(kt, vr, dv));
+        vmax = fmax(vmax, va);
       }
       if (s * qn * kn > ATTN_SCORE_LIMIT || (sa > 1.0 && sa * fmax(qn, kn) > ATTN_SCORE_LIMIT))
         return attn_range_fail(err, err_len,

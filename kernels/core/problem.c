@@ -518,6 +518,25 @@ static double max_row_norm(attn_dtype t, const void *x, int64_t rows, int64_t wi
 
 static int options_check(const attn_problem *p, char *err, size_t err_len);
 
+attn_compute_range attn_compute_range_of(attn_compute c) {
+  switch (c) {
+    case ATTN_COMPUTE_F16:
+      return (attn_compute_range){ATTN_F16_MAX, ATTN_F16_MAX,
+                                  "the largest binary16 (compute f16 rounds Q, K and V to "
+                                  "binary16)"};
+    case ATTN_COMPUTE_BF16:
+      return (attn_compute_range){ATTN_BF16_MAX, ATTN_BF16_MAX,
+                                  "the largest bfloat16 (compute bf16 rounds Q, K and V to "
+                                  "bfloat16)"};
+    case ATTN_COMPUTE_INT8:
+      return (attn_compute_range){127.0 * ATTN_F16_MAX, INFINITY,
+                                  "127 times the largest binary16 (compute int8 quantizes Q per "
+                                  "32-element block with the binary16 scale max|q|/127)"};
+    default:
+      return (attn_compute_range){INFINITY, INFINITY, ""};
+  }
+}
+
 int attn_inputs_check(const attn_problem *p, const float *q, const void *k, const void *v,
                       char *err, size_t err_len) {
   if (!attn_problem_validate(p, err, err_len)) return ATTN_ERR_INVALID;
@@ -555,18 +574,17 @@ int attn_inputs_domain(const attn_problem *p, const float *q, const void *k, con
              ATTN_ERR_RANGE;
     }
   }
-  // 1b. compute f16: every element of Q, K and V must round to a finite binary16
-  if (p->compute == ATTN_COMPUTE_F16) {
-    for (int i = 0; i < 3; i++) {
-      const size_t bad = first_above(t[i].type, t[i].x, t[i].n3, t[i].n, ATTN_F16_MAX);
-      if (bad < t[i].n) {
-        char at[96];
-        coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
-        return attn_range_fail(err, err_len,
-                               "input %s%s = %g exceeds 65504, the largest binary16 (compute f16 "
-                               "rounds Q, K and V to binary16)",
-                               t[i].name, at, (double)elem(t[i].type, t[i].x, t[i].n3, bad));
-      }
+  // 1b. the compute mode's range: every input its rounding keeps finite
+  const attn_compute_range cr = attn_compute_range_of(p->compute);
+  for (int i = 0; i < 3; i++) {
+    const double limit = i ? cr.kv : cr.q;
+    if (isinf(limit)) continue;
+    const size_t bad = first_above(t[i].type, t[i].x, t[i].n3, t[i].n, limit);
+    if (bad < t[i].n) {
+      char at[96];
+      coords(bad, t[i].n1, t[i].n2, t[i].n3, at, sizeof at);
+      return attn_range_fail(err, err_len, "input %s%s = %g exceeds %.9g, %s", t[i].name, at,
+                             (double)elem(t[i].type, t[i].x, t[i].n3, bad), limit, cr.why);
     }
   }
   // 2. scores: max(1,|scale|)·max‖q_i‖·max‖k_j‖ per (batch, K/V group)

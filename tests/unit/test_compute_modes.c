@@ -76,6 +76,65 @@ static void test_f16_range(void) {
   EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_OK, "bf16 takes 1e5: %s", err);
 }
 
+// BF16 refuses what rounds to a bfloat16 ±inf (above 0x1.fep127, the largest bfloat16:
+// 3.4e38 would — with Q = 0 the score bound alone is 0, so nothing else catches it);
+// INT8 refuses a Q element whose block scale max|q|/127 leaves binary16 (K/V are stored
+// q8_0 already). Both name the element; F32 takes the same inputs.
+static void test_bf16_int8_range(void) {
+  char err[256];
+  attn_problem p = attn_problem_make(1, 1, 1, 2, 2, 4, 4, false);
+  float q[8] = {0}, k[8] = {0}, v[8] = {0};
+  p.compute = ATTN_COMPUTE_BF16;
+  k[5] = (float)ATTN_BF16_MAX;
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_OK, "the largest bfloat16: %s",
+         err);
+  EXPECT(attn_f32_to_bf16(3.4e38f) == 0x7f80, "3.4e38 rounds to bfloat16 +inf");
+  k[5] = 3.4e38f;
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_ERR_RANGE &&
+             strstr(err, "K[0][0][1][1]") && strstr(err, "largest bfloat16"),
+         "K rounding to bfloat16 inf: '%s'", err);
+  p.compute = ATTN_COMPUTE_F32;
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_OK, "f32 takes 3.4e38: %s", err);
+
+  attn_problem pi = attn_problem_make(1, 1, 1, 1, 2, 32, 32, false);
+  pi.kv_dtype = ATTN_DTYPE_Q8_0;
+  pi.compute = ATTN_COMPUTE_INT8;
+  float qi[32] = {0}, kf[64];
+  for (int i = 0; i < 64; i++) kf[i] = 0.25f * (float)(i % 7) - 0.5f;
+  attn_block_q8_0 kq[2], vq[2];
+  attn_quantize_q8_0_row(kf, 32, &kq[0]), attn_quantize_q8_0_row(kf + 32, 32, &kq[1]);
+  memcpy(vq, kq, sizeof vq);
+  qi[7] = (float)(127.0 * ATTN_F16_MAX);
+  EXPECT(attn_inputs_check(&pi, qi, kq, vq, err, sizeof err) == ATTN_OK, "127·65504: %s", err);
+  qi[7] = 1e7f;
+  EXPECT(attn_inputs_check(&pi, qi, kq, vq, err, sizeof err) == ATTN_ERR_RANGE &&
+             strstr(err, "Q[0][0][0][7]") && strstr(err, "8319008"),
+         "Q with a block scale beyond binary16: '%s'", err);
+}
+
+// The same ranges hold for every sequence of a ragged batch (attn_layout_inputs_check).
+static void test_layout_ranges(void) {
+  char err[256];
+  const int64_t cq[] = {0, 1, 2}, ck[] = {0, 3, 5};
+  const attn_layout l = {.kind = ATTN_LAYOUT_RAGGED, .cu_seqlens_q = cq, .cu_seqlens_kv = ck};
+  attn_problem p = attn_problem_make(1, 2, 1, 1, 1, 4, 4, true);
+  attn_problem_set_layout(&p, &l, 2);
+  float q[2 * 2 * 4] = {0}, k[5 * 4] = {0}, v[5 * 4] = {0};
+  p.compute = ATTN_COMPUTE_F16;
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_OK, "zeros: %s", err);
+  q[13] = 70000.0f;  // token 1 (sequence 1), head 1, element 1
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_ERR_RANGE &&
+             strstr(err, "sequence 1, head 1") && strstr(err, "largest binary16"),
+         "ragged Q above 65504: '%s'", err);
+  q[13] = 0.0f;
+  v[17] = 7e4f;  // key 4 = key 1 of sequence 1
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_ERR_RANGE &&
+             strstr(err, "input V of sequence 1") && strstr(err, "key 1"),
+         "ragged V above 65504: '%s'", err);
+  p.compute = ATTN_COMPUTE_F32;
+  EXPECT(attn_inputs_check(&p, q, k, v, err, sizeof err) == ATTN_OK, "f32 takes 7e4: %s", err);
+}
+
 // ── The portable path ────────────────────────────────────────────────────────────────
 static attn_problem g_seen;
 static float g_q[4096], g_k[4096], g_v[4096];
@@ -320,6 +379,47 @@ static void test_checker_bounds(void) {
   attn_check_prepared_free(bl);
 }
 
+// The LSE bound under a dominant sink (f16): one key with score 0 and v = 1, a sink of
+// logit S. A kernel that shifts by the sink and sums the keys' binary16-rounded p for its
+// LSE gets S + log(f16(e^-S)). At S = 14 that is 0.0036 off (p = 13.95 subnormal steps
+// rounds to 14): within the bound, and a 0.5 error still fails. At S = 16 (p = 1.89 steps
+// rounds to 2, 0.058 off; at 17 it would round to 0 and the LSE to −inf) the bound says
+// nothing: inconclusive, never a pass.
+static attn_check_verdict sink_lse_verdict(float sink, float lse_err, bool rounded_lse) {
+  enum { D = 8 };
+  attn_problem p = attn_problem_make(1, 1, 1, 1, 1, D, D, false);
+  p.scale = 1.0f;
+  p.compute = ATTN_COMPUTE_F16;
+  float q[D] = {1.0f}, k[D] = {0.0f}, v[D], lse_out = 0.0f;
+  for (int d = 0; d < D; d++) v[d] = 1.0f;
+  const attn_options opts = {.sinks = &sink, .lse = &lse_out};
+  p.opts = &opts;
+  char err[256];
+  attn_check_prepared *pc = attn_check_prepare_inputs(&p, q, k, v, err, sizeof err);
+  EXPECT(pc != NULL, "sink case: %s", err);
+  if (!pc) return ATTN_CHECK_FAIL;
+  const double pk = exp(-(double)sink);  // the key's p under the sink's shift
+  const double ph = (double)attn_f16_to_f32(attn_f32_to_f16((float)pk));
+  float o[D];
+  for (int d = 0; d < D; d++) o[d] = (float)(pk / (pk + 1.0));
+  float lse = (float)((rounded_lse ? (double)sink + log(ph) : 0.0) + (double)lse_err);
+  attn_check_result r;
+  attn_check_output_lse(pc, o, &lse, &r);
+  attn_check_prepared_free(pc);
+  return r.verdict;
+}
+
+static void test_sink_lse_bound(void) {
+  EXPECT(sink_lse_verdict(14.0f, 0.0f, false) == ATTN_CHECK_PASS, "exact LSE, sink 14");
+  EXPECT(sink_lse_verdict(14.0f, 0.0f, true) == ATTN_CHECK_PASS,
+         "LSE of binary16-rounded p, sink 14");
+  EXPECT(sink_lse_verdict(14.0f, 0.5f, false) == ATTN_CHECK_FAIL, "LSE 0.5 off, sink 14");
+  EXPECT(sink_lse_verdict(16.0f, 0.0f, true) == ATTN_CHECK_INCONCLUSIVE,
+         "sink 16: the LSE bound says nothing");
+  EXPECT(sink_lse_verdict(0.0f, 0.01f, false) == ATTN_CHECK_FAIL,
+         "no dominant sink: an LSE 0.01 off fails");
+}
+
 // The honest kernel passes every compute-mode case of the check matrix (rounding p is
 // inside the bound); the buggy ones fail at least one.
 static void test_matrix(void) {
@@ -421,10 +521,13 @@ int main(void) {
   test_rounding_rows();
   test_validation();
   test_f16_range();
+  test_bf16_int8_range();
+  test_layout_ranges();
   test_portable_path();
   test_reference_rounds();
   test_registered();
   test_checker_bounds();
+  test_sink_lse_bound();
   test_matrix();
   return test_finish("test_compute_modes");
 }

@@ -91,6 +91,21 @@ static void test_validation(void) {
   pd.layout = &ld;
   EXPECT(!attn_problem_validate(&pd, err, sizeof err) && strstr(err, "decreases"),
          "decreasing offsets: %s", err);
+  // offsets whose difference would overflow int64 (set_layout takes no such difference)
+  const int64_t wild[] = {0, 1, INT64_MIN, 4};
+  attn_layout lw = l;
+  lw.cu_seqlens_kv = wild;
+  attn_problem pw = p;
+  attn_problem_set_layout(&pw, &lw, 3);
+  EXPECT(!attn_problem_validate(&pw, err, sizeof err) && strstr(err, "decreases at sequence 1"),
+         "offsets falling to INT64_MIN: %s", err);
+  // a page table whose size overflows (its rows' offsets would wrap)
+  attn_layout lt = l;
+  lt.pages_per_seq = INT64_MAX / 2;
+  attn_problem pt = p;
+  pt.layout = &lt;
+  EXPECT(!attn_problem_validate(&pt, err, sizeof err) && strstr(err, "pages_per_seq"),
+         "a page table too large for memory: %s", err);
   // no query token at all
   const int64_t zq[] = {0, 0, 0, 0};
   attn_layout lz = l;
