@@ -25,6 +25,7 @@
 #include "check/check.h"
 #include "cli/commands.h"
 #include "cli/option_args.h"
+#include "cli/run_output.h"  // O and the LSE as --out-dtype, written as one set
 #include "common/cli_args.h"
 #include "common/util.h"
 #include "core/convert.h"
@@ -222,6 +223,11 @@ static int settle_args(run_args *a) {
       return ATTNBENCH_EXIT_USAGE;
     }
   }
+  if (a->kv_lens && a->dtype_name && a->dtype != ATTN_DTYPE_F32) {
+    fprintf(stderr, "attnbench run: --dtype %s: --kv-lens reads float32 packed files\n",
+            a->dtype_name);
+    return ATTNBENCH_EXIT_USAGE;
+  }
   return exec_args_setup("run", &a->x);  // --bind, ATTNBENCH_*, the tuning file
 }
 
@@ -320,21 +326,6 @@ static bool files_have_dtype(const run_args *a, const named_array *const t[3]) {
     return false;
   }
   return true;
-}
-
-// O (or the LSE) as --out-dtype: float32, or rounded to nearest even to f16/bf16.
-static bool write_out(const run_args *a, const char *path, const float *x, int ndim,
-                      const int64_t *shape, char *err, size_t err_len) {
-  if (a->out_dtype == ATTN_DTYPE_F32) return npy_write_f32(path, x, ndim, shape, err, err_len);
-  size_t n = 1;
-  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
-  uint16_t *h = malloc((n ? n : 1) * sizeof *h);
-  if (!h) return snprintf(err, err_len, "%s: out of memory", path), false;
-  attn_quantize_row(a->out_dtype, x, (int64_t)n, h);
-  const bool ok =
-      npy_write_half(path, h, a->out_dtype == ATTN_DTYPE_BF16, ndim, shape, err, err_len);
-  free(h);
-  return ok;
 }
 
 // The kernel by name, available on this CPU. Returns -1 to go on, else the exit code.
@@ -616,6 +607,8 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
   if (a->scale_given) p.scale = (float)a->scale;
   p.kv_dtype = a->kv_dtype_name ? a->kv_dtype : ATTN_DTYPE_F32;
   attn_options opts;
+  err[0] = '\0';
+  if (!compute_arg_apply("run", a->compute, &p)) goto done;
   if (!attn_problem_validate(&p, err, sizeof err) ||
       !option_args_load("run", &a->opt, &p, &opts, &slopes, &sinks, &mask)) {
     if (err[0]) fprintf(stderr, "attnbench run: %s\n", err);
@@ -653,20 +646,20 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
        !verify_output(kernel, &p, q.data, &kv, o, lse, &cr, &storage, &ratio, &has_storage)))
     goto done;
   const int64_t o_shape[3] = {tq, p.heads, p.head_dim_v}, lse_shape[2] = {p.heads, tq};
-  if (!npy_write_f32(out->target, o, 3, o_shape, err, sizeof err) ||
-      (lse && !npy_write_f32(lse_out->target, lse, 2, lse_shape, err, sizeof err))) {
-    fprintf(stderr, "attnbench run: cannot write the output: %s\n", err);
+  if (!run_write_outputs(a->out_dtype, a->allow_nonfinite, out, o, 3, o_shape, lse ? lse_out : NULL,
+                         lse, 2, lse_shape))
     goto done;
-  }
   if (!a->quiet)
     printf(
         "%s: %lld sequences (%lld query tokens, %lld keys, %s%s) H=%lld KVH=%lld Dqk=%lld "
-        "Dv=%lld%s -> %s (one call, %.3f ms wall; not a benchmark)%s\n",
+        "Dv=%lld%s%s%s -> %s (one call, %.3f ms wall; not a benchmark)%s\n",
         kernel->name, (long long)n, (long long)tq, (long long)tk,
         p.layout->kind == ATTN_LAYOUT_PAGED ? "paged, " : "ragged",
         p.layout->kind == ATTN_LAYOUT_PAGED ? attn_page_order_name(order) : "", (long long)p.heads,
         (long long)p.kv_heads, (long long)p.head_dim_qk, (long long)p.head_dim_v,
-        p.causal ? " causal" : "", a->out_path, seconds * 1e3, a->verify ? "; check: pass" : "");
+        p.causal ? " causal" : "", p.compute ? " compute=" : "",
+        p.compute ? attn_compute_name(p.compute) : "", a->out_path, seconds * 1e3,
+        a->verify ? "; check: pass" : "");
   rc = ATTNBENCH_EXIT_OK;
   goto done;
 oom:
@@ -764,15 +757,10 @@ int cmd_run(int argc, char **argv) {
                                   &has_storage)))
     goto done;
   const int64_t o_shape[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
-  if (!write_out(&a, out.target, o, 4, o_shape, err, sizeof err)) {
-    fprintf(stderr, "attnbench run: cannot write O: %s\n", err);
-    goto done;
-  }
   const int64_t lse_shape[3] = {p.batch, p.heads, p.seq_q};
-  if (lse && !write_out(&a, lse_out.target, lse, 3, lse_shape, err, sizeof err)) {
-    fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
+  if (!run_write_outputs(a.out_dtype, a.allow_nonfinite, &out, o, 4, o_shape, lse ? &lse_out : NULL,
+                         lse, 3, lse_shape))
     goto done;
-  }
   report(kernel, &p, &a, seconds, binding, &cr);
   if (has_storage && !a.quiet) report_storage(&p, storage, storage_ratio);
   rc = ATTNBENCH_EXIT_OK;

@@ -306,16 +306,21 @@ static void sync_dir_of(const char *path) {
   close(fd);
 }
 
-bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_parts, char *err,
-                       size_t err_len) {
-  const char *shown = o->given ? o->given : o->target;
+// A temporary written, synced and closed, not yet renamed over its target.
+typedef struct staged {
   char tmp[kLiveCap];
   int slot;
-  const int fd = create_tmp(o->target, tmp, sizeof tmp, &slot);
+} staged;
+
+// Writes parts to a new temporary next to o->target, fsyncs and closes it. On failure the
+// temporary is gone and err says why.
+static bool stage(const attn_output *o, const attn_buf *parts, size_t n_parts, staged *t, char *err,
+                  size_t err_len) {
+  const char *shown = o->given ? o->given : o->target;
+  const int fd = create_tmp(o->target, t->tmp, sizeof t->tmp, &t->slot);
   if (fd < 0)
     return attn_path_error(err, err_len, shown, "cannot create a temporary file next to it: %s",
                            strerror(errno));
-  bool ok = false;
   for (size_t i = 0; i < n_parts; i++) {
     if (parts[i].len && !write_all(fd, parts[i].data, parts[i].len)) {
       attn_path_error(err, err_len, shown, "write failed: %s", strerror(errno));
@@ -330,26 +335,57 @@ bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_par
     attn_path_error(err, err_len, shown, "close failed: %s", strerror(errno));
     goto fail_tmp;
   }
-  // The target may have changed since prepare (e.g. replaced by a FIFO): check again.
-  struct stat st;
-  if (lstat(o->target, &st) == 0 && !S_ISREG(st.st_mode)) {
-    attn_path_error(err, err_len, shown, "is now %s; outputs only replace regular files",
-                    S_ISLNK(st.st_mode) ? "a symlink" : kind_of(st.st_mode));
-    goto fail_tmp;
-  }
-  if (rename(tmp, o->target) != 0) {
-    attn_path_error(err, err_len, shown, "cannot rename the temporary into place: %s",
-                    strerror(errno));
-    goto fail_tmp;
-  }
-  live_remove(slot);
-  sync_dir_of(o->target);
   return true;
 fail_fd:
   close(fd);
 fail_tmp:
-  drop_tmp(tmp, slot);
-  return ok;
+  drop_tmp(t->tmp, t->slot);
+  return false;
+}
+
+// Whether o->target may still be replaced (it may have changed since prepare, e.g. into a
+// FIFO).
+static bool still_replaceable(const attn_output *o, char *err, size_t err_len) {
+  struct stat st;
+  if (lstat(o->target, &st) == 0 && !S_ISREG(st.st_mode))
+    return attn_path_error(err, err_len, o->given ? o->given : o->target,
+                           "is now %s; outputs only replace regular files",
+                           S_ISLNK(st.st_mode) ? "a symlink" : kind_of(st.st_mode));
+  return true;
+}
+
+bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_parts, char *err,
+                       size_t err_len) {
+  return attn_output_write_set(&o, &parts, &n_parts, 1, err, err_len);
+}
+
+bool attn_output_write_set(const attn_output *const *outs, const attn_buf *const *parts,
+                           const size_t *n_parts, size_t n, char *err, size_t err_len) {
+  if (n > ATTN_OUTPUT_SET_MAX)
+    return attn_path_error(err, err_len, outs[0]->target, "more than %d outputs in one set",
+                           ATTN_OUTPUT_SET_MAX);
+  staged t[ATTN_OUTPUT_SET_MAX];
+  size_t done = 0;  // temporaries written
+  for (; done < n; done++)
+    if (!stage(outs[done], parts[done], n_parts[done], &t[done], err, err_len)) goto fail;
+  for (size_t i = 0; i < n; i++)
+    if (!still_replaceable(outs[i], err, err_len)) goto fail;
+  // Every temporary is complete: the renames, one after the other.
+  for (size_t i = 0; i < n; i++) {
+    if (rename(t[i].tmp, outs[i]->target) != 0) {
+      attn_path_error(err, err_len, outs[i]->given ? outs[i]->given : outs[i]->target,
+                      "cannot rename the temporary into place: %s%s", strerror(errno),
+                      i ? " (the outputs before it in the set were replaced)" : "");
+      for (size_t j = i; j < n; j++) drop_tmp(t[j].tmp, t[j].slot);
+      return false;
+    }
+    live_remove(t[i].slot);
+    sync_dir_of(outs[i]->target);
+  }
+  return true;
+fail:
+  for (size_t j = 0; j < done; j++) drop_tmp(t[j].tmp, t[j].slot);
+  return false;
 }
 
 bool attn_write_file_atomic(const char *path, const attn_buf *parts, size_t n_parts, char *err,

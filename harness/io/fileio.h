@@ -71,6 +71,15 @@ typedef struct attn_buf {
 // Atomically replaces o->target with the concatenation of parts (see the contract).
 bool attn_output_write(const attn_output *o, const attn_buf *parts, size_t n_parts, char *err,
                        size_t err_len);
+// Outputs written together (`run`'s O and LSE): up to ATTN_OUTPUT_SET_MAX.
+enum { ATTN_OUTPUT_SET_MAX = 3 };
+// Replaces each outs[i]->target with the concatenation of parts[i][0 .. n_parts[i]), as
+// one set: every temporary is written, fsync'ed and closed, and every target checked
+// again, before the first rename. A failure up to there removes every temporary and
+// leaves every target untouched. Only a rename failing after an earlier one succeeded
+// leaves the set half replaced, and the error says so.
+bool attn_output_write_set(const attn_output *const *outs, const attn_buf *const *parts,
+                           const size_t *n_parts, size_t n, char *err, size_t err_len);
 
 // prepare (no inputs) + write: the one-shot form the .npy writer uses.
 bool attn_write_file_atomic(const char *path, const attn_buf *parts, size_t n_parts, char *err,

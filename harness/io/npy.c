@@ -500,10 +500,23 @@ bool npy_read_f32_or_f16(const char *path, npy_array *out, char *err, size_t err
 // The file policy (what may be replaced, the temporary, fsync, rename, signals) is
 // fileio.c's; this side only builds the header and the little-endian data.
 
-// data (count = product of shape, elem bytes each: 4 or 2) under the header descr.
-static bool write_npy(const char *path, const void *data, size_t elem, const char *descr, int ndim,
-                      const int64_t *shape, char *err, size_t err_len) {
-  if (!path || !*path) return fail(err, err_len, "(null)", "no output path");
+// A file's contents: the header (head[0 .. head_len)) and the little-endian data.
+typedef struct npy_encoded {
+  unsigned char head[1024 + 64 + 16];
+  attn_buf parts[2];
+  void *swapped;  // the byte-swapped copy on a big-endian host (freed by encoded_free)
+} npy_encoded;
+
+static void encoded_free(npy_encoded *e) {
+  free(e->swapped);
+  e->swapped = NULL;
+}
+
+// data (count = product of shape, elem bytes each: 4 or 2) under the header descr, into
+// e->parts; path names the file in errors.
+static bool encode_npy(const char *path, const void *data, size_t elem, const char *descr, int ndim,
+                       const int64_t *shape, npy_encoded *e, char *err, size_t err_len) {
+  e->swapped = NULL;
   if (ndim < 0 || ndim > NPY_MAX_DIMS)
     return fail(err, err_len, path, "rank %d is not supported", ndim);
   size_t count = 1;
@@ -516,8 +529,10 @@ static bool write_npy(const char *path, const void *data, size_t elem, const cha
   }
   if (count && !data) return fail(err, err_len, path, "no data");
 
-  // Header: dict, space padding, '\n', such that 10 + header_len is a multiple of 64.
-  char dict[512], sb[400];
+  // Header: dict, space padding, '\n', such that 10 + header_len is a multiple of 64. Any
+  // shape (NPY_MAX_DIMS dimensions, no sign: checked above) fits sb and the dict fits
+  // dict, so neither is cut short.
+  char dict[1024], sb[kShapeStrLen];
   const int dn =
       snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
                npy_shape_string(ndim, shape, sb, sizeof sb));
@@ -525,7 +540,7 @@ static bool write_npy(const char *path, const void *data, size_t elem, const cha
     return fail(err, err_len, path, "shape too long for the header");
   const size_t total = ((10 + (size_t)dn + 1 + 63) / 64) * 64;
   const size_t header_len = total - 10;
-  unsigned char head[600];
+  unsigned char *head = e->head;
   memcpy(head, "\x93NUMPY\x01\x00", 8);
   head[8] = (unsigned char)(header_len & 0xff);
   head[9] = (unsigned char)(header_len >> 8);
@@ -534,20 +549,28 @@ static bool write_npy(const char *path, const void *data, size_t elem, const cha
   head[total - 1] = '\n';
 
   const void *src = data;
-  void *swapped = NULL;
   if (count && !host_is_little_endian()) {
-    swapped = malloc(count * elem);
-    if (!swapped) return fail(err, err_len, path, "out of memory");
-    memcpy(swapped, data, count * elem);
+    e->swapped = malloc(count * elem);
+    if (!e->swapped) return fail(err, err_len, path, "out of memory");
+    memcpy(e->swapped, data, count * elem);
     if (elem == 4)
-      byteswap32(swapped, count);
+      byteswap32(e->swapped, count);
     else
-      byteswap16(swapped, count);
-    src = swapped;
+      byteswap16(e->swapped, count);
+    src = e->swapped;
   }
-  const attn_buf parts[2] = {{head, total}, {src, count * elem}};
-  const bool ok = attn_write_file_atomic(path, parts, 2, err, err_len);
-  free(swapped);
+  e->parts[0] = (attn_buf){head, total};
+  e->parts[1] = (attn_buf){src, count * elem};
+  return true;
+}
+
+static bool write_npy(const char *path, const void *data, size_t elem, const char *descr, int ndim,
+                      const int64_t *shape, char *err, size_t err_len) {
+  if (!path || !*path) return fail(err, err_len, "(null)", "no output path");
+  npy_encoded e;
+  if (!encode_npy(path, data, elem, descr, ndim, shape, &e, err, err_len)) return false;
+  const bool ok = attn_write_file_atomic(path, e.parts, 2, err, err_len);
+  encoded_free(&e);
   return ok;
 }
 
@@ -559,4 +582,25 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
 bool npy_write_half(const char *path, const uint16_t *data, bool bf16, int ndim,
                     const int64_t *shape, char *err, size_t err_len) {
   return write_npy(path, data, 2, bf16 ? "<V2" : "<f2", ndim, shape, err, err_len);
+}
+
+bool npy_write_set(const npy_out *set, size_t n, char *err, size_t err_len) {
+  if (n > ATTN_OUTPUT_SET_MAX)
+    return fail(err, err_len, "(set)", "more than %d arrays in one set", ATTN_OUTPUT_SET_MAX);
+  npy_encoded e[ATTN_OUTPUT_SET_MAX];
+  const attn_output *outs[ATTN_OUTPUT_SET_MAX] = {0};
+  const attn_buf *parts[ATTN_OUTPUT_SET_MAX] = {0};
+  size_t n_parts[ATTN_OUTPUT_SET_MAX] = {0}, ready = 0;
+  bool ok = true;
+  for (; ready < n && ok; ready++) {
+    const npy_out *a = &set[ready];
+    ok = a->f32 ? encode_npy(a->out->target, a->f32, 4, "<f4", a->ndim, a->shape, &e[ready], err,
+                             err_len)
+                : encode_npy(a->out->target, a->half, 2, a->bf16 ? "<V2" : "<f2", a->ndim, a->shape,
+                             &e[ready], err, err_len);
+    outs[ready] = a->out, parts[ready] = e[ready].parts, n_parts[ready] = 2;
+  }
+  if (ok) ok = attn_output_write_set(outs, parts, n_parts, n, err, err_len);
+  for (size_t i = 0; i < ready; i++) encoded_free(&e[i]);
+  return ok;
 }

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/fileio.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,6 +61,21 @@ bool npy_write_f32(const char *path, const float *data, int ndim, const int64_t 
 // with descr '<V2' (as np.save writes ml_dtypes.bfloat16; np.load(f).view(ml_dtypes.bfloat16)).
 bool npy_write_half(const char *path, const uint16_t *data, bool bf16, int ndim,
                     const int64_t *shape, char *err, size_t err_len);
+
+// One array of a set written together: float32 (f32), or 16-bit (half: binary16, or
+// bfloat16 bits when bf16) when f32 is NULL, to a prepared output.
+typedef struct npy_out {
+  const attn_output *out;
+  const float *f32;
+  const uint16_t *half;
+  bool bf16;
+  int ndim;
+  const int64_t *shape;
+} npy_out;
+
+// Writes the n arrays (n ≤ ATTN_OUTPUT_SET_MAX) as one set (attn_output_write_set): a
+// failure before the renames leaves every target as it was.
+bool npy_write_set(const npy_out *set, size_t n, char *err, size_t err_len);
 
 // "(2, 8, 100, 64)"; "()" for 0-d; "(5,)" for 1-d, like NumPy prints shapes.
 const char *npy_shape_string(int ndim, const int64_t *shape, char *buf, size_t len);

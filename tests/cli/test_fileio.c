@@ -2,7 +2,8 @@
 // harness/fileio: messages keep their reason at any path length; what an output may
 // replace (regular files, symlinks to them) and what it may not (directories, devices,
 // FIFOs, dangling symlinks, any input — also through hard links and symlinks); atomic
-// writes leave no temporary; the lock refuses a second holder naming our pid.
+// writes leave no temporary, and a set of outputs is written whole or not at all; the
+// lock refuses a second holder naming our pid.
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -140,6 +141,33 @@ static void test_write(void) {
   EXPECT(leftovers() == 0, "no temporary left");
 }
 
+// A set (run's O and LSE) is written whole or not at all: when the second target turns
+// into a FIFO after prepare, the first keeps its old contents and no temporary is left;
+// a set that can be written replaces both.
+static void test_write_set(void) {
+  char po[128], pl[128], err[512];
+  write_text(in_dir("set_o.npy", po, sizeof po), "old o");
+  write_text(in_dir("set_lse.npy", pl, sizeof pl), "old lse");
+  attn_output o, l;
+  EXPECT(attn_output_prepare(&o, po, NULL, 0, err, sizeof err) &&
+             attn_output_prepare(&l, pl, NULL, 0, err, sizeof err),
+         "%s", err);
+  const attn_buf po_parts[1] = {{"new o", 5}}, pl_parts[1] = {{"new lse", 7}};
+  const attn_output *outs[2] = {&o, &l};
+  const attn_buf *parts[2] = {po_parts, pl_parts};
+  const size_t n_parts[2] = {1, 1};
+  EXPECT(unlink(pl) == 0 && mkfifo(pl, 0600) == 0, "LSE target replaced by a FIFO");
+  EXPECT(!attn_output_write_set(outs, parts, n_parts, 2, err, sizeof err) &&
+             strstr(err, "is now a FIFO"),
+         "the set is refused: '%s'", err);
+  EXPECT(file_is(po, "old o"), "O untouched when the LSE cannot be written");
+  EXPECT(leftovers() == 0, "no temporary left");
+  EXPECT(unlink(pl) == 0, "remove the FIFO");
+  EXPECT(attn_output_write_set(outs, parts, n_parts, 2, err, sizeof err), "%s", err);
+  EXPECT(file_is(po, "new o") && file_is(pl, "new lse"), "both replaced");
+  EXPECT(leftovers() == 0, "no temporary left");
+}
+
 static void test_lock(void) {
   char p[128], err[512];
   attn_output a, b;
@@ -171,6 +199,7 @@ int main(void) {
   test_messages();
   test_prepare();
   test_write();
+  test_write_set();
   test_lock();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

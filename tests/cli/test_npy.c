@@ -108,6 +108,16 @@ static void test_round_trip(void) {
     npy_free(&a);
     free(x);
   }
+  // The widest header: 32 dimensions of 19 digits, one of them 0 (no element), written
+  // whole and read back.
+  int64_t wide[NPY_MAX_DIMS];
+  for (int d = 0; d < NPY_MAX_DIMS; d++) wide[d] = d == 0 ? 0 : INT64_C(1000000000000000000);
+  EXPECT(npy_write_f32(path, NULL, NPY_MAX_DIMS, wide, err, sizeof err), "write 32-D: %s", err);
+  npy_array a;
+  EXPECT(npy_read_f32(path, &a, err, sizeof err) && a.ndim == NPY_MAX_DIMS && a.count == 0 &&
+             a.shape[NPY_MAX_DIMS - 1] == wide[NPY_MAX_DIMS - 1],
+         "read back the widest header: %s", err);
+  npy_free(&a);
 }
 
 static void test_versions_and_spellings(void) {

@@ -3,7 +3,9 @@
 """`attnbench run --kv-lens` (docs/serving.md): a ragged batch (a prefill chunk, decode
 tokens, a sequence without keys) run ragged and paged (pages in order and shuffled,
 float32 and q8_0 K/V, a window, LSE) on a gathered and a fallback kernel, against an
-independent NumPy float64 computation per sequence; bad descriptions are refused.
+independent NumPy float64 computation per sequence; a compute mode and --out-dtype apply
+to the batch; bad descriptions, inputs outside the mode's range and outputs that overflow
+--out-dtype are refused.
 
     run_serving.py PATH/TO/attnbench
 """
@@ -92,6 +94,49 @@ with clitest.tempdir() as tmp:
                     fin = np.isfinite(want_lse)
                     check(np.array_equal(fin, np.isfinite(lse)) and
                           np.abs(lse[fin] - want_lse[fin]).max() < 2e-5, f"{what}: LSE")
+    # a compute mode applies to the batch (Q, K, V rounded to bfloat16 per sequence; the
+    # report names it) and --out-dtype writes O and the LSE as binary16
+    bf = lambda x: (((x.view(np.uint32).astype(np.uint64) + 0x7FFF +  # noqa: E731
+                      ((x.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint32) << 16
+                    ).view(np.float32).astype(np.float64)
+    want, want_lse = reference(bf(q), bf(k), bf(v))
+    for kernel in ("flash__avx2", "naive"):
+        rc, so, se = clitest.run("run", "--kernel", kernel, *base, *lens, "--page-size", "16",
+                                 "--compute", "bf16", "--out-dtype", "f16", "--out", out,
+                                 "--lse", lse_path)
+        if rc != 0 and "unavailable" in se:
+            continue
+        if check(rc == 0 and "compute=bf16" in so and "check: pass" in so,
+                 f"{kernel} --kv-lens --compute bf16: rc {rc}: {so} {se}"):
+            o, lse = np.load(out), np.load(lse_path)
+            fin = np.isfinite(want_lse)
+            check(o.dtype == np.float16 and lse.dtype == np.float16 and
+                  np.abs(o - want).max() <= 2 ** -11 * np.abs(want).max() + 2e-5 and
+                  np.abs(lse[fin] - want_lse[fin]).max() <= 2 ** -11 * np.abs(want_lse[fin]).max(),
+                  f"{kernel}: bf16 batch, O and LSE written as binary16")
+    # refused: an input the mode cannot hold, in one sequence; an O that overflows
+    # --out-dtype f16 (nothing written); --dtype other than f32 (packed files are float32)
+    big_q, big_v = q.copy(), v.copy()
+    big_q[6, 3, 5] = 70000.0  # token 6: sequence 1's only query token
+    big_v[:] = 70000.0
+    np.save(os.path.join(tmp, "bq.npy"), big_q)
+    np.save(os.path.join(tmp, "bv.npy"), big_v)
+    never = os.path.join(tmp, "never.npy")
+    for bad, want_rc, text in (
+            (["--q", os.path.join(tmp, "bq.npy"), "--compute", "f16"], 1, "sequence 1, head 3"),
+            (["--v", os.path.join(tmp, "bv.npy"), "--out-dtype", "f16"], 1, "overflows the type"),
+            (["--dtype", "bf16"], 2, "float32 packed files")):
+        args = {"--q": paths["q"], "--k": paths["k"], "--v": paths["v"], "--out": never}
+        flags = []
+        for i in range(0, len(bad), 2):
+            if bad[i] in args:
+                args[bad[i]] = bad[i + 1]
+            else:
+                flags += bad[i:i + 2]
+        rc, so, se = clitest.run("run", "--kernel", "naive", *lens,
+                                 *[x for kv in args.items() for x in kv], *flags)
+        check(rc == want_rc and text in se and not os.path.exists(never),
+              f"{bad[-2:]}: exit {want_rc} with {text!r}, no O ({rc}: {se.strip()!r})")
     # refused descriptions: exit 2 with the key named; a wrong token total: exit 1
     for bad, want in ((["--kv-lens", "zipf:3:4"], "kv_lens"),
                       (["--kv-lens", "40 17", "--q-lens", "1"], "q_lens"),
