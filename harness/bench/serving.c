@@ -80,23 +80,31 @@ bool attn_serving_kv_lens(const char *text, int64_t *lens, int64_t cap, int64_t 
                 text);
   }
   char dist[16] = "";
-  long long seqs = 0, mean = 0;
+  int64_t seqs = 0, mean = 0;
   unsigned long long seed = 1;
   const size_t dl = (size_t)(colon - text);
   if (dl < sizeof dist) memcpy(dist, text, dl);
-  char tail;
-  const int got = sscanf(colon + 1, "%lld:%lld:%llu%c", &seqs, &mean, &seed, &tail);
   const bool known =
       !strcmp(dist, "fixed") || !strcmp(dist, "uniform") || !strcmp(dist, "longtail");
-  if (!known || (got != 2 && got != 3) || seqs < 1 || seqs > cap || mean < 1 || mean > kMaxLen)
+  // SEQS:MEAN[:SEED], whole numbers and nothing else (no sign, suffix or fraction)
+  char *end = NULL;
+  bool ok = known && whole(colon + 1, &end, 1, &seqs) && *end == ':' &&
+            whole(end + 1, &end, 1, &mean) && seqs <= cap;
+  if (ok && *end == ':') {
+    const char *sd = end + 1;
+    errno = 0;
+    seed = strtoull(sd, &end, 10);
+    ok = *sd >= '0' && *sd <= '9' && !errno;
+  }
+  if (!ok || *end)
     return fail(err, err_len,
                 "kv_lens '%s': want DIST:SEQS:MEAN[:SEED] with DIST fixed, uniform or longtail, "
-                "1 <= SEQS <= 4096, 1 <= MEAN <= 2^30",
+                "1 <= SEQS <= 4096, 1 <= MEAN <= 2^30, whole numbers",
                 text);
   double *w = malloc((size_t)seqs * sizeof *w);
   if (!w) return fail(err, err_len, "kv_lens '%s': out of memory", text);
   uint64_t st = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 17;
-  for (long long i = 0; i < seqs; i++) {
+  for (int64_t i = 0; i < seqs; i++) {
     if (dist[0] == 'f')
       w[i] = 1.0;
     else if (dist[0] == 'u')
@@ -106,6 +114,12 @@ bool attn_serving_kv_lens(const char *text, int64_t *lens, int64_t cap, int64_t 
   }
   scale_to_total(w, seqs, mean, lens);
   free(w);
+  for (int64_t i = 0; i < seqs; i++)
+    if (lens[i] > kMaxLen)
+      return fail(err, err_len,
+                  "kv_lens '%s': a generated length exceeds 2^30 (the cap of every length); "
+                  "lower MEAN",
+                  text);
   *n = seqs;
   return true;
 }

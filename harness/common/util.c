@@ -103,6 +103,9 @@ uint64_t attn_check_bytes(const attn_problem *c, const attn_kernel *k, const att
                                               o_elems(c)),
                                sizeof(float)));
   uint64_t b = attn_bytes_add(inputs, attn_bytes_mul(o_elems(c), sizeof(float) + sizeof(double)));
+  // a layout case also holds each sequence's own dense case (its rows gathered, with its
+  // reference and tolerance): about the batch's share again
+  if (c->layout) b = attn_bytes_mul(b, 2);
   if (k)
     b = attn_bytes_add(attn_bytes_add(b, attn_bytes_mul(o_elems(c), sizeof(float))),
                        attn_kernel_workspace(k, c, exec));

@@ -43,7 +43,8 @@ uint64_t attn_bytes_mul(uint64_t a, uint64_t b);
 uint64_t attn_tensor_bytes(const attn_problem *p);
 // Bytes a check of shape c holds: copies of Q, K, V, the reference output (float) and
 // the tolerance (double); with a kernel k also the guarded output and k's workspace
-// (attn_check_kernel). k == NULL: comparing an output computed elsewhere (`run --check`).
+// (attn_check_kernel); a ragged or paged c twice that (each sequence's own case besides).
+// k == NULL: comparing an output computed elsewhere (`run --check`).
 uint64_t attn_check_bytes(const attn_problem *c, const attn_kernel *k, const attn_exec *exec);
 // `run`: Q, K, V, O, the kernel's workspace and, with check, the reference.
 uint64_t attn_run_bytes(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,

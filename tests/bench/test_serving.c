@@ -41,8 +41,24 @@ static void test_lengths(void) {
   attn_serving_kv_lens("longtail:32:4096:1", a, 32, &n, err, sizeof err);
   attn_serving_kv_lens("longtail:32:4096:2", b, 32, &n, err, sizeof err);
   EXPECT(memcmp(a, b, sizeof a) != 0, "the seed changes the mix");
-  static const char *const bad[] = {"",          "12 x",    "-3",    "3*", "longtail:0:4096",
-                                    "zipf:3:10", "fixed:3", "1*5000"};
+  // ... also anything after MEAN but a seed (a suffix, a fraction, another separator), a
+  // sign, and a mix whose longest generated length would pass 2^30
+  static const char *const bad[] = {"",
+                                    "12 x",
+                                    "-3",
+                                    "3*",
+                                    "longtail:0:4096",
+                                    "zipf:3:10",
+                                    "fixed:3",
+                                    "1*5000",
+                                    "fixed:32:4k",
+                                    "uniform:32:4096.5",
+                                    "longtail:32:4096;7",
+                                    "fixed:32:4096/x",
+                                    "fixed:+3:4",
+                                    "fixed:3:4:",
+                                    "fixed:3:4:x",
+                                    "longtail:8:1073741824:1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
     EXPECT(!attn_serving_kv_lens(bad[i], l, 64, &n, err, sizeof err) && strstr(err, "kv_lens"),
