@@ -45,8 +45,8 @@ bool run_write_outputs(attn_dtype type, bool allow_nonfinite, const attn_output 
   uint16_t *h[2] = {NULL, NULL};
   bool ok = true;
   for (size_t i = 0; i < n && ok; i++) {
-    set[i] = (npy_out){.out = arr[i].out, .f32 = arr[i].x, .ndim = arr[i].ndim,
-                       .shape = arr[i].shape};
+    set[i] =
+        (npy_out){.out = arr[i].out, .f32 = arr[i].x, .ndim = arr[i].ndim, .shape = arr[i].shape};
     if (type == ATTN_DTYPE_F32) continue;
     size_t count = 1;
     for (int d = 0; d < arr[i].ndim; d++) count *= (size_t)arr[i].shape[d];

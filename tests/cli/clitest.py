@@ -39,6 +39,18 @@ def run(*args, env=None, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
+def with_overrides(base, extra):
+    """The argument list of base ({option: value}, in order) with extra's OPTION VALUE pairs:
+    an option already in base takes the new value in place, others are appended."""
+    args, flags = dict(base), []
+    for i in range(0, len(extra), 2):
+        if extra[i] in args:
+            args[extra[i]] = extra[i + 1]
+        else:
+            flags += extra[i:i + 2]
+    return [x for kv in args.items() for x in kv] + flags
+
+
 def check(cond, what):
     global _failures
     if not cond:

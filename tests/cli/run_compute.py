@@ -152,14 +152,8 @@ with clitest.tempdir() as d:
     ]
     for what, extra, want_rc, text in cases:
         out = path("never.npy")
-        args = {"--kernel": "blocked", "--q": qp, "--k": kp, "--v": vp, "--out": out}
-        flags = []
-        for i in range(0, len(extra), 2):
-            if extra[i] in args:
-                args[extra[i]] = extra[i + 1]
-            else:
-                flags += extra[i:i + 2]
-        rc, so, se = run("run", *[x for kv in args.items() for x in kv], *flags)
+        base = {"--kernel": "blocked", "--q": qp, "--k": kp, "--v": vp, "--out": out}
+        rc, so, se = run("run", *clitest.with_overrides(base, extra))
         lines = se.strip().splitlines()
         check(rc == want_rc and len(lines) == 1 and text in se and not os.path.exists(out),
               f"{what}: exit {want_rc}, one line with {text!r}, no O ({rc}: {se.strip()!r})")

@@ -126,15 +126,9 @@ with clitest.tempdir() as tmp:
             (["--q", os.path.join(tmp, "bq.npy"), "--compute", "f16"], 1, "sequence 1, head 3"),
             (["--v", os.path.join(tmp, "bv.npy"), "--out-dtype", "f16"], 1, "overflows the type"),
             (["--dtype", "bf16"], 2, "float32 packed files")):
-        args = {"--q": paths["q"], "--k": paths["k"], "--v": paths["v"], "--out": never}
-        flags = []
-        for i in range(0, len(bad), 2):
-            if bad[i] in args:
-                args[bad[i]] = bad[i + 1]
-            else:
-                flags += bad[i:i + 2]
+        base = {"--q": paths["q"], "--k": paths["k"], "--v": paths["v"], "--out": never}
         rc, so, se = clitest.run("run", "--kernel", "naive", *lens,
-                                 *[x for kv in args.items() for x in kv], *flags)
+                                 *clitest.with_overrides(base, bad))
         check(rc == want_rc and text in se and not os.path.exists(never),
               f"{bad[-2:]}: exit {want_rc} with {text!r}, no O ({rc}: {se.strip()!r})")
     # refused descriptions: exit 2 with the key named; a wrong token total: exit 1
