@@ -547,7 +547,9 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "%peak", gflop * 100.0 / s->peak_gflops, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "peak_GFLOP/s", s->peak_gflops, ATTN_GB_PLAIN);
   }
-  // The adjacent probe (above): the better of the two reads is this run's limit.
+  // The adjacent probe (above): the better of the two reads is this run's limit, against
+  // the bytes the roofline counts (a serving point: the K/V its rows can see and the packed
+  // Q and O, not the pool's unused slots nor keys outside a window).
   if (adjacent && !(bw_before > 0 && bw_after > 0))  // no buffer for it (adjacent.c) or a
     attn_gb_set_counter(st, "adj_bw_unavailable", 1, ATTN_GB_PLAIN);  // failed read
   if (bw_before > 0 && bw_after > 0) {
@@ -555,7 +557,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "adj_bw_before_GB/s", bw_before, ATTN_GB_PLAIN);
     attn_gb_set_counter(st, "adj_bw_after_GB/s", bw_after, ATTN_GB_PLAIN);
     attn_gb_set_counter(st, "adj_bw_GB/s", near, ATTN_GB_PLAIN);
-    attn_gb_set_counter(st, "%adj_bw", (double)tensor_bytes(p) * 1e-9 * 100.0 / near,
+    attn_gb_set_counter(st, "%adj_bw", roofline_bytes(p) * 1e-9 * 100.0 / near,
                         ATTN_GB_RATE_PER_ITER);
   }
   // Scored against the limit that applies (t_roof above): % of the roofline time (t_roof /

@@ -466,6 +466,19 @@ seq_len = 256
 threads = 1
 repetitions = 3
 """
+ADJ_SERVING_CFG = """[serve]
+kernels = blocked
+heads = 2
+kv_heads = 2
+head_dim = 64
+causal = true
+kv_lens = 8192 8192
+window = 1023:0
+page_size = 16
+threads = 1
+repetitions = 2
+cold_inputs = true
+"""
 ADJ_KEYS = ("adj_bw_before_GB/s", "adj_bw_after_GB/s", "adj_bw_GB/s", "%adj_bw")
 
 
@@ -531,6 +544,25 @@ def adjacent(binary):
         for tag in ("off", "noprobe"):
             check(runs[tag] and not any(k in b for b in runs[tag] for k in ADJ_KEYS),
                   "%s: no adjacent probe counters" % tag)
+        # A serving point's %adj_bw counts the bytes its roofline counts (docs/serving.md):
+        # a window of 1024 reads an eighth of each 8192-key cache, so against the pool's
+        # bytes the figure would be about 8 times too high.
+        spath, sout = os.path.join(d, "serve.ini"), os.path.join(d, "serve.json")
+        with open(spath, "w") as f:
+            f.write(ADJ_SERVING_CFG)
+        r = subprocess.run([binary, "bench", "--config", spath, "--out", sout,
+                            "--benchmark_min_time=0.01"], capture_output=True, text=True, timeout=600)
+        check(r.returncode == 0, "serving: bench runs (%s)" % r.stderr.strip()[-300:])
+        with open(sout) as f:
+            srv = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
+        check(len(srv) == 2 and all(k in b for b in srv for k in ADJ_KEYS + ("roofline_bytes",)),
+              "serving: adjacent probe and roofline_bytes on both repetitions (%s)" % srv[:1])
+        for b in srv if len(srv) == 2 and all("%adj_bw" in b for b in srv) else []:
+            check(b["roofline_bytes"] < b["bytes"] / 4, "serving: the window reads under a quarter "
+                  "of the pool (%g of %g bytes)" % (b["roofline_bytes"], b["bytes"]))
+            want = 100.0 * b["GB/s"] * (b["roofline_bytes"] / b["bytes"]) / b["adj_bw_GB/s"]
+            check(abs(b["%adj_bw"] - want) <= 1e-6 * want,
+                  "serving: %%adj_bw = 100 x roofline_bytes/s / adj_bw (%g vs %g)" % (b["%adj_bw"], want))
         # Too little memory for the probe's buffer (the points' own rule): a note on stderr
         # and in the context, the sweep still runs, no adjacent counters.
         # The limit: what the cold point needs (its copies outgrow the LLC, so this depends
