@@ -30,11 +30,13 @@ q_len exceeds nothing, ragged and paged with shuffled pages), then:
                                              not; ggml's with a mask that does not separate the
                                              sequences fails the check. 77 when not installed.
 """
+import importlib.machinery
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -248,6 +250,35 @@ def reports(attnbench):
             assert "tok/s" in ln and "(`numpy_serving`)" in ln and "not run [1]" in ln, ln
         assert "[1] numpy_attention cannot express a paged serving batch" in page, page
         assert "serving-testcpu-serving" in page, "the plot is not linked"
+        # plot-serving draws no point that failed its check, even one timed anyway
+        # (--time-failed marks it check_failed).
+        loader = importlib.machinery.SourceFileLoader(
+            "plot_serving", os.path.join(ROOT, "scripts", "plot-serving"))
+        ps = types.ModuleType(loader.name)
+        ps.__file__ = loader.path
+        loader.exec_module(ps)
+        _, pts = ps.attnresults.load(res)
+        anchor = [p for p in pts.values() if p.get("baseline")]
+        assert anchor and set(anchor) <= set(ps.decode_points(pts.values())), "anchors drawn"
+        anchor[0].counters["check_failed"] = 1
+        assert anchor[0] not in ps.decode_points(pts.values()), "a failed check is drawn"
+        # A kernel whose check failed on a batch (bench's entry: an error, none of the
+        # serving counters, which come after the check) keeps its row, as "error".
+        doc = json.load(open(res))
+        first = next(b["name"] for b in doc["benchmarks"] if not b.get("baseline"))
+        doc["benchmarks"] = [b for b in doc["benchmarks"]
+                             if b.get("run_name", b["name"]) != first] + [
+            {"name": first, "run_name": first, "run_type": "iteration", "error_occurred": True,
+             "error_message": "check failed: max |err|/tol 3.1", "iterations": 0,
+             "real_time": 0, "cpu_time": 0, "time_unit": "ns"}]
+        with open(res, "w") as f:
+            json.dump(doc, f)
+        r = run([py, os.path.join(ROOT, "scripts", "render-results"), "--results", res_dir,
+                 "--out", md])
+        assert r.returncode == 0, "render-results failed on a failed kernel point"
+        key = first[len("naive/"):].replace("/T1", "", 1)
+        row = [ln for ln in open(md).read().splitlines() if ln.startswith("| `%s` |" % key)]
+        assert len(row) == 1 and "| error |" in row[0], (key, row)
         # a serving file without a uniform decode sweep: no plot, one line why
         with open(os.path.join(d, "m.ini"), "w") as f:
             f.write(REPORT_CONFIG.split("[batch]")[0].replace(
