@@ -25,6 +25,7 @@ is "bandwidth" when the bytes term is the larger (decode), else the unit ("FMA",
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -64,6 +65,10 @@ KV_DTYPE_NAMES = ("f32", "f16", "bf16", "q8_0")
 COMPUTE_NAMES = ("f32", "bf16", "f16", "int8")  # the "compute" counter (attn_compute)
 
 
+# The serving description in a point's name (harness/bench: …/T2/q=…/kv=…/ragged|pageN[s]).
+SERVING_RE = re.compile(r"/(q=[^/]*/kv=[^/]*/(?:ragged|page[0-9]+s?))(?=/|$)")
+
+
 class Point:
     """One benchmark point of one results file."""
 
@@ -79,10 +84,19 @@ class Point:
     @property
     def shape(self):
         """The shape counters, the K/V type (points of one shape stored as another type
-        read other bytes: another shape), then the options."""
+        read other bytes: another shape), then the options, then a serving batch's
+        description (its lengths and layout: a ragged and a paged batch of the same
+        largest lengths are different problems)."""
         return (tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) + (self.kv_dtype_code,) +
                 (self.compute_code,) +
-                tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS))
+                tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS) + (self.serving,))
+
+    @property
+    def serving(self):
+        """A serving batch's description from the point's name ("q=decode/kv=fixed:8:4096/
+        page16s": docs/serving.md), or "" for a dense point."""
+        m = SERVING_RE.search(self.name)
+        return m.group(1) if m else ""
 
     @property
     def kv_dtype_code(self):
@@ -169,7 +183,7 @@ class Point:
         if m:
             s += " compute:" + (COMPUTE_NAMES[m] if m < len(COMPUTE_NAMES) else str(m))
         opts = options_label(c)
-        return s + (" " + opts if opts else "")
+        return s + (" " + opts if opts else "") + (" " + self.serving if self.serving else "")
 
 
 _UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}

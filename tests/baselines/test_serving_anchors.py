@@ -260,6 +260,16 @@ def reports(attnbench):
         _, pts = ps.attnresults.load(res)
         anchor = [p for p in pts.values() if p.get("baseline")]
         assert anchor and set(anchor) <= set(ps.decode_points(pts.values())), "anchors drawn"
+        # The same largest lengths ragged and paged are two shapes (summary.py, plot.py and
+        # compare.py group points by shape), and the label says which.
+        lay = {}
+        for tail in ("ragged", "page32", "page32s"):
+            q = ps.attnresults.Point("k/B2/H4/KV2/Sq1/Skv64/D16/causal/T1/q=decode/kv=fixed:2:64/"
+                                     + tail + "/cold")
+            q.counters = dict(anchor[0].counters)
+            lay[tail] = q
+        assert len({q.shape for q in lay.values()}) == 3, "layouts merged into one shape"
+        assert lay["page32s"].shape_label().endswith(" q=decode/kv=fixed:2:64/page32s")
         anchor[0].counters["check_failed"] = 1
         assert anchor[0] not in ps.decode_points(pts.values()), "a failed check is drawn"
         # A kernel whose check failed on a batch (bench's entry: an error, none of the
