@@ -110,15 +110,27 @@ bool config_serving_validate(parse_ctx *c, sweep *s) {
   // placeholders for the dense lists the expansion walks (one value each)
   s->seq_len.v[0] = 1, s->seq_len.n = 1, s->seq_len.seen = true;
   s->batch.v[0] = 1, s->batch.n = 1;
-  // every q_lens item must fit every kv_lens item's sequence count
+  // every q_lens item must fit every kv_lens item's sequence count, and each sequence's
+  // context: a server's new tokens are the last q_len of its kv_len (kv_len counts them),
+  // so a chunk longer than its context (rows that see nothing, counted as tokens) is a
+  // mistake in a benchmark (the API computes it: docs/serving.md, "Zero lengths")
   for (int k = 0; k < s->n_kv_lens; k++) {
     int64_t *kv = malloc(ATTN_SERVING_MAX_SEQS * sizeof *kv), *q = NULL, n = 0;
     char why[256] = "out of memory";
     bool ok =
         kv && attn_serving_kv_lens(s->kv_lens[k], kv, ATTN_SERVING_MAX_SEQS, &n, why, sizeof why);
     if (ok) ok = (q = malloc((size_t)n * sizeof *q)) != NULL;
-    for (int j = 0; ok && j < s->n_q_lens; j++)
+    for (int j = 0; ok && j < s->n_q_lens; j++) {
       ok = attn_serving_q_lens(s->q_lens[j], n, q, why, sizeof why);
+      for (int64_t i = 0; ok && i < n; i++)
+        if (q[i] > kv[i])
+          ok = false, snprintf(why, sizeof why,
+                               "q_lens '%s' with kv_lens '%s': sequence %lld has %lld new tokens "
+                               "in a context of %lld (the context holds its new tokens: want "
+                               "q_len <= kv_len)",
+                               s->q_lens[j], s->kv_lens[k], (long long)i, (long long)q[i],
+                               (long long)kv[i]);
+    }
     free(kv);
     free(q);
     if (!ok) {

@@ -31,7 +31,7 @@ heads       = 4
 kv_heads    = 2
 head_dim    = 32
 causal      = true
-kv_lens     = 70 33 0 5, uniform:5:40:3
+kv_lens     = 70 33 1 5, uniform:5:40:3
 q_lens      = prefill:1:8
 page_size   = 0, 16
 page_order  = sequential, shuffled
@@ -56,13 +56,13 @@ with tempfile.TemporaryDirectory() as d:
         n = b["name"]
         check("error_message" not in b, f"{n}: {b.get('error_message')}")
         check(b.get("seqs") in (4, 5) and b.get("tokens/s", 0) > 0, f"{n}: seqs / tokens/s")
-        keys = 108 if "kv=70_33_0_5" in n else 200
+        keys = 109 if "kv=70_33_1_5" in n else 200
         row = 2 * (34 if "q8_0" in n else 128)  # K + V row bytes, D 32
         check(b.get("kv_bytes") == keys * 2 * row, f"{n}: kv_bytes {b.get('kv_bytes')}")
         check(b.get("paged") == (1 if "/page16" in n else 0), f"{n}: paged counter")
         # the roofline's bytes: the keys read plus the packed Q and O (8 + 3 or 8 + 4
         # query tokens, 4 heads, D 32 + 32, float32), never the pool's unused slots
-        tokens = 8 + (3 if "kv=70_33_0_5" in n else 4)
+        tokens = 8 + (3 if "kv=70_33_1_5" in n else 4)
         check(b.get("roofline_bytes") == b.get("kv_bytes") + tokens * 4 * 64 * 4,
               f"{n}: roofline_bytes {b.get('roofline_bytes')}")
         if b.get("read_bw_GB/s") and b.get("peak_GFLOP/s"):  # t_roof from those bytes
@@ -104,6 +104,25 @@ with tempfile.TemporaryDirectory() as d:
                 check(b.get("kv_bytes") == keys * 2 * 128,
                       f"{b['name']}: kv_bytes {b.get('kv_bytes')} (want {keys} keys)")
     check(seen >= 2, f"window points found ({seen}): {[b['name'] for b in runs]}")
+
+# A sweep whose chunk is longer than a sequence's context (rows that see nothing, counted
+# as tokens) is refused at load, naming the sequence: a server's new tokens are part of
+# its context.
+with tempfile.TemporaryDirectory() as d:
+    cfg = os.path.join(d, "bad.ini")
+    with open(cfg, "w") as f:
+        f.write(CONFIG.replace("70 33 1 5", "70 33 0 5").replace("prefill:1:8", "prefill:1:80"))
+    p = subprocess.run([BIN, "bench", "--config", cfg, "--out", os.path.join(d, "b.json"),
+                        "--quiet"], capture_output=True, text=True, timeout=600)
+    check(p.returncode == 2 and "sequence 0 has 80 new tokens in a context of 70" in p.stderr
+          and "q_len <= kv_len" in p.stderr and not os.path.exists(os.path.join(d, "b.json")),
+          f"a chunk longer than its context is refused (exit {p.returncode}: {p.stderr.strip()})")
+    with open(cfg, "w") as f:
+        f.write(CONFIG.replace("70 33 1 5", "70 33 0 5"))
+    p = subprocess.run([BIN, "bench", "--config", cfg, "--dry-run"], capture_output=True,
+                       text=True, timeout=600)
+    check(p.returncode == 2 and "sequence 2 has 1 new tokens in a context of 0" in p.stderr,
+          f"a decode token without a context is refused (exit {p.returncode}: {p.stderr.strip()})")
 
 print("test_bench_serving: " + ("all checks passed" if not failures else f"{failures} failed"))
 sys.exit(1 if failures else 0)

@@ -125,7 +125,7 @@ static void test_config(void) {
   char err[512];
   const char *ok =
       "[s]\nkernels = naive\nheads = 4\nkv_heads = 2\nhead_dim = 32\ncausal = true\n"
-      "kv_lens = 100 37 0 5, fixed:3:9\nq_lens = decode, prefill:1:4\npage_size = 0, 16\n"
+      "kv_lens = 100 37 1 5, fixed:3:9\nq_lens = decode, prefill:1:4\npage_size = 0, 16\n"
       "page_order = sequential, shuffled\n";
   EXPECT(load(ok, &plan, err, sizeof err), "serving config refused: %s", err);
   // 2 kv × 2 q × (ragged once + page16 × 2 orders) = 12 distinct points
@@ -150,6 +150,10 @@ static void test_config(void) {
        "page_order"},
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9\nmask = random\n", "mask"},
       {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nseq_len = 4\npage_size = 16\n", "kv_lens"},
+      // new tokens beyond a sequence's context (q_len > kv_len), with a list and generated
+      {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = 9 0\n", "sequence 1 has 1"},
+      {"[s]\nkernels = naive\nheads = 4\nhead_dim = 32\nkv_lens = fixed:2:9\nq_lens = 3 10\n",
+       "sequence 1 has 10 new tokens in a context of 9"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';
