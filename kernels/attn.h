@@ -428,6 +428,11 @@ int64_t attn_layout_q_len(const attn_problem *p, int64_t b);
 int64_t attn_layout_kv_len(const attn_problem *p, int64_t b);
 // Query tokens over all sequences (dense: batch·seq_q).
 size_t attn_layout_total_q(const attn_problem *p);
+// The keys of sequence b that some row of it can see, counted once: the union over its
+// rows of each row's range under causal masking and a window ("Causal masking and
+// windows"), all kv_len_b keys without them, 0 without queries (dense: sequence b of the
+// batch alike). What one call must read of its K/V, per K/V head.
+int64_t attn_layout_visible_keys(const attn_problem *p, int64_t b);
 // Sequence b as a dense problem of batch 1 (seq_q = q_len_b, seq_kv = kv_len_b, layout NULL;
 // not valid when a length is 0). With options, *opts gets a copy of p's whose mask points
 // at sequence b's block and whose lse is NULL (the packed LSE is not a batch-1 tensor).

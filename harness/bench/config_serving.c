@@ -124,12 +124,12 @@ bool config_serving_validate(parse_ctx *c, sweep *s) {
       ok = attn_serving_q_lens(s->q_lens[j], n, q, why, sizeof why);
       for (int64_t i = 0; ok && i < n; i++)
         if (q[i] > kv[i])
-          ok = false, snprintf(why, sizeof why,
-                               "q_lens '%s' with kv_lens '%s': sequence %lld has %lld new tokens "
-                               "in a context of %lld (the context holds its new tokens: want "
-                               "q_len <= kv_len)",
-                               s->q_lens[j], s->kv_lens[k], (long long)i, (long long)q[i],
-                               (long long)kv[i]);
+          ok = false,
+          snprintf(why, sizeof why,
+                   "q_lens '%s' with kv_lens '%s': sequence %lld has %lld new tokens "
+                   "in a context of %lld (the context holds its new tokens: want "
+                   "q_len <= kv_len)",
+                   s->q_lens[j], s->kv_lens[k], (long long)i, (long long)q[i], (long long)kv[i]);
     }
     free(kv);
     free(q);

@@ -231,33 +231,11 @@ bool attn_page_order_parse(const char *s, attn_page_order *out) {
   return false;
 }
 
-// The keys sequence b's rows can see: the union over its rows i of the keys j with
-// −left ≤ j − (i + off) ≤ right (attn.h, "Causal masking and windows"; causal is right = 0),
-// off the sequence's diagonal offset — all kv_len keys without a window or causal mask.
-static int64_t seq_visible_keys(const attn_problem *p, int64_t b) {
-  if (!p->layout) return p->seq_kv;
-  const int64_t nk = attn_layout_kv_len(p, b), nq = attn_layout_q_len(p, b);
-  if (nk == 0 || nq == 0) return 0;
-  attn_options o;
-  const attn_problem sp = attn_layout_seq_problem(p, b, &o);
-  const int64_t off = attn_diag_offset(&sp);
-  const bool win = sp.opts && sp.opts->window;
-  int64_t lo = 0, hi = nk - 1;
-  if (win && sp.opts->window_left != ATTN_WINDOW_UNBOUNDED) lo = off - sp.opts->window_left;
-  int64_t right = ATTN_WINDOW_UNBOUNDED;
-  if (win) right = sp.opts->window_right;
-  if (sp.causal && (right == ATTN_WINDOW_UNBOUNDED || right > 0)) right = 0;
-  if (right != ATTN_WINDOW_UNBOUNDED) hi = nq - 1 + off + right;
-  if (lo < 0) lo = 0;
-  if (hi > nk - 1) hi = nk - 1;
-  return hi >= lo ? hi - lo + 1 : 0;
-}
-
 uint64_t attn_serving_kv_bytes(const attn_problem *p) {
   const uint64_t row = (uint64_t)attn_kv_row_bytes(p->kv_dtype, p->head_dim_qk) +
                        (uint64_t)attn_kv_row_bytes(p->kv_dtype, p->head_dim_v);
   uint64_t keys = 0;
-  for (int64_t b = 0; b < p->batch; b++) keys += (uint64_t)seq_visible_keys(p, b);
+  for (int64_t b = 0; b < p->batch; b++) keys += (uint64_t)attn_layout_visible_keys(p, b);
   return keys * (uint64_t)p->kv_heads * row;
 }
 

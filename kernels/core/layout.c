@@ -38,6 +38,27 @@ size_t attn_layout_total_q(const attn_problem *p) {
                    : (size_t)p->batch * (size_t)p->seq_q;
 }
 
+// The union over sequence b's rows i of the keys j with −left ≤ j − (i + off) ≤ right
+// (causal: right = 0), off its diagonal offset: one range, since consecutive rows' ranges
+// move by one key and every window side is ≥ 0.
+int64_t attn_layout_visible_keys(const attn_problem *p, int64_t b) {
+  const int64_t nk = attn_layout_kv_len(p, b), nq = attn_layout_q_len(p, b);
+  if (nk == 0 || nq == 0) return 0;
+  attn_options o;
+  const attn_problem sp = attn_layout_seq_problem(p, b, &o);
+  const int64_t off = attn_diag_offset(&sp);
+  const bool win = sp.opts && sp.opts->window;
+  int64_t lo = 0, hi = nk - 1;
+  if (win && sp.opts->window_left != ATTN_WINDOW_UNBOUNDED) lo = off - sp.opts->window_left;
+  int64_t right = ATTN_WINDOW_UNBOUNDED;
+  if (win) right = sp.opts->window_right;
+  if (sp.causal && (right == ATTN_WINDOW_UNBOUNDED || right > 0)) right = 0;
+  if (right != ATTN_WINDOW_UNBOUNDED) hi = nq - 1 + off + right;
+  if (lo < 0) lo = 0;
+  if (hi > nk - 1) hi = nk - 1;
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+
 attn_problem attn_layout_seq_problem(const attn_problem *p, int64_t b, attn_options *opts) {
   attn_problem s = *p;
   s.layout = NULL;

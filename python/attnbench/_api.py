@@ -10,7 +10,7 @@ from typing import Any, List, NamedTuple, NoReturn, Optional, Tuple, Union
 import numpy as np
 
 _LIB_NAME = "libattnbench_py.so"
-_ABI = 4
+_ABI = 5
 # Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
@@ -123,7 +123,7 @@ def _native() -> ctypes.CDLL:
     lib.attnpy_attention_check.argtypes = [*prob, vp, vp, vp, vp, vp, vp, c_ip, c_dp, cs, csz]
     lib.attnpy_bench.argtypes = [cs, *prob, ci, vp, vp, vp, vp, ci, cd, ci, c_dp, c_i64p, cs,
                                  csz]
-    lib.attnpy_problem_info.argtypes = [cs, *prob, c_dp, c_u32p, c_u32p, cs, csz]
+    lib.attnpy_problem_info.argtypes = [cs, *prob, c_dp, c_dp, c_u32p, c_u32p, cs, csz]
     lib.attnpy_machine.argtypes = [c_i64p, cs, csz, cs, csz]
     lib.attnpy_isa_names.argtypes = [ctypes.c_uint32, cs, csz]
     lib.attnpy_fma_peak.argtypes = [ctypes.c_uint32, ci]

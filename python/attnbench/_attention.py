@@ -212,7 +212,8 @@ class _Problem(NamedTuple):
     lay: Any = None                # ctypes int64[5] for a layout (attnbench_py.c ATTNPY_LAY_*)
     lay_arrays: Tuple[Optional[np.ndarray], ...] = (None, None, None)  # cu_q, cu_kv, table
     tokens: int = 0                # query tokens (rows of O per head)
-    kv_bytes: int = 0              # K and V bytes one call reads, as stored
+    kv_row_bytes: int = 0          # K and V bytes of one key over the K/V heads, as stored
+    kv_bytes: int = 0              # dense: K and V bytes one call reads (every key)
 
     def args(self) -> list:
         """The problem arguments of the native attention entry points."""
@@ -291,6 +292,7 @@ def _problem(q, k, v, *, attn_mask=None, dropout_p=0.0, is_causal=False, scale=N
     dims = (ctypes.c_int64 * 7)(b, h, hk, sq, skv, dqk, dv)
     return _Problem(qa, ka, va, dims, *_ctypes_options(io, fo), (slopes, sinks_a, mask),
                     (b, h, sq, dv), _is_torch(q), lse_shape=(b, h, sq), tokens=b * sq,
+                    kv_row_bytes=hk * (_row_bytes(kv_dtype, dk) + _row_bytes(kv_dtype, dv)),
                     kv_bytes=b * hk * skv * (_row_bytes(kv_dtype, dk) + _row_bytes(kv_dtype, dv)))
 
 

@@ -150,7 +150,8 @@ class BenchmarkResult:
     layout: str               # "dense", "ragged" (cu_seqlens_q=, cu_seqlens_k=) or "paged"
     tokens: int               # query tokens of one call (rows of O per head)
     tokens_per_s: float       # tokens / median
-    kv_bytes: int             # K and V bytes one call reads (each sequence's keys once, stored)
+    kv_bytes: int             # K and V bytes one call reads, as stored (a serving batch: each
+                              # key some row of its sequence can see, once; dense: every key)
     kv_gbs: float             # kv_bytes / median / 1e9
 
     def __str__(self) -> str:
@@ -186,10 +187,11 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
     name = _api._name(kname)
     t = 0 if threads is None else _api._int_option(threads, "threads")
     lib = _checked_native()
-    flops, isa, caps = ctypes.c_double(), ctypes.c_uint32(), ctypes.c_uint32()
+    flops, keys = ctypes.c_double(), ctypes.c_double()
+    isa, caps = ctypes.c_uint32(), ctypes.c_uint32()
     err = ctypes.create_string_buffer(512)
-    rc = lib.attnpy_problem_info(name, *pr.args(), ctypes.byref(flops), ctypes.byref(isa),
-                                 ctypes.byref(caps), err, len(err))
+    rc = lib.attnpy_problem_info(name, *pr.args(), ctypes.byref(flops), ctypes.byref(keys),
+                                 ctypes.byref(isa), ctypes.byref(caps), err, len(err))
     if rc != _api._OK:
         _raise(rc, err.value.decode(errors="replace"))
     o = np.empty(pr.oshape, dtype=np.float32)
@@ -214,6 +216,8 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
         unit = (f"the FP32 FMA peak ({_isa_names(isa.value) if isa.value else 'scalar'}, "
                 f"{peak_threads or 'OpenMP default'} thread{'' if peak_threads == 1 else 's'})")
     gflops = flops.value / med * 1e-9
+    # A serving batch reads the keys its rows can see (bench's rule), a dense problem all
+    kv_bytes = int(keys.value) * pr.kv_row_bytes if pr.layout else pr.kv_bytes
     return BenchmarkResult(
         kernel=name.decode(), times=tuple(float(x) for x in times), number=int(out[1]),
         median=med, iqr=q3 - q1, min=float(times.min()), mean=float(times.mean()),
@@ -221,5 +225,5 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
         percent_of_peak=None if peak is None else 100.0 * gflops / peak, peak_unit=unit,
         threads=used, fallback=bool(out[3]), compute=compute,
         kv_dtype=options.get("kv_dtype", "f32"), machine=machine, layout=pr.layout,
-        tokens=pr.tokens, tokens_per_s=pr.tokens / med, kv_bytes=pr.kv_bytes,
-        kv_gbs=pr.kv_bytes / med * 1e-9)
+        tokens=pr.tokens, tokens_per_s=pr.tokens / med, kv_bytes=kv_bytes,
+        kv_gbs=kv_bytes / med * 1e-9)

@@ -127,8 +127,7 @@ def _layout_problem(q: Any, qa: np.ndarray, ka: np.ndarray, va: np.ndarray, dk: 
                     layout="paged" if lay[0] == _PAGED else "ragged",
                     lay=(ctypes.c_int64 * len(lay))(*lay), lay_arrays=(cu_q, cu_kv, table),
                     tokens=total_q,
-                    kv_bytes=int(kvlens.sum()) * hk * (_row_bytes(kv_dtype, dk) +
-                                                       _row_bytes(kv_dtype, dv)))
+                    kv_row_bytes=hk * (_row_bytes(kv_dtype, dk) + _row_bytes(kv_dtype, dv)))
 
 
 def _packed_q(q: Any, compute: str) -> np.ndarray:

@@ -34,7 +34,7 @@
 #define ATTNPY_EXPORT __attribute__((visibility("default")))
 
 enum {
-  ATTNPY_ABI = 4,                // bumped when a signature below changes
+  ATTNPY_ABI = 5,                // bumped when a signature below changes
   ATTNPY_ERR_UNKNOWN = -1,       // no kernel of that name
   ATTNPY_ERR_UNAVAILABLE = -2,   // the CPU lacks an ISA the kernel needs
   ATTNPY_ERR_INVALID_EXEC = -3,  // threads / tiles outside their limits
@@ -554,14 +554,18 @@ ATTNPY_EXPORT int attnpy_bench(const char *name, ATTNPY_PROBLEM_PARAMS, int thre
 // the kernel's yardstick — the rule of `attnbench bench` (harness/bench/point.c,
 // attn_bench_peak_isa): the kernel's best required ISA, AVX-512F over AVX2, NEON, or the
 // CPU's best for a portable kernel; 0 = the scalar peak. *caps gets the kernel's caps.
+// *kv_keys: the keys one call must read per K/V head, Σ_b attn_layout_visible_keys (the
+// rule of bench's serving counters, harness/bench/serving.c).
 ATTNPY_EXPORT int attnpy_problem_info(const char *name, ATTNPY_PROBLEM_PARAMS, double *flops,
-                                      uint32_t *peak_isa, uint32_t *caps, char *err,
-                                      size_t err_len) {
+                                      double *kv_keys, uint32_t *peak_isa, uint32_t *caps,
+                                      char *err, size_t err_len) {
   attnpy_setup st;
   int rc = setup_ex(name, ATTNPY_PROBLEM_ARGS, NULL, 0, &st, err, err_len);
   if (rc != ATTN_OK) return rc;
   const attn_kernel *kern = st.kern;
   *flops = attn_flops(&st.p);
+  *kv_keys = 0;
+  for (int64_t b = 0; b < st.p.batch; b++) *kv_keys += (double)attn_layout_visible_keys(&st.p, b);
   const uint32_t isa = kern->required_isa ? kern->required_isa : attn_cpu_features();
   *peak_isa = (isa & ATTN_ISA_AVX512F) ? ATTN_ISA_AVX512F
               : (isa & ATTN_ISA_AVX2)  ? ATTN_ISA_AVX2

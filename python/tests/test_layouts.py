@@ -283,6 +283,15 @@ def test_benchmark():
         expect(layout in str(r) and "tokens/s" in str(r), f"benchmark {layout}: {r}")
     raises(ab.InvalidProblemError, ab.benchmark, pl.q, pl.k, pl.v, block_table=pl.table,
            cache_seqlens=pl.kv_lens + 100, cu_seqlens_q=pl.cu_q)
+    # A window of 2 keys left of the diagonal: each sequence reads the keys its rows can see
+    # (bench's kv_bytes), not its whole context: the 3 rows at the end of 13 keys see keys
+    # 8..12 (5), the decode row at 10 keys 7..9 (3), the row without keys none, the chunk
+    # of 6 at context 6 keys 0..5 (6), the decode row at 1 key that key.
+    r = ab.benchmark(pl.q, pl.k, pl.v, block_table=pl.table, cache_seqlens=pl.kv_lens,
+                     cu_seqlens_q=pl.cu_q, is_causal=True, window=(2, 0), repeats=1,
+                     min_time=0.0, threads=1)
+    expect(r.kv_bytes == (5 + 3 + 0 + 6 + 1) * HK * 2 * 4 * D,
+           f"benchmark with a window: kv_bytes {r.kv_bytes} (want {(5 + 3 + 6 + 1)} keys)")
 
 
 def test_errors():
