@@ -33,6 +33,7 @@ q_len exceeds nothing, ragged and paged with shuffled pages), then:
 import importlib.machinery
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -248,6 +249,8 @@ def reports(attnbench):
         assert len(rows) == 4, rows  # contexts 64 and 128 at batch 2; batch 1 and 4 at 128
         for ln in rows:
             assert "tok/s" in ln and "(`numpy_serving`)" in ln and "not run [1]" in ln, ln
+            # each % names the roofline term that binds it (bw, or the compute unit)
+            assert re.search(r"tok/s · [0-9.]+% (bw|FMA) \|", ln), ln
         assert "[1] numpy_attention cannot express a paged serving batch" in page, page
         assert "serving-testcpu-serving" in page, "the plot is not linked"
         # plot-serving draws no point that failed its check, even one timed anyway
