@@ -239,7 +239,9 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
                 "input Q of sequence %lld, head %lld, token %lld, element %lld is "
                 "not finite (inputs must be finite)",
                 (long long)b, (long long)h, (long long)i, (long long)bad);
-          const double qa = row_max_abs(ATTN_DTYPE_F32, attn_layout_q_row(p, q, b, h, i), dqk);
+          const double qa =
+              isinf(cr.q) ? 0.0  // no limit (f32): no scan
+                          : row_max_abs(ATTN_DTYPE_F32, attn_layout_q_row(p, q, b, h, i), dqk);
           if (qa > cr.q)
             return attn_range_fail(err, err_len,
                                    "input Q of sequence %lld, head %lld, token %lld holds %g, "
@@ -258,7 +260,8 @@ int attn_layout_inputs_check(const attn_problem *p, const float *q, const void *
               "input %s of sequence %lld, K/V head %lld, key %lld, element %lld is "
               "not finite (inputs must be finite)",
               n < 0 ? "K" : "V", (long long)b, (long long)g, (long long)t, (long long)bad);
-        const double ka = row_max_abs(kt, kr, dqk), va = row_max_abs(kt, vr, dv);
+        const double ka = isinf(cr.kv) ? 0.0 : row_max_abs(kt, kr, dqk);  // as Q's
+        const double va = row_max_abs(kt, vr, dv);  // also the V accumulation's bound
         if (ka > cr.kv || va > cr.kv)
           return attn_range_fail(err, err_len,
                                  "input %s of sequence %lld, K/V head %lld, key %lld holds %g, "
