@@ -40,21 +40,21 @@ size_t attn_layout_total_q(const attn_problem *p) {
 
 // The union over sequence b's rows i of the keys j with −left ≤ j − (i + off) ≤ right
 // (causal: right = 0), off its diagonal offset: one range, since consecutive rows' ranges
-// move by one key and every window side is ≥ 0.
+// move by one key and every window side is ≥ 0. A side of kv_len or more bounds nothing
+// (and is never added: any int64 side is valid).
 int64_t attn_layout_visible_keys(const attn_problem *p, int64_t b) {
   const int64_t nk = attn_layout_kv_len(p, b), nq = attn_layout_q_len(p, b);
   if (nk == 0 || nq == 0) return 0;
   attn_options o;
   const attn_problem sp = attn_layout_seq_problem(p, b, &o);
-  const int64_t off = attn_diag_offset(&sp);
+  const int64_t off = attn_diag_offset(&sp);  // |off| ≤ 2^60, lengths ≤ 2^61: no overflow below
   const bool win = sp.opts && sp.opts->window;
   int64_t lo = 0, hi = nk - 1;
-  if (win && sp.opts->window_left != ATTN_WINDOW_UNBOUNDED) lo = off - sp.opts->window_left;
-  int64_t right = ATTN_WINDOW_UNBOUNDED;
-  if (win) right = sp.opts->window_right;
+  const int64_t left = win ? sp.opts->window_left : ATTN_WINDOW_UNBOUNDED;
+  if (left != ATTN_WINDOW_UNBOUNDED && left < off) lo = off - left;
+  int64_t right = win ? sp.opts->window_right : ATTN_WINDOW_UNBOUNDED;
   if (sp.causal && (right == ATTN_WINDOW_UNBOUNDED || right > 0)) right = 0;
-  if (right != ATTN_WINDOW_UNBOUNDED) hi = nq - 1 + off + right;
-  if (lo < 0) lo = 0;
+  if (right != ATTN_WINDOW_UNBOUNDED && right < nk) hi = nq - 1 + off + right;
   if (hi > nk - 1) hi = nk - 1;
   return hi >= lo ? hi - lo + 1 : 0;
 }

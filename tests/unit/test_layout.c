@@ -55,6 +55,26 @@ static void test_validation(void) {
   EXPECT(row == base + ((0 * 2 + 1) * 8 + 1) * 16, "paged row address off by %td",
          row - (base + ((0 * 2 + 1) * 8 + 1) * 16));
   EXPECT(attn_layout_q_row(&p, base, 1, 2, 0) == base + (3 * 4 + 2) * 16, "q row address");
+  // the keys a call reads (attn_layout_visible_keys): causal bottom-right, all 10 and 1;
+  // a window of 2 left: the 3 rows at the end of 10 keys see 5, the decode row 1; sides of
+  // any int64 size bound nothing and overflow nothing; no query, no keys read
+  {
+    attn_options o = {.window = 1, .window_left = 2, .window_right = 0};
+    EXPECT(attn_layout_visible_keys(&p, 0) == 10 && attn_layout_visible_keys(&p, 1) == 1 &&
+               attn_layout_visible_keys(&p, 2) == 0,
+           "visible keys %lld %lld %lld", (long long)attn_layout_visible_keys(&p, 0),
+           (long long)attn_layout_visible_keys(&p, 1), (long long)attn_layout_visible_keys(&p, 2));
+    p.opts = &o;
+    EXPECT(attn_layout_visible_keys(&p, 0) == 5, "window 2: %lld keys",
+           (long long)attn_layout_visible_keys(&p, 0));
+    p.causal = false, o.window_left = INT64_MAX, o.window_right = INT64_MAX;
+    EXPECT(attn_layout_visible_keys(&p, 0) == 10 && attn_layout_visible_keys(&p, 1) == 1,
+           "INT64_MAX window sides: %lld keys", (long long)attn_layout_visible_keys(&p, 0));
+    o.window_left = 0, o.window_right = INT64_MAX - 1;
+    EXPECT(attn_layout_visible_keys(&p, 0) == 3, "right side only: %lld keys (want 7..9)",
+           (long long)attn_layout_visible_keys(&p, 0));
+    p.opts = NULL, p.causal = true;
+  }
 
   struct {
     const char *what, *needle;
