@@ -50,6 +50,9 @@ def _raw(x: Any, what: str) -> Tuple[np.ndarray, str]:
     a = _view(x, what)
     if isinstance(a, np.ma.MaskedArray):
         raise DtypeError(f"{what}: a numpy.ma.MaskedArray, whose mask the kernels would ignore")
+    if not a.dtype.isnative:  # '>f4' on a little-endian machine: the bytes would be misread
+        raise DtypeError(f"{what}: dtype {a.dtype.str} is not in this machine's byte order "
+                         f"(pass {what}.astype({a.dtype.newbyteorder('=').str!r}))")
     name = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
             np.dtype(np.uint16): "bits16", np.dtype(np.uint8): "bytes"}.get(a.dtype)
     if name is None and a.dtype.name == "bfloat16":  # ml_dtypes.bfloat16
@@ -181,6 +184,9 @@ def _choice(x: Any, what: str, table: dict) -> str:
     return x
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _window(window: Any) -> Tuple[int, int]:
     if not isinstance(window, (tuple, list)) or len(window) != 2:
         raise InvalidOptionError(f"window: {window!r}, expected (left, right): keys left and "
@@ -192,6 +198,9 @@ def _window(window: Any) -> Tuple[int, int]:
         if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Integral) or w < -1:
             raise InvalidOptionError(f"window: {name} side {w!r} is not an integer >= 0, "
                                      f"-1 or None")
+        if w > _INT64_MAX:  # the native side takes int64: more would wrap around
+            raise InvalidOptionError(f"window: {name} side {w} exceeds 2^63 - 1 (None or -1: "
+                                     f"unbounded)")
         sides.append(int(w))
     return sides[0], sides[1]
 

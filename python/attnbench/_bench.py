@@ -217,7 +217,7 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
                 f"{peak_threads or 'OpenMP default'} thread{'' if peak_threads == 1 else 's'})")
     gflops = flops.value / med * 1e-9
     # A serving batch reads the keys its rows can see (bench's rule), a dense problem all
-    kv_bytes = int(keys.value) * pr.kv_row_bytes if pr.layout else pr.kv_bytes
+    kv_bytes = int(keys.value) * pr.kv_row_bytes if pr.layout != "dense" else pr.kv_bytes
     return BenchmarkResult(
         kernel=name.decode(), times=tuple(float(x) for x in times), number=int(out[1]),
         median=med, iqr=q3 - q1, min=float(times.min()), mean=float(times.mean()),

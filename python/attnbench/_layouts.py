@@ -64,17 +64,30 @@ def _max_seqlen(given: Any, what: str, lens: np.ndarray) -> None:
         raise ShapeError(f"{what}={given} is less than sequence {b}'s length {lens[b]}")
 
 
-def _block_table(x: Any, seqs: int) -> np.ndarray:
-    """The page table [sequences, pages_per_seq] as int32 (int64 is converted; an entry
-    outside int32 becomes -1, which attn_problem_validate refuses if a sequence uses it)."""
+def _block_table(x: Any, kvlens: np.ndarray, page_size: int, num_pages: int) -> np.ndarray:
+    """The page table [sequences, pages_per_seq] as a C-contiguous int32 copy or view. The
+    entries a sequence uses (the first ceil(kv_len / page_size) of its row) must name a
+    page of the pool; the others are not read and may hold anything (int64 ones outside
+    int32 become -1)."""
+    seqs = kvlens.size
     a, kind = _raw(x, "block_table")
     if a.dtype not in (np.int32, np.int64):
         raise DtypeError(f"block_table: dtype {_kind_name(kind)}, expected int32 or int64")
     if a.ndim != 2 or a.shape[0] != seqs or a.shape[1] < 1:
         raise ShapeError(f"block_table: shape {tuple(a.shape)}, expected [{seqs}, max_pages] "
                          f"(one row per sequence of cache_seqlens, at least one column)")
+    for b in range(seqs):
+        used = -(-int(kvlens[b]) // page_size) if page_size > 0 else 0
+        if used > a.shape[1]:
+            break  # the row is too short: attn_problem_validate says so
+        bad = np.flatnonzero((a[b, :used] < 0) | (a[b, :used] >= num_pages))
+        if bad.size:
+            j = int(bad[0])
+            raise InvalidProblemError(
+                f"block_table[{b}][{j}] = {int(a[b, j])} is not a page of the pool (k_cache "
+                f"holds {num_pages}): sequence {b} uses the first {used} entries of its row")
     if a.dtype == np.int32:
-        return _contiguous(a, "block_table")
+        return np.ascontiguousarray(a)  # a slice of a wider table (vLLM's) is copied
     return np.where((a < 0) | (a > _INT32_MAX), -1, a).astype(np.int32)
 
 
@@ -178,7 +191,7 @@ def _paged_problem(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q
         b = int(np.argmax(kvlens < 0))
         raise InvalidProblemError(f"cache_seqlens[{b}] = {kvlens[b]} is negative")
     seqs = kvlens.size
-    table = _block_table(block_table, seqs)
+    table = _block_table(block_table, kvlens, ka.shape[2], ka.shape[0])
     if cu_seqlens_q is None:  # a decode step: one new token per sequence
         if qa.shape[0] != seqs:
             raise ShapeError(f"q: {qa.shape[0]} tokens for {seqs} sequences (cache_seqlens); "

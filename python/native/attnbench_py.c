@@ -13,6 +13,7 @@
 // (any other positive value is a kernel's own code), and the ATTNPY_* codes below.
 #define _GNU_SOURCE  // sched_getaffinity (Linux)
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,14 +120,13 @@ static long read_long(const char *path, char *unit) {
   return v;
 }
 
-static machine machine_of(void) {
-  static machine m;
-  static int done;
-  if (done) return m;
-  done = 1;
+static machine g_machine;
+
+static void machine_read(void) {
+  machine m = {0};
 #ifdef __linux__
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return m;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
   enum { kMaxCores = 4096 };
   static long seen[kMaxCores];
   int first = -1;
@@ -137,7 +137,7 @@ static machine machine_of(void) {
     const long core = read_long(path, NULL);
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
     const long pkg = read_long(path, NULL);
-    if (core < 0 || pkg < 0) return (machine){0};  // no topology: know nothing
+    if (core < 0 || pkg < 0) return;  // no topology: know nothing
     if (first < 0) first = cpu;
     const long key = pkg * 65536 + core;
     int dup = 0;
@@ -161,7 +161,14 @@ static machine machine_of(void) {
     if (level == 2 && strcmp(type, "Instruction") && !m.l2) m.l2 = (size_t)size;
   }
 #endif
-  return m;
+  g_machine = m;
+}
+
+// Read once, whichever Python thread calls first (ctypes releases the GIL during a call).
+static machine machine_of(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, machine_read);
+  return g_machine;
 }
 
 static const char *process_getenv(const char *name) {
@@ -184,7 +191,9 @@ static int settings_of(const attn_kernel *k, const attn_problem *p, int threads,
              regtile);
     return ATTNPY_ERR_INVALID_EXEC;
   }
-  static attn_setting_layers ls;  // a few KiB; the module is called from one thread at a time
+  // A few KiB, one per thread: Python threads may call the module at once (ctypes
+  // releases the GIL), and each call resolves its own settings.
+  static _Thread_local attn_setting_layers ls;
   attn_setting_layers_clear(&ls);
   attn_setting_layer *cli = &ls.layer[ATTN_SOURCE_CLI];
   if (threads > 0) attn_setting_layer_set(cli, ATTN_SETTING_THREADS, threads, "threads=");

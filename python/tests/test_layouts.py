@@ -292,6 +292,12 @@ def test_benchmark():
                      min_time=0.0, threads=1)
     expect(r.kv_bytes == (5 + 3 + 0 + 6 + 1) * HK * 2 * 4 * D,
            f"benchmark with a window: kv_bytes {r.kv_bytes} (want {(5 + 3 + 6 + 1)} keys)")
+    # A dense problem reads every key: 256 of them, whatever the mask.
+    qd, kd, vd = (rng.standard_normal((1, H, s, D), np.float32) for s in (4, 256, 256))
+    kd, vd = kd[:, :HK].copy(), vd[:, :HK].copy()
+    r = ab.benchmark(qd, kd, vd, is_causal=True, enable_gqa=True, repeats=1, min_time=0.0,
+                     threads=1)
+    expect(r.kv_bytes == HK * 256 * 2 * 4 * D, f"dense benchmark: kv_bytes {r.kv_bytes}")
 
 
 def test_errors():
@@ -348,6 +354,24 @@ def test_errors():
     raises(ab.InvalidProblemError, P, q[:5], pl.k, pl.v, t, np.zeros(5, np.int32),
            contains="seq_kv")  # no sequence has a key
     raises(ab.LayoutError, P, q[:, :, ::2], pl.k, pl.v, t, n, cq, contains="C-contiguous")
+    # A used entry outside int32 is named as given, with the argument's name.
+    out = t.copy()
+    out[3, 1] = 2 ** 40
+    raises(ab.InvalidProblemError, P, q, pl.k, pl.v, out, n, cq,
+           contains="block_table[3][1] = 1099511627776 is not a page")
+    # Byte order other than the machine's: said so, never misread.
+    raises(ab.DtypeError, V, q.astype(q.dtype.newbyteorder(">")), k, v, cq, cu_k,
+           contains="byte order")
+    raises(ab.DtypeError, V, q, k, v, cq.astype(">i8"), cu_k, contains="byte order")
+    # A window side past int64 would wrap around on the native side: refused.
+    raises(ab.InvalidOptionError, V, q, k, v, cq, cu_k, window=(2 ** 64 + 8, 0),
+           contains="2^63 - 1")
+    # An int32 table sliced out of a wider one (vLLM keeps one) runs as its copy would.
+    wide = np.full((t.shape[0], t.shape[1] + 3), -7, np.int32)
+    wide[:, :t.shape[1]] = t.astype(np.int32)
+    o_slice = P(q, pl.k, pl.v, wide[:, :t.shape[1]], n, cq, is_causal=True)
+    o_copy = P(q, pl.k, pl.v, t.astype(np.int32), n, cq, is_causal=True)
+    expect(np.array_equal(o_slice, o_copy, equal_nan=True), "a sliced int32 block_table")
 
 
 def test_torch(require):
