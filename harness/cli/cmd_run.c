@@ -244,14 +244,6 @@ static void kv_free(kv_tensors *t) {
   memset(t, 0, sizeof *t);
 }
 
-// The first stored value of a that is not finite although its source was (an overflow of
-// the type's range: |x| > 65504 for f16, a q8_0 block with max|x|/127 > 65504), or SIZE_MAX.
-static size_t first_overflow(attn_dtype t, const void *stored, int64_t dim, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!isfinite(attn_kv_elem(t, stored, dim, i))) return i;
-  return SIZE_MAX;
-}
-
 // Applies --kv-dtype to K and V as read (float32, or float16 from '<f2'): sets p->kv_dtype
 // and fills *t. False (message printed) if the problem refuses the type (q8_0 head dims)
 // or a value overflows it.
@@ -304,7 +296,7 @@ static bool store_kv(const run_args *a, attn_problem *p, const npy_array *k, con
   } kv[2] = {{"K", ks, t->k32, p->head_dim_qk, attn_k_elems(p)},
              {"V", vs, t->v32, p->head_dim_v, attn_v_elems(p)}};
   for (int i = 0; i < 2; i++) {
-    const size_t bad = first_overflow(p->kv_dtype, kv[i].x, kv[i].dim, kv[i].n);
+    const size_t bad = run_first_overflow(p->kv_dtype, kv[i].x, kv[i].dim, kv[i].src, kv[i].n);
     if (bad == SIZE_MAX) continue;
     fprintf(stderr,
             "attnbench run: --kv-dtype %s: %s value %g at flat index %zu overflows the type "

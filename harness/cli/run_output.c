@@ -11,22 +11,24 @@
 
 // x[0 .. n) rounded to type (F16 or BF16) into h; false (message printed) when a finite
 // value becomes ±inf, unless allow_nonfinite.
+size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, const float *src,
+                          size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(src[i]) && !isfinite(attn_kv_elem(type, stored, dim, i))) return i;
+  return SIZE_MAX;
+}
+
 static bool round_half(attn_dtype type, bool allow_nonfinite, const char *what, const float *x,
                        size_t n, uint16_t *h) {
   attn_quantize_row(type, x, (int64_t)n, h);
-  if (allow_nonfinite) return true;
-  for (size_t i = 0; i < n; i++) {
-    const float back = type == ATTN_DTYPE_BF16 ? attn_bf16_to_f32(h[i]) : attn_f16_to_f32(h[i]);
-    if (isinf(back) && isfinite(x[i])) {
-      fprintf(stderr,
-              "attnbench run: --out-dtype %s: %s value %g at flat index %zu overflows the type "
-              "(it would be written as %cinf); nothing written (--out-dtype f32 keeps it; "
-              "--allow-nonfinite writes it anyway)\n",
-              attn_dtype_name(type), what, (double)x[i], i, x[i] < 0 ? '-' : '+');
-      return false;
-    }
-  }
-  return true;
+  const size_t i = allow_nonfinite ? SIZE_MAX : run_first_overflow(type, h, 1, x, n);
+  if (i == SIZE_MAX) return true;
+  fprintf(stderr,
+          "attnbench run: --out-dtype %s: %s value %g at flat index %zu overflows the type "
+          "(it would be written as %cinf); nothing written (--out-dtype f32 keeps it; "
+          "--allow-nonfinite writes it anyway)\n",
+          attn_dtype_name(type), what, (double)x[i], i, x[i] < 0 ? '-' : '+');
+  return false;
 }
 
 bool run_write_outputs(attn_dtype type, bool allow_nonfinite, const attn_output *out,

@@ -5,10 +5,17 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "attn.h"
 #include "io/fileio.h"
+
+// The first of n values stored as type (rows of dim elements; binary16/bfloat16: any dim)
+// that is not finite although its float32 source src was: an overflow of the type's range
+// (binary16 |x| ≥ 65520, a q8_0 block with max|x|/127 above 65504), or SIZE_MAX.
+size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, const float *src,
+                          size_t n);
 
 // Writes o (o_ndim dims o_shape) to out and, when lse_out is not NULL, lse to lse_out, as
 // type (F32, F16 or BF16). A finite value that the type rounds to ±inf (binary16:
