@@ -9,8 +9,6 @@
 #include "core/convert.h"
 #include "io/npy.h"
 
-// x[0 .. n) rounded to type (F16 or BF16) into h; false (message printed) when a finite
-// value becomes ±inf, unless allow_nonfinite.
 size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, const float *src,
                           size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -18,6 +16,8 @@ size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, cons
   return SIZE_MAX;
 }
 
+// x[0 .. n) rounded to type (F16 or BF16) into h; false (message printed) when a finite
+// value becomes ±inf, unless allow_nonfinite.
 static bool round_half(attn_dtype type, bool allow_nonfinite, const char *what, const float *x,
                        size_t n, uint16_t *h) {
   attn_quantize_row(type, x, (int64_t)n, h);
