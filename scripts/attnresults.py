@@ -66,7 +66,32 @@ COMPUTE_NAMES = ("f32", "bf16", "f16", "int8")  # the "compute" counter (attn_co
 
 
 # The serving description in a point's name (harness/bench: …/T2/q=…/kv=…/ragged|pageN[s]).
-SERVING_RE = re.compile(r"/(q=[^/]*/kv=[^/]*/(?:ragged|page[0-9]+s?))(?=/|$)")
+# The one rule that tells a serving point by its name: render-results and plot-serving
+# read it through Point.serving and Point.serving_batch.
+SERVING_RE = re.compile(r"/(q=([^/]*)/kv=([^/]*)/(ragged|page([0-9]+)(s?)))(?=/|$)")
+FIXED_KV_RE = re.compile(r"fixed:([0-9]+):([0-9]+)$")
+
+
+class ServingBatch:
+    """A serving point's batch description, parsed from its name (docs/serving.md):
+    q (the query mix: "decode", "prefill:1:512", ...), kv (the context mix: "fixed:8:4096",
+    "longtail:32:4096:1", ...), page_size (0: ragged, K/V contiguous per sequence) and
+    shuffled (the page order). fixed is (sequences, context) for a uniform "fixed:N:L"
+    context mix, else None."""
+
+    def __init__(self, m):
+        self.q, self.kv = m.group(2), m.group(3)
+        self.page_size = int(m.group(5)) if m.group(5) else 0
+        self.shuffled = bool(m.group(6))
+        f = FIXED_KV_RE.match(self.kv)
+        self.fixed = (int(f.group(1)), int(f.group(2))) if f else None
+
+    @property
+    def layout(self):
+        """"ragged", "page 16" or "page 16 shuffled"."""
+        if not self.page_size:
+            return "ragged"
+        return "page %d%s" % (self.page_size, " shuffled" if self.shuffled else "")
 
 
 class Point:
@@ -97,6 +122,12 @@ class Point:
         page16s": docs/serving.md), or "" for a dense point."""
         m = SERVING_RE.search(self.name)
         return m.group(1) if m else ""
+
+    @property
+    def serving_batch(self):
+        """The parsed serving description (ServingBatch), or None for a dense point."""
+        m = SERVING_RE.search(self.name)
+        return ServingBatch(m) if m else None
 
     @property
     def kv_dtype_code(self):
