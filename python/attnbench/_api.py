@@ -10,7 +10,7 @@ from typing import Any, List, NamedTuple, NoReturn, Optional, Tuple, Union
 import numpy as np
 
 _LIB_NAME = "libattnbench_py.so"
-_ABI = 5
+_ABI = 6
 # Status codes of the native library (python/native/attnbench_py.c, kernels/attn.h).
 _OK, _ERR_INVALID, _ERR_NOMEM, _ERR_RANGE = 0, 1, 2, 3
 _ERR_UNKNOWN, _ERR_UNAVAILABLE, _ERR_INVALID_EXEC = -1, -2, -3
@@ -126,8 +126,7 @@ def _native() -> ctypes.CDLL:
     lib.attnpy_problem_info.argtypes = [cs, *prob, c_dp, c_dp, c_u32p, c_u32p, cs, csz]
     lib.attnpy_machine.argtypes = [c_i64p, cs, csz, cs, csz]
     lib.attnpy_isa_names.argtypes = [ctypes.c_uint32, cs, csz]
-    lib.attnpy_fma_peak.argtypes = [ctypes.c_uint32, ci]
-    lib.attnpy_fma_peak.restype = cd
+    lib.attnpy_fma_peak.argtypes = [ctypes.c_uint32, ci, c_dp, cs, csz]
     lib.attnpy_bandwidth.argtypes = [csz, ci, ci, c_dp, c_dp]
     lib.attnpy_quantize.argtypes = [ci, vp, c_i64, c_i64, vp, cs, csz]
     _lib = lib
@@ -221,10 +220,22 @@ def _same_sizes(checks, shapes: str) -> None:
             raise ShapeError(f"{name}: {of} is {got}, {ref} has {want} ({shapes})")
 
 
+def _no_empty_axis(what: str, shape, axes, skip=()) -> None:
+    """InvalidProblemError for the first axis of `shape` (named by `axes`) that is 0, other than
+    those in skip: every problem size is at least 1 (attn.h)."""
+    for i, (n, ax) in enumerate(zip(shape, axes)):
+        if n == 0 and ax not in skip:
+            raise InvalidProblemError(f"{what}: shape {tuple(shape)} has {ax} (axis {i}) = 0; every "
+                             f"size of a problem is at least 1")
+
+
 def _dense_shapes(qs, ks, vs, dk: int) -> None:
     """q [b, h, sq, dqk], k [b, hk, skv, dk], v [b, hk, skv, dv] agree (dk: K's logical
     head_dim, which differs from its last axis for Q8_0 blocks)."""
     (b, _, _, dqk), (bk, hk, skv, _), (bv, hv, sv, _) = qs, ks, vs
+    _no_empty_axis("q", qs, ("batch", "heads", "seq_q", "head_dim_qk"))
+    _no_empty_axis("k", ks, ("batch", "kv_heads", "seq_kv", "head_dim_qk"))
+    _no_empty_axis("v", vs, ("batch", "kv_heads", "seq_kv", "head_dim_v"))
     _same_sizes((("k", bk, b, "batch", "q"), ("v", bv, b, "batch", "q"),
                  ("k", dk, dqk, "head_dim_qk (last axis)", "q"),
                  ("v", hv, hk, "kv_heads (axis 1)", "k"), ("v", sv, skv, "seq_kv (axis 2)", "k")),

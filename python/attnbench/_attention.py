@@ -116,6 +116,9 @@ def _kv_array(x: Any, what: str, kv_dtype: str,
     if a.ndim != len(axes):
         raise ShapeError(f"{what}: {a.ndim}-D shape {tuple(a.shape)}, expected {len(axes)}-D "
                          f"[{', '.join(axes)}]")
+    # A ragged or paged batch's token and page axes may be empty when no sequence has a
+    # key: _layout_problem says so in those terms.
+    _api._no_empty_axis(what, a.shape, axes, skip=("total_k", "num_pages"))
     dim = a.shape[-1]
     if kv_dtype == "q8_0":
         if dim % _Q8_0_BYTES:
@@ -378,7 +381,7 @@ def check_attention(out: ArrayLike, q: ArrayLike, k: ArrayLike, v: ArrayLike, *,
     for bad in ("kernel", "threads", "return_lse"):
         if bad in options:
             raise InvalidOptionError(f"check_attention: {bad}= is not a problem argument")
-    pr = problem_of(q, k, v, **options)
+    pr = problem_of(q, k, v, "check_attention", **options)
     o = _f32_array(out, "out", pr.oshape)
     lse_a = None if lse is None else _f32_array(lse, "lse", pr.lse_shape)
     verdict, stats = ctypes.c_int(), (ctypes.c_double * 4)()

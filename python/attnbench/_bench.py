@@ -49,7 +49,11 @@ def fma_peak(isa: str = "best", threads: int = 1) -> float:
 def _peak(bits: int, threads: int) -> float:
     key = (bits, threads)
     if key not in _peaks:
-        _peaks[key] = float(_native().attnpy_fma_peak(bits, threads))
+        gflops, err = ctypes.c_double(), ctypes.create_string_buffer(256)
+        rc = _native().attnpy_fma_peak(bits, threads, ctypes.byref(gflops), err, len(err))
+        if rc != _api._OK:
+            _raise(rc, err.value.decode(errors="replace"))
+        _peaks[key] = gflops.value
     return _peaks[key]
 
 
@@ -182,7 +186,7 @@ def benchmark(q: ArrayLike, k: ArrayLike, v: ArrayLike, *, kernel: KernelArg = N
     if isinstance(min_time, (bool, np.bool_)) or not isinstance(min_time, (int, float)) or not (
             0 <= min_time <= 3600):
         raise InvalidOptionError(f"min_time: {min_time!r}, expected seconds in 0..3600")
-    pr = problem_of(q, k, v, **options)
+    pr = problem_of(q, k, v, "benchmark", **options)
     kname = default_kernel() if kernel is None else kernel
     name = _api._name(kname)
     t = 0 if threads is None else _api._int_option(threads, "threads")

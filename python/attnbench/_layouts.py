@@ -8,6 +8,8 @@ masks, windows and ALiBi distances are aligned per sequence, bottom-right by def
 """
 
 import ctypes
+import difflib
+import inspect
 import numbers
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -79,7 +81,9 @@ def _block_table(x: Any, kvlens: np.ndarray, page_size: int, num_pages: int) -> 
     for b in range(seqs):
         used = -(-int(kvlens[b]) // page_size) if page_size > 0 else 0
         if used > a.shape[1]:
-            break  # the row is too short: attn_problem_validate says so
+            raise InvalidProblemError(f"block_table: shape {tuple(a.shape)}; sequence {b} "
+                                      f"(cache_seqlens[{b}] = {int(kvlens[b])}) needs {used} "
+                                      f"pages of {page_size}, its row has {a.shape[1]}")
         bad = np.flatnonzero((a[b, :used] < 0) | (a[b, :used] >= num_pages))
         if bad.size:
             j = int(bad[0])
@@ -128,6 +132,13 @@ def _layout_problem(q: Any, qa: np.ndarray, ka: np.ndarray, va: np.ndarray, dk: 
                  ("cu_seqlens_q", int(cu_q[-1]), total_q, "the last offset (query tokens)",
                   "q (axis 0)")), f"q {tuple(qa.shape)}, k {tuple(ka.shape)}")
     qlens, kvlens = np.diff(cu_q), np.diff(cu_kv)
+    kv_what = "cache_seqlens" if lay[0] == _PAGED else "cu_seqlens_k"
+    if not qlens.any():
+        raise InvalidProblemError("cu_seqlens_q: no sequence has a query token (a batch "
+                                  "needs at least one)")
+    if not kvlens.any():
+        raise InvalidProblemError(f"{kv_what}: every sequence's context is empty (a batch "
+                                  f"needs at least one key)")
     options.setdefault("align", "bottom_right")  # FlashAttention's and vLLM's causal rule
     io, fo, slopes, sinks = _options(h, kv_dtype=kv_dtype, **options)
     mask = None
@@ -148,6 +159,7 @@ def _packed_q(q: Any, compute: str) -> np.ndarray:
     if qa.ndim != 3:
         raise ShapeError(f"q: {qa.ndim}-D shape {tuple(qa.shape)}, expected 3-D "
                          f"[total_q, heads, head_dim] (tokens packed as flash_attn_varlen_func)")
+    _api._no_empty_axis("q", qa.shape, ("total_q", "heads", "head_dim"), skip=("total_q",))
     return qa
 
 
@@ -209,13 +221,44 @@ def _paged_problem(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q
                            dict(compute=compute, **options))
 
 
-def problem_of(q: Any, k: Any, v: Any, **kw) -> _Problem:
+def _keywords(fn, positional: int = 0) -> Tuple[str, ...]:
+    """The names fn takes by keyword, after its first `positional` parameters."""
+    params = list(inspect.signature(fn).parameters.values())[positional:]
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+
+
+def _known_keywords(caller: str, given: Any, allowed: Tuple[str, ...]) -> None:
+    """TypeError naming the caller (not an internal helper) for a keyword it does not take,
+    with the nearest one it does ("is_casual": did you mean "is_causal"?)."""
+    bad = next((n for n in given if n not in allowed), None)
+    if bad is None:
+        return
+    near = difflib.get_close_matches(bad, allowed, n=1)
+    raise TypeError(f"{caller}() got an unexpected keyword argument {bad!r}" + (
+        f"; did you mean {near[0]!r}?" if near else
+        f"; its problem keywords are {', '.join(sorted(allowed))}"))
+
+
+# The keywords of each problem: q, k, v (or the caches) come first, positionally.
+_OPTION_KEYWORDS = _keywords(_options, 1)  # is_causal, scale, align, window, ...
+
+
+def _layout_keywords(fn) -> Tuple[str, ...]:
+    names = tuple(n for n in _keywords(fn, 3) if n != "options") + _OPTION_KEYWORDS
+    return tuple(dict.fromkeys(names))  # kv_dtype and compute are in both
+
+
+def problem_of(q: Any, k: Any, v: Any, caller: str, **kw) -> _Problem:
     """The problem of attention_paged() (block_table= / cache_seqlens= given),
-    attention_varlen() (cu_seqlens_q= / cu_seqlens_k=) or attention() (neither)."""
+    attention_varlen() (cu_seqlens_q= / cu_seqlens_k=) or attention() (neither); a keyword
+    that problem does not take is a TypeError naming caller."""
     if any(key in kw for key in _PAGED_KEYS):
+        _known_keywords(caller, kw, _layout_keywords(_paged_problem))
         return _paged_problem(q, k, v, **kw)
     if any(key in kw for key in _RAGGED_KEYS):
+        _known_keywords(caller, kw, _layout_keywords(_varlen_problem))
         return _varlen_problem(q, k, v, **kw)
+    _known_keywords(caller, kw, _keywords(_problem, 3))
     return _problem(q, k, v, **kw)
 
 
@@ -261,6 +304,8 @@ def attention_paged(q: ArrayLike, k_cache: ArrayLike, v_cache: ArrayLike,
     attention_varlen()'s keywords (attn_mask, is_causal, scale, align, window, softcap,
     alibi, sinks, kv_dtype, compute). Returns O [total_q, heads, head_dim_v] (and LSE
     [heads, total_q]) as q's type. docs/python.md."""
+    _known_keywords("attention_paged", options,
+                    tuple(n for n in _layout_keywords(_paged_problem) if n not in _PAGED_KEYS))
     pr = _paged_problem(q, k_cache, v_cache, block_table, cache_seqlens, cu_seqlens_q,
                         max_seqlen_q, **options)
     return _run(pr, kernel, threads, return_lse)

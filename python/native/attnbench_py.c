@@ -35,7 +35,7 @@
 #define ATTNPY_EXPORT __attribute__((visibility("default")))
 
 enum {
-  ATTNPY_ABI = 5,                // bumped when a signature below changes
+  ATTNPY_ABI = 6,                // bumped when a signature below changes
   ATTNPY_ERR_UNKNOWN = -1,       // no kernel of that name
   ATTNPY_ERR_UNAVAILABLE = -2,   // the CPU lacks an ISA the kernel needs
   ATTNPY_ERR_INVALID_EXEC = -3,  // threads / tiles outside their limits
@@ -605,9 +605,14 @@ ATTNPY_EXPORT int attnpy_isa_names(uint32_t isa, char *buf, size_t len) {
 }
 
 // The measured FP32 FMA peak (GFLOP/s) of one ATTN_ISA_* bit (0 = scalar) on `threads`
-// threads (harness/machine/peak/peak.h; ~0.3 s); 0 when the CPU lacks the ISA.
-ATTNPY_EXPORT double attnpy_fma_peak(uint32_t isa, int threads) {
-  return attn_peak_fma_gflops(isa, threads);
+// threads (harness/machine/peak/peak.h; ~0.3 s) in *gflops: 0 when the CPU lacks the ISA.
+// Threads outside the kernels' limits (attn_exec_check) are refused with the reason.
+ATTNPY_EXPORT int attnpy_fma_peak(uint32_t isa, int threads, double *gflops, char *err,
+                                  size_t err_len) {
+  *gflops = 0.0;
+  if (attn_peak_threads(threads, err, err_len) == 0) return ATTNPY_ERR_INVALID_EXEC;
+  *gflops = attn_peak_fma_gflops(isa, threads);
+  return ATTN_OK;
 }
 
 // Read bandwidth (bandwidth.h): best and median GB/s of `passes` reads of `bytes`.

@@ -288,6 +288,13 @@ def test_errors():
     raises(ab.UnknownKernelError, A, q, k, v, kernel="nope")
     raises(ab.LayoutError, A, q[:, :, ::2], k, v, contains="C-contiguous")
     raises(ab.ShapeError, A, q[0], k, v, contains="4-D")
+    # An empty size is named by its tensor and axis (not the native field's name).
+    raises(ab.InvalidProblemError, A, np.ascontiguousarray(q[:, :, :0]), k, v,
+           contains="q: shape (1, 4, 0, 32) has seq_q (axis 2) = 0")
+    raises(ab.InvalidProblemError, A, q, np.ascontiguousarray(k[:, :, :0]), np.ascontiguousarray(v[:, :, :0]),
+           contains="seq_kv (axis 2) = 0")
+    raises(TypeError, ab.benchmark, q, k, v, is_casual=True,
+           contains="benchmark() got an unexpected keyword argument 'is_casual'; did you mean")
     raises(ab.ShapeError, A, q, np.ascontiguousarray(k[:, :, :5]), v, contains="seq_kv")
     k2, v2, k3, v3 = (np.ascontiguousarray(x[:, :n]) for x, n in ((k, 2), (v, 2), (k, 3), (v, 3)))
     raises(ab.ShapeError, A, q, k2, v2, contains="enable_gqa=True")

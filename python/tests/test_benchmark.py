@@ -60,6 +60,8 @@ def test_info():
     raises(ab.InvalidOptionError, ab.fma_peak, "sse", 1)
     raises(ab.InvalidOptionError, ab.fma_peak, "scalar", -1)
     raises(ab.InvalidOptionError, ab.fma_peak, "scalar", 2.0)
+    # Above the kernels' thread cap: refused with the reason, not read as "no such ISA".
+    raises(ab.InvalidOptionError, ab.fma_peak, "scalar", 10 ** 6, contains="out of range")
     mb = ab.info(bandwidth=True)
     expect(mb.read_bandwidth_gbs is not None and mb.read_bandwidth_gbs > 0.1,
            f"bandwidth {mb.read_bandwidth_gbs}")

@@ -346,13 +346,32 @@ def test_errors():
     raises(ab.InvalidProblemError, P, q, pl.k, pl.v, out, n, cq, contains="page")
     longer = n.copy()
     longer[0] = 4 * t.shape[1] + 1  # needs one page more than its block-table row has
-    raises(ab.InvalidProblemError, P, q, pl.k, pl.v, t, longer, cq)
+    raises(ab.InvalidProblemError, P, q, pl.k, pl.v, t, longer, cq,
+           contains=f"sequence 0 (cache_seqlens[0] = {longer[0]}) needs")
     raises(ab.ShapeError, P, q, pl.k[0], pl.v[0], t, n, cq, contains="num_pages")
     raises(ab.ShapeError, P, q, pl.k, np.ascontiguousarray(pl.v[:, :, :2]), t, n, cq,
            contains="page_size")
     raises(ab.ShapeError, P, q, pl.k, pl.v, t, n, None, contains="cu_seqlens_q=None")
     raises(ab.InvalidProblemError, P, q[:5], pl.k, pl.v, t, np.zeros(5, np.int32),
-           contains="seq_kv")  # no sequence has a key
+           contains="cache_seqlens: every sequence's context is empty")
+    raises(ab.InvalidProblemError, V, q[:0], k, v, np.zeros_like(cq), cu_k,
+           contains="cu_seqlens_q: no sequence has a query token")
+    raises(ab.InvalidProblemError, V, q, k[:0], v[:0], cq, np.zeros_like(cu_k),
+           contains="cu_seqlens_k: every sequence's context is empty")
+    # An empty size is named by its argument and axis, in the layout's terms.
+    raises(ab.InvalidProblemError, P, q, np.ascontiguousarray(pl.k[:, :, :0]),
+           np.ascontiguousarray(pl.v[:, :, :0]), t, n, cq, contains="page_size (axis 2) = 0")
+    raises(ab.InvalidProblemError, V, np.ascontiguousarray(q[:, :0]), k, v, cq, cu_k,
+           contains="heads (axis 1) = 0")
+    # A mistyped keyword is a TypeError naming the function called, with the nearest one.
+    raises(TypeError, P, q, pl.k, pl.v, t, n, cq, is_casual=True,
+           contains="attention_paged() got an unexpected keyword argument 'is_casual'; "
+                    "did you mean 'is_causal'?")
+    raises(TypeError, ab.benchmark, q, pl.k, pl.v, block_table=t, cache_seqlens=n,
+           cu_seqlens_q=cq, enable_gqa=True, contains="benchmark() got an unexpected keyword")
+    raises(TypeError, ab.check_attention, q, q, k, v, cu_seqlens_q=cq, cu_seqlens_k=cu_k,
+           windw=(2, 0), contains="check_attention() got an unexpected keyword argument "
+                                  "'windw'; did you mean 'window'?")
     raises(ab.LayoutError, P, q[:, :, ::2], pl.k, pl.v, t, n, cq, contains="C-contiguous")
     # A used entry outside int32 is named as given, with the argument's name.
     out = t.copy()
