@@ -25,15 +25,15 @@ bool check_prepare_reports(const check_options *o, const attn_input_file *inputs
     return false;
   }
   if (rp->want_json) {
-    attn_input_file more[8];
+    attn_input_file more[10];
     size_t n = 0;
-    for (; n < n_inputs && n < 7; n++) more[n] = inputs[n];
+    for (; n < n_inputs && n < 9; n++) more[n] = inputs[n];
     if (rp->want_junit) more[n++] = (attn_input_file){"JUnit report (--junit)", o->junit_path};
     if (!attn_output_prepare(&rp->json, o->json_path, more, n, err, sizeof err)) {
       fprintf(stderr, "attnbench check: cannot write the JSON report (--json): %s\n", err);
       return false;
     }
-    if (rp->want_junit && strcmp(rp->junit.target, rp->json.target) == 0) {
+    if (rp->want_junit && attn_output_same(&rp->junit, &rp->json)) {
       fprintf(stderr, "attnbench check: --junit and --json name the same file (%s)\n",
               o->json_path);
       return false;
@@ -51,6 +51,8 @@ bool check_write_reports(reports *rp, double seconds) {
     fprintf(stderr, "attnbench check: out of memory collecting the report; none written\n");
     return false;
   }
+  // A signal while a report's temporary exists removes it (fileio.h) and writes nothing.
+  attn_fileio_catch_signals("\nattnbench check: interrupted; no partial report left behind\n");
   if (rp->want_junit &&
       !check_report_write_junit(&rp->recs, &rp->junit, seconds, err, sizeof err)) {
     fprintf(stderr, "attnbench check: cannot write the JUnit report: %s\n", err);
@@ -60,6 +62,7 @@ bool check_write_reports(reports *rp, double seconds) {
     fprintf(stderr, "attnbench check: cannot write the JSON report: %s\n", err);
     ok = false;
   }
+  attn_fileio_release_signals();
   return ok;
 }
 
@@ -73,24 +76,47 @@ int check_given_output(const check_options *o) {
             "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (o->names.count || o->quick || o->filter || o->list_cases || o->allow_skips) {
-    fprintf(stderr,
-            "attnbench check: --o checks one given output; --kernel, --quick, --filter, "
-            "--list-cases and --allow-skips do not apply\n");
-    return ATTNBENCH_EXIT_USAGE;
-  }
+  // The flags that choose kernels, cases or how a kernel runs: --o runs no kernel.
+  const struct {
+    bool given;
+    const char *flag;
+  } kernel_flags[] = {{o->names.count > 0, "--kernel"},
+                      {o->quick, "--quick"},
+                      {o->filter != NULL, "--filter"},
+                      {o->list_cases, "--list-cases"},
+                      {o->allow_skips, "--allow-skips"},
+                      {o->native_only, "--native-only"},
+                      {o->x.threads != 0, "--threads"},
+                      {o->x.tile_q != 0, "--tile-q"},
+                      {o->x.tile_kv != 0, "--tile-kv"},
+                      {o->x.regtile != NULL, "--regtile"},
+                      {o->x.kv_split_given, "--kv-split"},
+                      {o->x.bind != NULL, "--bind"},
+                      {o->x.tune_file != NULL, "--tune-file"},
+                      {o->x.explain, "--explain"},
+                      {o->isolate_arg != NULL, "--isolate"},
+                      {o->case_timeout_given, "--case-timeout"},
+                      {o->progress, "--progress"}};
+  for (size_t i = 0; i < sizeof kernel_flags / sizeof kernel_flags[0]; i++)
+    if (kernel_flags[i].given) {
+      fprintf(stderr,
+              "attnbench check: --o checks one given output and runs no kernel; %s does not "
+              "apply\n",
+              kernel_flags[i].flag);
+      return ATTNBENCH_EXIT_USAGE;
+    }
   if (o->scale_given && !isfinite((float)o->scale)) {
     fprintf(stderr, "attnbench check: --scale %g does not fit in float32\n", o->scale);
     return ATTNBENCH_EXIT_USAGE;
   }
-  const attn_input_file inputs[] = {{"Q input (--q)", o->q_path},
-                                    {"K input (--k)", o->k_path},
-                                    {"V input (--v)", o->v_path},
-                                    {"output checked (--o)", o->o_path},
-                                    {"LSE checked (--lse)", o->opt.lse_path}};
+  attn_input_file inputs[7] = {{"Q input (--q)", o->q_path},
+                               {"K input (--k)", o->k_path},
+                               {"V input (--v)", o->v_path},
+                               {"output checked (--o)", o->o_path},
+                               {"LSE checked (--lse)", o->opt.lse_path}};
+  const size_t n_inputs = option_args_inputs(&o->opt, NULL, inputs, o->opt.lse_path ? 5 : 4, 7);
   reports rp = {0};
-  if (!check_prepare_reports(o, inputs, o->opt.lse_path ? 5 : 4, &rp))
-    return ATTNBENCH_EXIT_FAILURE;
+  if (!check_prepare_reports(o, inputs, n_inputs, &rp)) return ATTNBENCH_EXIT_FAILURE;
   int rc = ATTNBENCH_EXIT_FAILURE;
   named_array q = {"Q", "[batch][heads][seq_q][head_dim_qk]", o->q_path, {0}, ATTN_DTYPE_F32};
   named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}, ATTN_DTYPE_F32};

@@ -215,7 +215,7 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
           "  attnbench check --quick --kernel blocked --kernel naive --verbose\n"
           "  attnbench check --kernel blocked --filter causal --list-cases\n"
           "  attnbench check --quick --junit check.xml --json check.json\n"
-          "  attnbench --plugin ./mine.so check --kernel mine --native-only --case-timeout 10\n"
+          "  attnbench check --plugin ./mine.so --kernel mine --native-only --case-timeout 10\n"
           "  attnbench check --q q.npy --k k.npy --v v.npy --o o.npy --causal\n"
           "  attnbench check --q q.npy --k k.npy --v v.npy --o o.npy --window 127,0 --softcap 50\n"
           "(--window, --align, --softcap, --alibi, --alibi-slopes, --sinks, --mask and --lse\n"
@@ -369,8 +369,10 @@ static long select_cases(const check_options *o, attn_check_case **cases, size_t
 // and the reports. Returns the exit code.
 static int run_pairs(const check_options *o, const attn_check_case *cases, size_t n_cases,
                      size_t n_total, kernel_tally *sel, long n_sel, uint64_t budget) {
+  const attn_input_file inputs[] = {{"sweep config (--config)", o->config_path},
+                                    {"tuning file (--tune-file)", o->x.tune_file}};
   reports rp = {0};
-  if (!check_prepare_reports(o, NULL, 0, &rp)) return ATTNBENCH_EXIT_FAILURE;
+  if (!check_prepare_reports(o, inputs, 2, &rp)) return ATTNBENCH_EXIT_FAILURE;
   long n_run = 0;
   for (long i = 0; i < n_sel; i++) {
     n_run += !sel[i].unavailable;

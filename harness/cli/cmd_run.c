@@ -203,6 +203,12 @@ static int settle_args(run_args *a) {
             a->page_order_name);
     return ATTNBENCH_EXIT_USAGE;
   }
+  if (a->page_order_name && a->page_size == 0) {
+    fprintf(stderr,
+            "attnbench run: --page-order orders the pages of a paged batch; give --page-size N "
+            "(without it the batch is ragged)\n");
+    return ATTNBENCH_EXIT_USAGE;
+  }
   if (a->kv_lens && a->opt.mask_path) {
     fprintf(stderr, "attnbench run: --mask does not apply with --kv-lens (docs/serving.md)\n");
     return ATTNBENCH_EXIT_USAGE;
@@ -339,14 +345,13 @@ static int find_kernel(const char *name, const attn_kernel **out) {
   return -1;
 }
 
-// Before any work: --out is something we may replace and none of the inputs.
-static bool prepare_output(const run_args *a, attn_output *out) {
-  const attn_input_file inputs[] = {
+// Before any work: --out (and --lse) are files we may replace, none of the files the
+// command reads (Q, K, V, the options' arrays, the tuning file).
+static bool prepare_outputs(const run_args *a, attn_output *out, attn_output *lse_out) {
+  attn_input_file inputs[8] = {
       {"Q input (--q)", a->q_path}, {"K input (--k)", a->k_path}, {"V input (--v)", a->v_path}};
-  char err[ATTN_OUT_PATH_MAX + 512];
-  if (attn_output_prepare(out, a->out_path, inputs, 3, err, sizeof err)) return true;
-  fprintf(stderr, "attnbench run: cannot write O: %s\n", err);
-  return false;
+  const size_t n = option_args_inputs(&a->opt, &a->x, inputs, 3, 8);
+  return run_prepare_outputs(a->out_path, a->opt.lse_path, inputs, n, out, lse_out);
 }
 
 // Before reading: the input files alone (and, with --check, the reference's copies of
@@ -370,7 +375,15 @@ static bool files_fit(const run_args *a, uint64_t budget) {
 // Once the problem is known, before O, the workspace and the reference are allocated.
 static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_args *a,
                          uint64_t budget) {
+  // A plug-in's workspace() is its code too: guarded and watched as its call (compute).
+  if (attn_kernel_origin(k)) {
+    attn_kernel_guard_arm("run", k->name);
+    attn_kernel_guard_watch(a->case_timeout);
+  }
+  attn_kernel_guard_call_begin();
   const uint64_t need = attn_run_bytes(k, p, &a->settings.exec, a->verify);
+  attn_kernel_guard_call_end();
+  if (attn_kernel_origin(k)) attn_kernel_guard_disarm();
   char msg[160];
   if (!attn_memory_refused(need, budget, msg, sizeof msg)) return true;
   fprintf(stderr,
@@ -422,22 +435,6 @@ static bool compute(const attn_kernel *kernel, const attn_problem *p, const attn
   return true;
 }
 
-// Inputs are finite (load() refuses others), so a NaN/Inf in O is the kernel's doing.
-// Returns false (O not to be written) unless every element is finite or it is allowed.
-static bool output_finite(const attn_kernel *kernel, const attn_problem *p, const float *o,
-                          bool allow) {
-  attn_nonfinite nf;
-  if (!attn_first_nonfinite(p, o, &nf)) return true;
-  fprintf(stderr,
-          "attnbench run: %s%s: %s produced a non-finite output from finite inputs: "
-          "O[%lld][%lld][%lld][%lld] = %g (flat index %zu)%s\n",
-          allow ? "note" : "refused", allow ? " (--allow-nonfinite)" : "", kernel->name,
-          (long long)nf.b, (long long)nf.h, (long long)nf.i, (long long)nf.d, (double)nf.value,
-          nf.index,
-          allow ? "; O is written anyway" : "; O not written (--allow-nonfinite writes it)");
-  return allow;
-}
-
 // --check: the same per-element tolerance as `attnbench check`; a failure writes nothing.
 // With K/V converted by --kv-dtype the reference also runs on the float32 K/V: the storage
 // error (*storage, *storage_ratio; *has_storage) is what the type costs (check.h).
@@ -477,7 +474,8 @@ static void report_storage(const attn_problem *p, double storage, double ratio) 
 }
 
 static void report(const attn_kernel *kernel, const attn_problem *p, const run_args *a,
-                   double seconds, const char *binding, const attn_check_result *cr) {
+                   double seconds, const char *binding, const attn_check_result *cr,
+                   double rounding) {
   if (a->quiet) return;
   const int64_t o_shape[4] = {p->batch, p->heads, p->seq_q, p->head_dim_v};
   char sb[128], kv[40] = "";
@@ -497,11 +495,14 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
     printf("threads: %s; tiles: tile_q %d, tile_kv %d; regtile %d (%s); kv_split %d\n", binding,
            a->settings.exec.tile_q, a->settings.exec.tile_kv, a->settings.exec.regtile,
            attn_kernel_regtile(kernel, a->settings.exec.regtile).name, a->settings.exec.kv_split);
-  if (a->verify)
+  if (a->verify) {
+    char note[160];
+    run_rounding_note(a->out_dtype, rounding, note, sizeof note);
     printf(
         "check: pass (max abs err %.3g, max rel err %.3g, err/tol %.3g vs the float64 "
-        "reference)\n",
-        cr->max_abs_err, cr->max_rel_err, cr->worst_ratio);
+        "reference)%s\n",
+        cr->max_abs_err, cr->max_rel_err, cr->worst_ratio, note);
+  }
   if (a->verify && cr->has_compute)
     printf("compute error (%s inputs vs float32, float64 reference): max abs %.3g, rel %.3g\n",
            attn_compute_name(cr->compute), cr->compute_abs_err, cr->compute_rel_err);
@@ -530,7 +531,10 @@ static bool load_packed(const char *what, const char *path, int64_t tokens, npy_
 
 // K or V rows (packed by tokens, float32) stored as p's type into the layout's tensor:
 // the packed rows themselves (ragged) or the pages of the pool (paged; unused slots 0).
-static void *store_layout_kv(const attn_problem *p, const float *x, int64_t dim) {
+// NULL after a message: out of memory, or a finite value the type cannot hold (as the
+// dense path's store_kv refuses it).
+static void *store_layout_kv(const attn_problem *p, const float *x, int64_t dim, const char *what,
+                             const char *kv_name) {
   const attn_layout *l = p->layout;
   const size_t row = attn_kv_row_bytes(p->kv_dtype, dim);
   const size_t rows = (size_t)l->cu_seqlens_kv[p->batch] * (size_t)p->kv_heads;
@@ -538,9 +542,21 @@ static void *store_layout_kv(const attn_problem *p, const float *x, int64_t dim)
   char *packed = malloc(rows * row + 1), *out = calloc(1, bytes + 1);
   if (!packed || !out) {
     free(packed), free(out);
+    fprintf(stderr, "attnbench run: out of memory storing %s\n", what);
     return NULL;
   }
   attn_quantize_rows(p->kv_dtype, x, rows, dim, packed);
+  const size_t bad = run_first_overflow(p->kv_dtype, packed, dim, x, rows * (size_t)dim);
+  if (bad != SIZE_MAX) {
+    fprintf(stderr,
+            "attnbench run: --kv-dtype %s: %s value %g at token %zu, K/V head %zu, element %zu "
+            "overflows the type (f16 holds |x| <= 65504; a q8_0 block needs max|x|/127 <= "
+            "65504)\n",
+            kv_name, what, (double)x[bad], bad / (size_t)dim / (size_t)p->kv_heads,
+            bad / (size_t)dim % (size_t)p->kv_heads, bad % (size_t)dim);
+    free(packed), free(out);
+    return NULL;
+  }
   if (l->kind == ATTN_LAYOUT_RAGGED) {
     free(out);
     return packed;
@@ -614,9 +630,9 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
     fprintf(stderr, "attnbench run: %s\n", err);
     goto done;
   }
-  if (!(ks = store_layout_kv(&p, k.data, p.head_dim_qk)) ||
-      !(vs = store_layout_kv(&p, v.data, p.head_dim_v)))
-    goto oom;
+  if (!(ks = store_layout_kv(&p, k.data, p.head_dim_qk, "K", a->kv_dtype_name)) ||
+      !(vs = store_layout_kv(&p, v.data, p.head_dim_v, "V", a->kv_dtype_name)))
+    goto done;
   const int src = settle(kernel, &p, a);
   if (src >= 0) {
     rc = src;
@@ -633,25 +649,29 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
   const kv_tensors kv = {.k = ks, .v = vs};
   if (!compute(kernel, &p, &a->settings.exec, q.data, ks, vs, o, a->case_timeout, &seconds, binding,
                sizeof binding) ||
-      !output_finite(kernel, &p, o, a->allow_nonfinite) ||
+      !run_outputs_allowed(kernel->name, &p, o, lse, n_lse, a->allow_nonfinite) ||
       (a->verify &&
        !verify_output(kernel, &p, q.data, &kv, o, lse, &cr, &storage, &ratio, &has_storage)))
     goto done;
   const int64_t o_shape[3] = {tq, p.heads, p.head_dim_v}, lse_shape[2] = {p.heads, tq};
+  double rounding = 0.0;
+  char note[160];
   if (!run_write_outputs(a->out_dtype, a->allow_nonfinite, out, o, 3, o_shape, lse ? lse_out : NULL,
-                         lse, 2, lse_shape))
+                         lse, 2, lse_shape, &rounding))
     goto done;
+  run_rounding_note(a->out_dtype, rounding, note, sizeof note);
   if (!a->quiet)
     printf(
         "%s: %lld sequences (%lld query tokens, %lld keys, %s%s) H=%lld KVH=%lld Dqk=%lld "
-        "Dv=%lld%s%s%s -> %s (one call, %.3f ms wall; not a benchmark)%s\n",
+        "Dv=%lld%s%s%s%s%s -> %s (one call, %.3f ms wall; not a benchmark)%s%s\n",
         kernel->name, (long long)n, (long long)tq, (long long)tk,
         p.layout->kind == ATTN_LAYOUT_PAGED ? "paged, " : "ragged",
         p.layout->kind == ATTN_LAYOUT_PAGED ? attn_page_order_name(order) : "", (long long)p.heads,
         (long long)p.kv_heads, (long long)p.head_dim_qk, (long long)p.head_dim_v,
-        p.causal ? " causal" : "", p.compute ? " compute=" : "",
-        p.compute ? attn_compute_name(p.compute) : "", a->out_path, seconds * 1e3,
-        a->verify ? "; check: pass" : "");
+        p.kv_dtype != ATTN_DTYPE_F32 ? " kv=" : "",
+        p.kv_dtype != ATTN_DTYPE_F32 ? attn_dtype_name(p.kv_dtype) : "", p.causal ? " causal" : "",
+        p.compute ? " compute=" : "", p.compute ? attn_compute_name(p.compute) : "", a->out_path,
+        seconds * 1e3, a->verify ? "; check: pass" : "", a->verify ? note : "");
   rc = ATTNBENCH_EXIT_OK;
   goto done;
 oom:
@@ -688,17 +708,7 @@ int cmd_run(int argc, char **argv) {
   attn_options opts;
   attn_problem p;
   attn_output out, lse_out;
-  if (!prepare_output(&a, &out) || !files_fit(&a, budget)) goto done;
-  if (a.opt.lse_path) {
-    const attn_input_file inputs[] = {{"Q input (--q)", a.q_path},
-                                      {"K input (--k)", a.k_path},
-                                      {"V input (--v)", a.v_path},
-                                      {"O output (--out)", out.target}};
-    if (!attn_output_prepare(&lse_out, a.opt.lse_path, inputs, 4, err, sizeof err)) {
-      fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
-      goto done;
-    }
-  }
+  if (!prepare_outputs(&a, &out, &lse_out) || !files_fit(&a, budget)) goto done;
   if (a.kv_lens) {  // a serving batch: its own path (run_layout)
     rc = run_layout(&a, kernel, budget, &out, a.opt.lse_path ? &lse_out : NULL);
     goto done;
@@ -744,16 +754,17 @@ int cmd_run(int argc, char **argv) {
   bool has_storage = false;
   if (!compute(kernel, &p, &a.settings.exec, q.a.data, kv.k, kv.v, o, a.case_timeout, &seconds,
                binding, sizeof binding) ||
-      !output_finite(kernel, &p, o, a.allow_nonfinite) ||
+      !run_outputs_allowed(kernel->name, &p, o, lse, n_lse, a.allow_nonfinite) ||
       (a.verify && !verify_output(kernel, &p, q.a.data, &kv, o, lse, &cr, &storage, &storage_ratio,
                                   &has_storage)))
     goto done;
   const int64_t o_shape[4] = {p.batch, p.heads, p.seq_q, p.head_dim_v};
   const int64_t lse_shape[3] = {p.batch, p.heads, p.seq_q};
+  double rounding = 0.0;
   if (!run_write_outputs(a.out_dtype, a.allow_nonfinite, &out, o, 4, o_shape, lse ? &lse_out : NULL,
-                         lse, 3, lse_shape))
+                         lse, 3, lse_shape, &rounding))
     goto done;
-  report(kernel, &p, &a, seconds, binding, &cr);
+  report(kernel, &p, &a, seconds, binding, &cr, rounding);
   if (has_storage && !a.quiet) report_storage(&p, storage, storage_ratio);
   rc = ATTNBENCH_EXIT_OK;
 done:

@@ -32,7 +32,7 @@ void exec_args_layer(const exec_args *a, attn_setting_layer *cli) {
                            strcmp(a->bind, "none") ? ATTN_BIND_CORES : ATTN_BIND_NONE, "--bind");
 }
 
-// "L,R" with each side a whole number >= 0 or "inf" (unbounded).
+// "L,R" with each side a whole number in 0..INT64_MAX or "inf" (unbounded).
 static bool parse_window(const char *text, int64_t *left, int64_t *right) {
   const char *comma = strchr(text, ',');
   if (!comma || strchr(comma + 1, ',')) return false;
@@ -44,11 +44,13 @@ static bool parse_window(const char *text, int64_t *left, int64_t *right) {
       *side[i] = ATTN_WINDOW_UNBOUNDED;
       continue;
     }
-    if (len[i] == 0 || len[i] > 18) return false;
-    int64_t x = 0;
+    if (len[i] == 0) return false;
+    int64_t x = 0;  // up to INT64_MAX, the largest side attn.h takes
     for (size_t c = 0; c < len[i]; c++) {
       if (part[i][c] < '0' || part[i][c] > '9') return false;
-      x = x * 10 + (part[i][c] - '0');
+      const int digit = part[i][c] - '0';
+      if (x > (INT64_MAX - digit) / 10) return false;
+      x = x * 10 + digit;
     }
     *side[i] = x;
   }
@@ -69,12 +71,24 @@ static attn_options scalar_options(const option_args *a) {
   return o;
 }
 
+size_t option_args_inputs(const option_args *a, const exec_args *x, attn_input_file *in, size_t n,
+                          size_t cap) {
+  const attn_input_file files[] = {{"ALiBi slopes input (--alibi-slopes)", a->slopes_path},
+                                   {"sinks input (--sinks)", a->sinks_path},
+                                   {"mask input (--mask)", a->mask_path},
+                                   {"tuning file (--tune-file)", x ? x->tune_file : NULL}};
+  for (size_t i = 0; i < sizeof files / sizeof files[0] && n < cap; i++)
+    if (files[i].path) in[n++] = files[i];
+  return n;
+}
+
 int option_args_validate(const char *cmd, const option_args *a) {
   int64_t l, r;
   if (a->window && !parse_window(a->window, &l, &r)) {
     fprintf(stderr,
-            "attnbench %s: --window '%s': want L,R with each a whole number >= 0 or 'inf'\n", cmd,
-            a->window);
+            "attnbench %s: --window '%s': want L,R with each a whole number in 0..2^63-1 or "
+            "'inf'\n",
+            cmd, a->window);
     return ATTNBENCH_EXIT_USAGE;
   }
   if (a->align && strcmp(a->align, "top-left") && strcmp(a->align, "bottom-right")) {

@@ -23,6 +23,7 @@
 
 #include "attn.h"
 #include "core/settings.h"
+#include "io/fileio.h"
 #include "io/npy.h"
 
 typedef struct exec_args {
@@ -156,6 +157,12 @@ int option_args_validate(const char *cmd, const option_args *a);
 // on a bad file or shape, or a mask the problem refuses (ATTN_FIELD_MASK).
 bool option_args_load(const char *cmd, const option_args *a, const attn_problem *p, attn_options *o,
                       npy_array *slopes, npy_array *sinks, npy_array *mask);
+
+// The files a command reads besides Q, K and V, for its outputs' "not an input" check
+// (fileio.h): the options' arrays (--alibi-slopes, --sinks, --mask) and the tuning file
+// (--tune-file; x may be NULL). Appends to in[n .. cap) and returns the new count.
+size_t option_args_inputs(const option_args *a, const exec_args *x, attn_input_file *in, size_t n,
+                          size_t cap);
 
 // --scale S: sets p->scale to S as float32 and checks it (ATTN_FIELD_SCALE). False after
 // "attnbench <cmd>: --scale S: <reason>" (a subnormal scale). Where run and check --o

@@ -6,8 +6,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/util.h"  // attn_first_nonfinite
 #include "core/convert.h"
 #include "io/npy.h"
+
+// The first LSE value a kernel may not write: NaN or +inf (-inf is a row that sees no
+// key). SIZE_MAX when there is none.
+static size_t first_bad_lse(const float *lse, size_t n) {
+  for (size_t i = 0; lse && i < n; i++)
+    if (isnan(lse[i]) || lse[i] == INFINITY) return i;
+  return SIZE_MAX;
+}
+
+bool run_outputs_allowed(const char *kernel, const attn_problem *p, const float *o,
+                         const float *lse, size_t n_lse, bool allow) {
+  const size_t bad = first_bad_lse(lse, n_lse);
+  if (bad != SIZE_MAX)
+    fprintf(stderr,
+            "attnbench run: %s%s: %s produced an LSE of %g at flat index %zu from finite inputs "
+            "(a row's LSE is finite, or -inf when it sees no key)%s\n",
+            allow ? "note" : "refused", allow ? " (--allow-nonfinite)" : "", kernel,
+            (double)lse[bad], bad,
+            allow ? "; written anyway" : "; nothing written (--allow-nonfinite writes it)");
+  if (bad != SIZE_MAX && !allow) return false;
+  attn_nonfinite nf;
+  if (!attn_first_nonfinite(p, o, &nf)) return true;
+  fprintf(stderr,
+          "attnbench run: %s%s: %s produced a non-finite output from finite inputs: "
+          "O[%lld][%lld][%lld][%lld] = %g (flat index %zu)%s\n",
+          allow ? "note" : "refused", allow ? " (--allow-nonfinite)" : "", kernel, (long long)nf.b,
+          (long long)nf.h, (long long)nf.i, (long long)nf.d, (double)nf.value, nf.index,
+          allow ? "; O is written anyway" : "; O not written (--allow-nonfinite writes it)");
+  return allow;
+}
 
 size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, const float *src,
                           size_t n) {
@@ -34,7 +65,8 @@ static bool round_half(attn_dtype type, bool allow_nonfinite, const char *what, 
 bool run_write_outputs(attn_dtype type, bool allow_nonfinite, const attn_output *out,
                        const float *o, int o_ndim, const int64_t *o_shape,
                        const attn_output *lse_out, const float *lse, int lse_ndim,
-                       const int64_t *lse_shape) {
+                       const int64_t *lse_shape, double *o_rounding) {
+  if (o_rounding) *o_rounding = 0.0;
   const struct {
     const char *what;
     const attn_output *out;
@@ -59,6 +91,10 @@ bool run_write_outputs(attn_dtype type, bool allow_nonfinite, const attn_output 
       break;
     }
     ok = round_half(type, allow_nonfinite, arr[i].what, arr[i].x, count, h[i]);
+    for (size_t j = 0; ok && i == 0 && o_rounding && j < count; j++) {
+      const double x = arr[i].x[j], r = attn_kv_elem(type, h[i], 1, j);
+      if (isfinite(x) && isfinite(r) && fabs(r - x) > *o_rounding) *o_rounding = fabs(r - x);
+    }
     set[i].f32 = NULL, set[i].half = h[i], set[i].bf16 = type == ATTN_DTYPE_BF16;
   }
   char err[ATTN_OUT_PATH_MAX + 512];
@@ -66,4 +102,36 @@ bool run_write_outputs(attn_dtype type, bool allow_nonfinite, const attn_output 
     fprintf(stderr, "attnbench run: cannot write %s: %s\n", n == 2 ? "O and LSE" : "O", err);
   free(h[0]), free(h[1]);
   return ok;
+}
+
+void run_rounding_note(attn_dtype type, double rounding, char *buf, size_t len) {
+  if (type == ATTN_DTYPE_F32) {
+    snprintf(buf, len, "%s", "");
+    return;
+  }
+  // Round to nearest even: half a unit in the last place, 2^-(mantissa bits + 1) of |x|.
+  snprintf(buf, len,
+           "; the verdict is the float32 O's: the %s file rounds it by up to %.3g "
+           "(at most 2^-%d |O| per value)",
+           attn_dtype_name(type), rounding, type == ATTN_DTYPE_BF16 ? 9 : 11);
+}
+
+bool run_prepare_outputs(const char *out_path, const char *lse_path, const attn_input_file *inputs,
+                         size_t n_inputs, attn_output *out, attn_output *lse_out) {
+  char err[ATTN_OUT_PATH_MAX + 512];
+  if (!attn_output_prepare(out, out_path, inputs, n_inputs, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: cannot write O: %s\n", err);
+    return false;
+  }
+  if (!lse_path) return true;
+  if (!attn_output_prepare(lse_out, lse_path, inputs, n_inputs, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: cannot write LSE: %s\n", err);
+    return false;
+  }
+  if (attn_output_same(out, lse_out)) {
+    fprintf(stderr, "attnbench run: --out and --lse name the same file (%s); give each its own\n",
+            lse_path);
+    return false;
+  }
+  return true;
 }

@@ -280,6 +280,36 @@ bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file
   return true;
 }
 
+// The target's path with its directory resolved ("dir/name"), in out[len]; false when
+// the directory cannot be resolved.
+static bool resolved_target(const attn_output *o, char *out, size_t len) {
+  const char *slash = strrchr(o->target, '/');
+  const char *name = slash ? slash + 1 : o->target;
+  char dir[ATTN_OUT_PATH_MAX];
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == o->target)
+    snprintf(dir, sizeof dir, "/");
+  else
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - o->target), o->target);
+  char *real = realpath(dir, NULL);
+  if (!real) return false;
+  const int w = snprintf(out, len, "%s/%s", real, name);
+  free(real);
+  return w > 0 && (size_t)w < len;
+}
+
+bool attn_output_same(const attn_output *a, const attn_output *b) {
+  struct stat sa, sb;
+  const bool ea = stat(a->target, &sa) == 0, eb = stat(b->target, &sb) == 0;
+  if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (ea != eb) return false;
+  char ra[ATTN_OUT_PATH_MAX + 256], rb[ATTN_OUT_PATH_MAX + 256];
+  if (!resolved_target(a, ra, sizeof ra) || !resolved_target(b, rb, sizeof rb))
+    return strcmp(a->target, b->target) == 0;
+  return strcmp(ra, rb) == 0;
+}
+
 // ── writing ─────────────────────────────────────────────────────────────────────────
 
 static bool write_all(int fd, const void *buf, size_t n) {

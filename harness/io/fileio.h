@@ -62,6 +62,11 @@ typedef struct attn_output {
 bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file *inputs,
                          size_t n_inputs, char *err, size_t err_len);
 
+// True when two prepared outputs name one file: the same inode when both targets exist,
+// else the same path once the directory is resolved (its realpath, then the name), so
+// "r.json" and "./r.json" are one file before either exists.
+bool attn_output_same(const attn_output *a, const attn_output *b);
+
 // One piece of the file's contents.
 typedef struct attn_buf {
   const void *data;

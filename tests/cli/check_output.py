@@ -58,8 +58,13 @@ with clitest.tempdir() as d:
     check(rc == 2 and "--q, --k and --v" in se, f"--o without inputs is a usage error ({rc}: {se})")
     rc, _, se = run("check", *io)
     check(rc == 2 and "need --o" in se, f"inputs without --o are a usage error ({rc}: {se})")
-    rc, _, se = run("check", *io, "--o", path("o.npy"), "--kernel", "naive")
-    check(rc == 2 and "do not apply" in se, f"--o with --kernel is a usage error ({rc}: {se})")
+    # --o runs no kernel: a flag that chooses one, its cases or how it runs is refused.
+    for flag in (["--kernel", "naive"], ["--threads", "7"], ["--tune-file", "/nonexistent"],
+                 ["--regtile", "bogus"], ["--isolate", "all"], ["--case-timeout", "5"],
+                 ["--native-only"], ["--explain"], ["--bind", "none"]):
+        rc, _, se = run("check", *io, "--o", path("o.npy"), *flag)
+        check(rc == 2 and f"{flag[0]} does not apply" in se,
+              f"--o with {flag[0]} is a usage error ({rc}: {se})")
 
     # Outside the input domain (scores could overflow float32): no verdict but inconclusive.
     big = np.where(rng.standard_normal((1, 2, 4, 8)) > 0, 3e38, -3e38).astype(np.float32)

@@ -4,7 +4,8 @@
 
 * --out may replace only a regular file, or write through a symlink to one; a device
   node, FIFO, directory or dangling symlink is refused before any work (exit 1);
-* --out may not be an input (same path, hard link or symlink): refused, input untouched;
+* --out and --lse may not be an input (same path, hard link or symlink; the options'
+  arrays too): refused, input untouched; nor one file, however spelled;
 * concurrent runs on one --out: each succeeds, the file is complete (last writer wins);
 * SIGINT/SIGTERM while O is being written leave no temporary (and no O);
 * error messages keep their reason with a 3000-character path;
@@ -120,6 +121,28 @@ with clitest.tempdir() as d:
               f"--out {what}: refused naming the {name} ({rc}: {se.strip()})")
     for p, data in inputs.items():
         check(read(p) == data, f"{os.path.basename(p)} is untouched")
+    # The options' arrays are inputs too.
+    sinks, mask = os.path.join(d, "sinks.npy"), os.path.join(d, "mask.npy")
+    np.save(sinks, np.zeros(2, np.float32))
+    np.save(mask, np.zeros((6, 9), np.float32))
+    opt_inputs = {p: read(p) for p in (sinks, mask)}
+    for flag, path, name in (("--sinks", sinks, "sinks input"), ("--mask", mask, "mask input")):
+        rc, _, se = run(*args(path, flag, path))
+        check(rc == 1 and f"is the same file as the {name}" in se,
+              f"--out {flag}'s file: refused naming it ({rc}: {se.strip()})")
+        rc, _, se = run(*args(os.path.join(d, "o_opt.npy"), flag, path, "--lse", path))
+        check(rc == 1 and f"is the same file as the {name}" in se,
+              f"--lse {flag}'s file: refused naming it ({rc}: {se.strip()})")
+    for p, data in opt_inputs.items():
+        check(read(p) == data, f"{os.path.basename(p)} is untouched")
+    # O and the LSE in one file, new or not, however spelled: refused before any work.
+    for out, lse in (("same_new.npy", "same_new.npy"), ("./same_sp.npy", "same_sp.npy"),
+                     ("good.npy", "good.npy")):
+        rc, _, se = run(*args(os.path.join(d, out), "--lse", os.path.join(d, lse)))
+        check(rc == 1 and "--out and --lse name the same file" in se,
+              f"--out {out} --lse {lse}: refused ({rc}: {se.strip()})")
+    check(not os.path.exists(os.path.join(d, "same_new.npy")), "no O written for --out = --lse")
+    check(np.array_equal(np.load(good), want), "an existing --out = --lse is untouched")
 
     # ── long paths keep the reason ──────────────────────────────────────────────────────
     deep = os.path.join(d, *(["x" * 99] * 30))  # ~3000 characters, directories missing
