@@ -170,6 +170,8 @@ static int scalar(parser *ps, int line, const char *key, const char *v) {
     r->seed = (uint64_t)x;
   } else if (strcmp(key, "alibi") == 0 || strcmp(key, "softcap") == 0) {
     if (!cli_parse_double(v, &f) || f < 0) return fail_at(ps, line, "%s: '%s'", key, v);
+    if (f > 0 && (float)f == 0.0f)
+      return fail_at(ps, line, "%s: '%s' rounds to 0 in float32 (use 0 to turn it off)", key, v);
     *(key[0] == 'a' ? &r->alibi : &r->softcap) = (float)f;
   } else if (strcmp(key, "window") == 0) {
     if (!cp_parse_window(v, &r->window, &r->window_left, &r->window_right))

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // attnbench-mpi — context-parallel attention over MPI (docs/mpi.md):
 //   mpirun -np N attnbench-mpi [--config FILE | shape options] [--out results.json]
-// Every rank parses the same arguments and refuses bad input identically before any
-// communication. A watchdog (--timeout) ends a rank whose peers died or hang; the job then
-// stops with that message. Rank 0 checks the gathered output against the double reference,
-// prints one line per run and writes the results JSON (atomically).
+// Every rank parses the same arguments and validates its runs; the ranks agree on the
+// verdict before any run, so a refusal on one rank ends every rank with exit 2. A watchdog
+// (--timeout, per result) ends a rank whose peers died or hang; the job then stops with that
+// message. Rank 0 checks the gathered output against the double reference, prints one line
+// per run and rewrites the results JSON (atomically) after each.
 #include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
@@ -287,6 +288,12 @@ static bool collect_runs(const args *a, cp_runs *runs, char *err, size_t err_len
                      .softcap = (float)a->softcap,
                      .threads = a->threads,
                      .seed = (uint64_t)a->seed};
+  if ((a->alibi > 0 && r->alibi == 0.0f) || (a->softcap > 0 && r->softcap == 0.0f)) {
+    snprintf(err, err_len, "--%s %g rounds to 0 in float32 (use 0 to turn it off)",
+             a->alibi > 0 && r->alibi == 0.0f ? "alibi" : "softcap",
+             a->alibi > 0 && r->alibi == 0.0f ? a->alibi : a->softcap);
+    return false;
+  }
   if (!cp_strategy_parse(a->strategy, &r->strategy)) {
     snprintf(err, err_len, "--strategy '%s': want ring, zigzag, allgather or ulysses", a->strategy);
     return false;

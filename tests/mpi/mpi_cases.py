@@ -126,7 +126,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 (["--seq-len", "64", "--kv-dtype", "q8_0", "--head-dim", "20"], "multiples of 32"),
                 (["--seq-len", "64", "--window", "3"], "--window '3'"),
                 (["--config", config, "--heads", "3"], "--heads cannot be combined with --config"),
-                (["--seq-len", "0"], "(see 'attnbench-mpi --help')")):
+                (["--seq-len", "0"], "(see 'attnbench-mpi --help')"),
+                (["--seq-len", "64", "--softcap", "1e-50"], "rounds to 0 in float32")):
             rc, so, se, _ = mpirun(args, timeout=60)
             check(rc == 2, f"{args}: exit {rc}, want 2\n{se}")
             check(se.count(want) == 1, f"{args}: want one '{want}' in\n{se}")
