@@ -57,7 +57,8 @@ static void int_range(const cli_option *o, int64_t *lo, int64_t *hi) {
 }
 
 void cli_print_help(const cli_spec *spec, FILE *f) {
-  fprintf(f, "usage: attnbench %s%s%s%s\n", spec->command, spec->n_options ? " [options]" : "",
+  fprintf(f, "usage: %s%s%s%s%s\n", spec->program ? spec->program : "attnbench ",
+          spec->program ? "" : spec->command, spec->n_options ? " [options]" : "",
           spec->positional_usage ? " " : "", spec->positional_usage ? spec->positional_usage : "");
   if (spec->summary) fprintf(f, "\n%s\n", spec->summary);
   fprintf(f, "\noptions:\n");
@@ -88,9 +89,11 @@ void cli_print_help(const cli_spec *spec, FILE *f) {
 
 #define CLI_FAIL(...)                                                 \
   do {                                                                \
-    fprintf(stderr, "attnbench %s: ", spec->command);                 \
+    const char *prog_ = spec->program ? spec->program : "attnbench "; \
+    const char *cmd_ = spec->program ? "" : spec->command;            \
+    fprintf(stderr, "%s%s: ", prog_, cmd_);                           \
     fprintf(stderr, __VA_ARGS__);                                     \
-    fprintf(stderr, " (see 'attnbench %s --help')\n", spec->command); \
+    fprintf(stderr, " (see '%s%s --help')\n", prog_, cmd_);           \
     return CLI_ERROR;                                                 \
   } while (0)
 

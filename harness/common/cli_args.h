@@ -82,6 +82,8 @@ typedef struct cli_option {
 
 typedef struct cli_spec {
   const char *command;  // subcommand name, used in messages: "attnbench <command>: ..."
+  const char *program;  // optional: the whole command name in messages and usage instead
+                        // of "attnbench <command>" (a separate binary: "attnbench-mpi")
   const char *summary;  // one line under the usage line
   const char *epilog;   // optional text after the option list (examples, notes)
   const cli_option *options;

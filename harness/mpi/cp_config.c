@@ -3,6 +3,7 @@
 #include "mpi/cp_config.h"
 
 #include <ini.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "common/cli_args.h"
 #include "mpi/cp_run.h"
+#include "mpi/cp_ulysses.h"
 
 bool cp_parse_window(const char *s, bool *window, int64_t *left, int64_t *right) {
   if (strcmp(s, "none") == 0) {
@@ -168,6 +170,8 @@ static int scalar(parser *ps, int line, const char *key, const char *v) {
     r->seed = (uint64_t)x;
   } else if (strcmp(key, "alibi") == 0 || strcmp(key, "softcap") == 0) {
     if (!cli_parse_double(v, &f) || f < 0) return fail_at(ps, line, "%s: '%s'", key, v);
+    if (f > 0 && (float)f == 0.0f)
+      return fail_at(ps, line, "%s: '%s' rounds to 0 in float32 (use 0 to turn it off)", key, v);
     *(key[0] == 'a' ? &r->alibi : &r->softcap) = (float)f;
   } else if (strcmp(key, "window") == 0) {
     if (!cp_parse_window(v, &r->window, &r->window_left, &r->window_right))
@@ -298,14 +302,49 @@ bool cp_run_validate(const cp_run_spec *r, int ranks, char *err, size_t err_len)
              (long long)r->heads, ranks);
     return false;
   }
-  // the largest message: a shard's packed K/V (ring), the gathered output (rank 0)
-  const cp_shard s0 = cp_shard_of(r->seq, ranks, 0, cp_uses_zigzag(r->strategy, r->causal));
-  const double kv = (double)(s0.rows + 2) * (double)(r->batch * r->kv_heads) *
-                    (double)(attn_kv_row_bytes(r->kv_dtype, r->head_dim) +
-                             attn_kv_row_bytes(r->kv_dtype, r->head_dim_v));
-  const double out = (double)(s0.rows + 2) * (double)(r->batch * r->heads) * (r->head_dim_v + 1);
-  if (kv > 2147483647.0 || out > 2147483647.0 || kv * ranks > 2147483647.0) {
-    snprintf(err, err_len, "%s: a shard's messages exceed 2^31 bytes: use more ranks", r->name);
+  // MPI counts are ints: every message and collective buffer must stay within INT_MAX of
+  // its unit. Each strategy is checked against the limits it actually meets.
+  const double kIntMax = 2147483647.0;
+  const bool zz = cp_uses_zigzag(r->strategy, r->causal);
+  const double kv_row =
+      (double)(r->batch * r->kv_heads) * (double)(attn_kv_row_bytes(r->kv_dtype, r->head_dim) +
+                                                  attn_kv_row_bytes(r->kv_dtype, r->head_dim_v));
+  int64_t max_rows = 0;
+  for (int i = 0; i < ranks; i++) {
+    const int64_t rows = cp_shard_of(r->seq, ranks, i, zz).rows;
+    max_rows = rows > max_rows ? rows : max_rows;
+  }
+  if ((r->strategy == CP_RING || r->strategy == CP_ZIGZAG) && (double)max_rows * kv_row > kIntMax) {
+    snprintf(err, err_len,
+             "%s: a shard's K/V message (%.0f bytes) exceeds MPI's count limit of %d bytes: use "
+             "more ranks",
+             r->name, (double)max_rows * kv_row, INT_MAX);
+    return false;
+  }
+  if (r->strategy == CP_ALLGATHER && (double)r->seq * kv_row > kIntMax) {
+    snprintf(err, err_len,
+             "%s: allgather's gathered K/V (%.0f bytes on every rank) exceeds MPI_Allgatherv's "
+             "limit of %d bytes (more ranks do not help; use ring or zigzag)",
+             r->name, (double)r->seq * kv_row, INT_MAX);
+    return false;
+  }
+  if (r->strategy == CP_ULYSSES) {
+    const double buf = cp_ulysses_max_buffer(&p, ranks);
+    if (buf > kIntMax) {
+      snprintf(err, err_len,
+               "%s: a ulysses all-to-all buffer (%.0f bytes) exceeds MPI_Alltoallv's limit of %d "
+               "bytes: use more ranks",
+               r->name, buf, INT_MAX);
+      return false;
+    }
+  }
+  // rank 0 gathers every rank's output and LSE: [B][H][S][Dv + 1] floats in one MPI_Gatherv
+  const double out = (double)(r->batch * r->heads) * (double)r->seq * (double)(r->head_dim_v + 1);
+  if (out > kIntMax) {
+    snprintf(err, err_len,
+             "%s: the gathered output and LSE (%.0f floats on rank 0) exceed MPI_Gatherv's limit "
+             "of %d elements (more ranks do not help)",
+             r->name, out, INT_MAX);
     return false;
   }
   return true;

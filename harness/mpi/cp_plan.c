@@ -211,13 +211,22 @@ cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
       part.heads = cp_cut(w->heads, n, r + 1) - cp_cut(w->heads, n, r);
       work[r] = attn_flops(&part) / in->flops_per_s;
     }
+    // a K/V head whose group is split between ranks goes to each of them: the K/V bytes
+    // are those of every rank's K/V head copies (the all-to-alls' send counts)
+    int64_t kv_copies = 0;
+    for (int r = 0; r < n; r++) {
+      const int64_t g = w->heads / w->kv_heads, h0 = cp_cut(w->heads, n, r);
+      const int64_t h1 = cp_cut(w->heads, n, r + 1);
+      kv_copies += h1 > h0 ? (h1 - 1) / g + 1 - h0 / g : 0;
+    }
     const double q_row =
         4.0 * (double)(w->head_dim_qk + w->head_dim_v) * (double)(w->batch * w->heads);
-    const double bytes = (double)max_rows * (q_row + kv_row) * (double)(n - 1) / (double)n;
+    const double kv_copy_row = kv_row_bytes(w) * (double)(w->batch * kv_copies);
+    const double bytes = (double)max_rows * (q_row + kv_copy_row) * (double)(n - 1) / (double)n;
     // each way packed, received and unpacked into new buffers: three fresh writes of a
     // rank's share of Q, K, V and O
     out.comm_s = 2.0 * (n - 1) * in->latency_s + bytes / in->bytes_per_s +
-                 fresh_copy_s(in, 3.0 * (double)max_rows * (q_row + kv_row));
+                 fresh_copy_s(in, 3.0 * (double)max_rows * (q_row + kv_copy_row));
     out.total_s = out.comm_s + share_phase(in, work, fin, busy);
   }
   for (int r = 0; r < n; r++) {

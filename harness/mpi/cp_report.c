@@ -18,24 +18,76 @@ bool cp_report_prepare(const char *out, const char *config, char *err, size_t er
   return attn_output_prepare(&o, out, in, config ? 1 : 0, err, err_len);
 }
 
-static void jappend(cp_report *rep, const char *fmt, ...) {
+// A growing string; on out of memory it keeps what it has and sets failed.
+typedef struct jbuf {
+  char *s;
+  size_t len, cap;
+  bool failed;
+} jbuf;
+
+static void jvappend(jbuf *b, const char *fmt, va_list ap0) {
   for (;;) {
     va_list ap;
-    va_start(ap, fmt);
-    const size_t room = rep->json_cap - rep->json_len;
-    const int w =
-        vsnprintf(rep->json ? rep->json + rep->json_len : NULL, rep->json ? room : 0, fmt, ap);
+    va_copy(ap, ap0);
+    const size_t room = b->cap - b->len;
+    const int w = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
     va_end(ap);
-    if (w < 0) return;
-    if (rep->json && (size_t)w < room) {
-      rep->json_len += (size_t)w;
+    if (w < 0) {
+      b->failed = true;
       return;
     }
-    const size_t cap = (rep->json_cap + (size_t)w + 1) * 2;
-    char *p = realloc(rep->json, cap);
-    if (!p) return;
-    rep->json = p, rep->json_cap = cap;
+    if (b->s && (size_t)w < room) {
+      b->len += (size_t)w;
+      return;
+    }
+    const size_t cap = (b->cap + (size_t)w + 1) * 2;
+    char *p = realloc(b->s, cap);
+    if (!p) {
+      b->failed = true;
+      return;
+    }
+    b->s = p, b->cap = cap;
   }
+}
+
+static void jbuf_append(jbuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  jvappend(b, fmt, ap);
+  va_end(ap);
+}
+
+static void jappend(cp_report *rep, const char *fmt, ...) {
+  jbuf b = {rep->json, rep->json_len, rep->json_cap, false};
+  va_list ap;
+  va_start(ap, fmt);
+  jvappend(&b, fmt, ap);
+  va_end(ap);
+  rep->json = b.s, rep->json_len = b.len, rep->json_cap = b.cap;
+}
+
+// s as the body of a JSON string (quotes, backslashes and control characters escaped),
+// truncated to fit out (out_len >= 7).
+static const char *jesc(const char *s, char *out, size_t out_len) {
+  size_t o = 0;
+  for (; *s && o + 7 < out_len; s++) {
+    const unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      out[o++] = '\\', out[o++] = (char)c;
+    else if (c < 0x20)
+      o += (size_t)snprintf(out + o, out_len - o, "\\u%04x", c);
+    else
+      out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  return out;
+}
+
+// x as a JSON number with `fmt` ("%.9g"), or null when it is not finite (JSON has no inf).
+static const char *jnum(double x, const char *fmt, char out[40]) {
+  if (!isfinite(x)) return "null";
+  snprintf(out, 40, fmt, x);
+  return out;
 }
 
 bool cp_report_begin(cp_report *rep, int rank, int ranks, bool quiet, double predict_latency_s,
@@ -91,12 +143,12 @@ static double predict_nodes(const cp_report_run_sum *s, int nodes, double gbps, 
   return cp_model_predict(&mi, NULL).total_s;
 }
 
-// Per rank: total, compute, exposed comm, flops, bytes, CPU, then steps × (compute, wait,
-// alone, CPU).
-enum { kHead = 6, kStep = 4 };
+// Per rank: total, compute, exposed comm, flops, bytes, CPU, fallback (0/1), then steps ×
+// (compute, wait, alone, CPU).
+enum { kHead = 7, kStep = 4 };
 
 static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, const double *all,
-                     int steps, const char *verdict, const attn_check_result *cr,
+                     int steps, bool fallback, const char *verdict, const attn_check_result *cr,
                      const cp_report_run_sum *sum, const cp_model_out *m) {
   const double measured = sum->measured_s;
   const int n = rep->ranks, per = kHead + kStep * steps;
@@ -106,7 +158,7 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
     wmax = all[i * per + 3] > wmax ? all[i * per + 3] : wmax;
   }
   const double tokens = (double)(r->seq * r->batch);
-  char win[64] = "none", err_s[64] = "null", ratio_s[64] = "null";
+  char win[64] = "none";
   if (r->window) {
     char side[2][24];
     const int64_t v[2] = {r->window_left, r->window_right};
@@ -117,26 +169,28 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
         snprintf(side[i], sizeof side[i], "%lld", (long long)v[i]);
     snprintf(win, sizeof win, "%s:%s", side[0], side[1]);
   }
-  if (strcmp(verdict, "off") != 0) {  // no error figures without a check
-    snprintf(err_s, sizeof err_s, "%.6g", cr->max_abs_err);
-    snprintf(ratio_s, sizeof ratio_s, "%.6g", cr->worst_ratio);
-  }
+  char f[9][40], name[6 * sizeof r->name + 1], kernel[6 * sizeof r->kernel + 1];
+  const bool checked = strcmp(verdict, "off") != 0;  // no error figures without a check
   jappend(rep,
-          "%s\n    {\"name\": \"%s\", \"strategy\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, "
-          "\"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, \"seq_len\": %lld, "
-          "\"head_dim\": %lld, \"head_dim_v\": %lld, \"causal\": %s, \"window\": \"%s\", "
-          "\"alibi\": %g, \"softcap\": %g, \"kv_dtype\": \"%s\", \"lse\": %s,\n     \"check\": "
-          "\"%s\", \"max_abs_err\": %s, \"worst_ratio\": %s,\n     \"time_s\": %.9g, "
-          "\"tokens_per_s\": %.6g, \"gflops\": %.6g, \"work_imbalance\": %.6g, "
-          "\"model_time_s\": %.9g, \"model_error\": %.4g, \"model_rate_flops_per_s\": %.6g,\n     "
-          "\"predictions\": [",
-          rep->n_runs ? "," : "", r->name, cp_strategy_name(r->strategy), r->kernel, r->threads,
+          "%s\n    {\"name\": \"%s\", \"strategy\": \"%s\", \"kernel\": \"%s\", \"fallback\": "
+          "%s, \"threads\": %d, \"batch\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
+          "\"seq_len\": %lld, \"head_dim\": %lld, \"head_dim_v\": %lld, \"causal\": %s, "
+          "\"window\": \"%s\", \"alibi\": %g, \"softcap\": %g, \"kv_dtype\": \"%s\", \"lse\": %s,\n"
+          "     \"check\": \"%s\", \"max_abs_err\": %s, \"worst_ratio\": %s,\n     \"time_s\": %s, "
+          "\"tokens_per_s\": %s, \"gflops\": %s, \"work_imbalance\": %s, \"model_time_s\": %s, "
+          "\"model_error\": %s, \"model_rate_flops_per_s\": %s,\n     \"predictions\": [",
+          rep->n_runs ? "," : "", jesc(r->name, name, sizeof name), cp_strategy_name(r->strategy),
+          jesc(r->kernel, kernel, sizeof kernel), fallback ? "true" : "false", r->threads,
           (long long)r->batch, (long long)r->heads, (long long)r->kv_heads, (long long)r->seq,
           (long long)r->head_dim, (long long)r->head_dim_v, r->causal ? "true" : "false", win,
           (double)r->alibi, (double)r->softcap, attn_dtype_name(r->kv_dtype),
-          r->lse ? "true" : "false", verdict, err_s, ratio_s, measured, tokens / measured,
-          attn_flops(&job->whole) / measured / 1e9, wmin > 0 ? wmax / wmin - 1.0 : 0.0, m->total_s,
-          m->total_s / measured - 1.0, sum->rate);
+          r->lse ? "true" : "false", verdict,
+          checked ? jnum(cr->max_abs_err, "%.6g", f[0]) : "null",
+          checked ? jnum(cr->worst_ratio, "%.6g", f[1]) : "null", jnum(measured, "%.9g", f[2]),
+          jnum(tokens / measured, "%.6g", f[3]),
+          jnum(attn_flops(&job->whole) / measured / 1e9, "%.6g", f[4]),
+          jnum(wmin > 0 ? wmax / wmin - 1.0 : 0.0, "%.6g", f[5]), jnum(m->total_s, "%.9g", f[6]),
+          jnum(m->total_s / measured - 1.0, "%.4g", f[7]), jnum(sum->rate, "%.6g", f[8]));
   for (int a = 0, first = 1; a < kPredictNodes; a++)
     for (int b = 0; b < kPredictLinks; b++) {
       const double t = predict_nodes(sum, kNodes[a], kGbps[b], rep->predict_latency_s);
@@ -152,15 +206,21 @@ static void json_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, co
     for (int s = 0; s < steps; s++)
       wait += x[kHead + kStep * s + 1], alone += x[kHead + kStep * s + 2];
     const double hidden = alone > 0 ? fmax(0.0, fmin(1.0, 1.0 - wait / alone)) : 1.0;
+    char v[8][40];
     jappend(rep,
-            "%s\n      {\"rank\": %d, \"total_s\": %.9g, \"compute_s\": %.9g, \"compute_cpu_s\": "
-            "%.9g, \"comm_exposed_s\": %.9g, \"comm_alone_s\": %.9g, \"hidden_fraction\": %.4g, "
-            "\"flops\": %.6g, \"bytes_sent\": %.6g, \"steps\": [",
-            i ? "," : "", i, x[0], x[1], x[5], x[2], alone, hidden, x[3], x[4]);
+            "%s\n      {\"rank\": %d, \"total_s\": %s, \"compute_s\": %s, \"compute_cpu_s\": %s, "
+            "\"comm_exposed_s\": %s, \"comm_alone_s\": %s, \"hidden_fraction\": %s, \"flops\": "
+            "%s, \"bytes_sent\": %s, \"fallback\": %s, \"steps\": [",
+            i ? "," : "", i, jnum(x[0], "%.9g", v[0]), jnum(x[1], "%.9g", v[1]),
+            jnum(x[5], "%.9g", v[2]), jnum(x[2], "%.9g", v[3]), jnum(alone, "%.9g", v[4]),
+            jnum(hidden, "%.4g", v[5]), jnum(x[3], "%.6g", v[6]), jnum(x[4], "%.6g", v[7]),
+            x[6] != 0.0 ? "true" : "false");
     for (int s = 0; s < steps; s++) {
       const double *t = x + kHead + kStep * s;
-      jappend(rep, "%s{\"compute_s\": %.9g, \"cpu_s\": %.9g, \"wait_s\": %.9g, \"alone_s\": %.9g}",
-              s ? ", " : "", t[0], t[3], t[1], t[2]);
+      char u[4][40];
+      jappend(rep, "%s{\"compute_s\": %s, \"cpu_s\": %s, \"wait_s\": %s, \"alone_s\": %s}",
+              s ? ", " : "", jnum(t[0], "%.9g", u[0]), jnum(t[3], "%.9g", u[1]),
+              jnum(t[1], "%.9g", u[2]), jnum(t[2], "%.9g", u[3]));
     }
     jappend(rep, "]}");
   }
@@ -179,6 +239,7 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
   }
   mine[0] = res->total_s, mine[1] = res->compute_s, mine[2] = res->comm_s;
   mine[3] = res->flops, mine[4] = res->comm_bytes, mine[5] = res->cpu_s;
+  mine[6] = res->fallback ? 1.0 : 0.0;
   for (int s = 0; s < steps; s++) {
     double *t = mine + kHead + kStep * s;
     t[0] = res->step[s].compute_s, t[1] = res->step[s].wait_s;
@@ -190,7 +251,9 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
   if (ok && rep->rank == 0 && rep->n_runs < CP_MAX_RUNS) {
     // each rank's run time: the CPU time of its compute over its threads (the model's T)
     double measured = 0.0, *run = malloc((size_t)n * sizeof(double));
+    bool fallback = false;  // any rank ran the portable path instead of the kernel
     for (int i = 0; i < n; i++) {
+      fallback |= all[i * per + 6] != 0.0;
       measured = all[i * per] > measured ? all[i * per] : measured;
       if (run) run[i] = all[i * per + 5] / (r->threads > 0 ? r->threads : 1);
     }
@@ -214,12 +277,14 @@ bool cp_report_run(cp_report *rep, const cp_run_spec *r, const cp_job *job, cons
     sum->rate = isfinite(rate) && rate > 0 ? rate : 1.0;
     mi.flops_per_s = sum->rate;
     const cp_model_out m = cp_model_predict(&mi, NULL);
-    json_run(rep, r, job, all, steps, verdict, cr, sum, &m);
+    json_run(rep, r, job, all, steps, fallback, verdict, cr, sum, &m);
     rep->n_runs++;
     if (!rep->quiet || strcmp(verdict, "fail") == 0)
-      printf("%-40s %-5s %10.4f s %12.0f tok/s  model %.4f s (%+.0f%%)%s%s\n", r->name, verdict,
+      printf("%-40s %-5s %10.4f s %12.0f tok/s  model %.4f s (%+.0f%%)%s%s%s\n", r->name, verdict,
              measured, (double)(r->seq * r->batch) / measured, m.total_s,
-             100.0 * (m.total_s / measured - 1.0), cr->message[0] ? "  " : "", cr->message);
+             100.0 * (m.total_s / measured - 1.0),
+             fallback ? "  fallback (portable path, not the kernel's)" : "",
+             cr->message[0] ? "  " : "", cr->message);
   }
   free(mine), free(all);
   return ok;
@@ -246,29 +311,35 @@ void cp_report_predict(const cp_report *rep, FILE *f) {
 }
 
 bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t err_len) {
-  char head[1024];
-  char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+  char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "", vesc[6 * sizeof ver + 1];
   int vlen = 0;
   MPI_Get_library_version(ver, &vlen);
-  for (int i = 0; i < vlen; i++)
-    if (ver[i] == '"' || ver[i] == '\\' || (unsigned char)ver[i] < 0x20) ver[i] = ' ';
-  char *nl = strchr(ver, ',');
+  ver[vlen >= 0 && vlen < (int)sizeof ver ? vlen : (int)sizeof ver - 1] = '\0';
+  char *nl = strpbrk(ver, ",\n");  // the library's name and version: its first line or phrase
   if (nl) *nl = '\0';
-  int w =
-      snprintf(head, sizeof head,
-               "{\n  \"context\": {\"tool\": \"attnbench-mpi\", \"ranks\": %d, \"mpi\": \"%s\", "
-               "\"shared_cores\": %d, \"fresh_copy_bytes_per_s\": %.6g, \"probe\": [",
-               rep->ranks, ver, rep->cores, rep->copy_bw);
-  for (int p = 1; p < rep->ranks && w > 0 && (size_t)w < sizeof head - 128; p++)
-    w += snprintf(head + w, sizeof head - (size_t)w,
-                  "%s{\"peer\": %d, \"latency_s\": %.6g, \"bandwidth_bytes_per_s\": %.6g}",
-                  p > 1 ? ", " : "", p, rep->lat_s[p], rep->bw[p]);
-  snprintf(head + w, sizeof head - (size_t)w, "]},\n  \"runs\": [");
+  jbuf head = {0};
+  jbuf_append(&head,
+              "{\n  \"context\": {\"tool\": \"attnbench-mpi\", \"ranks\": %d, \"mpi\": \"%s\", "
+              "\"shared_cores\": %d, \"fresh_copy_bytes_per_s\": %.6g, \"probe\": [",
+              rep->ranks, jesc(ver, vesc, sizeof vesc), rep->cores, rep->copy_bw);
+  for (int p = 1; p < rep->ranks; p++) {
+    char a[40], b[40];
+    jbuf_append(&head, "%s{\"peer\": %d, \"latency_s\": %s, \"bandwidth_bytes_per_s\": %s}",
+                p > 1 ? ", " : "", p, jnum(rep->lat_s[p], "%.6g", a), jnum(rep->bw[p], "%.6g", b));
+  }
+  jbuf_append(&head, "]},\n  \"runs\": [");
+  if (head.failed || !head.s) {
+    free(head.s);
+    snprintf(err, err_len, "%s: out of memory for the results", out);
+    return false;
+  }
   static const char tail[] = "\n  ]\n}\n";
-  const attn_buf parts[3] = {{head, strlen(head)},
+  const attn_buf parts[3] = {{head.s, head.len},
                              {rep->json ? rep->json : "", rep->json ? rep->json_len : 0},
                              {tail, sizeof tail - 1}};
-  return attn_write_file_atomic(out, parts, 3, err, err_len);
+  const bool ok = attn_write_file_atomic(out, parts, 3, err, err_len);
+  free(head.s);
+  return ok;
 }
 
 void cp_report_free(cp_report *rep) {

@@ -148,6 +148,7 @@ static bool run_pair(const cp_job *job, rank_data *rd, int a, int64_t ko, int64_
   const int64_t qo = rd->sh.start[a], lq = rd->sh.len[a];
   if (!cp_pair_problem(&job->whole, qo, lq, ko, lk, rd->ltmp, &p, &o)) return true;
   char e[256];
+  if (!attn_kernel_native(job->kernel, &p)) res->fallback = true;
   if (attn_kernel_call(job->kernel, &p, &job->exec, rd->q[a], k, v, rd->otmp, e, sizeof e) !=
       ATTN_OK) {
     snprintf(err, err_len, "rank %d: %s on rows [%lld, %lld) x keys [%lld, %lld): %s", job->rank,

@@ -44,6 +44,7 @@ typedef struct cp_result {
   double cpu_s;                     // the sum of the steps' cpu_s
   double flops;                     // useful flops of this rank's kernel calls
   double comm_bytes;                // bytes this rank sent
+  bool fallback;  // some kernel call ran the shared portable path (attn_kernel_native false)
   // rank 0 after cp_gather: [B][H][S][Dv] and [B][H][S] (NULL elsewhere)
   float *o, *lse;
 } cp_result;

@@ -12,10 +12,46 @@ typedef struct heads_of {
   int64_t h0[CP_MAX_STEPS], h1[CP_MAX_STEPS];  // per rank: [h0, h1) of the tensor's heads
 } heads_of;
 
+// Rank d's query heads [cut(H, N, d), cut(H, N, d + 1)) in qh and the K/V heads they read
+// in kh (under GQA a K/V head whose group is split goes to each rank holding part of it).
+static void ulysses_heads(const attn_problem *w, int n, heads_of *qh, heads_of *kh) {
+  const int64_t g = w->heads / w->kv_heads;
+  for (int d = 0; d < n; d++) {
+    qh->h0[d] = cp_cut(w->heads, n, d), qh->h1[d] = cp_cut(w->heads, n, d + 1);
+    kh->h0[d] = qh->h0[d] / g, kh->h1[d] = (qh->h1[d] - 1) / g + 1;
+  }
+}
+
+double cp_ulysses_max_buffer(const attn_problem *w, int ranks) {
+  static heads_of qh, kh;  // per rank (large: static; validation runs one run at a time)
+  ulysses_heads(w, ranks, &qh, &kh);
+  const double B = (double)w->batch, S = (double)w->seq_q;
+  const double qrow = 4.0 * (double)w->head_dim_qk, orow = 4.0 * (double)w->head_dim_v;
+  const double krow = (double)attn_kv_row_bytes(w->kv_dtype, w->head_dim_qk);
+  const double vrow = (double)attn_kv_row_bytes(w->kv_dtype, w->head_dim_v);
+  double q_all = 0.0, kv_all = 0.0, worst = 0.0;  // head copies over all ranks
+  for (int d = 0; d < ranks; d++)
+    q_all += (double)(qh.h1[d] - qh.h0[d]), kv_all += (double)(kh.h1[d] - kh.h0[d]);
+  for (int d = 0; d < ranks; d++) {
+    const double rows = (double)cp_shard_of(w->seq_q, ranks, d, false).len[0];
+    const double nq = (double)(qh.h1[d] - qh.h0[d]), nkv = (double)(kh.h1[d] - kh.h0[d]);
+    // to heads: send this rank's rows of every rank's heads, receive all rows of its heads;
+    // back (O, LSE): the reverse
+    const double b[] = {B * q_all * rows * qrow, B * nq * S * qrow,        B * kv_all * rows * krow,
+                        B * nkv * S * krow,      B * kv_all * rows * vrow, B * nkv * S * vrow,
+                        B * q_all * rows * orow, B * nq * S * orow,        B * q_all * rows * 4.0,
+                        B * nq * S * 4.0};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) worst = b[i] > worst ? b[i] : worst;
+  }
+  return worst;
+}
+
 // Moves rows between [B][Htot][rows of this rank] (sequence shard) and [B][nh][S] (head
 // shard) layouts; to_heads selects the direction. rb = bytes per row.
+// *sent grows by the bytes this rank sends to other ranks.
 static bool exchange(const cp_job *job, bool to_heads, const unsigned char *src, unsigned char *dst,
-                     size_t rb, int64_t htot, const heads_of *ho, char *err, size_t err_len) {
+                     size_t rb, int64_t htot, const heads_of *ho, double *sent, char *err,
+                     size_t err_len) {
   const int n = job->ranks, me = job->rank;
   const int64_t B = job->whole.batch, S = job->whole.seq_q;
   const int64_t my_rows = cp_shard_of(S, n, me, false).len[0], nh_me = ho->h1[me] - ho->h0[me];
@@ -36,6 +72,7 @@ static bool exchange(const cp_job *job, bool to_heads, const unsigned char *src,
     }
     sc[d] = (int)s_bytes, sd[d] = (int)st, rc[d] = (int)r_bytes, rd[d] = (int)rt;
     st += s_bytes, rt += r_bytes;
+    if (d != me) *sent += (double)s_bytes;
   }
   unsigned char *sbuf = ok ? malloc(st ? st : 1) : NULL, *rbuf = ok ? malloc(rt ? rt : 1) : NULL;
   if (ok && !(ok = sbuf && rbuf)) snprintf(err, err_len, "rank %d: out of memory", me);
@@ -109,6 +146,7 @@ static bool attend(const cp_job *job, const heads_of *qh, const heads_of *kh, co
                    krow_i = (size_t)((b * nkv + kv - k0) * S);
       char e[256];
       const double t0 = MPI_Wtime(), c0 = cp_cpu_now();
+      if (!attn_kernel_native(job->kernel, &p)) res->fallback = true;
       if (attn_kernel_call(job->kernel, &p, &job->exec, q + qrow * (size_t)w->head_dim_qk,
                            k + krow_i * krow, v + krow_i * vrow, out + qrow * (size_t)w->head_dim_v,
                            e, sizeof e) != ATTN_OK) {
@@ -128,13 +166,10 @@ bool cp_ulysses(const cp_job *job, const float *q, const unsigned char *kv, floa
                 cp_result *res, char *err, size_t err_len) {
   const attn_problem *w = &job->whole;
   const int n = job->ranks, me = job->rank;
-  const int64_t S = w->seq_q, B = w->batch, g = w->heads / w->kv_heads;
+  const int64_t S = w->seq_q, B = w->batch;
   const int64_t my_rows = cp_shard_of(S, n, me, false).len[0];
   static heads_of qh, kh;  // per rank (large: static, one run at a time)
-  for (int d = 0; d < n; d++) {
-    qh.h0[d] = cp_cut(w->heads, n, d), qh.h1[d] = cp_cut(w->heads, n, d + 1);
-    kh.h0[d] = qh.h0[d] / g, kh.h1[d] = (qh.h1[d] - 1) / g + 1;
-  }
+  ulysses_heads(w, n, &qh, &kh);
   const int64_t nh = qh.h1[me] - qh.h0[me], nkv = kh.h1[me] - kh.h0[me];
   const size_t krow = attn_kv_row_bytes(w->kv_dtype, w->head_dim_qk);
   const size_t vrow = attn_kv_row_bytes(w->kv_dtype, w->head_dim_v);
@@ -150,25 +185,22 @@ bool cp_ulysses(const cp_job *job, const float *q, const unsigned char *kv, floa
   ok = ok && cp_mpi_ok(MPI_Barrier(job->comm), "MPI_Barrier", err, err_len);
   const double t_start = MPI_Wtime();
   const unsigned char *ks = kv, *vs = kv + (size_t)(B * w->kv_heads * my_rows) * krow;
+  double *sent = &res->comm_bytes;  // counted from the all-to-alls' send counts
   ok = ok &&
-       exchange(job, true, (const unsigned char *)q, (unsigned char *)ql, qb, w->heads, &qh, err,
-                err_len) &&
-       exchange(job, true, ks, kl, krow, w->kv_heads, &kh, err, err_len) &&
-       exchange(job, true, vs, vl, vrow, w->kv_heads, &kh, err, err_len);
+       exchange(job, true, (const unsigned char *)q, (unsigned char *)ql, qb, w->heads, &qh, sent,
+                err, err_len) &&
+       exchange(job, true, ks, kl, krow, w->kv_heads, &kh, sent, err, err_len) &&
+       exchange(job, true, vs, vl, vrow, w->kv_heads, &kh, sent, err, err_len);
   const double t_in = MPI_Wtime() - t_start;
   ok = ok && attend(job, &qh, &kh, ql, kl, vl, ol, ll, res, err, err_len);
   const double t_back = MPI_Wtime();
   ok = ok &&
-       exchange(job, false, (const unsigned char *)ol, (unsigned char *)o, ob, w->heads, &qh, err,
-                err_len) &&
+       exchange(job, false, (const unsigned char *)ol, (unsigned char *)o, ob, w->heads, &qh, sent,
+                err, err_len) &&
        exchange(job, false, (const unsigned char *)ll, (unsigned char *)lse, sizeof(float),
-                w->heads, &qh, err, err_len);
+                w->heads, &qh, sent, err, err_len);
   res->total_s = MPI_Wtime() - t_start;
   res->step[0].wait_s = res->step[0].alone_s = t_in + (MPI_Wtime() - t_back);
-  res->comm_bytes = (double)(my_rows * B) *
-                    ((double)w->heads * (double)(qb + ob + sizeof(float)) +
-                     (double)w->kv_heads * (double)(krow + vrow)) *
-                    (double)(n - 1) / (double)n;
   free(ql), free(ol), free(ll), free(kl), free(vl);
   return ok;
 }

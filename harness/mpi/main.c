@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // attnbench-mpi — context-parallel attention over MPI (docs/mpi.md):
 //   mpirun -np N attnbench-mpi [--config FILE | shape options] [--out results.json]
-// Every rank parses the same arguments and refuses bad input identically before any
-// communication. A watchdog (--timeout) ends a rank whose peers died or hang; the job then
-// stops with that message. Rank 0 checks the gathered output against the double reference,
-// prints one line per run and writes the results JSON (atomically).
+// Every rank parses the same arguments and validates its runs; the ranks agree on the
+// verdict before any run, so a refusal on one rank ends every rank with exit 2. A watchdog
+// (--timeout, per result) ends a rank whose peers died or hang; the job then stops with that
+// message. Rank 0 checks the gathered output against the double reference, prints one line
+// per run and rewrites the results JSON (atomically) after each.
+#include <fcntl.h>
+#include <limits.h>
 #include <mpi.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +31,8 @@ static void on_alarm(int sig) {
   (void)w;
   _exit(3);
 }
-static void watchdog_arm(int rank, int seconds) {
+// Installs the handler; watchdog_rearm then gives the next result `seconds`.
+static void watchdog_install(int rank, int seconds) {
   snprintf(g_alarm_msg, sizeof g_alarm_msg,
            "attnbench-mpi: rank %d: no result within --timeout %d s (a rank died, hangs or the "
            "run is too long); stopping the job\n",
@@ -35,6 +40,8 @@ static void watchdog_arm(int rank, int seconds) {
   struct sigaction sa = {.sa_handler = on_alarm};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGALRM, &sa, NULL);
+}
+static void watchdog_rearm(int seconds) {
   alarm((unsigned)seconds);
 }
 
@@ -78,7 +85,7 @@ static int parse_args(int argc, char **argv, args *a) {
               .threads = 1,
               .timeout = 600,
               .predict_latency_us = 2.0};
-  const cli_option opts[] = {
+  cli_option opts[] = {
       {.name = "config",
        .kind = CLI_STRING,
        .dest = &a->config,
@@ -210,10 +217,54 @@ static int parse_args(int argc, char **argv, args *a) {
        .help = "validate and list the runs, run nothing"},
       {.name = "quiet", .kind = CLI_FLAG, .dest = &a->quiet, .help = "print only errors"},
   };
+  enum { kOpts = sizeof opts / sizeof opts[0] };
+  bool given[kOpts] = {0};
+  for (int i = 0; i < kOpts; i++) opts[i].given = &given[i];
   const cli_spec spec = {.command = "mpi",
+                         .program = "attnbench-mpi",
                          .summary = "context-parallel attention over MPI (docs/mpi.md)",
                          CLI_OPTIONS(opts)};
-  return cli_parse(&spec, argc, argv);
+  const cli_status st = cli_parse(&spec, argc, argv);
+  if (st != CLI_OK || !a->config) return st;
+  // A config file sets every run's shape and options: a run option beside it is refused
+  // rather than silently ignored.
+  static const char *const kWithConfig[] = {
+      "config", "out", "timeout", "predict", "predict-latency-us", "dry-run", "quiet"};
+  for (int i = 0; i < kOpts; i++) {
+    bool allowed = false;
+    for (size_t j = 0; j < sizeof kWithConfig / sizeof kWithConfig[0]; j++)
+      allowed |= strcmp(opts[i].name, kWithConfig[j]) == 0;
+    if (given[i] && !allowed) {
+      fprintf(stderr,
+              "attnbench-mpi: --%s cannot be combined with --config (the config file sets every "
+              "run's shape and options)\n",
+              opts[i].name);
+      return CLI_ERROR;
+    }
+  }
+  return CLI_OK;
+}
+
+// Runs parse_args with rank 0's output only: every rank parses the same arguments and
+// reaches the same verdict, so the other ranks' copies of a message or the help are dropped.
+static int parse_args_once(int argc, char **argv, args *a, int rank) {
+  int saved[2] = {-1, -1};
+  if (rank != 0) {
+    fflush(stdout), fflush(stderr);
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      saved[0] = dup(1), saved[1] = dup(2);
+      dup2(null, 1), dup2(null, 2);
+      close(null);
+    }
+  }
+  const int rc = parse_args(argc, argv, a);
+  if (saved[0] >= 0 || saved[1] >= 0) {
+    fflush(stdout), fflush(stderr);
+    if (saved[0] >= 0) dup2(saved[0], 1), close(saved[0]);
+    if (saved[1] >= 0) dup2(saved[1], 2), close(saved[1]);
+  }
+  return rc;
 }
 
 // The runs of the command line or the config; false with a message.
@@ -237,6 +288,12 @@ static bool collect_runs(const args *a, cp_runs *runs, char *err, size_t err_len
                      .softcap = (float)a->softcap,
                      .threads = a->threads,
                      .seed = (uint64_t)a->seed};
+  if ((a->alibi > 0 && r->alibi == 0.0f) || (a->softcap > 0 && r->softcap == 0.0f)) {
+    snprintf(err, err_len, "--%s %g rounds to 0 in float32 (use 0 to turn it off)",
+             a->alibi > 0 && r->alibi == 0.0f ? "alibi" : "softcap",
+             a->alibi > 0 && r->alibi == 0.0f ? a->alibi : a->softcap);
+    return false;
+  }
   if (!cp_strategy_parse(a->strategy, &r->strategy)) {
     snprintf(err, err_len, "--strategy '%s': want ring, zigzag, allgather or ulysses", a->strategy);
     return false;
@@ -330,6 +387,44 @@ static bool run_one(const cp_run_spec *r, int rank, int ranks, bool bad_merge, d
   return true;
 }
 
+// Resolves threads 0 (the OpenMP default) to the count the kernels will use, so the model
+// divides by it and the results record it; false with a message when that count is over
+// the kernels' cap.
+static bool resolve_threads(cp_runs *runs, char *err, size_t err_len) {
+  const int def = omp_get_max_threads();
+  for (size_t i = 0; i < runs->count; i++) {
+    cp_run_spec *r = &runs->run[i];
+    if (r->threads != 0) continue;
+    if (def < 1 || def > ATTN_MAX_THREADS) {
+      snprintf(err, err_len, "%s: threads 0 is the OpenMP default %d, outside [1, %d]", r->name,
+               def, ATTN_MAX_THREADS);
+      return false;
+    }
+    r->threads = def;
+  }
+  return true;
+}
+
+// Every rank validates alone (a config file or a kernel may differ between nodes), then the
+// ranks agree: if any refused, the lowest refusing rank prints its reason (prefixed with its
+// rank unless every rank refused) and every rank returns false, so all exit alike.
+static bool agree_valid(bool ok, const char *err, int rank, int ranks) {
+  int mine[2] = {ok ? INT_MAX : rank, ok ? 0 : 1}, all[2] = {ok ? INT_MAX : rank, ok ? 0 : 1};
+  if (MPI_Allreduce(&mine[0], &all[0], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
+      MPI_Allreduce(&mine[1], &all[1], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    fprintf(stderr, "attnbench-mpi: rank %d: MPI_Allreduce failed agreeing on the input\n", rank);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (all[0] == INT_MAX) return true;
+  if (all[0] == rank) {
+    if (all[1] == ranks)
+      fprintf(stderr, "attnbench-mpi: %s\n", err);
+    else
+      fprintf(stderr, "attnbench-mpi: rank %d: %s\n", rank, err);
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -337,20 +432,20 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   args a;
-  const int rc = parse_args(argc, argv, &a);
-  if (rc != CLI_OK) {
+  const int rc = parse_args_once(argc, argv, &a, rank);
+  if (rc != CLI_OK) {  // the same arguments on every rank: every rank ends here alike
     MPI_Finalize();
     return cli_exit_code(rc);
   }
-  // Identical validation on every rank, before any communication; rank 0 prints it.
+  // Every rank validates (what it reads: the config, its CPU's kernels), then all agree.
+  // Only rank 0 writes the results, so only it checks --out.
   static cp_runs runs;
   char err[512] = "";
-  bool ok = collect_runs(&a, &runs, err, sizeof err);
+  bool ok = collect_runs(&a, &runs, err, sizeof err) && resolve_threads(&runs, err, sizeof err);
   for (size_t i = 0; ok && i < runs.count; i++)
     ok = cp_run_validate(&runs.run[i], ranks, err, sizeof err);
-  if (ok && a.out && !cp_report_prepare(a.out, a.config, err, sizeof err)) ok = false;
-  if (!ok) {
-    if (rank == 0) fprintf(stderr, "attnbench-mpi: %s\n", err);
+  if (ok && rank == 0 && a.out && !cp_report_prepare(a.out, a.config, err, sizeof err)) ok = false;
+  if (!agree_valid(ok, err, rank, ranks)) {
     MPI_Finalize();
     return 2;
   }
@@ -360,7 +455,9 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 0;
   }
-  watchdog_arm(rank, a.timeout);
+  // The watchdog gives each result (the probe, then every run) --timeout seconds.
+  watchdog_install(rank, a.timeout);
+  watchdog_rearm(a.timeout);
   bool bad_merge = false;
   double stall_s = 0.0;
   test_fault(rank, &bad_merge, &stall_s);
@@ -370,13 +467,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "attnbench-mpi: %s\n", err);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  for (size_t i = 0; i < runs.count; i++)
+  for (size_t i = 0; i < runs.count; i++) {
+    watchdog_rearm(a.timeout);
     run_one(&runs.run[i], rank, ranks, bad_merge, stall_s, &rep, &status);
-  if (rank == 0 && a.predict) cp_report_predict(&rep, stdout);
-  if (rank == 0 && a.out && !cp_report_write(&rep, a.out, err, sizeof err)) {
-    fprintf(stderr, "attnbench-mpi: %s\n", err);
-    status = 1;
+    // the file holds every finished run, so a later run that fails or hangs loses only itself
+    if (rank == 0 && a.out && !cp_report_write(&rep, a.out, err, sizeof err)) {
+      fprintf(stderr, "attnbench-mpi: %s\n", err);
+      status = 1;
+    }
   }
+  if (rank == 0 && a.predict) cp_report_predict(&rep, stdout);
   cp_report_free(&rep);
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
   alarm(0);

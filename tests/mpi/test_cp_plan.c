@@ -277,6 +277,23 @@ static void test_model_copies(void) {
   }
 }
 
+// Ulysses with a K/V group split across ranks: H 4, KVH 1 on 4 ranks sends the one K/V head to
+// every rank, so the model's bytes count four K/V copies, not one.
+static void test_model_ulysses_gqa(void) {
+  const attn_problem w = attn_problem_make(1, 4, 1, 64, 64, 16, 16, false);
+  const cp_model_in in = {.strategy = CP_ULYSSES,
+                          .whole = w,
+                          .ranks = 4,
+                          .flops_per_s = 1e9,
+                          .latency_s = 0.0,
+                          .bytes_per_s = 1e9,
+                          .threads = 1};
+  const double q_row = 4.0 * (16 + 16) * 4, kv_row = 4.0 * (16 + 16) * 4 /* copies */;
+  const double want = (16 + 1) * (q_row + kv_row) * 3.0 / 4.0 / 1e9;
+  const double got = cp_model_predict(&in, NULL).comm_s;
+  EXPECT(fabs(got / want - 1) < 1e-12, "ulysses GQA comm %.17g, want %.17g", got, want);
+}
+
 int main(void) {
   test_shards();
   test_pairs_exact();
@@ -287,5 +304,6 @@ int main(void) {
   test_model_formula();
   test_model_calibrate_ring();
   test_model_copies();
+  test_model_ulysses_gqa();
   return test_finish("test_cp_plan");
 }
