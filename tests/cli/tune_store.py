@@ -15,7 +15,8 @@ store"), end to end with tiny tune runs:
     lock file left, the file unchanged;
   * records at the registry's limits (tune_plugin.c: a 64-character name, a 2^21-row
     register tile) are tuned, written with tiles in range, and read back by bench;
-  * a plug-in kernel that crashes or hangs (tune_plugin.c) ends tune with the kernel, the
+  * a plug-in kernel that crashes or hangs, in a call or in its workspace function
+    (tune_plugin.c), ends tune with the kernel, the
     shape and the class named, exit 1, the file not written and nothing left behind; a
     hang ends after --case-timeout seconds.
 """
@@ -267,6 +268,8 @@ def main():
             asan = {"ASAN_OPTIONS": "handle_segv=0:handle_sigbus=0"}  # the guard's own handler
             for kern, extra, phrase in (("tune_plugin_segv", (), "was killed by SIGSEGV"),
                                         ("tune_plugin_hang", ("--case-timeout", "2"),
+                                         "did not return within 2 s"),
+                                        ("tune_plugin_ws_hang", ("--case-timeout", "2"),
                                          "did not return within 2 s")):
                 rc, out, err, dt = run(*tune(), "--plugin", plugin, "--kernel", kern, *extra,
                                        "--tune-file", bad_out, env={**env, **asan}, timeout=30)
