@@ -10,7 +10,9 @@
 // The parent reads the records with a per-record timeout. The worker ended normally only
 // when the completion record arrived: EOF without it is a kernel that ended the process
 // (attn_worker_end names how), a timeout is a kernel that did not return (the worker is
-// killed with SIGKILL).
+// killed with SIGKILL). A worker never outlives the command: on Linux it gets SIGKILL when
+// the thread that forked it ends (PR_SET_PDEATHSIG; workers are forked by the main
+// thread), elsewhere it ends at its next record, the pipe being closed.
 //
 // OpenMP: GNU libgomp cannot run a parallel region in a child forked after the parent
 // ran one (the child waits forever for the parent's thread pool). Callers therefore run
