@@ -105,8 +105,9 @@ static void eval_pair(const attn_check_case *cc, const attn_check_prepared *pc,
 }
 
 // eval_pair in this process (--isolate=none, or a built-in): a plug-in that ends the
-// process still ends it with its name, the case and exit 1 (isolate.h's guard), though
-// the reports are then not written — isolation is what keeps them.
+// process, or whose case has not finished after --case-timeout, still ends it with its
+// name, the case and exit 1 (isolate.h's guard and its watch), though the reports are
+// then not written — isolation is what keeps them.
 static void eval_guarded(const attn_check_case *cc, const char *desc, const attn_check_prepared *pc,
                          const char *prep_err, const attn_kernel *k, const check_options *o,
                          uint64_t budget, pair_outcome *out) {
@@ -116,9 +117,14 @@ static void eval_guarded(const attn_check_case *cc, const char *desc, const attn
     snprintf(who, sizeof who, "%s, case %s,", k->name, desc);
     fflush(stdout);
     attn_kernel_guard_arm("check", who);
+    attn_kernel_guard_watch(o->case_timeout);
+    attn_kernel_guard_call_begin();
   }
   eval_pair(cc, pc, prep_err, k, o, budget, out);
-  if (guard) attn_kernel_guard_disarm();
+  if (guard) {
+    attn_kernel_guard_call_end();
+    attn_kernel_guard_disarm();
+  }
 }
 
 // Prepares case cc (NULL with the reason in err when refused by the memory budget or

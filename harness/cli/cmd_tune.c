@@ -4,7 +4,9 @@
 // (tunefile.h; docs/tuning-files.md).
 //
 // Groups: one per (kernel, shape class) among the shapes of --config (or the default set
-// below); the first shape of a class in the config stands for the class. The built-in
+// below); the first shape of a class in the config stands for the class, timed as the
+// config gives it — its K/V type (bench's inputs stored as that type) and its serving
+// layout (the loaded sweep owns the layouts and outlives the groups). The built-in
 // default of a group is what `run` would use without a tuning file: the settings resolver
 // (resolve/resolve.h: --threads > environment > machine rule > kernel default; --explain
 // prints them). Candidates: the default's tiles r_q × r_kv (the tile rule with hwloc's
@@ -29,6 +31,9 @@
 // group's candidates it holds, the later phases whatever is left (their first candidate
 // always runs). Written: the tiles, regtile (the winning variant's name, the default's
 // included) for kernels with variants, kv_split when a value won.
+// A plug-in kernel runs under the in-process guard and hang watch (plugins/isolate.h), as in
+// `run`: one that crashes, calls exit() or has a call last --case-timeout seconds (default
+// 60) ends tune with the kernel, the shape and the class named, exit 1, nothing written.
 // Confirmation: a search choice other than the built-in default (the rule's tiles, the
 // default variant and split) is timed against that default once more, the two alternated
 // over --confirm rounds (each the median of --reps calls), and kept only if the median of
@@ -56,10 +61,12 @@
 #include "cli/option_args.h"
 #include "common/cli_args.h"
 #include "common/util.h"
+#include "core/convert.h"  // attn_quantize_rows: K/V stored as the shape's type
 #include "core/tiles.h"
 #include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
 #include "io/fileio.h"
 #include "machine/placement.h"
+#include "plugins/isolate.h"  // the in-process guard and hang watch around plug-in calls
 #include "resolve/resolve.h"
 #include "tune/tune_store.h"
 #include "tune/tunefile.h"
@@ -72,6 +79,8 @@ typedef struct tune_args {
   int reps;
   int confirm;
   const char *out;
+  double case_timeout;  // --case-timeout: a plug-in kernel's call limit (isolate.h's watch)
+  bool case_timeout_given;
 } tune_args;
 
 typedef struct tune_group {
@@ -162,22 +171,31 @@ static int kv_split_candidates(const attn_kernel *k, const attn_problem *p, cons
   return n;
 }
 
+// "B1 H8 KV8 Sq2048 Skv2048 D64 causal", then the K/V type when not f32 and the serving
+// layout when there is one ("bf16 paged").
 static void shape_text(const attn_problem *p, char *buf, size_t len) {
-  snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld%s", (long long)p->batch,
+  snprintf(buf, len, "B%lld H%lld KV%lld Sq%lld Skv%lld D%lld%s%s%s%s", (long long)p->batch,
            (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q, (long long)p->seq_kv,
-           (long long)p->head_dim_qk, p->causal ? " causal" : "");
+           (long long)p->head_dim_qk, p->causal ? " causal" : "",
+           p->kv_dtype != ATTN_DTYPE_F32 ? " " : "",
+           p->kv_dtype != ATTN_DTYPE_F32 ? attn_dtype_name(p->kv_dtype) : "",
+           !p->layout                             ? ""
+           : p->layout->kind == ATTN_LAYOUT_PAGED ? " paged"
+                                                  : " ragged");
 }
 
 // Times one candidate: warm-up + median of reps calls. Returns the median in seconds, or
 // a negative value after a message.
 static double time_candidate(const attn_kernel *k, const attn_problem *p, const attn_exec *ex,
-                             const float *q, const float *kk, const float *v, float *o, int reps) {
+                             const float *q, const void *kk, const void *v, float *o, int reps) {
   char err[512];
   if (attn_kernel_exec_check(k, ex, err, sizeof err) != ATTN_OK) {
     fprintf(stderr, "attnbench tune: %s\n", err);
     return -1;
   }
+  attn_kernel_guard_call_begin();  // a plug-in's workspace function is its code too
   const size_t ws_bytes = attn_kernel_workspace(k, p, ex);
+  attn_kernel_guard_call_end();
   void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) / 64 * 64) : NULL;
   if (ws_bytes && !ws) {
     fprintf(stderr, "attnbench tune: out of memory (workspace of %zu bytes)\n", ws_bytes);
@@ -186,9 +204,11 @@ static double time_candidate(const attn_kernel *k, const attn_problem *p, const 
   double t[64];
   double result = -1;
   for (int r = -1; r < reps; r++) {  // r = -1: warm-up
+    attn_kernel_guard_call_begin();  // the hang watch (isolate.h): two relaxed increments
     const double t0 = attn_now_seconds();
     const int rc = attn_kernel_run(k, p, ex, q, kk, v, o, ws, NULL);
     const double dt = attn_now_seconds() - t0;
+    attn_kernel_guard_call_end();
     if (rc != ATTN_OK) {
       fprintf(stderr, "attnbench tune: %s returned status %d at tile_q %d tile_kv %d\n", k->name,
               rc, ex->tile_q, ex->tile_kv);
@@ -244,6 +264,7 @@ static int parse(tune_args *a, int argc, char **argv) {
       ATTN_EXEC_TUNE_FILE_OPTION(&a->out,
                                  "write here (default: $ATTNBENCH_TUNE_FILE, else the file "
                                  "for this CPU under $XDG_CONFIG_HOME/attnbench)"),
+      ATTN_CASE_TIMEOUT_OPTION(&a->case_timeout, &a->case_timeout_given),
   };
   const cli_spec spec = {
       .command = "tune",
@@ -262,6 +283,8 @@ static int parse(tune_args *a, int argc, char **argv) {
   };
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK) return cli_exit_code(st);
+  if (!attn_case_timeout_settle("tune", &a->case_timeout, a->case_timeout_given))
+    return ATTNBENCH_EXIT_USAGE;
   return attn_resolve_env_bad("tune") ? ATTNBENCH_EXIT_USAGE : -1;  // ATTNBENCH_TILE_* etc.
 }
 
@@ -318,15 +341,31 @@ static void add_group(tune_group *g, size_t *ng, const attn_kernel *k, const att
   (*ng)++;
 }
 
-// Allocates and fills Q, K, V, O for p. False when out of memory.
-static bool alloc_inputs(const attn_problem *p, float **q, float **k, float **v, float **o) {
+// Allocates and fills Q, K, V, O for p: bench's float32 inputs (bench/inputs.h), K and V
+// then stored as p->kv_dtype (as bench stores a point's), a serving layout's pool included.
+// False when out of memory.
+static bool alloc_inputs(const attn_problem *p, float **q, void **k, void **v, float **o) {
   *q = malloc(attn_q_elems(p) * sizeof(float));
-  *k = malloc(attn_k_elems(p) * sizeof(float));
-  *v = malloc(attn_v_elems(p) * sizeof(float));
+  *k = malloc(attn_k_bytes(p));
+  *v = malloc(attn_v_bytes(p));
   *o = malloc(attn_o_elems(p) * sizeof(float));
   if (!*q || !*k || !*v || !*o) return false;
-  attn_bench_fill_inputs(p, *q, *k, *v);  // bench's inputs (bench/inputs.h)
-  return true;
+  if (p->kv_dtype == ATTN_DTYPE_F32) {
+    attn_bench_fill_inputs(p, *q, *k, *v);
+    return true;
+  }
+  float *k32 = malloc(attn_k_elems(p) * sizeof(float)),
+        *v32 = malloc(attn_v_elems(p) * sizeof(float));
+  const bool ok = k32 && v32;
+  if (ok) {
+    const size_t rows = attn_k_elems(p) / (size_t)p->head_dim_qk;  // K and V: the same rows
+    attn_bench_fill_inputs(p, *q, k32, v32);
+    attn_quantize_rows(p->kv_dtype, k32, rows, p->head_dim_qk, *k);
+    attn_quantize_rows(p->kv_dtype, v32, rows, p->head_dim_v, *v);
+  }
+  free(k32);
+  free(v32);
+  return ok;
 }
 
 // Where to write: --tune-file, ATTNBENCH_TUNE_FILE, or the default (its directory made).
@@ -368,8 +407,12 @@ static int target_path(const tune_args *a, char path[ATTN_TUNE_PATH_MAX]) {
 
 // The (kernel, shape class) groups of --config's shapes, or of the default shapes, for
 // the kernels ks[0 .. nk). -1 with groups[0 .. *ng), else the exit code after a message.
+// With --config, *plan holds the loaded sweep (*have_plan set): a group's problem is a
+// copy of a point's, whose serving layout lives in the plan, so the caller frees the plan
+// only after the last group ran.
 static int make_groups(const tune_args *a, const attn_kernel *const *ks, size_t nk,
-                       tune_group groups[kMaxGroups], size_t *ng) {
+                       tune_group groups[kMaxGroups], size_t *ng, attn_bench_plan *plan,
+                       bool *have_plan) {
   const int plan_threads = 1;  // the config's points stand for shapes only
   size_t dropped = 0;
   *ng = 0;
@@ -379,15 +422,14 @@ static int make_groups(const tune_args *a, const attn_kernel *const *ks, size_t 
                                .threads = &plan_threads,
                                .thread_count = 1,
                                .physical_cores = 1};
-    attn_bench_plan plan;
     char err[ATTN_OUT_PATH_MAX + 512];
-    if (!attn_bench_plan_load(a->config, &ov, stderr, &plan, err, sizeof err)) {
+    if (!attn_bench_plan_load(a->config, &ov, stderr, plan, err, sizeof err)) {
       fprintf(stderr, "%s\n", err);
       return ATTNBENCH_EXIT_USAGE;
     }
-    for (size_t i = 0; i < plan.count; i++)
-      add_group(groups, ng, plan.points[i].kernel, &plan.points[i].problem, &dropped);
-    attn_bench_plan_free(&plan);
+    *have_plan = true;
+    for (size_t i = 0; i < plan->count; i++)
+      add_group(groups, ng, plan->points[i].kernel, &plan->points[i].problem, &dropped);
   } else {
     const attn_problem shapes[] = {
         attn_problem_make(1, 8, 8, 2048, 2048, 64, 64, false),
@@ -416,8 +458,9 @@ typedef struct group_search {
   const attn_problem *p;
   size_t g, ng;  // the group's index and the count (progress lines)
   int threads, reps;
-  char shape[128];
-  float *q, *k, *v, *o;
+  char shape[160];
+  float *q, *o;
+  void *k, *v;     // stored as the problem's kv_dtype
   attn_exec base;  // the built-in default: `run`'s settings
   attn_exec ex;    // the settings being varied
   double g_start, share;
@@ -635,9 +678,23 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
   s.nc = candidates(G->kernel, s.p, s.base.tile_q, s.base.tile_kv, s.cq, s.ckv);
   s.ex = s.base;
   int rc = ATTNBENCH_EXIT_FAILURE;
+  // A plug-in that crashes, calls exit() or does not return within --case-timeout ends the
+  // command with its name and the shape, exit 1, the file unchanged (isolate.h, the
+  // in-process guard and its watch: every call below is bracketed).
+  bool guard = attn_kernel_origin(G->kernel) != NULL;
+  if (guard) {
+    char who[sizeof s.shape + 128];
+    snprintf(who, sizeof who, "%s on %s (%s)", G->kernel->name, s.shape, G->cls);
+    fflush(stdout);
+    attn_kernel_guard_arm("tune", who);
+    attn_kernel_guard_watch(a->case_timeout);
+  }
   // Validate the problem, the exec and the inputs once (as run/check/bench do).
   char err[ATTN_OUT_PATH_MAX + 512];
-  if (attn_kernel_call(G->kernel, s.p, &s.ex, s.q, s.k, s.v, s.o, err, sizeof err) != ATTN_OK) {
+  attn_kernel_guard_call_begin();
+  const int crc = attn_kernel_call(G->kernel, s.p, &s.ex, s.q, s.k, s.v, s.o, err, sizeof err);
+  attn_kernel_guard_call_end();
+  if (crc != ATTN_OK) {
     fprintf(stderr, "attnbench tune: %s on %s: %s\n", G->kernel->name, s.shape, err);
     goto out;
   }
@@ -657,15 +714,21 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
   if (!search_tiles(&s, tile_share) || !search_variants(&s, nrt, kvc, nkv) ||
       !confirm_choice(&s, a->confirm, &confirm_ratio, &refuted))
     goto out;
+  if (guard) {
+    attn_kernel_guard_disarm();
+    guard = false;
+  }
   free(s.q), free(s.k), free(s.v), free(s.o);
-  s.q = s.k = s.v = s.o = NULL;
+  s.q = s.o = NULL, s.k = s.v = NULL;
   if (record_group(&s, nrt, a->confirm, confirm_ratio, refuted, file, path)) rc = -1;
 out:
+  if (guard) attn_kernel_guard_disarm();
   free(s.q), free(s.k), free(s.v), free(s.o);
   return rc;
 }
 
-int cmd_tune(int argc, char **argv) {
+// The command; *plan is --config's sweep once loaded (*have_plan set), freed by cmd_tune.
+static int tune_main(int argc, char **argv, attn_bench_plan *plan, bool *have_plan) {
   tune_args a = {.budget = 60, .reps = 3, .confirm = 5};
   int rc = parse(&a, argc, argv);
   if (rc >= 0) return rc;
@@ -697,7 +760,7 @@ int cmd_tune(int argc, char **argv) {
 
   static tune_group groups[kMaxGroups];
   size_t ng;
-  if ((rc = make_groups(&a, ks, nk, groups, &ng)) >= 0) return rc;
+  if ((rc = make_groups(&a, ks, nk, groups, &ng, plan, have_plan)) >= 0) return rc;
 
   // Each group's default settings (resolve.h, without a tuning file: tune measures what
   // the file would replace), checked before any timing.
@@ -730,4 +793,12 @@ int cmd_tune(int argc, char **argv) {
   printf("wrote %s (%zu entries: %zu from this run, %zu kept) in %.1f s\n", path, total, file.count,
          kept_other, attn_now_seconds() - start);
   return fflush(stdout) == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+}
+
+int cmd_tune(int argc, char **argv) {
+  attn_bench_plan plan = {0};
+  bool have_plan = false;
+  const int rc = tune_main(argc, argv, &plan, &have_plan);
+  if (have_plan) attn_bench_plan_free(&plan);  // after the last group: its layouts live here
+  return rc;
 }

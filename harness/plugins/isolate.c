@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +85,7 @@ bool attn_worker_start(attn_worker *w, void (*fn)(void *arg, int fd), void *arg,
   }
   fflush(stdout);
   fflush(stderr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     snprintf(err, err_len, "cannot fork a kernel worker: %s", strerror(errno));
@@ -91,6 +95,15 @@ bool attn_worker_start(attn_worker *w, void (*fn)(void *arg, int fd), void *arg,
   }
   if (pid == 0) {
     close(fds[0]);
+    // A worker never outlives the command: a command killed while its kernel hangs takes
+    // the worker with it (Linux: the parent-death signal, sent when the forking thread
+    // ends — workers are forked by the command's main thread; a parent that went away
+    // between fork and prctl is seen by getppid). Elsewhere a worker's next send finds
+    // the pipe gone and ends it.
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != parent) _exit(4);
     // The parent's clean-up handlers (temporary outputs, locks) are the parent's: a
     // signal to the worker just ends it, and the parent reports it.
     attn_fileio_release_signals();
@@ -205,6 +218,7 @@ bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len
 static volatile sig_atomic_t g_armed;
 static char g_guard_prefix[512];  // "attnbench run: kernel mis_exit0"
 static const char *g_guard_outcome = "; nothing written, temporaries and lock removed\n";
+static const char *g_guard_exit_note = " (the kernel ended the process)";
 static const int kGuardSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 static void guard_write(const char *s) {
@@ -228,22 +242,18 @@ static void guard_on_exit(int status, void *arg) {
   snprintf(msg, sizeof msg, " called exit(%d)", status);
   guard_write(g_guard_prefix);
   guard_write(msg);
-  guard_write(" (the kernel ended the process)");
+  guard_write(g_guard_exit_note);
   guard_write(g_guard_outcome);
   attn_fileio_remove_live();
   _exit(1);
 }
 
-void attn_kernel_guard_arm(const char *command, const char *kernels) {
+// Arms the guard: messages are prefix + what happened + exit_note (exit() only) + outcome.
+static void guard_arm(const char *outcome, const char *exit_note) {
   static bool registered;
   if (!registered) registered = on_exit(guard_on_exit, NULL) == 0;
-  snprintf(g_guard_prefix, sizeof g_guard_prefix, "attnbench %s: kernel %s", command, kernels);
-  // bench saves its results file after every point (atomic replace), so it keeps the
-  // points finished before the kernel ended the process.
-  g_guard_outcome = strcmp(command, "bench") == 0
-                        ? "; the results file keeps the points finished before, temporaries "
-                          "and lock removed\n"
-                        : "; nothing written, temporaries and lock removed\n";
+  g_guard_outcome = outcome;
+  g_guard_exit_note = exit_note;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = guard_on_signal;
@@ -252,6 +262,24 @@ void attn_kernel_guard_arm(const char *command, const char *kernels) {
   for (size_t i = 0; i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
     sigaction(kGuardSignals[i], &sa, NULL);
   g_armed = 1;
+}
+
+void attn_kernel_guard_arm(const char *command, const char *kernels) {
+  snprintf(g_guard_prefix, sizeof g_guard_prefix, "attnbench %s: kernel %s", command, kernels);
+  // bench saves its results file after every point (atomic replace), so it keeps the
+  // points finished before the kernel ended the process.
+  guard_arm(strcmp(command, "bench") == 0
+                ? "; the results file keeps the points finished before, temporaries "
+                  "and lock removed\n"
+                : "; nothing written, temporaries and lock removed\n",
+            " (the kernel ended the process)");
+}
+
+void attn_plugin_guard_arm(const char *path) {
+  snprintf(g_guard_prefix, sizeof g_guard_prefix, "attnbench: plug-in %s", path);
+  guard_arm(" while being loaded (in a library constructor or " ATTN_PLUGIN_ENTRY
+            "()); no command ran\n",
+            "");
 }
 
 void attn_kernel_guard_disarm(void) {

@@ -10,7 +10,9 @@
 // The parent reads the records with a per-record timeout. The worker ended normally only
 // when the completion record arrived: EOF without it is a kernel that ended the process
 // (attn_worker_end names how), a timeout is a kernel that did not return (the worker is
-// killed with SIGKILL).
+// killed with SIGKILL). A worker never outlives the command: on Linux it gets SIGKILL when
+// the thread that forked it ends (PR_SET_PDEATHSIG; workers are forked by the main
+// thread), elsewhere it ends at its next record, the pipe being closed.
 //
 // OpenMP: GNU libgomp cannot run a parallel region in a child forked after the parent
 // ran one (the child waits forever for the parent's thread pool). Callers therefore run
@@ -75,6 +77,10 @@ bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len
 // (fileio.h) and exits 1: never exit 0 without its output, never a stale lock. kernels
 // names the kernel(s) that may be running (copied).
 void attn_kernel_guard_arm(const char *command, const char *kernels);
+// The same guard while a plug-in is loaded (dlopen runs its library constructors, then its
+// entry point is called): "attnbench: plug-in PATH was killed by SIGSEGV while being
+// loaded …" / "… called exit(N) while being loaded …", exit 1. Disarm as above.
+void attn_plugin_guard_arm(const char *path);
 void attn_kernel_guard_disarm(void);
 // Hangs: with a watch set (timeout_s > 0, after arm), a kernel call bracketed by
 // attn_kernel_guard_call_begin/_end that has not returned after timeout_s seconds ends the

@@ -12,6 +12,7 @@
 
 #include "attn.h"
 #include "common/cli_args.h"
+#include "plugins/isolate.h"
 
 int attn_plugin_load(const char *path, char *err, size_t err_len) {
   struct stat st;
@@ -38,7 +39,12 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
     memcpy(file, "./", 2);
     memcpy(file + 2, path, strlen(path) + 1);
   }
+  // Loading runs the plug-in's code (library constructors, then its entry point): one
+  // that crashes or calls exit() there ends the command with the plug-in's path named
+  // (isolate.h, the in-process guard), never a bare signal.
+  attn_plugin_guard_arm(path);
   void *h = dlopen(file ? file : path, RTLD_NOW | RTLD_LOCAL);
+  attn_kernel_guard_disarm();
   free(file);
   if (!h) {
     const char *why = dlerror();
@@ -59,7 +65,10 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
   // The registry records the absolute path (for `list`); messages use the path as given.
   char *abs = realpath(path, NULL);
   char why[448];
-  const int rc = attn_registry_add(entry(), abs ? abs : path, why, sizeof why);
+  attn_plugin_guard_arm(path);
+  const attn_plugin *plugin = entry();
+  attn_kernel_guard_disarm();
+  const int rc = attn_registry_add(plugin, abs ? abs : path, why, sizeof why);
   free(abs);
   if (rc != ATTN_OK) {
     // why starts "plug-in <abs path>: "; restate it with the path the user gave.

@@ -12,6 +12,8 @@ tiny config with a small budget:
     is ignored with a note, a missing --tune-file / ATTNBENCH_TUNE_FILE is an error;
   * --budget too small for the grid still times the built-in rule and says the share
     was spent;
+  * the shapes as the config gives them: a serving sweep (paged layout) and K/V types
+    other than float32 (bf16, q8_0) are tuned on that layout and type and written;
   * register-tile variants and kv_split: tune times the kernel's other variants (progress
     lines) and writes `regtile = NAME` per section; a file's regtile / kv_split reach
     bench's points (regtile / kv_split / tuned_variant counters, the context) and run;
@@ -360,6 +362,30 @@ def main():
               f"a foreign target is replaced (got {rc}: {list(only)} {err})")
         rc, out, err = run("tune", "--kernel", "blocked", env=env)
         check(rc == 2 and "no tiles to tune" in err, f"tune --kernel blocked: exit 2 (got {rc}: {err})")
+
+        # 8. Each class's first shape is timed as the config gives it: a paged serving sweep
+        #    (its layout stays alive while tuned) and K/V stored as bf16 / q8_0.
+        shapes = os.path.join(d, "shapes.ini")
+        with open(shapes, "w") as f:
+            f.write("[srv]\nkernels = blocked\nheads = 4\nkv_heads = 2\nhead_dim = 64\ncausal = true\n"
+                    "kv_lens = fixed:4:64\nq_lens = decode\npage_size = 16\npage_order = shuffled\n"
+                    "[bf16]\nkernels = blocked\nheads = 2\nhead_dim = 128\nseq_len = 64\nkv_dtype = bf16\n"
+                    "[q8]\nkernels = blocked\nheads = 4\nkv_heads = 2\nhead_dim = 128\nseq_len = 1\n"
+                    "seq_kv = 256\nkv_dtype = q8_0\n")
+        shapes_out = os.path.join(d, "shapes.tune")
+        rc, out, err = run("tune", "--config", shapes, "--kernel", kernel, "--budget", "0.5",
+                           "--confirm", "0", "--reps", "1", "--threads", "1", "--tune-file",
+                           shapes_out, env=env)
+        got = {}
+        if os.path.exists(shapes_out):
+            with open(shapes_out) as f:
+                got = sections(f.read())
+        check(rc == 0 and all(f"{kernel} {c}" in got for c in ("decode d64", "prefill d128", "decode d128")),
+              f"tune of a serving sweep and bf16 / q8_0 K/V: all three classes written "
+              f"(got {rc}: {list(got)} {err[-400:]!r})")
+        check(re.search(r" D64 causal paged, T1\)", err) and re.search(r" D128 bf16, T1\)", err)
+              and re.search(r" D128 q8_0, T1\)", err),
+              f"the progress lines name the layout and the K/V types: {err[-600:]!r}")
     return clitest.finish("tune_file")
 
 

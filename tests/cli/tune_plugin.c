@@ -7,6 +7,12 @@
 // The kernels write zeros (tune times them; nothing checks their output) after a busy
 // loop as long as exec->tile_q: the smallest tile_q candidate wins the search and the
 // confirmation by far, so a candidate rounded to tile_q 0 would be the one written.
+// Three more, tuned only when named, misbehave (tune must name them, exit 1 and leave the
+// file alone): tune_plugin_segv writes to an unmapped address on every call,
+// tune_plugin_hang never returns from a call, and tune_plugin_ws_hang's workspace function
+// never returns after its first call (the first is the validating call's, the next one
+// tune's own, for timing).
+#include <stdint.h>
 #include <string.h>
 
 #include "attn.h"
@@ -20,6 +26,42 @@ static int zero_run(const attn_problem *p, const attn_exec *exec, const float *q
   memset(o, 0, (size_t)(p->batch * p->heads * p->seq_q * p->head_dim_v) * sizeof *o);
   return ATTN_OK;
 }
+
+static int segv_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                    const void *v, float *o, void *workspace) {
+  (void)p, (void)exec, (void)q, (void)k, (void)v, (void)o, (void)workspace;
+  static volatile uintptr_t unmapped = 8;  // in the first page, never mapped
+  *(volatile int *)unmapped = 1;
+  return ATTN_OK;
+}
+
+static int hang_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                    const void *v, float *o, void *workspace) {
+  (void)p, (void)exec, (void)q, (void)k, (void)v, (void)o, (void)workspace;
+  for (volatile unsigned long spin = 0;; spin++) {
+  }
+  return ATTN_OK;
+}
+
+static size_t hang_workspace(const attn_problem *p, const attn_exec *exec) {
+  (void)p, (void)exec;
+  static unsigned calls;
+  if (calls++ > 0)
+    for (volatile unsigned long spin = 0;; spin++) {
+    }
+  return 0;
+}
+
+// A tiled record (a register tile: tune searches it) running fn, workspace ws.
+#define MISBEHAVING(nm, fn, ws)                                                            \
+  {                                                                                        \
+    .name = nm, .summary = "tune test plug-in: misbehaves", .caps = ATTN_CAP_ALL_SHAPES,   \
+    .workspace = ws, .run = fn, .vec_width = 1, .qk_rows = 4, .qk_cols = 16, .pv_rows = 4, \
+    .pv_cols = 16                                                                          \
+  }
+static const attn_kernel kSegv = MISBEHAVING("tune_plugin_segv", segv_run, NULL);
+static const attn_kernel kHang = MISBEHAVING("tune_plugin_hang", hang_run, NULL);
+static const attn_kernel kWsHang = MISBEHAVING("tune_plugin_ws_hang", zero_run, hang_workspace);
 
 static const attn_kernel kLongName = {
     .name = "tune_plugin_sixty_four_characters_long_name_xxxxxxxxxxxxxxxxxxxx",
@@ -45,7 +87,7 @@ static const attn_kernel kHugeTile = {
     .pv_cols = 1 << 21,
 };
 
-static const attn_kernel *const kKernels[] = {&kLongName, &kHugeTile};
+static const attn_kernel *const kKernels[] = {&kLongName, &kHugeTile, &kSegv, &kHang, &kWsHang};
 
 static const attn_plugin kPlugin = {
     .abi_version = ATTN_PLUGIN_ABI_VERSION,

@@ -14,7 +14,11 @@ store"), end to end with tiny tune runs:
   * SIGTERM / SIGINT during tune: exit 128 + signal, "interrupted", no temporary and no
     lock file left, the file unchanged;
   * records at the registry's limits (tune_plugin.c: a 64-character name, a 2^21-row
-    register tile) are tuned, written with tiles in range, and read back by bench.
+    register tile) are tuned, written with tiles in range, and read back by bench;
+  * a plug-in kernel that crashes or hangs, in a call or in its workspace function
+    (tune_plugin.c), ends tune with the kernel, the
+    shape and the class named, exit 1, the file not written and nothing left behind; a
+    hang ends after --case-timeout seconds.
 """
 import fcntl
 import glob
@@ -257,6 +261,25 @@ def main():
                                       env=env)
                 check(rc == 0 and "using tuning file" in err,
                       f"bench {'with' if extra else 'without'} the plug-in reads the file back (got {rc}: {err!r})")
+
+            # 7. A plug-in kernel that crashes or hangs is named; tune ends, exit 1, no file.
+            bad_out = os.path.join(d, "misbehaving.ini")
+            before = leftovers(d)
+            asan = {"ASAN_OPTIONS": "handle_segv=0:handle_sigbus=0"}  # the guard's own handler
+            for kern, extra, phrase in (("tune_plugin_segv", (), "was killed by SIGSEGV"),
+                                        ("tune_plugin_hang", ("--case-timeout", "2"),
+                                         "did not return within 2 s"),
+                                        ("tune_plugin_ws_hang", ("--case-timeout", "2"),
+                                         "did not return within 2 s")):
+                rc, out, err, dt = run(*tune(), "--plugin", plugin, "--kernel", kern, *extra,
+                                       "--tune-file", bad_out, env={**env, **asan}, timeout=30)
+                named = f"attnbench tune: kernel {kern} on B1 H2 KV2 Sq64 Skv64 D64 (prefill d64) {phrase}"
+                check(rc == 1 and named in err and not os.path.exists(bad_out)
+                      and leftovers(d) == before and dt < 25,
+                      f"tune of {kern}: exit 1 naming it (got {rc} in {dt:.1f} s: {err[-300:]!r})")
+            rc, out, err, _ = run(*tune(), "--kernel", kernel, "--case-timeout", "0", "--tune-file",
+                                  bad_out, env=env)
+            check(rc == 2 and "--case-timeout 0" in err, f"tune --case-timeout 0: exit 2 (got {rc}: {err!r})")
     return clitest.finish("tune_store")
 
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Deliberately broken plug-ins for tests/plugins/test_plugins.py, one per BAD_<what>
 // definition (tests/plugins/CMakeLists.txt builds each as bad_<what>.so). Each must be
-// refused with a message naming the problem, and nothing else may break.
+// refused with a message naming the problem, and nothing else may break. BAD_ENTRYSEGV
+// crashes in its entry point and BAD_CTORSEGV in a library constructor: the command must
+// end with the plug-in's path named.
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attn.h"
 
@@ -53,9 +56,26 @@ static const attn_plugin kPlugin = {
     .kernels = kKernels,
 };
 
+#if defined(BAD_ENTRYSEGV) || defined(BAD_CTORSEGV)
+static void crash(void) {
+  static volatile uintptr_t unmapped = 8;  // in the first page, never mapped
+  *(volatile int *)unmapped = 1;
+}
+#endif
+#if defined(BAD_CTORSEGV)
+__attribute__((constructor)) static void on_load(void) {
+  crash();
+}
+#endif
+
 #if defined(BAD_NOENTRY)
 // Exported under another name: the host must say the entry point is missing.
 const attn_plugin *attn_plugin_v0(void) {
+  return &kPlugin;
+}
+#elif defined(BAD_ENTRYSEGV)
+const attn_plugin *attn_plugin_v1(void) {
+  crash();
   return &kPlugin;
 }
 #elif defined(BAD_NULLPLUGIN)

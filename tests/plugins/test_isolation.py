@@ -10,14 +10,18 @@ fail the (kernel, case) pairs it broke with a verdict naming the kernel, the cas
 what happened — in the text, the summary line, JUnit and JSON — report every other
 pair (naive's among them), and exit 1. A wrong plug-in that claims no option gets no
 credit for the option cases the shared fallback ran. `bench` and `run` must not exit 0
-(nor leave bench's lock) when a plug-in ends the process.
+(nor leave bench's lock) when a plug-in ends the process. `check --isolate=none` ends a
+hang after --case-timeout with the kernel and the case named, and a hung worker does not
+outlive a `check` that is killed.
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -41,9 +45,38 @@ def expect(cond, what):
 
 
 def run(*args, timeout=300):
+    """attnbench with args; a command still running after timeout seconds is killed and
+    comes back with returncode None."""
     e = dict(os.environ)
     e.pop("ATTNBENCH_PLUGINS", None)
-    return subprocess.run([EXE, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    try:
+        return subprocess.run([EXE, *args], capture_output=True, text=True, env=e, timeout=timeout)
+    except subprocess.TimeoutExpired as x:
+        return subprocess.CompletedProcess(x.cmd, None, x.stdout or "", x.stderr or "")
+
+
+def children(pid):
+    """The live (not zombie) processes whose parent is pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(d))
+    return out
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def plugin(what):
@@ -120,6 +153,38 @@ p = run("check", "--plugin", plugin("exit0"), "--quick", "--no-progress", "--ker
         "--kernel", "mis_exit0", *FILTER, "--isolate=none")
 expect(p.returncode == 1 and "kernel mis_exit0, case B1" in p.stderr and "called exit(0)" in p.stderr,
        f"--isolate=none with mis_exit0: rc {p.returncode}, stderr {p.stderr[-300:]!r}")
+# nor with a hang: --case-timeout still bounds the case (the in-process watch)
+p = run("check", "--plugin", plugin("hang"), "--quick", "--no-progress", "--kernel", "mis_hang",
+        *FILTER, "--isolate=none", "--case-timeout", "2", timeout=60)
+expect(p.returncode == 1 and "kernel mis_hang, case B1" in p.stderr
+       and "did not return within 2 s" in p.stderr,
+       f"--isolate=none with mis_hang: rc {p.returncode}, stderr {p.stderr[-300:]!r}")
+
+# a check killed while its worker hangs takes the worker with it
+if sys.platform.startswith("linux"):
+    e = dict(os.environ)
+    e.pop("ATTNBENCH_PLUGINS", None)
+    chk = subprocess.Popen([EXE, "check", "--plugin", plugin("hang"), "--quick", "--no-progress",
+                            "--kernel", "mis_hang", *FILTER, "--case-timeout", "100"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e)
+    workers = []
+    for _ in range(100):  # up to 10 s for the worker to reach the 7x7 case
+        time.sleep(0.1)
+        workers = children(chk.pid)
+        if workers:
+            break
+    time.sleep(1)  # the worker spins in the hanging case by now
+    workers = children(chk.pid) or workers
+    chk.send_signal(signal.SIGTERM)
+    chk.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [w for w in workers if alive(w)]
+    for w in left:  # never leave a spinning process behind
+        os.kill(w, signal.SIGKILL)
+    expect(workers and not left,
+           f"a killed check leaves no worker running (workers {workers}, still alive {left})")
 
 # ── FP leaks: named failures, and a built-in after the plug-in is unharmed ──────────
 for what, phrase in (("fptrap", "unmasked exceptions 0x1d"), ("upward", "rounding up")):

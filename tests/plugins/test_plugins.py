@@ -143,6 +143,9 @@ with tempfile.TemporaryDirectory() as tmp:
         ("shadow", "kernel 'naive' shadows the built-in"),
         ("norun", "run (the entry point) is NULL"),
         ("caps", "caps 0x40000000 has unknown bits"),
+        # code that runs while loading: the command ends, the plug-in named
+        ("entrysegv", "was killed by SIGSEGV while being loaded"),
+        ("ctorsegv", "was killed by SIGSEGV while being loaded"),
     ]]
     for path, msg in cases:
         for args, env in [(["--plugin", path], None), ([], {"ATTNBENCH_PLUGINS": path})]:
