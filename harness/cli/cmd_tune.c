@@ -63,11 +63,11 @@
 #include "common/util.h"
 #include "core/convert.h"  // attn_quantize_rows: K/V stored as the shape's type
 #include "core/tiles.h"
-#include "flash/flash_plan.h"  // the default split of flash__* (kv_split candidates)
 #include "io/fileio.h"
 #include "machine/placement.h"
 #include "plugins/isolate.h"  // the in-process guard and hang watch around plug-in calls
 #include "resolve/resolve.h"
+#include "tune/tune_grid.h"
 #include "tune/tune_store.h"
 #include "tune/tunefile.h"
 
@@ -89,7 +89,7 @@ typedef struct tune_group {
   char cls[32];
 } tune_group;
 
-enum { kMaxGroups = 128, kMaxCand = 16 };
+enum { kMaxGroups = 128, kMaxCand = ATTN_TUNE_MAX_CANDIDATES };
 // A candidate must beat the rule's median by this fraction to replace it.
 static const double kMinGain = 0.02;
 
@@ -108,67 +108,6 @@ static int cmp_double(const void *a, const void *b) {
 static double median_of(double *x, int n) {
   qsort(x, (size_t)n, sizeof x[0], cmp_double);
   return x[n / 2];
-}
-
-// The candidate grid of the header comment around the default tiles rq × rkv; [0] is the
-// default itself. Returns the count.
-static int candidates(const attn_kernel *k, const attn_problem *p, int rq, int rkv, int cq[],
-                      int ckv[]) {
-  const int sq = k->qk_rows > k->pv_rows ? k->qk_rows : k->pv_rows;
-  const int step_q = sq > 0 ? sq : 8, step_kv = k->qk_cols > 0 ? k->qk_cols : 32;
-  int n = 0;
-  cq[n] = rq, ckv[n] = rkv, n++;  // exactly the default's tiles, as run/bench would use them
-  static const int fq[] = {2, 4, 6, 8}, fkv[] = {2, 4, 8};  // quarters: 1/2, 1, 3/2, 2
-  for (size_t i = 0; i < sizeof fq / sizeof fq[0]; i++)
-    for (size_t j = 0; j < sizeof fkv / sizeof fkv[0]; j++) {
-      const int q = attn_tune_round_tile((int64_t)rq * fq[i] / 4, step_q, p->seq_q);
-      const int kv = attn_tune_round_tile((int64_t)rkv * fkv[j] / 4, step_kv, p->seq_kv);
-      bool dup = false;
-      for (int m = 0; m < n; m++) {
-        // the rule's own tiles may not be register-tile multiples: compare clamped sizes
-        const int mq = cq[m] < p->seq_q ? cq[m] : (int)p->seq_q;
-        const int mkv = ckv[m] < p->seq_kv ? ckv[m] : (int)p->seq_kv;
-        const int qq = q < p->seq_q ? q : (int)p->seq_q;
-        const int kk = kv < p->seq_kv ? kv : (int)p->seq_kv;
-        dup |= mq == qq && mkv == kk;
-      }
-      if (!dup && n < kMaxCand) cq[n] = q, ckv[n] = kv, n++;
-    }
-  // Nearest to the rule first (|log2 q/r_q| + |log2 kv/r_kv|), so a short budget tries
-  // the neighbours of the rule's choice before the corners of the grid.
-  double dist[kMaxCand];
-  for (int i = 0; i < n; i++)
-    dist[i] = fabs(log2((double)cq[i] / rq)) + fabs(log2((double)ckv[i] / rkv));
-  for (int i = 2; i < n; i++)  // insertion sort of [1, n); [0] stays the rule
-    for (int j = i; j > 1 && dist[j] < dist[j - 1]; j--) {
-      const double td = dist[j];
-      const int tq = cq[j], tkv = ckv[j];
-      dist[j] = dist[j - 1], cq[j] = cq[j - 1], ckv[j] = ckv[j - 1];
-      dist[j - 1] = td, cq[j - 1] = tq, ckv[j - 1] = tkv;
-    }
-  return n;
-}
-
-// kv_split candidates for k on p (see the top): out[0 .. return).
-static int kv_split_candidates(const attn_kernel *k, const attn_problem *p, const attn_exec *ex,
-                               int out[8]) {
-  int d = 8;  // a kernel whose split rule is not flash_plan.h's
-  if (!strncmp(k->name, "flash__", 7) && k->vec_width > 0 && k->qk_cols > 0) {
-    flash_plan pl;
-    const attn_exec e0 = {.tile_q = ex->tile_q, .tile_kv = ex->tile_kv};
-    flash_plan_make(p, &e0, k->vec_width, k->qk_cols, &pl);
-    d = (int)(pl.nsplit < ATTN_MAX_KV_SPLIT ? pl.nsplit : ATTN_MAX_KV_SPLIT);
-  }
-  const int64_t want[] = {1, d / 4, d / 2, 2 * (int64_t)d, 4 * (int64_t)d};
-  int n = 0;
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    const int64_t v = want[i];
-    if (v < 1 || v > ATTN_MAX_KV_SPLIT || v == d) continue;
-    bool dup = false;
-    for (int j = 0; j < n; j++) dup |= out[j] == v;
-    if (!dup) out[n++] = (int)v;
-  }
-  return n;
 }
 
 // "B1 H8 KV8 Sq2048 Skv2048 D64 causal", then the K/V type when not f32 and the serving
@@ -675,7 +614,7 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
     return ATTNBENCH_EXIT_FAILURE;
   }
   s.base = dflt->exec;
-  s.nc = candidates(G->kernel, s.p, s.base.tile_q, s.base.tile_kv, s.cq, s.ckv);
+  s.nc = attn_tune_tile_candidates(G->kernel, s.p, s.base.tile_q, s.base.tile_kv, s.cq, s.ckv);
   s.ex = s.base;
   int rc = ATTNBENCH_EXIT_FAILURE;
   // A plug-in that crashes, calls exit() or does not return within --case-timeout ends the
@@ -703,7 +642,7 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
   int kvc[8], nkv = 0;
   if (decode && (G->kernel->caps & ATTN_CAP_KV_SPLIT)) {
     int all[8];
-    const int n = kv_split_candidates(G->kernel, s.p, &s.ex, all);
+    const int n = attn_tune_kv_split_candidates(G->kernel, s.p, &s.ex, all);
     for (int i = 0; i < n; i++)  // the default's own split is not a candidate
       if (all[i] != s.base.kv_split) kvc[nkv++] = all[i];
   }

@@ -72,19 +72,39 @@ typedef struct args {
   bool causal, lse, no_check, predict, quiet, dry_run;
 } args;
 
+// A config file sets every run's shape and options: a run option beside it is refused
+// rather than silently ignored.
+static int refuse_beside_config(const cli_option *opts, const bool *given, int n) {
+  static const char *const kWithConfig[] = {
+      "config", "out", "timeout", "predict", "predict-latency-us", "dry-run", "quiet"};
+  for (int i = 0; i < n; i++) {
+    bool allowed = false;
+    for (size_t j = 0; j < sizeof kWithConfig / sizeof kWithConfig[0]; j++)
+      allowed |= strcmp(opts[i].name, kWithConfig[j]) == 0;
+    if (given[i] && !allowed) {
+      fprintf(stderr,
+              "attnbench-mpi: --%s cannot be combined with --config (the config file sets every "
+              "run's shape and options)\n",
+              opts[i].name);
+      return CLI_ERROR;
+    }
+  }
+  return CLI_OK;
+}
+
+static const args kDefaultArgs = {.strategy = "ring",
+                                  .kv_dtype = "f32",
+                                  .window = "none",
+                                  .batch = 1,
+                                  .heads = 8,
+                                  .head_dim = 64,
+                                  .seed = 1,
+                                  .threads = 1,
+                                  .timeout = 600,
+                                  .predict_latency_us = 2.0};
+
 static int parse_args(int argc, char **argv, args *a) {
-  *a = (args){.strategy = "ring",
-              .kernel = NULL,
-              .kv_dtype = "f32",
-              .window = "none",
-              .batch = 1,
-              .heads = 8,
-              .head_dim = 64,
-              .seq = 0,
-              .seed = 1,
-              .threads = 1,
-              .timeout = 600,
-              .predict_latency_us = 2.0};
+  *a = kDefaultArgs;
   cli_option opts[] = {
       {.name = "config",
        .kind = CLI_STRING,
@@ -226,23 +246,7 @@ static int parse_args(int argc, char **argv, args *a) {
                          CLI_OPTIONS(opts)};
   const cli_status st = cli_parse(&spec, argc, argv);
   if (st != CLI_OK || !a->config) return st;
-  // A config file sets every run's shape and options: a run option beside it is refused
-  // rather than silently ignored.
-  static const char *const kWithConfig[] = {
-      "config", "out", "timeout", "predict", "predict-latency-us", "dry-run", "quiet"};
-  for (int i = 0; i < kOpts; i++) {
-    bool allowed = false;
-    for (size_t j = 0; j < sizeof kWithConfig / sizeof kWithConfig[0]; j++)
-      allowed |= strcmp(opts[i].name, kWithConfig[j]) == 0;
-    if (given[i] && !allowed) {
-      fprintf(stderr,
-              "attnbench-mpi: --%s cannot be combined with --config (the config file sets every "
-              "run's shape and options)\n",
-              opts[i].name);
-      return CLI_ERROR;
-    }
-  }
-  return CLI_OK;
+  return refuse_beside_config(opts, given, kOpts);
 }
 
 // Runs parse_args with rank 0's output only: every rank parses the same arguments and
