@@ -496,8 +496,8 @@ static void plugin_kernels(const attn_bench_plan *plan, char *buf, size_t len) {
 
 // Runs the sweep once the plan is loaded; returns the exit code.
 // *out_used: the results file (set once it is chosen).
-static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a,
-                    const char **out_used) {
+static int run_guarded(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a,
+                       const char **out_used) {
   if (!plan_memory(plan, states, a->dry_run)) return ATTNBENCH_EXIT_USAGE;
   if (a->dry_run) return ATTNBENCH_EXIT_OK;
 
@@ -537,16 +537,7 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
                                 .plain_names = true,
                                 .progress = on_progress,
                                 .progress_user = &pg};
-  // A plug-in kernel that ends the process (exit(), a crash) or hangs ends the sweep with its
-  // name, exit 1, and no lock or temporary left behind (isolate.h, the in-process guard).
-  char plugins[512] = "";
-  plugin_kernels(plan, plugins, sizeof plugins);
-  if (plugins[0]) {
-    attn_kernel_guard_arm("bench", plugins);
-    attn_kernel_guard_watch(a->case_timeout);  // a call past --case-timeout: a hang
-  }
   const size_t ran = attn_gb_run(&run);
-  attn_kernel_guard_disarm();
   attn_fileio_release_signals();
   close_results(&rf);
   if (ran == (size_t)-1 || rf.failed) return ATTNBENCH_EXIT_FAILURE;
@@ -555,6 +546,23 @@ static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench
   fprintf(stderr, "%zu point%s in %s, %zu error%s; results: %s\n", ran, ran == 1 ? "" : "s", took,
           pg.errors, pg.errors == 1 ? "" : "s", out);
   return pg.errors ? ATTNBENCH_EXIT_FAILURE : ATTNBENCH_EXIT_OK;
+}
+
+// The plan: the memory plan (which asks each kernel for its workspace), then the sweep. A
+// plug-in kernel that ends the process (exit(), a crash) or hangs in any of its calls ends
+// the command with its name, exit 1, and no lock or temporary left behind (isolate.h, the
+// in-process guard; the hang watch covers the calls point.c brackets).
+static int run_plan(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a,
+                    const char **out_used) {
+  char plugins[512] = "";
+  plugin_kernels(plan, plugins, sizeof plugins);
+  if (plugins[0]) {
+    attn_kernel_guard_arm("bench", plugins);
+    attn_kernel_guard_watch(a->case_timeout);  // a call past --case-timeout: a hang
+  }
+  const int rc = run_guarded(plan, states, a, out_used);
+  attn_kernel_guard_disarm();
+  return rc;
 }
 
 // The command line's settings beyond the points' own (--tile-q, --tile-kv, --bind; the

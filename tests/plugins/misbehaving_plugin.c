@@ -11,6 +11,9 @@
 //               returns with them enabled (every call)
 //   MIS_UPWARD  returns with the rounding mode FE_UPWARD (every call)
 //   MIS_WRONG   uniform weights instead of the softmax (wrong wherever its code runs)
+//   MIS_WSSEGV  its workspace() writes to address 8 on the 7×7 cases (before any call)
+//   MIS_WSHANG  its workspace() never returns on the 7×7 cases
+//   MIS_NANLSE  claims the LSE output (ATTN_CAP_OPT_LSE) and writes NaN there
 #define _GNU_SOURCE
 #include <fenv.h>
 #include <math.h>
@@ -79,6 +82,10 @@ static int mis_run(const attn_problem *p, const attn_exec *exec, const float *q,
     }
   }
   free(acc);
+#if defined(MIS_NANLSE)
+  if (p->opts && p->opts->lse)
+    for (int64_t i = 0; i < p->batch * p->heads * p->seq_q; i++) p->opts->lse[i] = NAN;
+#endif
 #if defined(MIS_FPTRAP)
   feenableexcept(FE_DIVBYZERO | FE_INVALID | FE_OVERFLOW | FE_UNDERFLOW);
 #elif defined(MIS_UPWARD)
@@ -87,10 +94,35 @@ static int mis_run(const attn_problem *p, const attn_exec *exec, const float *q,
   return ATTN_OK;
 }
 
+// The scratch a call needs: none, except where the size query itself misbehaves.
+static size_t mis_workspace(const attn_problem *p, const attn_exec *exec) {
+  (void)exec;
+#if defined(MIS_WSSEGV)
+  static volatile uintptr_t unmapped_ws = 8;
+  if (IS_7X7(p)) *(volatile int *)unmapped_ws = 1;
+#elif defined(MIS_WSHANG)
+  if (IS_7X7(p))
+    for (volatile unsigned long spin = 0;; spin++) {
+    }
+#else
+  (void)p;
+#endif
+  return 0;
+}
+
+#if defined(MIS_NANLSE)
+#define MIS_CAPS ATTN_CAP_OPT_LSE
+#else
+#define MIS_CAPS 0u
+#endif
+
 #define STR2(x) #x
 #define STR(x) STR2(x)
-static const attn_kernel kMis = {
-    .name = "mis_" STR(MIS_NAME), .summary = "misbehaving test plug-in", .caps = 0, .run = mis_run};
+static const attn_kernel kMis = {.name = "mis_" STR(MIS_NAME),
+                                 .summary = "misbehaving test plug-in",
+                                 .caps = MIS_CAPS,
+                                 .run = mis_run,
+                                 .workspace = mis_workspace};
 static const attn_kernel *const kKernels[] = {&kMis};
 static const attn_plugin kPlugin = {
     .abi_version = ATTN_PLUGIN_ABI_VERSION,

@@ -238,12 +238,14 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("[seven]\nkernels = naive\nbatch = 1\nheads = 2\nkv_heads = 2\nhead_dim = 16\n"
                 "seq_len = 7\ncausal = false\nthreads = 1\nrepetitions = 1\nmin_time = 0.01\n")
     # what the in-process guard says (isolate.h): no worker, the command itself ends
+    # (a workspace() query is the kernel's code too: guarded and watched as its calls)
     inproc = {"exit0": "called exit(0)", "segv": "killed by SIGSEGV",
-              "hang": "did not return within 2 s"}
-    for what in ("exit0", "segv", "hang"):
+              "hang": "did not return within 2 s", "wssegv": "killed by SIGSEGV",
+              "wshang": "did not return within 2 s"}
+    for what in ("exit0", "segv", "hang", "wssegv", "wshang"):
         res = os.path.join(tmp, f"r_{what}.json")
         # a hang: --case-timeout 2 ends it (the in-process watch), the default would be 60 s
-        limit = ["--case-timeout", "2"] if what == "hang" else []
+        limit = ["--case-timeout", "2"] if what.endswith("hang") else []
         p = run("bench", "--plugin", plugin(what), "--config", ini, "--kernel", "naive",
                 "--kernel", f"mis_{what}", "--out", res, "--quiet", "--no-probe", *limit,
                 timeout=60)
@@ -262,6 +264,18 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(p.returncode == 1 and inproc[what] in p.stderr and not os.path.exists(out),
                f"run with mis_{what}: rc {p.returncode}, output {os.path.exists(out)}, "
                f"stderr {p.stderr[-300:]!r}")
+
+    # A NaN LSE from finite inputs is refused as a non-finite O is: nothing written.
+    out, lse = os.path.join(tmp, "o_nanlse.npy"), os.path.join(tmp, "l_nanlse.npy")
+    p = run("run", "--plugin", plugin("nanlse"), "--kernel", "mis_nanlse", *qkv, "--out", out,
+            "--lse", lse, timeout=60)
+    expect(p.returncode == 1 and "mis_nanlse produced an LSE of nan" in p.stderr
+           and not os.path.exists(out) and not os.path.exists(lse),
+           f"run with mis_nanlse: rc {p.returncode}, stderr {p.stderr[-300:]!r}")
+    p = run("run", "--plugin", plugin("nanlse"), "--kernel", "mis_nanlse", *qkv, "--out", out,
+            "--lse", lse, "--allow-nonfinite", timeout=60)
+    expect(p.returncode == 0 and os.path.exists(lse) and np.isnan(np.load(lse)).all(),
+           f"run with mis_nanlse --allow-nonfinite writes it: rc {p.returncode}")
 
 for f in failures:
     print("FAIL:", f)
