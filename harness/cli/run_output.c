@@ -112,8 +112,9 @@ void run_rounding_note(attn_dtype type, double rounding, char *buf, size_t len) 
   // Round to nearest even: half a unit in the last place, 2^-(mantissa bits + 1) of |x|.
   snprintf(buf, len,
            "; the verdict is the float32 O's: the %s file rounds it by up to %.3g "
-           "(at most 2^-%d |O| per value)",
-           attn_dtype_name(type), rounding, type == ATTN_DTYPE_BF16 ? 9 : 11);
+           "(at most 2^-%d |O| per value%s)",
+           attn_dtype_name(type), rounding, type == ATTN_DTYPE_BF16 ? 8 : 11,
+           type == ATTN_DTYPE_F16 ? ", 2^-25 below 2^-14" : "");
 }
 
 bool run_prepare_outputs(const char *out_path, const char *lse_path, const attn_input_file *inputs,

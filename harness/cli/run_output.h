@@ -34,7 +34,8 @@ size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, cons
 // |x| ≥ 65520) is refused, naming it, unless allow_nonfinite. False (message printed on
 // stderr) on any failure: then neither target has changed. *o_rounding (when not NULL)
 // is the largest |stored - o| over O's finite values: what the file adds to the float32
-// O that --check judged (0 for F32; at most 2^-9 |o| for BF16, 2^-11 |o| for F16 normals).
+// O that --check judged: half an ulp, 0 for F32, at most 2^-8 |o| for BF16 and 2^-11 |o|
+// for F16 normals.
 bool run_write_outputs(attn_dtype type, bool allow_nonfinite, const attn_output *out,
                        const float *o, int o_ndim, const int64_t *o_shape,
                        const attn_output *lse_out, const float *lse, int lse_ndim,

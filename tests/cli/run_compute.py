@@ -132,6 +132,12 @@ with clitest.tempdir() as d:
             check(np.array_equal(ob, bf16_bits(np.load(path("o_bf16_blocked.npy")))),
                   "bf16 files = --compute bf16 on float32 files, O rounded to bf16")
             check("kv=bf16" in so, f"bf16 files: kv=bf16 ({so!r})")
+            # --check judged the float32 O; the line says so and gives the file's rounding,
+            # within half a bfloat16 ulp (2^-8 relative) of every value
+            m = re.search(r"the bf16 file rounds it by up to (\S+) \(at most 2\^-8 \|O\|", so)
+            written = (ob.astype(np.uint32) << 16).view(np.float32)
+            check(m is not None and 0 < float(m[1]) <= 2 ** -8 * np.abs(written).max() * 1.01,
+                  f"--check --out-dtype bf16 names the rounding of the file ({so!r})")
     rc, so, se = run("run", "--kernel", "blocked", "--q", save("qh.npy", q.astype(np.float16)), "--k", kp,
                      "--v", vp, "--out", path("oh.npy"), "--causal", "--out-dtype", "f16")
     if check(rc == 0, f"float16 Q: exit 0 ({rc}: {se.strip()})"):

@@ -80,6 +80,7 @@ with tempfile.TemporaryDirectory() as tmp:
     bad = [
         (["--window", "-1,0"], 2, "--window '-1,0'"),
         (["--window", "3"], 2, "want L,R"),
+        (["--window", "9223372036854775808,0"], 2, "0..2^63-1"),  # one past INT64_MAX
         (["--align", "left"], 2, "want top-left or bottom-right"),
         (["--softcap", "0"], 2, "--softcap 0"),
         (["--softcap", "-3"], 2, "--softcap -3"),
@@ -87,6 +88,10 @@ with tempfile.TemporaryDirectory() as tmp:
         (["--alibi-slopes", os.path.join(DATA, "mixed_slopes.npy")], 1, "want (4,) [heads]"),
         (["--mask", os.path.join(DATA, "mixed_mask.npy")], 1, "--mask"),
     ]
+    # the largest side attn.h takes is accepted (a window that covers every key)
+    rc, out, err = run("--kernel", "blocked", *base, "--window", "9223372036854775807,0",
+                       "--out", o_path)
+    check(rc == 0, f"--window INT64_MAX,0 runs: rc {rc}: {err.strip()}")
     for extra, want_rc, want_msg in bad:
         rc, out, err = run("--kernel", "blocked", *base, *extra, "--out", o_path)
         check(rc == want_rc and want_msg in err,

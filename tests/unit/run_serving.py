@@ -81,7 +81,9 @@ with clitest.tempdir() as tmp:
                     what = f"{kernel} {dtype} {layout} window {window}"
                     if rc != 0 and "unavailable" in se:
                         continue
-                    if not check(rc == 0 and "check: pass" in so, f"{what}: rc {rc}: {se}"):
+                    if not check(rc == 0 and "check: pass" in so and
+                                 ((" kv=" + dtype) in so) == (dtype != "f32"),
+                                 f"{what}: rc {rc}, the K/V type on the line: {so} {se}"):
                         continue
                     kq = q8_0(k) if dtype == "q8_0" else k.astype(np.float64)
                     vq = q8_0(v) if dtype == "q8_0" else v.astype(np.float64)
@@ -125,7 +127,12 @@ with clitest.tempdir() as tmp:
     for bad, want_rc, text in (
             (["--q", os.path.join(tmp, "bq.npy"), "--compute", "f16"], 1, "sequence 1, head 3"),
             (["--v", os.path.join(tmp, "bv.npy"), "--out-dtype", "f16"], 1, "overflows the type"),
-            (["--dtype", "bf16"], 2, "float32 packed files")):
+            (["--dtype", "bf16"], 2, "float32 packed files"),
+            # a K/V value the --kv-dtype cannot hold: named, as on the dense path
+            (["--v", os.path.join(tmp, "bv.npy"), "--kv-dtype", "f16"], 1,
+             "--kv-dtype f16: V value 70000 at token 0"),
+            # --page-order orders pages: without --page-size the batch is ragged
+            (["--page-order", "shuffled"], 2, "give --page-size")):
         base = {"--q": paths["q"], "--k": paths["k"], "--v": paths["v"], "--out": never}
         rc, so, se = clitest.run("run", "--kernel", "naive", *lens,
                                  *clitest.with_overrides(base, bad))
