@@ -151,6 +151,18 @@ class Point:
         return self.counters.get(counter, default)
 
     @property
+    def adj_bw_pct(self):
+        """The % of the adjacent bandwidth probe (docs/benchmarking.md) the point reached,
+        or None. A serving point counts the bytes its roofline counts (`roofline_bytes`: the
+        K/V its rows can see and the packed Q and O), derived here from the stored time and
+        probe, so files written while `%adj_bw` counted the whole pool read the same; a
+        dense point's stored `%adj_bw` already counts its roofline bytes."""
+        rb, near = self.counters.get("roofline_bytes"), self.counters.get("adj_bw_GB/s")
+        if rb and near and self.median_s and "%adj_bw" in self.counters and not self.error:
+            return 100.0 * rb / self.median_s / (near * 1e9)
+        return self.counters.get("%adj_bw")
+
+    @property
     def gflops(self):
         return self.counters.get("GFLOP/s")
 

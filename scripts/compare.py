@@ -216,7 +216,7 @@ def write_csv(path, files):
                            [attnresults.options_label(c), int(p.fallback), p.threads, p.median_s if p.median_s is not None else "",
                             "" if p.cv is None else p.cv, len(p.times),
                             c.get("GFLOP/s", ""), c.get("GB/s", ""), c.get("%peak", ""),
-                            "" if rl is None else rl, c.get("%adj_bw", ""), p.limit(ctx) or "",
+                            "" if rl is None else rl, p.adj_bw_pct or "", p.limit(ctx) or "",
                             "" if att is None else att, ctx.get("cpu_uarch", ""),
                             p.error or ""])
     os.replace(tmp, path)

@@ -181,8 +181,8 @@ def main(argv=None):
         ratio = best.gflops / ext.gflops if ext else None
         if ratio:
             ext_ratios.append(ratio)
-        ext_adj = ext.get("%adj_bw") if ext else None
-        adj_ratio = best.get("%adj_bw") / ext_adj if ext_adj and best.get("%adj_bw") else None
+        ext_adj = ext.adj_bw_pct if ext else None
+        adj_ratio = best.adj_bw_pct / ext_adj if ext_adj and best.adj_bw_pct else None
         if adj_ratio:
             adj_ratios.append(adj_ratio)
         kern = "%s T%d%s" % (best.kernel, best.threads, " (fallback)" if best.fallback else "")
@@ -191,7 +191,7 @@ def main(argv=None):
                      best.get("GB/s"), best.roofline_pct(context), best.limit(context),
                      base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
-                     ext.gflops if ext else None, spread_pct(ext) if ext else None, ratio, best.get("%adj_bw"), ext_adj,
+                     ext.gflops if ext else None, spread_pct(ext) if ext else None, ratio, best.adj_bw_pct, ext_adj,
                      adj_ratio))
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows + [("", "best kernel")])

@@ -142,10 +142,7 @@ static bool acquire_buffers(const attn_bench_point *pt, const attn_exec *exec) {
     return false;
   }
   const attn_problem *p = &g_buf.problem;
-  attn_kernel_guard_call_begin();  // a plug-in's workspace() is watched as its calls are
-  const size_t ws = attn_kernel_workspace(pt->kernel, p, exec);
-  attn_kernel_guard_call_end();
-  g_buf.ws = alloc64(ws);
+  g_buf.ws = alloc64(attn_kernel_workspace_watched(pt->kernel, p, exec));
   if (!g_buf.ws) {
     attn_bench_release_buffers();
     return false;
@@ -217,16 +214,18 @@ uint64_t attn_bench_point_bytes(const attn_bench_point *pt) {
   const attn_problem c = attn_bench_check_shape(&p);
   const uint64_t copies = (uint64_t)attn_bench_input_copies(pt);
   const uint64_t timed = tensor_bytes(&p);
-  attn_kernel_guard_call_begin();  // a plug-in's workspace() is watched as its calls are
+  // A plug-in's workspace() is its code: both queries (the timed shape's, the check's)
+  // watched as its calls are (isolate.h).
+  attn_kernel_guard_call_begin();
   const uint64_t ws = attn_kernel_workspace(pt->kernel, &p, &exec);
+  const uint64_t check = attn_check_bytes(&c, pt->kernel, &exec);
   attn_kernel_guard_call_end();
   uint64_t mask = 0;
   if (pt->opts.mask)
     mask =
         attn_bytes_add(attn_bytes_mul((uint64_t)p.seq_q * (uint64_t)p.seq_kv, sizeof(float)),
                        attn_bytes_mul(2 * (uint64_t)c.seq_q * (uint64_t)c.seq_kv, sizeof(float)));
-  return attn_bytes_add(attn_bytes_add(attn_bytes_add(attn_bytes_mul(copies, timed), ws),
-                                       attn_check_bytes(&c, pt->kernel, &exec)),
+  return attn_bytes_add(attn_bytes_add(attn_bytes_add(attn_bytes_mul(copies, timed), ws), check),
                         mask);
 }
 

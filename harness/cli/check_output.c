@@ -109,12 +109,12 @@ int check_given_output(const check_options *o) {
     fprintf(stderr, "attnbench check: --scale %g does not fit in float32\n", o->scale);
     return ATTNBENCH_EXIT_USAGE;
   }
-  attn_input_file inputs[7] = {{"Q input (--q)", o->q_path},
+  attn_input_file inputs[8] = {{"Q input (--q)", o->q_path},
                                {"K input (--k)", o->k_path},
                                {"V input (--v)", o->v_path},
                                {"output checked (--o)", o->o_path},
                                {"LSE checked (--lse)", o->opt.lse_path}};
-  const size_t n_inputs = option_args_inputs(&o->opt, NULL, inputs, o->opt.lse_path ? 5 : 4, 7);
+  const size_t n_inputs = option_args_inputs(&o->opt, NULL, inputs, o->opt.lse_path ? 5 : 4, 8);
   reports rp = {0};
   if (!check_prepare_reports(o, inputs, n_inputs, &rp)) return ATTNBENCH_EXIT_FAILURE;
   int rc = ATTNBENCH_EXIT_FAILURE;

@@ -132,9 +132,7 @@ static double time_candidate(const attn_kernel *k, const attn_problem *p, const 
     fprintf(stderr, "attnbench tune: %s\n", err);
     return -1;
   }
-  attn_kernel_guard_call_begin();  // a plug-in's workspace function is its code too
-  const size_t ws_bytes = attn_kernel_workspace(k, p, ex);
-  attn_kernel_guard_call_end();
+  const size_t ws_bytes = attn_kernel_workspace_watched(k, p, ex);
   void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) / 64 * 64) : NULL;
   if (ws_bytes && !ws) {
     fprintf(stderr, "attnbench tune: out of memory (workspace of %zu bytes)\n", ws_bytes);

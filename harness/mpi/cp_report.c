@@ -64,6 +64,7 @@ static void jappend(cp_report *rep, const char *fmt, ...) {
   jvappend(&b, fmt, ap);
   va_end(ap);
   rep->json = b.s, rep->json_len = b.len, rep->json_cap = b.cap;
+  rep->json_failed |= b.failed;
 }
 
 // s as the body of a JSON string (quotes, backslashes and control characters escaped),
@@ -328,7 +329,7 @@ bool cp_report_write(const cp_report *rep, const char *out, char *err, size_t er
                 p > 1 ? ", " : "", p, jnum(rep->lat_s[p], "%.6g", a), jnum(rep->bw[p], "%.6g", b));
   }
   jbuf_append(&head, "]},\n  \"runs\": [");
-  if (head.failed || !head.s) {
+  if (head.failed || !head.s || rep->json_failed) {
     free(head.s);
     snprintf(err, err_len, "%s: out of memory for the results", out);
     return false;

@@ -32,6 +32,7 @@ typedef struct cp_report {
   double predict_latency_s;  // link latency of the recorded predictions (--predict-latency-us)
   char *json;                // the "runs" array's items so far (rank 0)
   size_t json_len, json_cap;
+  bool json_failed;  // out of memory growing json: its text is cut, never written
   size_t n_runs;
   cp_report_run_sum runs[CP_MAX_RUNS];
 } cp_report;

@@ -249,8 +249,9 @@ static int parse_args(int argc, char **argv, args *a) {
   return refuse_beside_config(opts, given, kOpts);
 }
 
-// Runs parse_args with rank 0's output only: every rank parses the same arguments and
-// reaches the same verdict, so the other ranks' copies of a message or the help are dropped.
+// Runs parse_args with rank 0's output only: ranks given the same arguments reach the same
+// verdict, so the other ranks' copies of a message or the help are dropped. Ranks given
+// other arguments (an MPMD launch) may not: the ranks agree on the parse (agree_parsed).
 static int parse_args_once(int argc, char **argv, args *a, int rank) {
   int saved[2] = {-1, -1};
   if (rank != 0) {
@@ -429,6 +430,24 @@ static bool agree_valid(bool ok, const char *err, int rank, int ranks) {
   return false;
 }
 
+// The ranks' parses agreed: true when every rank parsed its arguments. Otherwise every
+// rank returns false (none waits for another in a collective), and the lowest rank whose
+// parse failed, if its output was dropped (not rank 0), parses again to print its message.
+static bool agree_parsed(int rc, int argc, char **argv, int rank) {
+  int mine = rc == CLI_OK ? INT_MAX : rank, first = mine;
+  if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    fprintf(stderr, "attnbench-mpi: rank %d: MPI_Allreduce failed agreeing on the input\n", rank);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  if (first == INT_MAX) return true;
+  if (first == rank && rank != 0) {
+    args again;
+    fprintf(stderr, "attnbench-mpi: rank %d's command line:\n", rank);
+    parse_args(argc, argv, &again);
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -437,9 +456,9 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   args a;
   const int rc = parse_args_once(argc, argv, &a, rank);
-  if (rc != CLI_OK) {  // the same arguments on every rank: every rank ends here alike
+  if (!agree_parsed(rc, argc, argv, rank)) {  // every rank ends here alike
     MPI_Finalize();
-    return cli_exit_code(rc);
+    return rc != CLI_OK ? cli_exit_code(rc) : 2;
   }
   // Every rank validates (what it reads: the config, its CPU's kernels), then all agree.
   // Only rank 0 writes the results, so only it checks --out.

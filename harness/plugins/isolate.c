@@ -248,6 +248,11 @@ static void guard_on_exit(int status, void *arg) {
   _exit(1);
 }
 
+// The handlers in place before the guard was armed (a plug-in's own, a sanitizer's):
+// disarming puts them back.
+static struct sigaction g_saved[sizeof kGuardSignals / sizeof kGuardSignals[0]];
+static bool g_saved_set;
+
 // Arms the guard: messages are prefix + what happened + exit_note (exit() only) + outcome.
 static void guard_arm(const char *outcome, const char *exit_note) {
   static bool registered;
@@ -260,7 +265,8 @@ static void guard_arm(const char *outcome, const char *exit_note) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESETHAND | SA_NODEFER;
   for (size_t i = 0; i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
-    sigaction(kGuardSignals[i], &sa, NULL);
+    sigaction(kGuardSignals[i], &sa, g_saved_set ? NULL : &g_saved[i]);
+  g_saved_set = true;
   g_armed = 1;
 }
 
@@ -269,8 +275,8 @@ void attn_kernel_guard_arm(const char *command, const char *kernels) {
   // bench saves its results file after every point (atomic replace), so it keeps the
   // points finished before the kernel ended the process.
   guard_arm(strcmp(command, "bench") == 0
-                ? "; the results file keeps the points finished before, temporaries "
-                  "and lock removed\n"
+                ? "; the results file keeps the points finished before (if any), "
+                  "temporaries and lock removed\n"
                 : "; nothing written, temporaries and lock removed\n",
             " (the kernel ended the process)");
 }
@@ -284,8 +290,9 @@ void attn_plugin_guard_arm(const char *path) {
 
 void attn_kernel_guard_disarm(void) {
   g_armed = 0;
-  for (size_t i = 0; i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
-    signal(kGuardSignals[i], SIG_DFL);
+  for (size_t i = 0; g_saved_set && i < sizeof kGuardSignals / sizeof kGuardSignals[0]; i++)
+    sigaction(kGuardSignals[i], &g_saved[i], NULL);
+  g_saved_set = false;
 }
 
 // ── the in-process hang watch ───────────────────────────────────────────────────────
@@ -301,6 +308,14 @@ void attn_kernel_guard_call_begin(void) {
 
 void attn_kernel_guard_call_end(void) {
   atomic_fetch_add_explicit(&g_call_seq, 1, memory_order_relaxed);
+}
+
+size_t attn_kernel_workspace_watched(const attn_kernel *k, const attn_problem *p,
+                                     const attn_exec *exec) {
+  attn_kernel_guard_call_begin();
+  const size_t bytes = attn_kernel_workspace(k, p, exec);
+  attn_kernel_guard_call_end();
+  return bytes;
 }
 
 static double monotonic_seconds(void) {

@@ -88,6 +88,10 @@ void attn_kernel_guard_disarm(void);
 // increments (no system call in the timed loop); a watcher thread, started on the first
 // watch, looks four times a second while the guard is armed and sleeps otherwise.
 void attn_kernel_guard_watch(double timeout_s);
+// attn_kernel_workspace(k, p, exec) bracketed as a call: a plug-in's workspace() is its code
+// too, so the watch covers it (a memory plan asks before the first call).
+size_t attn_kernel_workspace_watched(const attn_kernel *k, const attn_problem *p,
+                                     const attn_exec *exec);
 void attn_kernel_guard_call_begin(void);
 void attn_kernel_guard_call_end(void);
 

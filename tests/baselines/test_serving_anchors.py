@@ -273,6 +273,14 @@ def reports(attnbench):
             lay[tail] = q
         assert len({q.shape for q in lay.values()}) == 3, "layouts merged into one shape"
         assert lay["page32s"].shape_label().endswith(" q=decode/kv=fixed:2:64/page32s")
+        # % of the adjacent probe: a serving point's roofline bytes per second over the
+        # probe, whatever the stored counter says (files written while it counted the pool)
+        q = lay["page32s"]
+        q.median_s = 0.5
+        q.counters.update({"roofline_bytes": 4e9, "adj_bw_GB/s": 20.0, "%adj_bw": 999.0})
+        assert abs(q.adj_bw_pct - 40.0) < 1e-9, q.adj_bw_pct
+        del q.counters["%adj_bw"]  # no probe timed next to it: no figure
+        assert q.adj_bw_pct is None, q.adj_bw_pct
         anchor[0].counters["check_failed"] = 1
         assert anchor[0] not in ps.decode_points(pts.values()), "a failed check is drawn"
         # A kernel whose check failed on a batch (bench's entry: an error, none of the

@@ -66,6 +66,21 @@ with clitest.tempdir() as d:
         check(rc == 2 and f"{flag[0]} does not apply" in se,
               f"--o with {flag[0]} is a usage error ({rc}: {se})")
 
+    # A report may not replace any file check --o reads: each option array, with the LSE
+    # and every other option file given too (the longest list of inputs).
+    for n in ("slopes", "sinks", "mask", "lse"):
+        np.save(path(n + ".npy"), np.zeros(4, np.float32))
+    opts = ["--lse", path("lse.npy"), "--alibi-slopes", path("slopes.npy"), "--sinks",
+            path("sinks.npy"), "--mask", path("mask.npy")]
+    for n, what in (("slopes", "ALiBi slopes input"), ("sinks", "sinks input"),
+                    ("mask", "mask input"), ("lse", "LSE checked")):
+        before = open(path(n + ".npy"), "rb").read()
+        for report in ("--json", "--junit"):
+            rc, _, se = run("check", *io, "--o", path("o.npy"), *opts, report, path(n + ".npy"))
+            check(rc == 1 and f"is the same file as the {what}" in se,
+                  f"{report} over the {what}: refused ({rc}: {se})")
+        check(open(path(n + ".npy"), "rb").read() == before, f"{n}.npy is untouched")
+
     # Outside the input domain (scores could overflow float32): no verdict but inconclusive.
     big = np.where(rng.standard_normal((1, 2, 4, 8)) > 0, 3e38, -3e38).astype(np.float32)
     np.save(path("q.npy"), big)

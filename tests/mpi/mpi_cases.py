@@ -16,7 +16,8 @@ Cases:
              (a parse error too, naming attnbench-mpi; run options beside --config).
   rank_refuses  one rank refuses its input (its --config is missing): every rank exits 2 at
              once and that rank's reason is printed once, rank-prefixed; --out is checked by
-             rank 0 alone (a directory only on rank 0's side is fine).
+             rank 0 alone (a directory only on rank 0's side is fine); a rank whose command
+             line does not parse (or asks for --help) ends every rank at once.
   size_limits  --dry-run refuses what overflows MPI's int counts, per strategy: rank 0's
              gather of the output, allgather's gathered K/V, Ulysses' all-to-all buffers; a
              ring shard that fits is accepted however large the whole K/V.
@@ -142,6 +143,16 @@ with tempfile.TemporaryDirectory() as tmp:
         check(time.monotonic() - t0 < 20, "a refusing rank left the others waiting")
         check(p.stderr.count("attnbench-mpi: rank 1: ") == 1 and "missing.ini: cannot open" in p.stderr,
               f"want rank 1's reason once:\n{p.stderr}")
+        # a rank whose command line does not parse (an MPMD launch): every rank ends at once,
+        # that rank's message shown (rank 0 prints for all ranks otherwise)
+        for other, want in ((["--seq-len", "0"], "rank 1's command line"), (["--help"], "usage:")):
+            cmd = [mpiexec, "--oversubscribe", "-np", "1", binary] + bin_args + \
+                [":", "-np", "1", binary] + other
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            check(p.returncode != 0 and time.monotonic() - t0 < 20,
+                  f"rank 1 {other}: exit {p.returncode} after {time.monotonic() - t0:.1f} s")
+            check(want in p.stdout + p.stderr, f"rank 1 {other}: want {want!r}\n{p.stderr}")
         # --out is rank 0's alone: a directory that exists only where rank 0 runs is fine
         for d in ("wa/res", "wb"):
             os.makedirs(os.path.join(tmp, d))
