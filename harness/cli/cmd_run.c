@@ -301,15 +301,10 @@ static bool store_kv(const run_args *a, attn_problem *p, const npy_array *k, con
     size_t n;
   } kv[2] = {{"K", ks, t->k32, p->head_dim_qk, attn_k_elems(p)},
              {"V", vs, t->v32, p->head_dim_v, attn_v_elems(p)}};
-  for (int i = 0; i < 2; i++) {
-    const size_t bad = run_first_overflow(p->kv_dtype, kv[i].x, kv[i].dim, kv[i].src, kv[i].n);
-    if (bad == SIZE_MAX) continue;
-    fprintf(stderr,
-            "attnbench run: --kv-dtype %s: %s value %g at flat index %zu overflows the type "
-            "(f16 holds |x| <= 65504; a q8_0 block needs max|x|/127 <= 65504)\n",
-            a->kv_dtype_name, kv[i].what, (double)kv[i].src[bad], bad);
-    return false;
-  }
+  for (int i = 0; i < 2; i++)
+    if (!run_kv_stored_whole(a->kv_dtype_name, kv[i].what, p->kv_dtype, kv[i].x, kv[i].dim,
+                             kv[i].src, kv[i].n))
+      return false;
   return true;
 }
 
@@ -546,14 +541,7 @@ static void *store_layout_kv(const attn_problem *p, const float *x, int64_t dim,
     return NULL;
   }
   attn_quantize_rows(p->kv_dtype, x, rows, dim, packed);
-  const size_t bad = run_first_overflow(p->kv_dtype, packed, dim, x, rows * (size_t)dim);
-  if (bad != SIZE_MAX) {
-    fprintf(stderr,
-            "attnbench run: --kv-dtype %s: %s value %g at token %zu, K/V head %zu, element %zu "
-            "overflows the type (f16 holds |x| <= 65504; a q8_0 block needs max|x|/127 <= "
-            "65504)\n",
-            kv_name, what, (double)x[bad], bad / (size_t)dim / (size_t)p->kv_heads,
-            bad / (size_t)dim % (size_t)p->kv_heads, bad % (size_t)dim);
+  if (!run_kv_stored_whole(kv_name, what, p->kv_dtype, packed, dim, x, rows * (size_t)dim)) {
     free(packed), free(out);
     return NULL;
   }

@@ -47,6 +47,17 @@ size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, cons
   return SIZE_MAX;
 }
 
+bool run_kv_stored_whole(const char *kv_name, const char *what, attn_dtype type, const void *stored,
+                         int64_t dim, const float *src, size_t n) {
+  const size_t bad = run_first_overflow(type, stored, dim, src, n);
+  if (bad == SIZE_MAX) return true;
+  fprintf(stderr,
+          "attnbench run: --kv-dtype %s: %s value %g at flat index %zu overflows the type "
+          "(f16 holds |x| <= 65504; a q8_0 block needs max|x|/127 <= 65504)\n",
+          kv_name, what, (double)src[bad], bad);
+  return false;
+}
+
 // x[0 .. n) rounded to type (F16 or BF16) into h; false (message printed) when a finite
 // value becomes ±inf, unless allow_nonfinite.
 static bool round_half(attn_dtype type, bool allow_nonfinite, const char *what, const float *x,

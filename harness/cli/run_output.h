@@ -29,6 +29,12 @@ bool run_outputs_allowed(const char *kernel, const attn_problem *p, const float 
 size_t run_first_overflow(attn_dtype type, const void *stored, int64_t dim, const float *src,
                           size_t n);
 
+// True when the n values src stored as type in `stored` (rows of dim) are all finite
+// where src is; else false after "--kv-dtype NAME: WHAT value X at flat index I overflows
+// the type (...)" (the one message of run's --kv-dtype, dense and serving).
+bool run_kv_stored_whole(const char *kv_name, const char *what, attn_dtype type, const void *stored,
+                         int64_t dim, const float *src, size_t n);
+
 // Writes o (o_ndim dims o_shape) to out and, when lse_out is not NULL, lse to lse_out, as
 // type (F32, F16 or BF16). A finite value that the type rounds to ±inf (binary16:
 // |x| ≥ 65520) is refused, naming it, unless allow_nonfinite. False (message printed on

@@ -27,6 +27,12 @@ int64_t cp_cut(int64_t total, int64_t n, int64_t i) {
   return (int64_t)(((__int128)total * i) / n);
 }
 
+void cp_ulysses_kv_heads(int64_t heads, int64_t kv_heads, int n, int d, int64_t *k0, int64_t *k1) {
+  const int64_t g = heads / kv_heads, h0 = cp_cut(heads, n, d), h1 = cp_cut(heads, n, d + 1);
+  *k0 = h0 / g;
+  *k1 = h1 > h0 ? (h1 - 1) / g + 1 : *k0;
+}
+
 cp_shard cp_shard_of(int64_t seq, int ranks, int rank, bool zigzag) {
   cp_shard sh = {0};
   if (!zigzag) {
@@ -215,9 +221,9 @@ cp_model_out cp_model_predict(const cp_model_in *in, double *rank_compute_s) {
     // are those of every rank's K/V head copies (the all-to-alls' send counts)
     int64_t kv_copies = 0;
     for (int r = 0; r < n; r++) {
-      const int64_t g = w->heads / w->kv_heads, h0 = cp_cut(w->heads, n, r);
-      const int64_t h1 = cp_cut(w->heads, n, r + 1);
-      kv_copies += h1 > h0 ? (h1 - 1) / g + 1 - h0 / g : 0;
+      int64_t k0, k1;
+      cp_ulysses_kv_heads(w->heads, w->kv_heads, n, r, &k0, &k1);
+      kv_copies += k1 - k0;
     }
     const double q_row =
         4.0 * (double)(w->head_dim_qk + w->head_dim_v) * (double)(w->batch * w->heads);

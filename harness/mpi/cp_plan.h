@@ -39,6 +39,12 @@ typedef struct cp_shard {
 
 // The balanced cut: piece i of n of [0, total) starts at total·i/n.
 int64_t cp_cut(int64_t total, int64_t n, int64_t i);
+
+// Ulysses' split of the heads over n ranks: rank d holds the query heads
+// [cp_cut(heads, n, d), cp_cut(heads, n, d + 1)) and reads the K/V heads [*k0, *k1) of
+// their groups (under GQA a K/V head whose group is split goes to each rank holding part
+// of it; none for a rank without query heads: *k0 == *k1).
+void cp_ulysses_kv_heads(int64_t heads, int64_t kv_heads, int n, int d, int64_t *k0, int64_t *k1);
 cp_shard cp_shard_of(int64_t seq, int ranks, int rank, bool zigzag);
 // Whether the strategy deals zigzag shards (zigzag; allgather under a causal mask).
 bool cp_uses_zigzag(cp_strategy s, bool causal);

@@ -12,13 +12,11 @@ typedef struct heads_of {
   int64_t h0[CP_MAX_STEPS], h1[CP_MAX_STEPS];  // per rank: [h0, h1) of the tensor's heads
 } heads_of;
 
-// Rank d's query heads [cut(H, N, d), cut(H, N, d + 1)) in qh and the K/V heads they read
-// in kh (under GQA a K/V head whose group is split goes to each rank holding part of it).
+// Rank d's query heads in qh and the K/V heads they read in kh (cp_ulysses_kv_heads).
 static void ulysses_heads(const attn_problem *w, int n, heads_of *qh, heads_of *kh) {
-  const int64_t g = w->heads / w->kv_heads;
   for (int d = 0; d < n; d++) {
     qh->h0[d] = cp_cut(w->heads, n, d), qh->h1[d] = cp_cut(w->heads, n, d + 1);
-    kh->h0[d] = qh->h0[d] / g, kh->h1[d] = (qh->h1[d] - 1) / g + 1;
+    cp_ulysses_kv_heads(w->heads, w->kv_heads, n, d, &kh->h0[d], &kh->h1[d]);
   }
 }
 

@@ -130,7 +130,7 @@ with clitest.tempdir() as tmp:
             (["--dtype", "bf16"], 2, "float32 packed files"),
             # a K/V value the --kv-dtype cannot hold: named, as on the dense path
             (["--v", os.path.join(tmp, "bv.npy"), "--kv-dtype", "f16"], 1,
-             "--kv-dtype f16: V value 70000 at token 0"),
+             "--kv-dtype f16: V value 70000 at flat index 0"),
             # --page-order orders pages: without --page-size the batch is ragged
             (["--page-order", "shuffled"], 2, "give --page-size")):
         base = {"--q": paths["q"], "--k": paths["k"], "--v": paths["v"], "--out": never}
