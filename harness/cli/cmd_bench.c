@@ -398,11 +398,11 @@ typedef struct results_file {
 } results_file;
 
 // Before any work: a file we may replace (never a file bench reads: the config, the
-// tuning file) and not in use by another bench (the lock is held until close_results).
-static bool open_results(results_file *rf, const char *path, const char *config,
-                         const char *tune_file) {
+// tuning file, however chosen) and not in use by another bench (the lock is held until
+// close_results).
+static bool open_results(results_file *rf, const char *path, const char *config) {
   const attn_input_file inputs[] = {{"config (--config)", config},
-                                    {"tuning file (--tune-file)", tune_file}};
+                                    {"tuning file", attn_tune_read_path()}};
   char err[ATTN_OUT_PATH_MAX + 512];
   if (!attn_output_prepare(&rf->out, path, inputs, 2, err, sizeof err) ||
       !attn_output_lock(&rf->out, err, sizeof err)) {
@@ -517,7 +517,7 @@ static int run_guarded(attn_bench_plan *plan, attn_bench_state *states, const be
   progress pg = {.quiet = a->quiet,
                  .show = !a->no_progress && (a->progress || isatty(STDERR_FILENO))};
   results_file rf = {.pg = &pg};
-  if (!open_results(&rf, out, a->config, a->x.tune_file)) {
+  if (!open_results(&rf, out, a->config)) {
     attn_fileio_release_signals();
     return ATTNBENCH_EXIT_FAILURE;
   }

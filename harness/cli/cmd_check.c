@@ -370,7 +370,7 @@ static long select_cases(const check_options *o, attn_check_case **cases, size_t
 static int run_pairs(const check_options *o, const attn_check_case *cases, size_t n_cases,
                      size_t n_total, kernel_tally *sel, long n_sel, uint64_t budget) {
   const attn_input_file inputs[] = {{"sweep config (--config)", o->config_path},
-                                    {"tuning file (--tune-file)", o->x.tune_file}};
+                                    {"tuning file", attn_tune_read_path()}};
   reports rp = {0};
   if (!check_prepare_reports(o, inputs, 2, &rp)) return ATTNBENCH_EXIT_FAILURE;
   long n_run = 0;

@@ -76,7 +76,7 @@ size_t option_args_inputs(const option_args *a, const exec_args *x, attn_input_f
   const attn_input_file files[] = {{"ALiBi slopes input (--alibi-slopes)", a->slopes_path},
                                    {"sinks input (--sinks)", a->sinks_path},
                                    {"mask input (--mask)", a->mask_path},
-                                   {"tuning file (--tune-file)", x ? x->tune_file : NULL}};
+                                   {"tuning file", x ? attn_tune_read_path() : NULL}};
   for (size_t i = 0; i < sizeof files / sizeof files[0] && n < cap; i++)
     if (files[i].path) in[n++] = files[i];
   return n;

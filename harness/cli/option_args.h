@@ -159,8 +159,9 @@ bool option_args_load(const char *cmd, const option_args *a, const attn_problem 
                       npy_array *slopes, npy_array *sinks, npy_array *mask);
 
 // The files a command reads besides Q, K and V, for its outputs' "not an input" check
-// (fileio.h): the options' arrays (--alibi-slopes, --sinks, --mask) and the tuning file
-// (--tune-file; x may be NULL). Appends to in[n .. cap) and returns the new count.
+// (fileio.h): the options' arrays (--alibi-slopes, --sinks, --mask) and, when x is not NULL,
+// the tuning file exec_args_setup read (tunefile.h: --tune-file, $ATTNBENCH_TUNE_FILE or
+// the default). Appends to in[n .. cap) and returns the new count.
 size_t option_args_inputs(const option_args *a, const exec_args *x, attn_input_file *in, size_t n,
                           size_t cap);
 

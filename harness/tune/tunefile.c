@@ -557,11 +557,17 @@ bool attn_tune_set_variant(attn_tune_file *f, const char *kernel, const char *cl
 static struct {
   bool active;
   char path[ATTN_TUNE_PATH_MAX];
+  char read[ATTN_TUNE_PATH_MAX];  // the file parsed, in use or ignored ("" : none)
   attn_tune_file file;
 } g_tune;
 
+const char *attn_tune_read_path(void) {
+  return g_tune.read[0] ? g_tune.read : NULL;
+}
+
 int attn_tune_setup(const char *command, const char *flag) {
   g_tune.active = false;
+  g_tune.read[0] = '\0';
   const char *named = flag ? flag : getenv("ATTNBENCH_TUNE_FILE");
   if (named && !*named) named = NULL;
   const char *what = flag ? "--tune-file" : "ATTNBENCH_TUNE_FILE";
@@ -593,6 +599,7 @@ int attn_tune_setup(const char *command, const char *flag) {
     fprintf(stderr, "attnbench %s: %s%s%s\n", command, named ? what : "", named ? " " : "", err);
     return ATTNBENCH_EXIT_FAILURE;
   }
+  copy(g_tune.read, sizeof g_tune.read, path);
   char why[512];
   if (!attn_tune_matches(&f, why, sizeof why)) {
     fprintf(stderr,

@@ -131,6 +131,10 @@ bool attn_tune_set_variant(attn_tune_file *f, const char *kernel, const char *cl
 // "attnbench <command>: <error>" — a malformed file (FILE:LINE) or a missing named file.
 int attn_tune_setup(const char *command, const char *flag);
 
+// The file attn_tune_setup read (--tune-file, $ATTNBENCH_TUNE_FILE or the default), in use
+// or ignored as another machine's; NULL when it read none. An output may not replace it.
+const char *attn_tune_read_path(void);
+
 // The active file's tiles for kernel k on problem p (false: no file or no entry).
 bool attn_tune_lookup(const attn_kernel *k, const attn_problem *p, int *tile_q, int *tile_kv);
 // The active file's regtile (copied to regtile, "" when the entry has none) and kv_split
