@@ -111,20 +111,13 @@ static void eval_pair(const attn_check_case *cc, const attn_check_prepared *pc,
 static void eval_guarded(const attn_check_case *cc, const char *desc, const attn_check_prepared *pc,
                          const char *prep_err, const attn_kernel *k, const check_options *o,
                          uint64_t budget, pair_outcome *out) {
-  const bool guard = attn_kernel_origin(k) != NULL;
-  if (guard) {
-    char who[400];
-    snprintf(who, sizeof who, "%s, case %s,", k->name, desc);
-    fflush(stdout);
-    attn_kernel_guard_arm("check", who);
-    attn_kernel_guard_watch(o->case_timeout);
-    attn_kernel_guard_call_begin();
-  }
+  char who[400];
+  snprintf(who, sizeof who, "%s, case %s,", k->name, desc);
+  const bool guard = attn_kernel_guard_enter("check", k, who, o->case_timeout);
+  attn_kernel_guard_call_begin();
   eval_pair(cc, pc, prep_err, k, o, budget, out);
-  if (guard) {
-    attn_kernel_guard_call_end();
-    attn_kernel_guard_disarm();
-  }
+  attn_kernel_guard_call_end();
+  attn_kernel_guard_leave(guard);
 }
 
 // Prepares case cc (NULL with the reason in err when refused by the memory budget or

@@ -371,14 +371,11 @@ static bool files_fit(const run_args *a, uint64_t budget) {
 static bool problem_fits(const attn_kernel *k, const attn_problem *p, const run_args *a,
                          uint64_t budget) {
   // A plug-in's workspace() is its code too: guarded and watched as its call (compute).
-  if (attn_kernel_origin(k)) {
-    attn_kernel_guard_arm("run", k->name);
-    attn_kernel_guard_watch(a->case_timeout);
-  }
+  const bool guard = attn_kernel_guard_enter("run", k, NULL, a->case_timeout);
   attn_kernel_guard_call_begin();
   const uint64_t need = attn_run_bytes(k, p, &a->settings.exec, a->verify);
   attn_kernel_guard_call_end();
-  if (attn_kernel_origin(k)) attn_kernel_guard_disarm();
+  attn_kernel_guard_leave(guard);
   char msg[160];
   if (!attn_memory_refused(need, budget, msg, sizeof msg)) return true;
   fprintf(stderr,
@@ -413,16 +410,11 @@ static bool compute(const attn_kernel *kernel, const attn_problem *p, const attn
   attn_placement_bind(exec->threads, binding, binding_len);
   // A plug-in that ends the process (exit(), a crash) or hangs past --case-timeout: its
   // name, exit 1, no output (isolate.h, the in-process guard and its watch).
-  if (attn_kernel_origin(kernel)) {
-    attn_kernel_guard_arm("run", kernel->name);
-    attn_kernel_guard_watch(timeout);
-  }
+  const bool guard = attn_kernel_guard_enter("run", kernel, NULL, timeout);
   const double t0 = attn_now_seconds();
-  attn_kernel_guard_call_begin();
-  const int krc = attn_kernel_call(kernel, p, exec, q, k, v, o, err, sizeof err);
-  attn_kernel_guard_call_end();
+  const int krc = attn_kernel_call_watched(kernel, p, exec, q, k, v, o, err, sizeof err);
   *seconds = attn_now_seconds() - t0;
-  if (attn_kernel_origin(kernel)) attn_kernel_guard_disarm();
+  attn_kernel_guard_leave(guard);
   if (krc != ATTN_OK) {
     fprintf(stderr, "attnbench run: %s\n", err);
     return false;

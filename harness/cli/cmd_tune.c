@@ -618,19 +618,13 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
   // A plug-in that crashes, calls exit() or does not return within --case-timeout ends the
   // command with its name and the shape, exit 1, the file unchanged (isolate.h, the
   // in-process guard and its watch: every call below is bracketed).
-  bool guard = attn_kernel_origin(G->kernel) != NULL;
-  if (guard) {
-    char who[sizeof s.shape + 128];
-    snprintf(who, sizeof who, "%s on %s (%s)", G->kernel->name, s.shape, G->cls);
-    fflush(stdout);
-    attn_kernel_guard_arm("tune", who);
-    attn_kernel_guard_watch(a->case_timeout);
-  }
+  char who[sizeof s.shape + 128];
+  snprintf(who, sizeof who, "%s on %s (%s)", G->kernel->name, s.shape, G->cls);
+  bool guard = attn_kernel_guard_enter("tune", G->kernel, who, a->case_timeout);
   // Validate the problem, the exec and the inputs once (as run/check/bench do).
   char err[ATTN_OUT_PATH_MAX + 512];
-  attn_kernel_guard_call_begin();
-  const int crc = attn_kernel_call(G->kernel, s.p, &s.ex, s.q, s.k, s.v, s.o, err, sizeof err);
-  attn_kernel_guard_call_end();
+  const int crc =
+      attn_kernel_call_watched(G->kernel, s.p, &s.ex, s.q, s.k, s.v, s.o, err, sizeof err);
   if (crc != ATTN_OK) {
     fprintf(stderr, "attnbench tune: %s on %s: %s\n", G->kernel->name, s.shape, err);
     goto out;
@@ -651,15 +645,13 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
   if (!search_tiles(&s, tile_share) || !search_variants(&s, nrt, kvc, nkv) ||
       !confirm_choice(&s, a->confirm, &confirm_ratio, &refuted))
     goto out;
-  if (guard) {
-    attn_kernel_guard_disarm();
-    guard = false;
-  }
+  attn_kernel_guard_leave(guard);
+  guard = false;
   free(s.q), free(s.k), free(s.v), free(s.o);
   s.q = s.o = NULL, s.k = s.v = NULL;
   if (record_group(&s, nrt, a->confirm, confirm_ratio, refuted, file, path)) rc = -1;
 out:
-  if (guard) attn_kernel_guard_disarm();
+  attn_kernel_guard_leave(guard);
   free(s.q), free(s.k), free(s.v), free(s.o);
   return rc;
 }

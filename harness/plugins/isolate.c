@@ -310,6 +310,28 @@ void attn_kernel_guard_call_end(void) {
   atomic_fetch_add_explicit(&g_call_seq, 1, memory_order_relaxed);
 }
 
+bool attn_kernel_guard_enter(const char *command, const attn_kernel *k, const char *who,
+                             double timeout_s) {
+  if (!attn_kernel_origin(k)) return false;
+  fflush(stdout);
+  attn_kernel_guard_arm(command, who ? who : k->name);
+  attn_kernel_guard_watch(timeout_s);
+  return true;
+}
+
+void attn_kernel_guard_leave(bool armed) {
+  if (armed) attn_kernel_guard_disarm();
+}
+
+int attn_kernel_call_watched(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                             const float *q, const void *kk, const void *v, float *o, char *err,
+                             size_t err_len) {
+  attn_kernel_guard_call_begin();
+  const int rc = attn_kernel_call(k, p, exec, q, kk, v, o, err, err_len);
+  attn_kernel_guard_call_end();
+  return rc;
+}
+
 size_t attn_kernel_workspace_watched(const attn_kernel *k, const attn_problem *p,
                                      const attn_exec *exec) {
   attn_kernel_guard_call_begin();

@@ -88,6 +88,17 @@ void attn_kernel_guard_disarm(void);
 // increments (no system call in the timed loop); a watcher thread, started on the first
 // watch, looks four times a second while the guard is armed and sleeps otherwise.
 void attn_kernel_guard_watch(double timeout_s);
+// One guarded stretch of a kernel's calls, as every command runs them: a plug-in kernel k
+// gets the guard (named who; NULL: k's name) and the watch (timeout_s); a built-in kernel
+// is trusted and nothing is armed. stdout is flushed first, so the lines already printed
+// come before the guard's. Returns whether it armed; attn_kernel_guard_leave takes that.
+bool attn_kernel_guard_enter(const char *command, const attn_kernel *k, const char *who,
+                             double timeout_s);
+void attn_kernel_guard_leave(bool armed);
+// attn_kernel_call(...) bracketed as a watched call (attn_kernel_guard_call_begin/_end).
+int attn_kernel_call_watched(const attn_kernel *k, const attn_problem *p, const attn_exec *exec,
+                             const float *q, const void *kk, const void *v, float *o, char *err,
+                             size_t err_len);
 // attn_kernel_workspace(k, p, exec) bracketed as a call: a plug-in's workspace() is its code
 // too, so the watch covers it (a memory plan asks before the first call).
 size_t attn_kernel_workspace_watched(const attn_kernel *k, const attn_problem *p,
