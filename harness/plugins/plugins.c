@@ -14,7 +14,7 @@
 #include "common/cli_args.h"
 #include "plugins/isolate.h"
 
-int attn_plugin_load(const char *path, char *err, size_t err_len) {
+int attn_plugin_load(const char *path, double timeout_s, char *err, size_t err_len) {
   struct stat st;
   if (!path || !*path) {
     snprintf(err, err_len, "plug-in path is empty");
@@ -40,10 +40,14 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
     memcpy(file + 2, path, strlen(path) + 1);
   }
   // Loading runs the plug-in's code (library constructors, then its entry point): one
-  // that crashes or calls exit() there ends the command with the plug-in's path named
-  // (isolate.h, the in-process guard), never a bare signal.
+  // that crashes, calls exit() or does not return within timeout_s there ends the command
+  // with the plug-in's path named (isolate.h, the in-process guard and its watch), never a
+  // bare signal or a silent hang.
   attn_plugin_guard_arm(path);
+  attn_kernel_guard_watch(timeout_s);
+  attn_kernel_guard_call_begin();
   void *h = dlopen(file ? file : path, RTLD_NOW | RTLD_LOCAL);
+  attn_kernel_guard_call_end();
   attn_kernel_guard_disarm();
   free(file);
   if (!h) {
@@ -66,7 +70,9 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
   char *abs = realpath(path, NULL);
   char why[448];
   attn_plugin_guard_arm(path);
+  attn_kernel_guard_call_begin();
   const attn_plugin *plugin = entry();
+  attn_kernel_guard_call_end();
   attn_kernel_guard_disarm();
   const int rc = attn_registry_add(plugin, abs ? abs : path, why, sizeof why);
   free(abs);
@@ -80,11 +86,30 @@ int attn_plugin_load(const char *path, char *err, size_t err_len) {
   return 0;  // stays loaded: the registry points into it
 }
 
+// The command's --case-timeout SECONDS (or --case-timeout=SECONDS) before "--", if it
+// reads as a limit in (0, 1e6]; otherwise the default. Loading comes before the command
+// parses its options, so a bad value is refused later by the command itself.
+static double load_timeout(int argc, char **argv) {
+  double t = ATTN_ISOLATE_DEFAULT_TIMEOUT;
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    const char *v = NULL;
+    if (strcmp(argv[i], "--case-timeout") == 0 && i + 1 < argc)
+      v = argv[i + 1];
+    else if (strncmp(argv[i], "--case-timeout=", 15) == 0)
+      v = argv[i] + 15;
+    char *end = NULL;
+    const double x = v ? strtod(v, &end) : 0.0;
+    if (v && end != v && !*end && x > 0.0 && x <= 1e6) t = x;
+  }
+  return t;
+}
+
 int attn_plugins_from_args(int *argc, char **argv) {
   const char *paths[CLI_LIST_MAX];
   size_t n = 0;
   int out = 1;
   bool rest = false;
+  const double timeout = load_timeout(*argc, argv);
   for (int i = 1; i < *argc; i++) {
     const char *a = argv[i];
     if (!rest && strcmp(a, "--") == 0) rest = true;
@@ -126,7 +151,7 @@ int attn_plugins_from_args(int *argc, char **argv) {
       next = strchr(s, ':');
       if (next) *next++ = '\0';
       if (!*s) continue;
-      if (attn_plugin_load(s, err, sizeof err) != 0) {
+      if (attn_plugin_load(s, timeout, err, sizeof err) != 0) {
         fprintf(stderr, "attnbench: %s (from ATTNBENCH_PLUGINS)\n", err);
         free(list);
         return ATTNBENCH_EXIT_FAILURE;
@@ -135,7 +160,7 @@ int attn_plugins_from_args(int *argc, char **argv) {
     free(list);  // the registry copied the origins
   }
   for (size_t i = 0; i < n; i++) {
-    if (attn_plugin_load(paths[i], err, sizeof err) != 0) {
+    if (attn_plugin_load(paths[i], timeout, err, sizeof err) != 0) {
       fprintf(stderr, "attnbench: %s\n", err);
       return ATTNBENCH_EXIT_FAILURE;
     }

@@ -2,10 +2,11 @@
 // Deliberately broken plug-ins for tests/plugins/test_plugins.py, one per BAD_<what>
 // definition (tests/plugins/CMakeLists.txt builds each as bad_<what>.so). Each must be
 // refused with a message naming the problem, and nothing else may break. BAD_ENTRYSEGV
-// crashes in its entry point and BAD_CTORSEGV in a library constructor: the command must
-// end with the plug-in's path named.
+// crashes in its entry point and BAD_CTORSEGV in a library constructor, BAD_ENTRYHANG and
+// BAD_CTORHANG never return from them: the command must end with the plug-in's path named.
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "attn.h"
 
@@ -67,6 +68,16 @@ __attribute__((constructor)) static void on_load(void) {
   crash();
 }
 #endif
+#if defined(BAD_ENTRYHANG) || defined(BAD_CTORHANG)
+static void hang(void) {
+  for (;;) pause();
+}
+#endif
+#if defined(BAD_CTORHANG)
+__attribute__((constructor)) static void on_load(void) {
+  hang();
+}
+#endif
 
 #if defined(BAD_NOENTRY)
 // Exported under another name: the host must say the entry point is missing.
@@ -76,6 +87,11 @@ const attn_plugin *attn_plugin_v0(void) {
 #elif defined(BAD_ENTRYSEGV)
 const attn_plugin *attn_plugin_v1(void) {
   crash();
+  return &kPlugin;
+}
+#elif defined(BAD_ENTRYHANG)
+const attn_plugin *attn_plugin_v1(void) {
+  hang();
   return &kPlugin;
 }
 #elif defined(BAD_NULLPLUGIN)

@@ -146,10 +146,15 @@ with tempfile.TemporaryDirectory() as tmp:
         # code that runs while loading: the command ends, the plug-in named
         ("entrysegv", "was killed by SIGSEGV while being loaded"),
         ("ctorsegv", "was killed by SIGSEGV while being loaded"),
+        # a load that never returns: ended after --case-timeout, the plug-in named
+        ("entryhang", "did not return within 1 s"),
+        ("ctorhang", "did not return within 1 s"),
     ]]
     for path, msg in cases:
         for args, env in [(["--plugin", path], None), ([], {"ATTNBENCH_PLUGINS": path})]:
-            p = run("list", *args, env=env)
+            hang = path.endswith("hang.so")
+            cmd = ["check", "--quick", "--case-timeout", "1"] if hang else ["list"]
+            p = run(*cmd, *args, env=env)
             lines = p.stderr.strip().splitlines()
             expect(p.returncode == 1 and len(lines) == 1 and msg in lines[0] and path in lines[0]
                    and p.stdout == "",
