@@ -53,8 +53,10 @@
 // s_j, m and E_j above are those of the *final* scores. The keys are those of
 // attn_row_keys whose mask entry is not −inf; a row with none outputs exact zeros (tol 0)
 // and LSE −inf (exactly). Each option adds to E_j:
-//   softcap c:  tanh' ≤ 1, so the dot-product error E_j passes through undiminished at
-//               most; the argument s/c (a multiply by the rounded 1/c) adds 2u·|s_pre|,
+//   softcap c:  the dot-product error E_j and the argument s/c (a multiply by the
+//               rounded 1/c: 2u·|s_pre|) make w = E_j + 2u·|s_pre|, which passes through
+//               scaled by tanh's largest slope on the interval, sech²(max(0, |s_pre| −
+//               w)/c) ≤ 1 (vanishing where tanh saturates);
 //               tanh (ATTN_CHECK_TANH_ULP ulp ≤ 2u each) and the multiply by c add
 //               (2·ATTN_CHECK_TANH_ULP + 1)·u·|s_j|, a flushed argument 2μ·(1 + c);
 //   ALiBi:      the bias slope·(j − i − off) (distance exact below 2^24, else u·|dist|)

@@ -61,11 +61,18 @@ static void row_tolerance(const attn_problem *p, const attn_head_opts *ho, int64
     double x = (double)p->scale * dot;
     double et = (double)(dqk + 2) * U32 * scale * absdot                               // rounding
                 + 2.0 * FLT_MIN_D * (1.0 + scale) * (abssum + (double)(2 * dqk + 2));  // DAZ/FTZ
-    if (ho->softcap > 0.0f) {  // tanh' ≤ 1: et carries over; argument, tanh, × c
+    if (ho->softcap > 0.0f) {
+      // The kernel's argument (its score and the rounding of s/c, in score units) is
+      // within w of x; c·tanh(·/c) moves by at most w times the largest slope tanh'
+      // = sech² over that interval, taken where |ξ| is smallest (mean value theorem):
+      // where tanh saturates the carried error vanishes. Then tanh's ulps, × c, a flushed
+      // argument.
       const double c = (double)ho->softcap;
       const double capped = c * tanh(x / c);
-      et += 2.0 * U32 * fabs(x) + (2.0 * ATTN_CHECK_TANH_ULP + 1.0) * U32 * fabs(capped) +
-            2.0 * FLT_MIN_D * (1.0 + c);
+      const double w = et + 2.0 * U32 * fabs(x);
+      const double ch = cosh(fmax(0.0, fabs(x) - w) / c);  // +inf far out: slope 0
+      et = w / (ch * ch) + (2.0 * ATTN_CHECK_TANH_ULP + 1.0) * U32 * fabs(capped) +
+           2.0 * FLT_MIN_D * (1.0 + c);
       x = capped;
     }
     if (ho->slope != 0.0f) {

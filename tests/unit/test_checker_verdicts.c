@@ -9,6 +9,9 @@
 //  - Flush-to-zero: inputs of 1e-40 everywhere (subnormal) pass on every float kernel,
 //    while an output wrong by more than the FTZ terms fails, and zeros still fail on
 //    ordinary inputs.
+//  - Soft-capping that saturates (raw scores ~1e7, cap 50): the capped scores are
+//    determined, so the reference and every kernel pass; the uncapped answer and zeros
+//    fail (the raw score's error passes through tanh's slope, not undiminished).
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -220,6 +223,35 @@ int main(void) {
              k->name, attn_check_verdict_name(r.verdict), r.message);
     }
     attn_check_prepared_free(pc);
+    release(&x);
+  }
+  {  // 7. softcap 50 over raw scores of ~1e7: tanh saturates
+    inputs x = make();
+    for (size_t i = 0; i < attn_q_elems(&x.p); i++) x.q[i] *= 3000.0f;
+    for (size_t i = 0; i < attn_k_elems(&x.p); i++) x.k[i] *= 3000.0f;
+    const attn_options capped = {.softcap = 50.0f};
+    x.p.opts = &capped;
+    attn_check_prepared *pc = prepare(&x);
+    x.p.opts = NULL;
+    attn_check_prepared *raw = prepare(&x);
+    if (pc && raw) {
+      EXPECT(verdict_of(pc, attn_check_reference_output(pc), &r) == ATTN_CHECK_PASS,
+             "reference output, saturated softcap: %s (%s)", attn_check_verdict_name(r.verdict),
+             r.message);
+      EXPECT(verdict_of(pc, attn_check_reference_output(raw), &r) == ATTN_CHECK_FAIL,
+             "the uncapped answer under softcap: %s (%s)", attn_check_verdict_name(r.verdict),
+             r.message);
+      EXPECT(verdict_of(pc, x.o, &r) == ATTN_CHECK_FAIL, "zeros, saturated softcap: %s",
+             attn_check_verdict_name(r.verdict));
+      for (size_t i = 0; i < attn_kernel_count(); i++) {
+        const attn_kernel *k = attn_kernel_at(i);
+        if (!attn_kernel_available(k, NULL, 0)) continue;
+        EXPECT(attn_check_kernel(k, pc, NULL, &r), "%s, saturated softcap: %s (%s)", k->name,
+               attn_check_verdict_name(r.verdict), r.message);
+      }
+    }
+    attn_check_prepared_free(pc);
+    attn_check_prepared_free(raw);
     release(&x);
   }
   return test_finish("test_checker_verdicts");
