@@ -274,7 +274,8 @@ bool attn_compute_parse(const char *s, attn_compute *out);
 // The batch layout (see "Serving layouts"). The arrays are owned by the caller and must
 // outlive the kernel call.
 typedef enum attn_layout_kind {
-  ATTN_LAYOUT_DENSE = 0,   // the dense layout (as attn_problem.layout == NULL)
+  ATTN_LAYOUT_DENSE = 0,   // names the dense layout (a case's, a check's); a problem says
+                           // it with layout == NULL, and a layout of this kind is refused
   ATTN_LAYOUT_RAGGED = 1,  // per-sequence lengths; Q, O, K and V packed by tokens
   ATTN_LAYOUT_PAGED = 2,   // per-sequence lengths; Q, O packed by tokens, K and V in pages
 } attn_layout_kind;
@@ -338,8 +339,8 @@ attn_problem attn_problem_make(int64_t batch, int64_t heads, int64_t kv_heads, i
 // than 0 or in [ATTN_SOFTCAP_MIN, ATTN_SOFTCAP_MAX], an alibi_max_bias other than 0 or in
 // [ATTN_ALIBI_MAX_BIAS_MIN, ATTN_ALIBI_MAX_BIAS_MAX], both alibi_max_bias and alibi_slopes, a
 // mask tensor whose size overflows. (Array contents are inputs: attn_inputs_check checks
-// them.) With a layout (see "Serving layouts"): a kind outside
-// attn_layout_kind, a NULL array, cu_seqlens not starting at 0 or decreasing, seq_q /
+// them.) With a layout (see "Serving layouts"): a kind other than RAGGED or PAGED
+// (dense is layout NULL), a NULL array, cu_seqlens not starting at 0 or decreasing, seq_q /
 // seq_kv other than the largest lengths, no query or no key in the batch, a page_size
 // outside 1..ATTN_MAX_PAGE_SIZE, num_pages < 1, a page-table row too short for its
 // sequence or a used entry outside [0, num_pages), packed tensors or a pool too large.

@@ -248,6 +248,13 @@ static const char *dtype_name(const char *descr) {
   return "an unsupported dtype";
 }
 
+// A float type whose byte order is not written as little-endian: '=f4' (native) or
+// '|f4' (not applicable) for a float; the reader wants the order stated as '<'.
+static bool float_order_unstated(const char *descr) {
+  return (descr[0] == '=' || descr[0] == '|') &&
+         (strcmp(descr + 1, "f4") == 0 || strcmp(descr + 1, "f2") == 0);
+}
+
 // ── reader ──────────────────────────────────────────────────────────────────────────
 // npy_read_f32 runs these steps in order; each reports its own error. Size arithmetic
 // never wraps: the byte count is bounded by SIZE_MAX before it is formed, and the file
@@ -347,6 +354,11 @@ static bool parse_and_check_header(const npy_source *src, const char *header, pa
     p->elem = 2;
   } else if (allow_f2 && (strcmp(p->descr, "<V2") == 0 || strcmp(p->descr, "|V2") == 0)) {
     p->elem = 2, p->bf16 = true;  // ml_dtypes' bfloat16, saved as 2-byte void elements
+  } else if (float_order_unstated(p->descr) && (allow_f2 || p->descr[2] == '4')) {
+    return fail(err, err_len, path,
+                "dtype '%s' does not state little-endian byte order; expected '<%s' (save with "
+                "a.astype('<%s'))",
+                p->descr, p->descr + 1, p->descr + 1);
   } else if (allow_f2 && strcmp(p->descr, "<f4") != 0) {
     if (strcmp(p->descr, ">f4") == 0 || strcmp(p->descr, ">f2") == 0)
       return fail(err, err_len, path,

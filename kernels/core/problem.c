@@ -140,9 +140,15 @@ static bool check_sizes(const attn_problem *p, char *err, size_t err_len) {
                {"seq_q", p->seq_q},          {"seq_kv", p->seq_kv}, {"head_dim_qk", p->head_dim_qk},
                {"head_dim_v", p->head_dim_v}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-    if (sizes[i].value < 1)
-      return attn_fail(err, err_len, "%s must be >= 1 (got %lld)", sizes[i].name,
-                       (long long)sizes[i].value);
+    if (sizes[i].value >= 1) continue;
+    // A serving batch's seq_q / seq_kv are its longest lengths (attn_problem_set_layout):
+    // 0 means no sequence has one, which is what its caller set.
+    if (p->layout && sizes[i].value == 0 && (i == 3 || i == 4))
+      return attn_fail(err, err_len,
+                       i == 3 ? "no sequence of the batch has a query token (every q_len is 0)"
+                              : "every sequence's context is empty (every kv_len is 0)");
+    return attn_fail(err, err_len, "%s must be >= 1 (got %lld)", sizes[i].name,
+                     (long long)sizes[i].value);
   }
   const struct {
     const char *name;

@@ -199,6 +199,10 @@ static void test_rejects(void) {
   expect_reject_dict("float16", d, 4, "float16");
   snprintf(d, sizeof d, "{'descr': '>f4', %s, 'shape': (2,)}", F);
   expect_reject_dict("big endian", d, 8, "big-endian");
+  snprintf(d, sizeof d, "{'descr': '=f4', %s, 'shape': (2,)}", F);
+  expect_reject_dict("native order", d, 8, "'=f4' does not state little-endian byte order");
+  snprintf(d, sizeof d, "{'descr': '|f4', %s, 'shape': (2,)}", F);
+  expect_reject_dict("no order", d, 8, "expected '<f4'");
   snprintf(d, sizeof d, "{'descr': [('a', '<f4')], %s, 'shape': (2,)}", F);
   expect_reject_dict("structured", d, 8, "structured dtype");
   expect_reject_dict("fortran", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3)}", 24,

@@ -132,8 +132,18 @@ static void test_validation(void) {
   lz.cu_seqlens_q = zq;
   attn_problem pz = p;
   attn_problem_set_layout(&pz, &lz, 3);
-  EXPECT(!attn_problem_validate(&pz, err, sizeof err) && strstr(err, "seq_q"),
+  EXPECT(!attn_problem_validate(&pz, err, sizeof err) &&
+             strstr(err, "no sequence of the batch has a query token"),
          "a batch without queries: %s", err);
+  // no key at all
+  const int64_t zkv[] = {0, 0, 0, 0};
+  lz = l;
+  lz.cu_seqlens_kv = zkv;
+  pz = p;
+  attn_problem_set_layout(&pz, &lz, 3);
+  EXPECT(!attn_problem_validate(&pz, err, sizeof err) &&
+             strstr(err, "every sequence's context is empty"),
+         "a batch without keys: %s", err);
 }
 
 // ── the gather path: bitwise the dense sequences, for every kernel ──────────────────
