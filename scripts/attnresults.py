@@ -6,8 +6,9 @@ benchmark point. Shared by plot.py, compare.py and summary.py.
 Shapes come from the counters (B, H, KV, Sq, Skv, Dqk, Dv, causal, kernel_threads, and
 the attention options align, window_left, window_right, softcap, alibi, sinks, mask, lse; files
 from before the options have none, which reads as no options) and the kernel from the
-label, so nothing parses benchmark names. Points that differ only in an option are
-different shapes. The `fallback` counter (1: the kernel lacks one of the point's options
+label; a point's name is read only for what no counter says: its serving batch
+(SERVING_RE) and whether its inputs were cold ("/cold"). Points that differ only in an
+option, a serving batch or cold inputs are different shapes. The `fallback` counter (1: the kernel lacks one of the point's options
 natively and the portable fallback was timed) is shown by summary.py and compare.py. With repetitions the
 record holds the median (Google Benchmark's "median" aggregate) and the spread of the
 repetitions; without, the single run. Entries and counters this module does not know
@@ -68,7 +69,12 @@ COMPUTE_NAMES = ("f32", "bf16", "f16", "int8")  # the "compute" counter (attn_co
 # The serving description in a point's name (harness/bench: …/T2/q=…/kv=…/ragged|pageN[s]).
 # The one rule that tells a serving point by its name: render-results and plot-serving
 # read it through Point.serving and Point.serving_batch.
-SERVING_RE = re.compile(r"/(q=([^/]*)/kv=([^/]*)/(ragged|page([0-9]+)(s?)))(?=/|$)")
+# A length list longer than 32 characters is named by its hash ("q#1a2b3c4d", "kv#…"):
+# still a serving point, and another batch than any other hash or list.
+SERVING_RE = re.compile(r"/(q([=#][^/]*)/kv([=#][^/]*)/(ragged|page([0-9]+)(s?)))(?=/|$)")
+# A point timed on cold inputs (`cold_inputs = true`: "/cold" in its name) is another
+# measurement than the warm point of the same problem.
+COLD_RE = re.compile(r"/cold(?=/|$)")
 FIXED_KV_RE = re.compile(r"fixed:([0-9]+):([0-9]+)$")
 
 
@@ -80,7 +86,8 @@ class ServingBatch:
     context mix, else None."""
 
     def __init__(self, m):
-        self.q, self.kv = m.group(2), m.group(3)
+        # "decode", "512_1_1" (a list), or "#1a2b3c4d" (a long list, by its hash)
+        self.q, self.kv = (g[1:] if g[0] == "=" else g for g in (m.group(2), m.group(3)))
         self.page_size = int(m.group(5)) if m.group(5) else 0
         self.shuffled = bool(m.group(6))
         f = FIXED_KV_RE.match(self.kv)
@@ -111,10 +118,21 @@ class Point:
         """The shape counters, the K/V type (points of one shape stored as another type
         read other bytes: another shape), then the options, then a serving batch's
         description (its lengths and layout: a ragged and a paged batch of the same
-        largest lengths are different problems)."""
+        largest lengths are different problems), then whether the inputs were cold."""
+        return (self.base_shape[:len(SHAPE_KEYS) + 2] +
+                tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS) +
+                self.base_shape[len(SHAPE_KEYS) + 2:])
+
+    @property
+    def base_shape(self):
+        """shape without the options: the point an option point is compared with."""
         return (tuple(int(self.counters.get(k, 0)) for k in SHAPE_KEYS) + (self.kv_dtype_code,) +
-                (self.compute_code,) +
-                tuple(float(self.counters.get(k, d)) for k, d in OPTION_KEYS) + (self.serving,))
+                (self.compute_code,) + (self.serving, self.cold))
+
+    @property
+    def cold(self):
+        """True for a point timed on cold inputs (its name's "/cold")."""
+        return bool(COLD_RE.search(self.name))
 
     @property
     def serving(self):
@@ -226,7 +244,8 @@ class Point:
         if m:
             s += " compute:" + (COMPUTE_NAMES[m] if m < len(COMPUTE_NAMES) else str(m))
         opts = options_label(c)
-        return s + (" " + opts if opts else "") + (" " + self.serving if self.serving else "")
+        return (s + (" " + opts if opts else "") + (" " + self.serving if self.serving else "") +
+                (" cold" if self.cold else ""))
 
 
 _UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}

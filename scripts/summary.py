@@ -110,9 +110,10 @@ def baselines_run_lines(context):
 
 def option_costs(points):
     """[(kernel, threads, base shape label, options, time ratio, GFLOP/s ratio, fallback)]
-    for every option point whose kernel, threads and shape also ran without options."""
+    for every option point whose kernel, threads and shape (K/V type, compute mode, serving
+    batch and cold inputs included) also ran without options."""
     def key(p):
-        return (p.kernel, p.threads, p.shape[:len(attnresults.SHAPE_KEYS)])
+        return (p.kernel, p.threads, p.base_shape)
 
     ok = [p for p in points.values() if not p.error and p.median_s and p.gflops
           and not p.get("baseline")]

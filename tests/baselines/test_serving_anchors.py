@@ -272,7 +272,7 @@ def reports(attnbench):
             q.counters = dict(anchor[0].counters)
             lay[tail] = q
         assert len({q.shape for q in lay.values()}) == 3, "layouts merged into one shape"
-        assert lay["page32s"].shape_label().endswith(" q=decode/kv=fixed:2:64/page32s")
+        assert lay["page32s"].shape_label().endswith(" q=decode/kv=fixed:2:64/page32s cold")
         # % of the adjacent probe: a serving point's roofline bytes per second over the
         # probe, whatever the stored counter says (files written while it counted the pool)
         q = lay["page32s"]
