@@ -31,11 +31,18 @@ bool run_outputs_allowed(const char *kernel, const attn_problem *p, const float 
   if (bad != SIZE_MAX && !allow) return false;
   attn_nonfinite nf;
   if (!attn_first_nonfinite(p, o, &nf)) return true;
+  char at[160];
+  if (nf.token >= 0)  // a serving batch: O is packed by tokens
+    snprintf(at, sizeof at, "O[%lld][%lld][%lld] (sequence %lld, query %lld)", (long long)nf.token,
+             (long long)nf.h, (long long)nf.d, (long long)nf.b, (long long)nf.i);
+  else
+    snprintf(at, sizeof at, "O[%lld][%lld][%lld][%lld]", (long long)nf.b, (long long)nf.h,
+             (long long)nf.i, (long long)nf.d);
   fprintf(stderr,
           "attnbench run: %s%s: %s produced a non-finite output from finite inputs: "
-          "O[%lld][%lld][%lld][%lld] = %g (flat index %zu)%s\n",
-          allow ? "note" : "refused", allow ? " (--allow-nonfinite)" : "", kernel, (long long)nf.b,
-          (long long)nf.h, (long long)nf.i, (long long)nf.d, (double)nf.value, nf.index,
+          "%s = %g (flat index %zu)%s\n",
+          allow ? "note" : "refused", allow ? " (--allow-nonfinite)" : "", kernel, at,
+          (double)nf.value, nf.index,
           allow ? "; O is written anyway" : "; O not written (--allow-nonfinite writes it)");
   return allow;
 }

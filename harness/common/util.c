@@ -211,10 +211,21 @@ bool attn_first_nonfinite(const attn_problem *p, const float *o, attn_nonfinite 
     const uint64_t h = (uint64_t)p->heads;
     where->index = x;
     where->d = (int64_t)(x % dv);
+    where->value = o[x];
+    if (p->layout) {  // token-major: the sequence whose rows [cu[b], cu[b+1]) hold it
+      const int64_t t = (int64_t)(x / dv / h), *cu = p->layout->cu_seqlens_q;
+      int64_t b = 0;
+      while (b + 1 < p->batch && cu[b + 1] <= t) b++;
+      where->token = t;
+      where->h = (int64_t)(x / dv % h);
+      where->b = b;
+      where->i = t - cu[b];
+      return true;
+    }
+    where->token = -1;
     where->i = (int64_t)(x / dv % sq);
     where->h = (int64_t)(x / dv / sq % h);
     where->b = (int64_t)(x / dv / sq / h);
-    where->value = o[x];
     return true;
   }
   return false;

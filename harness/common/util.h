@@ -63,10 +63,12 @@ bool attn_memory_refused(uint64_t need, uint64_t budget, char *msg, size_t len);
 // ── output values ───────────────────────────────────────────────────────────────────
 typedef struct attn_nonfinite {
   size_t index;        // flat index into O
-  int64_t b, h, i, d;  // O[b][h][i][d]
+  int64_t b, h, i, d;  // sequence b's query i, head h, element d
+  int64_t token;       // a serving batch's packed row (O[token][h][d]); -1 for dense
   float value;
 } attn_nonfinite;
-// Finds the first NaN or ±Inf in O of problem p ([batch][heads][seq_q][head_dim_v]).
+// Finds the first NaN or ±Inf in O of problem p ([batch][heads][seq_q][head_dim_v], or a
+// serving batch's [total_q][heads][head_dim_v]: its token is found in cu_seqlens_q).
 // Returns false if every element is finite.
 bool attn_first_nonfinite(const attn_problem *p, const float *o, attn_nonfinite *where);
 

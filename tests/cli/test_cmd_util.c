@@ -29,8 +29,34 @@ static void test_nonfinite(void) {
          "the first one is reported (%zu)", nf.index);
   o[7] = o[at] = 0;
   o[n - 1] = INFINITY;
-  EXPECT(attn_first_nonfinite(&p, o, &nf) && nf.b == 1 && nf.h == 2 && nf.i == 3 && nf.d == 5,
+  EXPECT(attn_first_nonfinite(&p, o, &nf) && nf.b == 1 && nf.h == 2 && nf.i == 3 && nf.d == 5 &&
+             nf.token == -1,
          "the last element");
+  free(o);
+}
+
+// A serving batch's O is [total_q][heads][head_dim_v]: the token, then its sequence and
+// query index from cu_seqlens_q (sequences of 2, 0 and 3 query tokens).
+static void test_nonfinite_layout(void) {
+  static const int64_t cq[] = {0, 2, 2, 5}, ckv[] = {0, 4, 5, 9};
+  const attn_layout l = {.kind = ATTN_LAYOUT_RAGGED, .cu_seqlens_q = cq, .cu_seqlens_kv = ckv};
+  attn_problem p = attn_problem_make(1, 3, 1, 1, 1, 8, 6, false);
+  attn_problem_set_layout(&p, &l, 3);
+  const size_t n = attn_o_elems(&p);
+  EXPECT(n == 5 * 3 * 6, "O holds the packed tokens (%zu)", n);
+  float *o = calloc(n, sizeof *o);
+  const size_t at = (3 * 3 + 1) * 6 + 2;  // token 3 = sequence 2's query 1, head 1, d 2
+  o[at] = NAN;
+  attn_nonfinite nf;
+  EXPECT(attn_first_nonfinite(&p, o, &nf) && nf.token == 3 && nf.b == 2 && nf.i == 1 && nf.h == 1 &&
+             nf.d == 2,
+         "token %lld = sequence %lld query %lld, head %lld, d %lld", (long long)nf.token,
+         (long long)nf.b, (long long)nf.i, (long long)nf.h, (long long)nf.d);
+  o[at] = 0;
+  o[6 + 5] = INFINITY;  // token 0, head 1, d 5
+  EXPECT(attn_first_nonfinite(&p, o, &nf) && nf.token == 0 && nf.b == 0 && nf.i == 0 && nf.h == 1 &&
+             nf.d == 5,
+         "the first token");
   free(o);
 }
 
@@ -84,6 +110,7 @@ static void test_estimates(void) {
 
 int main(void) {
   test_nonfinite();
+  test_nonfinite_layout();
   test_budget();
   test_estimates();
   return test_finish("test_cmd_util");
