@@ -183,7 +183,9 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len);
 void attn_check_fill(const attn_check_case *c, float *q, float *k, float *v);
 
 // A case prepared once and checked against any number of kernels: inputs, the
-// reference output and the per-element tolerance.
+// reference output and the per-element tolerance. Every prepare computes in
+// round-to-nearest whatever the caller's rounding mode (restored on return), so the
+// stored K/V, the mode's rounding of Q, the reference and the bounds do not depend on it.
 typedef struct attn_check_prepared attn_check_prepared;
 
 // NULL if the case is invalid or memory is short (err says which). A case with a layout is

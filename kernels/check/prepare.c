@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Prepared check cases: the inputs (generated or given), copies of the option arrays,
 // K/V storage, the reference output and the storage error.
+#include <fenv.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -317,7 +318,7 @@ static bool finish_prepare(attn_check_prepared *pc, char *err, size_t err_len) {
          compute_error(pc, err, err_len);
 }
 
-attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len) {
+static attn_check_prepared *prepare_case(const attn_check_case *c, char *err, size_t err_len) {
   if (c->layout.kind != ATTN_LAYOUT_DENSE) return attn_check_prepare_layout(c, err, err_len);
   attn_problem p = c->problem;
   attn_options o = c->problem.opts ? *c->problem.opts : c->opts;
@@ -372,8 +373,8 @@ attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, siz
   return pc;
 }
 
-attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
-                                               const void *v, char *err, size_t err_len) {
+static attn_check_prepared *prepare_inputs(const attn_problem *p, const float *q, const void *k,
+                                           const void *v, char *err, size_t err_len) {
   if (p && p->layout) return attn_check_prepare_layout_inputs(p, q, k, v, err, err_len);
   attn_check_prepared *pc = prepare_common(p, err, err_len);
   if (!pc) return NULL;
@@ -395,9 +396,8 @@ attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const floa
   return pc;
 }
 
-attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
-                                                const float *k32, const float *v32, char *err,
-                                                size_t err_len) {
+static attn_check_prepared *prepare_convert(const attn_problem *p, const float *q, const float *k32,
+                                            const float *v32, char *err, size_t err_len) {
   if (p && p->layout) {  // layouts are prepared from their stored K/V (check/layout.c)
     if (err && err_len)
       snprintf(err, err_len, "a layout problem is prepared from stored K/V (prepare_inputs)");
@@ -412,6 +412,44 @@ attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const flo
     attn_check_prepared_free(pc);
     return NULL;
   }
+  return pc;
+}
+
+// Every prepare runs in round-to-nearest, whatever the caller's rounding mode: the K/V
+// types' quantization of float32 inputs, the compute mode's rounding of Q (int8: a
+// division and rintf per element), the reference and the bounds are the contract's, as the
+// kernels compute in it (attn_kernel_run's FP environment). The caller's mode is restored.
+static int nearest_enter(void) {
+  const int mode = fegetround();
+  if (mode != FE_TONEAREST) fesetround(FE_TONEAREST);
+  return mode;
+}
+
+static void nearest_leave(int mode) {
+  if (mode != FE_TONEAREST) fesetround(mode);
+}
+
+attn_check_prepared *attn_check_prepare(const attn_check_case *c, char *err, size_t err_len) {
+  const int mode = nearest_enter();
+  attn_check_prepared *pc = prepare_case(c, err, err_len);
+  nearest_leave(mode);
+  return pc;
+}
+
+attn_check_prepared *attn_check_prepare_inputs(const attn_problem *p, const float *q, const void *k,
+                                               const void *v, char *err, size_t err_len) {
+  const int mode = nearest_enter();
+  attn_check_prepared *pc = prepare_inputs(p, q, k, v, err, err_len);
+  nearest_leave(mode);
+  return pc;
+}
+
+attn_check_prepared *attn_check_prepare_convert(const attn_problem *p, const float *q,
+                                                const float *k32, const float *v32, char *err,
+                                                size_t err_len) {
+  const int mode = nearest_enter();
+  attn_check_prepared *pc = prepare_convert(p, q, k32, v32, err, err_len);
+  nearest_leave(mode);
   return pc;
 }
 

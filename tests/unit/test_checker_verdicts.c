@@ -12,6 +12,10 @@
 //  - Soft-capping that saturates (raw scores ~1e7, cap 50): the capped scores are
 //    determined, so the reference and every kernel pass; the uncapped answer and zeros
 //    fail (the raw score's error passes through tanh's slope, not undiminished).
+//  - The caller's rounding mode (FE_UPWARD) does not reach a prepared case: the q8_0 K/V
+//    stored from float32, the int8 mode's Q and the reference are bitwise those of
+//    round-to-nearest, every kernel passes, and the caller's mode is back afterwards.
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -253,6 +257,38 @@ int main(void) {
     attn_check_prepared_free(pc);
     attn_check_prepared_free(raw);
     release(&x);
+  }
+  {  // 8. an int8 case on q8_0 K/V prepared under FE_UPWARD
+    attn_problem p = attn_problem_make(1, 2, 2, 3, 7, 32, 32, false);
+    p.kv_dtype = ATTN_DTYPE_Q8_0, p.compute = ATTN_COMPUTE_INT8;
+    const size_t nq = attn_q_elems(&p), nk = attn_k_elems(&p), no = attn_o_elems(&p);
+    float *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k), *v = malloc(nk * sizeof *v);
+    uint64_t s = 17;
+    for (size_t i = 0; i < nq; i++) q[i] = lcg(&s);
+    for (size_t i = 0; i < nk; i++) k[i] = lcg(&s), v[i] = lcg(&s);
+    char err[256];
+    attn_check_prepared *near = attn_check_prepare_convert(&p, q, k, v, err, sizeof err);
+    fesetround(FE_UPWARD);
+    attn_check_prepared *up = attn_check_prepare_convert(&p, q, k, v, err, sizeof err);
+    EXPECT(fegetround() == FE_UPWARD, "the caller's rounding mode is restored");
+    fesetround(FE_TONEAREST);
+    EXPECT(near && up, "prepared: %s", err);
+    if (near && up) {
+      EXPECT(!memcmp(attn_check_reference_output(near), attn_check_reference_output(up),
+                     no * sizeof(float)),
+             "the reference does not depend on the caller's rounding mode");
+      fesetround(FE_UPWARD);
+      for (size_t i = 0; i < attn_kernel_count(); i++) {
+        const attn_kernel *kn = attn_kernel_at(i);
+        if (!attn_kernel_available(kn, NULL, 0)) continue;
+        EXPECT(attn_check_kernel(kn, up, NULL, &r), "%s, int8 under FE_UPWARD: %s (%s)", kn->name,
+               attn_check_verdict_name(r.verdict), r.message);
+      }
+      fesetround(FE_TONEAREST);
+    }
+    attn_check_prepared_free(near);
+    attn_check_prepared_free(up);
+    free(q), free(k), free(v);
   }
   return test_finish("test_checker_verdicts");
 }
