@@ -62,8 +62,9 @@ def prepare(problem, inputs, threads, precision="f32"):
         zero = ops.constant(np.zeros((), dtype=np.float32))
         sdpa = ops.scaled_dot_product_attention(q_in, k_in, v_in, zero, scale, causal=causal)
     else:
+        # per head (and per batch, or one for every batch, broadcast): the grouped view
         m = mask.reshape(mask.shape[-2:]) if mask.size == Sq * Skv else \
-            mask.reshape(B, KV, G, Sq, Skv)  # per (batch, head): the heads' grouped view
+            mask.reshape(mask.size // (H * Sq * Skv), KV, G, Sq, Skv)
         sdpa = ops.scaled_dot_product_attention(q_in, k_in, v_in, ops.constant(m), scale,
                                                 causal=False)
     model = ov.Model([sdpa], [q_in, k_in, v_in], "attnbench_sdpa")

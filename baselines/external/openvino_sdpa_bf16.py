@@ -17,6 +17,17 @@ COMPUTE = "bf16"  # attnbench's compute mode whose bound its output is checked a
 available = _base.available
 
 
+def supports(problem):
+    """Only where the CPU plugin computes in BF16: elsewhere the hint falls back to f32, and
+    an f32 run must not be recorded and paired as this compute mode."""
+    import openvino as ov
+    caps = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    if "BF16" not in caps:
+        return False, ("cannot run BF16 on this CPU: the OpenVINO CPU plugin lists no BF16 "
+                       "capability (%s) and would compute in f32" % ", ".join(caps))
+    return True, ""
+
+
 def stored_inputs(q, k, v):
     """Q, K and V rounded to bfloat16 (nearest, ties to even), as float32 values."""
     import numpy as np
@@ -29,4 +40,7 @@ def stored_inputs(q, k, v):
 
 
 def prepare(problem, inputs, threads):
-    return _base.prepare(problem, inputs, threads, precision="bf16")
+    fn, info = _base.prepare(problem, inputs, threads, precision="bf16")
+    if "bf16" not in info["precision"].lower():  # the plugin chose otherwise after all
+        raise RuntimeError("the CPU plugin compiled the model in %s, not bf16" % info["precision"])
+    return fn, info

@@ -164,6 +164,8 @@ def _gqa_ok(p):
         return False, "GroupQueryAttention needs head_dim_v == head_dim_qk"
     if p["seq_q"] > p["seq_kv"]:
         return False, "GroupQueryAttention needs seq_q <= seq_kv"
+    if p["batch"] > 1 and 1 < p["seq_q"] < p["seq_kv"]:  # ORT refuses it at run time
+        return False, "GroupQueryAttention needs batch 1 when 1 < seq_q < seq_kv (a past)"
     if "align" in attn_options.used(p):
         return False, "GroupQueryAttention is bottom-right aligned"
     if o.get("window") is not None and not (p["causal"] and right == 0):
@@ -262,17 +264,22 @@ def prepare(problem, inputs, threads):
             candidates.append(build(np, problem, inputs, threads))
         except Exception as e:  # an op this ORT build lacks: try the other one
             errors.append("%s: %s" % (build.__name__, str(e).splitlines()[0] if str(e) else e))
-    if not candidates:
-        raise RuntimeError("no ONNX Runtime attention op ran: " + "; ".join(errors))
-    best, best_t = None, None
+    best, best_t, ran = None, None, []
     for fn, op in candidates:  # the faster op per point: one warm-up, best of three calls
-        fn(0)
+        try:
+            fn(0)
+        except Exception as e:  # an op that refuses this shape at run time: the others
+            errors.append("%s: %s" % (op, str(e).splitlines()[0] if str(e) else e))
+            continue
+        ran.append(op)
         t = min(_timed(fn) for _ in range(3))
         if best_t is None or t < best_t:
             best, best_t = (fn, op), t
+    if best is None:
+        raise RuntimeError("no ONNX Runtime attention op ran: " + "; ".join(errors))
     fn, op = best
     info = {"version": ort.__version__, "op": op, "intra_op_threads": threads,
-            "inter_op_threads": 1, "candidates": [c[1] for c in candidates]}
+            "inter_op_threads": 1, "candidates": ran}
     if errors:
         info["unavailable_ops"] = errors
     return (lambda c: np.ascontiguousarray(fn(c), dtype=np.float32)), info
