@@ -602,9 +602,10 @@ void config_format_error(const parse_ctx *c, int line, const char *msg, char *er
     snprintf(err, len, "%s: %s", c->path, msg);
 }
 
-bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char *err,
-                 size_t err_len) {
+bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char **text_out,
+                 char *err, size_t err_len) {
   c->path = path;
+  *text_out = NULL;
   size_t text_len = 0;
   char *text = read_config(path, &text_len, err, err_len);
   if (!text) return false;
@@ -634,6 +635,8 @@ bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c,
     }
   }
   ok = true;
+  *text_out = text;  // the caller's (the plan records it: one read of the config)
+  text = NULL;
 done:
   free(text);
   return ok;

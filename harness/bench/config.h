@@ -122,6 +122,12 @@ typedef struct attn_bench_plan {
   // owned by the plan.
   struct attn_serving_batch **batches;
   size_t batch_count;
+  // The config's text as the loader read it (NUL-terminated, owned): the file is read
+  // once, so what the results file records is what was swept, a FIFO or /dev/stdin too.
+  char *config_text;
+  // Why points were left out, for a plan with none (count 0): the points whose kernel this
+  // CPU cannot run, and those an int8 compute mode skipped (int8 runs on q8_0 K/V only).
+  size_t unavailable, compute_skipped;
 } attn_bench_plan;
 
 // Parses path and expands every sweep. Returns true on success; otherwise false and

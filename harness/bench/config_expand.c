@@ -370,7 +370,10 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.problem.kv_dtype = s->kv_dtypes[ikd];
     pt.problem.compute = ov && ov->compute_count ? ov->computes[ico] : s->computes[ico];
     // int8 pairs with q8_0 K/V only (validate() made sure the sweep has q8_0)
-    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) continue;
+    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) {
+      b->compute_skipped++;
+      continue;
+    }
     if (!(ok = serving_for(c, s, isv, &sc, b, sec))) break;
     const attn_serving_batch *current = sc.batch[isv];
     if (current) attn_problem_set_layout(&pt.problem, &current->layout, current->seqs);
@@ -420,8 +423,8 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
 
 bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
                           attn_bench_plan *plan, char *err, size_t err_len) {
-  plan->points = NULL;
-  plan->count = 0;
+  *plan = (attn_bench_plan){0};
+  char *text = NULL;
   parse_ctx *c = calloc(1, sizeof *c);
   sweep *sweeps = calloc(kMaxSweeps, sizeof *sweeps);
   bool ok = false;
@@ -430,7 +433,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
     goto done;
   }
   c->sweeps = sweeps;
-  if (!config_read(path, ov, c, err, err_len)) goto done;
+  if (!config_read(path, ov, c, &text, err, err_len)) goto done;
   // Every sweep is validated (config_read) and the points counted before any is expanded,
   // so a config that would expand to millions of points fails at once instead of after
   // minutes.
@@ -485,8 +488,13 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   plan->count = kept;
   plan->batches = b.batches;
   plan->batch_count = b.nbatches;
+  plan->config_text = text;
+  plan->unavailable = b.n - kept;
+  plan->compute_skipped = b.compute_skipped;
+  text = NULL;
   ok = true;
 done:
+  free(text);
   free(sweeps);
   free(c);
   return ok;
@@ -503,4 +511,6 @@ void attn_bench_plan_free(attn_bench_plan *plan) {
   free(plan->points);
   plan->points = NULL;
   plan->count = 0;
+  free(plan->config_text);
+  plan->config_text = NULL;
 }

@@ -89,6 +89,7 @@ typedef struct plan_builder {
   FILE *notes;
   size_t conflicts;
   char conflict[ATTN_BENCH_NAME_MAX + 256];
+  size_t compute_skipped;  // points an int8 compute mode skipped (K/V not q8_0)
 } plan_builder;
 
 // Bounded copy that always terminates dst (truncating long names is fine here).
@@ -102,8 +103,9 @@ int config_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((for
 void config_format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len);
 // Reads and parses path into c (c->sweeps set by the caller) and validates every sweep;
 // false with "PATH:LINE: why" in err. The first half of attn_bench_plan_load (config.c).
-bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char *err,
-                 size_t err_len);
+// On success *text is the file's text (NUL-terminated, the caller's to free).
+bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char **text,
+                 char *err, size_t err_len);
 
 // The number of combinations of a sweep's option lists, and combination `index`.
 size_t config_option_combinations(const sweep *s);
