@@ -133,7 +133,8 @@ typedef struct attn_bench_plan {
 // Parses path and expands every sweep. Returns true on success; otherwise false and
 // "FILE:LINE: message" (or "FILE: message") in err. Kernels named in the config that this
 // CPU cannot run are left out, with a note on `notes` (may be NULL). Identical points from
-// several sweeps are kept once.
+// several sweeps are kept once, with the first sweep's repetitions and min_time (a note
+// when a later sweep gives others).
 bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
                           attn_bench_plan *plan, char *err, size_t err_len);
 void attn_bench_plan_free(attn_bench_plan *plan);
