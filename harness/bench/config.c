@@ -392,6 +392,24 @@ static int compute_key(parse_ctx *c, int line, const char *value, sweep *s) {
   return s->n_computes > 0 || config_fail(c, line, "compute: empty list");
 }
 
+// The keys that take one value: inih calls the handler once per line, so a continuation
+// line (an indented line after the key) is a second call for the same key. For a list key
+// it adds to the list; for these it is an error, never a replaced value. Returns 0 after
+// the error, else -1 (go on).
+static int second_value(parse_ctx *c, sweep *s, int line, const char *key, const char *value) {
+  static const char *const single[] = {"repetitions", "min_time", "cold_inputs", "regtile",
+                                       "kv_split"};
+  for (unsigned i = 0; i < sizeof single / sizeof single[0]; i++) {
+    if (strcmp(key, single[i]) != 0) continue;
+    if (s->single_given & 1u << i)
+      return config_fail(c, line,
+                         "%s: takes one value, but a continuation line gives it another ('%s')",
+                         key, value);
+    s->single_given |= 1u << i;
+  }
+  return -1;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_ctx *c = user;
   char key[32];
@@ -401,6 +419,7 @@ static int handler(void *user, const char *section, const char *name, const char
   if (!*section) return config_fail(c, line, "'%s' is outside any [section]", key);
   sweep *s = sweep_for(c, section);
   if (!s) return config_fail(c, line, "too many sections (at most %d)", kMaxSweeps);
+  if (!second_value(c, s, line, key, value)) return 0;
   if (strcmp(key, "kernels") == 0) {
     return parse_list(c, line, key, value, kernel_item, s) &&
            (s->nk > 0 || config_fail(c, line, "kernels: empty list (or every kernel excluded)"));
@@ -583,9 +602,10 @@ void config_format_error(const parse_ctx *c, int line, const char *msg, char *er
     snprintf(err, len, "%s: %s", c->path, msg);
 }
 
-bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char *err,
-                 size_t err_len) {
+bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char **text_out,
+                 char *err, size_t err_len) {
   c->path = path;
+  *text_out = NULL;
   size_t text_len = 0;
   char *text = read_config(path, &text_len, err, err_len);
   if (!text) return false;
@@ -615,6 +635,8 @@ bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c,
     }
   }
   ok = true;
+  *text_out = text;  // the caller's (the plan records it: one read of the config)
+  text = NULL;
 done:
   free(text);
   return ok;

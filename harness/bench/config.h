@@ -59,6 +59,10 @@ extern "C" {
 // The most points a config may expand to, counted before duplicates are dropped (the
 // sum over sweeps of the product of each sweep's list lengths); more is an error.
 enum { ATTN_BENCH_MAX_POINTS = 100000 };
+// The size of a point's name buffer (attn_bench_point.name), terminator included. The
+// longest names the config's limits allow (a 64-character kernel name, every size 2^30,
+// every option at its longest, serving parts of 32 characters) are about 380 characters.
+enum { ATTN_BENCH_NAME_MAX = 448 };
 
 // The attention variants of a point (attn.h "Attention variants"), as values: the arrays
 // (sinks, LSE output) are made by the point runner (bench/point.h). All zero = none.
@@ -88,10 +92,13 @@ typedef struct attn_bench_point {
                          // came from the command line's overrides, not the config
   bool threads_default;  // threads = 0: not given (threads is the resolver's default)
   char sweep[48];        // the [section] it came from
-  char name[192];        // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2", then the
-                         // options that differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
-                         // (attn_bench_opts_name), then "/cold", "/rt<index>" and
-                         // "/split<N>" when regtile / kv_split are given
+  char name[ATTN_BENCH_NAME_MAX];  // "flash__avx512/B1/H8/KV8/Sq2048/Skv2048/D64/causal/T2",
+                                   // a serving point's "/q=…/kv=…/page16s", then the options that
+                                   // differ from none, e.g. "/win4095:0/softcap50/sinks/lse"
+                                   // (attn_bench_opts_name), then "/cold", "/rt<index>" and
+                                   // "/split<N>" when regtile / kv_split are given. Never cut: a
+                                   // name that does not fit is a config error (a cut name could
+                                   // equal another point's, and that point would be dropped).
 } attn_bench_point;
 
 typedef struct attn_bench_overrides {
@@ -115,25 +122,34 @@ typedef struct attn_bench_plan {
   // owned by the plan.
   struct attn_serving_batch **batches;
   size_t batch_count;
+  // The config's text as the loader read it (NUL-terminated, owned): the file is read
+  // once, so what the results file records is what was swept, a FIFO or /dev/stdin too.
+  char *config_text;
+  // Why points were left out, for a plan with none (count 0): the points whose kernel this
+  // CPU cannot run, and those an int8 compute mode skipped (int8 runs on q8_0 K/V only).
+  size_t unavailable, compute_skipped;
 } attn_bench_plan;
 
 // Parses path and expands every sweep. Returns true on success; otherwise false and
 // "FILE:LINE: message" (or "FILE: message") in err. Kernels named in the config that this
 // CPU cannot run are left out, with a note on `notes` (may be NULL). Identical points from
-// several sweeps are kept once.
+// several sweeps are kept once, with the first sweep's repetitions and min_time (a note
+// when a later sweep gives others).
 bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
                           attn_bench_plan *plan, char *err, size_t err_len);
 void attn_bench_plan_free(attn_bench_plan *plan);
 
-// The stable, readable benchmark name of a point (see attn_bench_point.name).
-void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
-                           size_t len);
+// The stable, readable benchmark name of a point's shape (see attn_bench_point.name).
+// Returns the name's whole length, as snprintf: >= len means buf holds a cut copy.
+size_t attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
+                             size_t len);
 
 // True if any option of o differs from none.
 bool attn_bench_opts_any(const attn_bench_opts *o);
 // The options' part of a point's name: "" for none, else "/top-left", "/winL:R" (inf for an
 // unbounded side), "/softcapC", "/alibiB", "/sinks", "/mask", "/lse" in that order.
-void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len);
+// Returns the whole length, as snprintf: >= len means buf holds a cut copy.
+size_t attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len);
 // Sets the option values of *out from o (arrays NULL: sinks and lse are the caller's).
 void attn_bench_opts_apply(const attn_bench_opts *o, attn_options *out);
 

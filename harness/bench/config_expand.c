@@ -23,15 +23,17 @@ static void window_side(int64_t v, char *buf, size_t len) {
     snprintf(buf, len, "%lld", (long long)v);
 }
 
-void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len) {
-  if (!len) return;
-  buf[0] = '\0';
-  size_t n = 0;
-#define OPT_PUT(...)                                                                         \
-  do {                                                                                       \
-    const int w_ = snprintf(buf + n, len - n, __VA_ARGS__);                                  \
-    n = w_ < 0 ? n : (size_t)w_ >= len - n ? len - 1 : n + (size_t)w_; /* cut, never past */ \
+size_t attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len) {
+  // need: the whole name's length so far. While need < len the text is whole; past it buf
+  // keeps a terminated prefix and every later part writes nothing (the caller refuses it).
+  size_t need = 0;
+#define OPT_PUT(...)                                                         \
+  do {                                                                       \
+    const size_t at_ = need < len ? need : len;                              \
+    const int w_ = snprintf(len ? buf + at_ : NULL, len - at_, __VA_ARGS__); \
+    need += w_ > 0 ? (size_t)w_ : 0;                                         \
   } while (0)
+  if (len) buf[0] = '\0';
   if (o->align == ATTN_ALIGN_TOP_LEFT) OPT_PUT("/top-left");
   if (o->window) {
     char l[24], r[24];
@@ -46,6 +48,7 @@ void attn_bench_opts_name(const attn_bench_opts *o, char *buf, size_t len) {
   if (o->mask) OPT_PUT("/mask");
   if (o->lse) OPT_PUT("/lse");
 #undef OPT_PUT
+  return need;
 }
 
 void attn_bench_opts_apply(const attn_bench_opts *o, attn_options *out) {
@@ -103,17 +106,18 @@ attn_bench_opts config_option_combination(const sweep *s, size_t index) {
   return o;
 }
 
-void attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
-                           size_t len) {
+size_t attn_bench_point_name(const attn_kernel *k, const attn_problem *p, int threads, char *buf,
+                             size_t len) {
   char dv[24] = "", kv[16] = "", mode[24] = "";
   if (p->head_dim_v != p->head_dim_qk) snprintf(dv, sizeof dv, "/Dv%lld", (long long)p->head_dim_v);
   if (p->kv_dtype != ATTN_DTYPE_F32) snprintf(kv, sizeof kv, "/%s", attn_dtype_name(p->kv_dtype));
   if (p->compute != ATTN_COMPUTE_F32)
     snprintf(mode, sizeof mode, "/compute:%s", attn_compute_name(p->compute));
-  snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s%s%s/T%d", k->name,
-           (long long)p->batch, (long long)p->heads, (long long)p->kv_heads, (long long)p->seq_q,
-           (long long)p->seq_kv, (long long)p->head_dim_qk, dv, p->causal ? "causal" : "noncausal",
-           kv, mode, threads);
+  const int w = snprintf(buf, len, "%s/B%lld/H%lld/KV%lld/Sq%lld/Skv%lld/D%lld%s/%s%s%s/T%d",
+                         k->name, (long long)p->batch, (long long)p->heads, (long long)p->kv_heads,
+                         (long long)p->seq_q, (long long)p->seq_kv, (long long)p->head_dim_qk, dv,
+                         p->causal ? "causal" : "noncausal", kv, mode, threads);
+  return w > 0 ? (size_t)w : 0;
 }
 
 static uint64_t name_hash(const char *s) {  // FNV-1a, 64-bit
@@ -145,13 +149,20 @@ static bool grow(plan_builder *b) {
   return true;
 }
 
-static bool push(plan_builder *b, const attn_bench_point *pt) {
-  if (b->n == b->cap && !grow(b)) return false;
+// Adds pt unless a point of the same name is planned (the same measurement from another
+// sweep, or from this one). Returns 0 (added or already there), -1 (out of memory), or 1
+// when the planned point is timed with other repetitions or min_time than pt: one name is
+// one measurement, so the config must say which (*prev: the planned point).
+static int push(plan_builder *b, const attn_bench_point *pt, const attn_bench_point **prev) {
+  if (b->n == b->cap && !grow(b)) return -1;
   size_t *slot = slot_for(b, pt->name);
-  if (*slot != SIZE_MAX) return true;  // same point from another sweep
+  if (*slot != SIZE_MAX) {
+    *prev = &b->pts[*slot];
+    return (*prev)->repetitions != pt->repetitions || (*prev)->min_time != pt->min_time;
+  }
   *slot = b->n;
   b->pts[b->n++] = *pt;
-  return true;
+  return 0;
 }
 
 // Number of points a sweep expands to before duplicates are dropped: the product of its
@@ -182,6 +193,136 @@ size_t config_sweep_points(const sweep *s, const attn_bench_overrides *ov, size_
   return n > limit ? limit + 1 : n;
 }
 
+// The point's name (attn_bench_point.name): the shape's, the serving batch's part, the
+// options', then "/cold", "/rt<index>", "/split<N>". False when it does not fit: a name is
+// never cut (a cut name could equal another point's, and push would drop that point).
+static bool name_point(attn_bench_point *pt, const char *serving, int rt) {
+  char *const buf = pt->name;
+  const size_t len = sizeof pt->name;
+  size_t n = attn_bench_point_name(pt->kernel, &pt->problem, pt->threads, buf, len);
+#define NAME_PUT(...)                                       \
+  do {                                                      \
+    if (n >= len) return false;                             \
+    const int w_ = snprintf(buf + n, len - n, __VA_ARGS__); \
+    n += w_ > 0 ? (size_t)w_ : 0;                           \
+  } while (0)
+  NAME_PUT("%s", serving);
+  if (attn_bench_opts_any(&pt->opts)) {
+    if (n >= len) return false;
+    n += attn_bench_opts_name(&pt->opts, buf + n, len - n);
+  }
+  if (pt->cold_inputs) NAME_PUT("/cold");
+  if (rt >= 0) NAME_PUT("/rt%d", rt);
+  if (pt->kv_split >= 0) NAME_PUT("/split%d", pt->kv_split);
+#undef NAME_PUT
+  return n < len;
+}
+
+// The line of the key that set a refused field: the field's own key (kv_dtype, softcap,
+// ...), or for a serving batch's sizes q_lens when no sequence has a query token (seq_q,
+// the longest q_len, is 0) and kv_lens when every context is empty; 0 if none (the
+// caller then names the section's line).
+static int field_line(const parse_ctx *c, const sweep *s, const attn_problem *p, attn_field f) {
+  if (f == ATTN_FIELD_SIZES && p->layout && (p->seq_q == 0 || p->seq_kv == 0)) {
+    const int q = config_line_of(c, s->name, "q_lens"), kv = config_line_of(c, s->name, "kv_lens");
+    return p->seq_q == 0 && q ? q : kv;
+  }
+  return config_line_of(c, s->name, attn_field_name(f));
+}
+
+// Each field of pt's problem (with its option values) by the problem's rule; false with
+// the error at the line of the key that set the refused field, else the section's.
+static bool check_point(parse_ctx *c, const sweep *s, const attn_bench_point *pt, int sec) {
+  char why[160];
+  attn_options checked_opts;  // the values only: validated with the problem, not kept
+  attn_bench_opts_apply(&pt->opts, &checked_opts);
+  attn_problem checked = pt->problem;
+  checked.opts = &checked_opts;
+  for (int f = 0; f < ATTN_FIELD_COUNT; f++) {
+    if (attn_problem_check_field(&checked, (attn_field)f, why, sizeof why)) continue;
+    const int line = field_line(c, s, &pt->problem, (attn_field)f);
+    return config_fail(c, line ? line : sec, "[%s]: invalid point: %s", s->name, why), false;
+  }
+  return true;
+}
+
+// The sweep's serving batches, built on first use and shared by every point of the same
+// serving combination (the outer lists — heads, head dims, ... — reuse them: a batch's
+// page table and permutation are built once per sweep, not once per outer combination).
+typedef struct serving_cache {
+  size_t n;                    // config_serving_combinations
+  attn_serving_batch **batch;  // [n]: NULL until built (owned by the plan once built)
+  char (*suffix)[128];         // [n]: the name part ("/q=…/kv=…/page16s")
+  bool *built;                 // [n]
+} serving_cache;
+
+static void serving_cache_free(serving_cache *sc) {
+  free(sc->batch);
+  free(sc->suffix);
+  free(sc->built);
+}
+
+// Combination isv's batch (NULL for a dense sweep) and name part; false with the error.
+static bool serving_for(parse_ctx *c, const sweep *s, size_t isv, serving_cache *sc,
+                        plan_builder *b, int sec) {
+  if (sc->built[isv]) return true;
+  attn_serving_batch *batch;
+  if (!config_serving_batch(c, s, isv, &batch, sc->suffix[isv], sizeof sc->suffix[isv]))
+    return false;
+  if (batch) {  // the plan owns it; the points' problems read it
+    attn_serving_batch **nb = realloc(b->batches, (b->nbatches + 1) * sizeof *nb);
+    if (!nb) {
+      attn_serving_free(batch);
+      free(batch);
+      return config_fail(c, sec, "out of memory"), false;
+    }
+    b->batches = nb;
+    b->batches[b->nbatches++] = batch;
+  }
+  sc->batch[isv] = batch;
+  sc->built[isv] = true;
+  return true;
+}
+
+// "3" or "default" (0: Google Benchmark's default or flag), for the conflict message.
+static void setting_text(double v, char *buf, size_t len) {
+  if (v > 0)
+    snprintf(buf, len, "%g", v);
+  else
+    snprintf(buf, len, "default");
+}
+
+// Adds pt to the plan (push); false when out of memory. A point another sweep planned
+// with other repetitions or min_time runs once, with the first sweep's settings: the
+// sweep's first such point is kept for a note (conflict_note), the rest counted.
+static bool add_point(parse_ctx *c, const attn_bench_point *pt, plan_builder *b, int sec) {
+  const attn_bench_point *prev = NULL;
+  const int rc = push(b, pt, &prev);
+  if (rc < 0) return config_fail(c, sec, "out of memory"), false;
+  if (rc > 0 && b->conflicts++ == 0) {
+    char was[2][24], now[2][24];
+    setting_text(prev->repetitions, was[0], sizeof was[0]);
+    setting_text(prev->min_time, was[1], sizeof was[1]);
+    setting_text(pt->repetitions, now[0], sizeof now[0]);
+    setting_text(pt->min_time, now[1], sizeof now[1]);
+    snprintf(b->conflict, sizeof b->conflict,
+             "%s is also planned by [%s] with repetitions %s, min_time %s (here %s, %s)", pt->name,
+             prev->sweep, was[0], was[1], now[0], now[1]);
+  }
+  return true;
+}
+
+// The note for a sweep whose points other sweeps planned first with other settings.
+static void conflict_note(const sweep *s, plan_builder *b) {
+  if (b->conflicts && b->notes)
+    fprintf(b->notes,
+            "note: [%s]: point %s%s; %s run%s once, with the first sweep's repetitions and "
+            "min_time\n",
+            s->name, b->conflict, b->conflicts > 1 ? " (and more)" : "",
+            b->conflicts > 1 ? "they" : "it", b->conflicts > 1 ? "" : "s");
+  b->conflicts = 0;
+}
+
 // The cartesian product, shapes outermost and kernels innermost, so that kernels are
 // compared at nearly the same moment (similar machine noise).
 bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov, plan_builder *b) {
@@ -192,25 +333,29 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
   const int nt = ov && ov->thread_count ? (int)ov->thread_count : s->threads.n;
   const size_t nopts = config_option_combinations(s);
   const size_t nserve = config_serving_combinations(s);
-  size_t built_isv = SIZE_MAX;         // the serving combination `current` was built for
-  attn_serving_batch *current = NULL;  // (owned by b->batches)
-  char serving_name[128] = "";
+  serving_cache sc = {nserve, calloc(nserve, sizeof *sc.batch), calloc(nserve, sizeof *sc.suffix),
+                      calloc(nserve, sizeof *sc.built)};
+  if (!sc.batch || !sc.suffix || !sc.built) {
+    serving_cache_free(&sc);
+    return config_fail(c, sec, "out of memory"), false;
+  }
+  bool ok = true;
   // One flat loop nest over the lists (the option keys' combinations as one).
   // clang-format off
-  for (int ib = 0; ib < s->batch.n; ib++)
-  for (int ih = 0; ih < s->heads.n; ih++)
-  for (int ikv = 0; ikv < (s->kv_heads.n ? s->kv_heads.n : 1); ikv++)
-  for (int id = 0; id < dims->n; id++)
-  for (int idv = 0; idv < (s->head_dim_v.n ? s->head_dim_v.n : 1); idv++)
-  for (int iskv = 0; iskv < (skv ? skv->n : 1); iskv++)
-  for (int isq = 0; isq < s->seq_len.n; isq++)
-  for (int ic = 0; ic < s->causal.n; ic++)
-  for (size_t isv = 0; isv < nserve; isv++)
-  for (size_t io = 0; io < nopts; io++)
-  for (int ikd = 0; ikd < s->n_kv_dtypes; ikd++)
-  for (int ico = 0; ico < (ov && ov->compute_count ? (int)ov->compute_count : s->n_computes); ico++)
-  for (int it = 0; it < nt; it++)
-  for (int ik = 0; ik < nk; ik++) {
+  for (int ib = 0; ok && ib < s->batch.n; ib++)
+  for (int ih = 0; ok && ih < s->heads.n; ih++)
+  for (int ikv = 0; ok && ikv < (s->kv_heads.n ? s->kv_heads.n : 1); ikv++)
+  for (int id = 0; ok && id < dims->n; id++)
+  for (int idv = 0; ok && idv < (s->head_dim_v.n ? s->head_dim_v.n : 1); idv++)
+  for (int iskv = 0; ok && iskv < (skv ? skv->n : 1); iskv++)
+  for (int isq = 0; ok && isq < s->seq_len.n; isq++)
+  for (int ic = 0; ok && ic < s->causal.n; ic++)
+  for (size_t isv = 0; ok && isv < nserve; isv++)
+  for (size_t io = 0; ok && io < nopts; io++)
+  for (int ikd = 0; ok && ikd < s->n_kv_dtypes; ikd++)
+  for (int ico = 0; ok && ico < (ov && ov->compute_count ? (int)ov->compute_count : s->n_computes); ico++)
+  for (int it = 0; ok && it < nt; it++)
+  for (int ik = 0; ok && ik < nk; ik++) {
     const int64_t heads = s->heads.v[ih];
     const int64_t kv = s->kv_heads.n ? s->kv_heads.v[ikv] : heads;
     const int64_t dqk = s->d_model.n ? dims->v[id] / heads : dims->v[id];
@@ -225,42 +370,21 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     pt.problem.kv_dtype = s->kv_dtypes[ikd];
     pt.problem.compute = ov && ov->compute_count ? ov->computes[ico] : s->computes[ico];
     // int8 pairs with q8_0 K/V only (validate() made sure the sweep has q8_0)
-    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) continue;
-    if (isv != built_isv) {  // one batch per serving combination, shared by the inner lists
-      built_isv = isv;
-      attn_serving_batch *batch;
-      if (!config_serving_batch(c, s, isv, &batch, serving_name, sizeof serving_name)) return false;
-      if (batch) {  // the plan owns it; the points' problems read it
-        attn_serving_batch **nb = realloc(b->batches, (b->nbatches + 1) * sizeof *nb);
-        if (!nb) {
-          attn_serving_free(batch);
-          free(batch);
-          return config_fail(c, sec, "out of memory"), false;
-        }
-        b->batches = nb;
-        b->batches[b->nbatches++] = batch;
-      }
-      current = batch;
+    if (pt.problem.compute == ATTN_COMPUTE_INT8 && pt.problem.kv_dtype != ATTN_DTYPE_Q8_0) {
+      b->compute_skipped++;
+      continue;
     }
+    if (!(ok = serving_for(c, s, isv, &sc, b, sec))) break;
+    const attn_serving_batch *current = sc.batch[isv];
     if (current) attn_problem_set_layout(&pt.problem, &current->layout, current->seqs);
-    char why[160];
-    attn_options checked_opts;  // the values only: validated with the problem, not kept
-    attn_bench_opts_apply(&pt.opts, &checked_opts);
-    attn_problem checked = pt.problem;
-    checked.opts = &checked_opts;
-    // Each field by the problem's rule; the message names the line of the key that set it
-    // (e.g. kv_dtype q8_0 with a head dim not a multiple of 32), else the section's.
-    for (int f = 0; f < ATTN_FIELD_COUNT; f++) {
-      if (attn_problem_check_field(&checked, (attn_field)f, why, sizeof why)) continue;
-      const int line = config_line_of(c, s->name, attn_field_name((attn_field)f));
-      return config_fail(c, line ? line : sec, "[%s]: invalid point: %s", s->name, why), false;
-    }
+    if (!(ok = check_point(c, s, &pt, sec))) break;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     pt.threads_default = t == 0;
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;
-    if (t < 1 || t > ATTN_MAX_THREADS)  // overrides and physical_cores come from the caller
-      return config_fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t, ATTN_MAX_THREADS),
-             false;
+    if (t < 1 || t > ATTN_MAX_THREADS) {  // overrides and physical_cores come from the caller
+      ok = config_fail(c, sec, "[%s]: %d threads is out of range [1, %d]", s->name, t, ATTN_MAX_THREADS);
+      break;
+    }
     if (!(pt.kernel->caps & ATTN_CAP_THREADS)) t = 1;  // single-thread kernels run once
     pt.threads = t;
     pt.repetitions = s->repetitions;
@@ -277,41 +401,30 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
       rt = attn_settings_regtile_index(pt.kernel, pt.regtile, "regtile", why, sizeof why);
       if (rt < 0) {
         const int l = config_line_of(c, s->name, "regtile");
-        return config_fail(c, l ? l : sec, "[%s]: %s", s->name, why), false;
+        ok = config_fail(c, l ? l : sec, "[%s]: %s", s->name, why);
+        break;
       }
     }
     config_copy_str(pt.sweep, sizeof pt.sweep, s->name);
-    attn_bench_point_name(pt.kernel, &pt.problem, t, pt.name, sizeof pt.name);
-    if (serving_name[0]) {  // the lengths and pages (B, Sq and Skv are the largest)
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "%s", serving_name);
+    if (!name_point(&pt, sc.suffix[isv], rt)) {
+      ok = config_fail(c, sec,
+                       "[%s]: a point's name would be longer than %d characters (%.60s...): "
+                       "use a shorter kernel name, serving lists or option values",
+                       s->name, ATTN_BENCH_NAME_MAX - 1, pt.name);
+      break;
     }
-    if (attn_bench_opts_any(&pt.opts)) {
-      const size_t len = strlen(pt.name);
-      attn_bench_opts_name(&pt.opts, pt.name + len, sizeof pt.name - len);
-    }
-    if (pt.cold_inputs) {  // a cold point is another measurement than the warm one
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "/cold");
-    }
-    if (rt >= 0) {  // another variant or split is another measurement
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "/rt%d", rt);
-    }
-    if (pt.kv_split >= 0) {
-      const size_t len = strlen(pt.name);
-      snprintf(pt.name + len, sizeof pt.name - len, "/split%d", pt.kv_split);
-    }
-    if (!push(b, &pt)) return config_fail(c, sec, "out of memory"), false;
+    ok = add_point(c, &pt, b, sec);
   }
   // clang-format on
-  return true;
+  serving_cache_free(&sc);
+  if (ok) conflict_note(s, b);
+  return ok;
 }
 
 bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE *notes,
                           attn_bench_plan *plan, char *err, size_t err_len) {
-  plan->points = NULL;
-  plan->count = 0;
+  *plan = (attn_bench_plan){0};
+  char *text = NULL;
   parse_ctx *c = calloc(1, sizeof *c);
   sweep *sweeps = calloc(kMaxSweeps, sizeof *sweeps);
   bool ok = false;
@@ -320,7 +433,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
     goto done;
   }
   c->sweeps = sweeps;
-  if (!config_read(path, ov, c, err, err_len)) goto done;
+  if (!config_read(path, ov, c, &text, err, err_len)) goto done;
   // Every sweep is validated (config_read) and the points counted before any is expanded,
   // so a config that would expand to millions of points fails at once instead of after
   // minutes.
@@ -342,7 +455,7 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
       goto done;
     }
   }
-  plan_builder b = {0};
+  plan_builder b = {.notes = notes};
   for (int i = 0; i < c->nsweeps; i++) {
     if (!config_expand(c, &c->sweeps[i], ov, &b)) {
       config_format_error(c, c->err_line, c->err, err, err_len);
@@ -375,8 +488,13 @@ bool attn_bench_plan_load(const char *path, const attn_bench_overrides *ov, FILE
   plan->count = kept;
   plan->batches = b.batches;
   plan->batch_count = b.nbatches;
+  plan->config_text = text;
+  plan->unavailable = b.n - kept;
+  plan->compute_skipped = b.compute_skipped;
+  text = NULL;
   ok = true;
 done:
+  free(text);
   free(sweeps);
   free(c);
   return ok;
@@ -393,4 +511,6 @@ void attn_bench_plan_free(attn_bench_plan *plan) {
   free(plan->points);
   plan->points = NULL;
   plan->count = 0;
+  free(plan->config_text);
+  plan->config_text = NULL;
 }

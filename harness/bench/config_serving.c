@@ -8,13 +8,15 @@
 #include "bench/config_sweep.h"
 #include "bench/serving.h"
 
-// Splits value at commas into trimmed items; each checked by check (NULL: none). Returns
-// the handler's result.
+// Splits value at commas into trimmed items and appends them to items[0..*n): inih calls
+// the handler once per line, so a continuation line (an indented line after the key) adds
+// to the same list, as for every list key. Each item is checked by check (NULL: none); an
+// item already in the list adds nothing (as for the other lists). Returns the handler's
+// result.
 static int text_list(parse_ctx *c, int line, const char *key, const char *value,
                      char items[][kServingText], int *n,
                      bool (*check)(const char *, char *, size_t)) {
   const char *p = value;
-  *n = 0;
   for (;;) {
     while (*p == ' ' || *p == '\t') p++;
     const char *end = strchr(p, ',');
@@ -24,12 +26,18 @@ static int text_list(parse_ctx *c, int line, const char *key, const char *value,
     if (len >= kServingText)
       return config_fail(c, line, "%s: an item is longer than %d characters", key,
                          kServingText - 1);
-    if (*n == kMaxServing) return config_fail(c, line, "%s: more than %d values", key, kMaxServing);
-    memcpy(items[*n], p, len);
-    items[*n][len] = '\0';
+    char item[kServingText];
+    memcpy(item, p, len);
+    item[len] = '\0';
     char why[256];
-    if (check && !check(items[*n], why, sizeof why)) return config_fail(c, line, "%s", why);
-    (*n)++;
+    if (check && !check(item, why, sizeof why)) return config_fail(c, line, "%s", why);
+    bool dup = false;
+    for (int i = 0; i < *n && !dup; i++) dup = strcmp(items[i], item) == 0;
+    if (!dup) {
+      if (*n == kMaxServing)
+        return config_fail(c, line, "%s: more than %d values", key, kMaxServing);
+      memcpy(items[(*n)++], item, len + 1);
+    }
     if (!end) return 1;
     p = end + 1;
   }
@@ -48,7 +56,7 @@ int config_serving_key(parse_ctx *c, sweep *s, int line, const char *key, const 
     return text_list(c, line, key, value, s->kv_lens, &s->n_kv_lens, kv_ok);
   if (!strcmp(key, "q_lens")) return text_list(c, line, key, value, s->q_lens, &s->n_q_lens, NULL);
   char items[kMaxServing][kServingText];
-  int n = 0;
+  int n = 0;  // this line's items (text_list merges duplicates within it)
   if (!strcmp(key, "page_size")) {
     if (!text_list(c, line, key, value, items, &n, NULL)) return 0;
     for (int i = 0; i < n; i++) {
@@ -57,21 +65,25 @@ int config_serving_key(parse_ctx *c, sweep *s, int line, const char *key, const 
       if (*end || end == items[i] || v < 0 || v > ATTN_MAX_PAGE_SIZE)
         return config_fail(c, line, "page_size: '%s' is not 0 (ragged) or a page size 1..%d",
                            items[i], ATTN_MAX_PAGE_SIZE);
-      s->page_sizes[i] = v;
+      bool dup = false;  // appended to the list so far (continuation lines add to it)
+      for (int j = 0; j < s->n_page_sizes && !dup; j++) dup = s->page_sizes[j] == v;
+      if (dup) continue;
+      if (s->n_page_sizes == kMaxServing)
+        return config_fail(c, line, "page_size: more than %d values", kMaxServing);
+      s->page_sizes[s->n_page_sizes++] = v;
     }
-    s->n_page_sizes = n;
     return 1;
   }
   if (!strcmp(key, "page_order")) {
     if (!text_list(c, line, key, value, items, &n, NULL)) return 0;
-    if (n > 2) return config_fail(c, line, "page_order: at most sequential, shuffled");
     for (int i = 0; i < n; i++) {
       attn_page_order o;
       if (!attn_page_order_parse(items[i], &o))
         return config_fail(c, line, "page_order: '%s' is not sequential or shuffled", items[i]);
-      s->page_orders[i] = (int)o;
+      bool dup = false;  // two values at most: sequential, shuffled
+      for (int j = 0; j < s->n_page_orders && !dup; j++) dup = s->page_orders[j] == (int)o;
+      if (!dup) s->page_orders[s->n_page_orders++] = (int)o;
     }
-    s->n_page_orders = n;
     return 1;
   }
   return -1;

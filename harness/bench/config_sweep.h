@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "bench/config.h"
 
@@ -41,7 +42,8 @@ typedef struct sweep {
   char regtile[32];  // "" = not given
   int kv_split;      // with kv_split_given
   bool kv_split_given;
-  olist opts[kOptKeys];                    // indexed by kOpt*
+  unsigned single_given;  // bit i: single-value key i given (config.c, second_value)
+  olist opts[kOptKeys];   // indexed by kOpt*
   attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
   int n_kv_dtypes;
   // A serving sweep (config_serving.c, bench/serving.h): kv_lens given. Each list swept.
@@ -68,7 +70,7 @@ typedef struct parse_ctx {
   key_line keys[kMaxKeys];
   int nkeys;
   int err_line;  // first semantic error (0: none)
-  char err[256];
+  char err[512];
 } parse_ctx;
 
 // The points so far plus an open-addressing hash set of their names (indices into pts,
@@ -81,6 +83,13 @@ typedef struct plan_builder {
   size_t nbatches;
   size_t *slots;
   size_t nslots;  // a power of two, >= 2 * cap
+  // Points of the sweep being expanded that an earlier sweep planned with other
+  // repetitions or min_time (they keep the earlier sweep's), the first described, for a
+  // note on `notes` (may be NULL).
+  FILE *notes;
+  size_t conflicts;
+  char conflict[ATTN_BENCH_NAME_MAX + 256];
+  size_t compute_skipped;  // points an int8 compute mode skipped (K/V not q8_0)
 } plan_builder;
 
 // Bounded copy that always terminates dst (truncating long names is fine here).
@@ -94,8 +103,9 @@ int config_fail(parse_ctx *c, int line, const char *fmt, ...) __attribute__((for
 void config_format_error(const parse_ctx *c, int line, const char *msg, char *err, size_t len);
 // Reads and parses path into c (c->sweeps set by the caller) and validates every sweep;
 // false with "PATH:LINE: why" in err. The first half of attn_bench_plan_load (config.c).
-bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char *err,
-                 size_t err_len);
+// On success *text is the file's text (NUL-terminated, the caller's to free).
+bool config_read(const char *path, const attn_bench_overrides *ov, parse_ctx *c, char **text,
+                 char *err, size_t err_len);
 
 // The number of combinations of a sweep's option lists, and combination `index`.
 size_t config_option_combinations(const sweep *s);

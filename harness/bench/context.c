@@ -201,13 +201,14 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   ctx("config", "%s", config_path ? config_path : "");
   plugins_context();
   option_context(plan);
-  // The config's text, so a results file says exactly what was swept (first 16 KiB).
-  FILE *cf = config_path ? fopen(config_path, "r") : NULL;
-  if (cf) {
+  // The config's text, so a results file says exactly what was swept (first 16 KiB):
+  // the text the loader read, never a second read of the path (a FIFO or /dev/stdin
+  // has nothing left, a file may have changed since).
+  if (plan->config_text) {
     static char text[16384];
-    const size_t n = fread(text, 1, sizeof text - 1, cf);
+    const size_t n = strnlen(plan->config_text, sizeof text - 1);
+    memcpy(text, plan->config_text, n);
     text[n] = '\0';
-    fclose(cf);
     attn_gb_add_context("config_text", text);
   }
   ctx("cpu_model", "%s", t->cpu_model);

@@ -129,13 +129,16 @@ bool attn_serving_q_lens(const char *text, int64_t n, int64_t *lens, char *err, 
     for (int64_t i = 0; i < n; i++) lens[i] = 1;
     return true;
   }
-  long long np = 0, chunk = 0;
-  char tail;
   if (!strncmp(text, "prefill:", 8)) {
-    if (sscanf(text + 8, "%lld:%lld%c", &np, &chunk, &tail) != 2 || np < 0 || np > n || chunk < 1 ||
-        chunk > kMaxLen)
+    // N and C whole numbers and nothing else (no sign, blank, suffix or fraction, as in
+    // kv_lens): "prefill:+1:2" or "prefill: 1: 2" would be the same batch under another name
+    char *end = NULL;
+    int64_t np = 0, chunk = 0;
+    if (!whole(text + 8, &end, 0, &np) || *end != ':' || !whole(end + 1, &end, 1, &chunk) || *end ||
+        np > n)
       return fail(err, err_len,
-                  "q_lens '%s': want prefill:N:C with N at most the sequences and 1 <= C <= 2^30",
+                  "q_lens '%s': want prefill:N:C with N at most the sequences and 1 <= C <= 2^30, "
+                  "whole numbers",
                   text);
     for (int64_t i = 0; i < n; i++) lens[i] = i < np ? chunk : 1;
     return true;

@@ -13,8 +13,10 @@
 // Exit status: 0 all points ran; 1 some point failed its check or was refused (too big
 // for memory) — it is in the file with error_occurred — or the results could not be
 // saved, or --out is in use, or the inputs could not be exported, or a baseline was not
-// installed or failed; 2 bad command line or config, or a --benchmark_filter that
-// is not a regex or selects no point (select_points).
+// installed or failed; 2 bad command line or config (also a --benchmark_repetitions or
+// --benchmark_min_time out of range, gb_number_ok), a config that leaves no point to run
+// on this CPU (nothing_to_run), or a --benchmark_filter that is not a regex or selects no
+// point (select_points).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <regex.h>
@@ -258,6 +260,53 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   return -1;
 }
 
+// A whole number (digits only: no sign, blank or fraction) in [lo, hi] from t up to end.
+static bool whole_in(const char *t, const char *end, long lo, long hi, long *out) {
+  if (t == end || end - t > 9) return false;
+  long v = 0;
+  for (const char *p = t; p < end; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+  }
+  *out = v;
+  return v >= lo && v <= hi;
+}
+
+// --benchmark_repetitions=N and --benchmark_min_time=S, checked before anything runs or
+// the results file is opened: Google Benchmark aborts on a negative count
+// (std::length_error, the results file emptied and its lock left) and takes a min_time
+// <= 0 silently. N: a whole number in 1..1000 (the config key's range). S: a finite
+// number > 0, plain or with 's', or a whole number of iterations with 'x' (the forms
+// Google Benchmark >= 1.8 reads; 1.7 reads the plain number and refuses the suffixes
+// itself). Returns false after the message.
+static bool gb_number_ok(const char *f) {
+  static const char kReps[] = "--benchmark_repetitions", kMin[] = "--benchmark_min_time";
+  const size_t lr = sizeof kReps - 1, lm = sizeof kMin - 1;
+  const bool reps = !strncmp(f, kReps, lr) && (f[lr] == '=' || !f[lr]);
+  const bool min = !strncmp(f, kMin, lm) && (f[lm] == '=' || !f[lm]);
+  if (!reps && !min) return true;
+  const char *v = f[reps ? lr : lm] == '=' ? f + (reps ? lr : lm) + 1 : "";
+  const size_t n = strlen(v);
+  long whole;
+  if (reps) {
+    if (whole_in(v, v + n, 1, 1000, &whole)) return true;
+    fprintf(stderr, "attnbench bench: %s: want a whole number in 1..1000\n", f);
+    return false;
+  }
+  if (n && v[n - 1] == 'x' && whole_in(v, v + n - 1, 1, 1000000000L, &whole)) return true;
+  char *end;
+  errno = 0;
+  const double x = strtod(v, &end);
+  const bool digits = n && ((*v >= '0' && *v <= '9') || *v == '.');  // no sign, blank, inf
+  if (digits && end != v && !errno && (!*end || !strcmp(end, "s")) && x > 0 && x <= 1e6)
+    return true;
+  fprintf(stderr,
+          "attnbench bench: %s: want seconds > 0 (e.g. 0.5 or 0.5s, at most 1e6) or a whole "
+          "number of iterations (e.g. 100x)\n",
+          f);
+  return false;
+}
+
 // Interprets --benchmark_format/_out/_out_format/_color (the display and the results
 // file are attnbench's) and hands every other --benchmark_* flag to Google Benchmark.
 // Returns -1 to go on, else the exit code.
@@ -281,6 +330,7 @@ static int split_benchmark_flags(char *argv0, bench_args *a) {
     } else if (starts_with(f, "--benchmark_color")) {
       a->color = strcmp(value_of(f), "false") != 0 && strcmp(value_of(f), "no") != 0;
     } else {
+      if (!gb_number_ok(f)) return ATTNBENCH_EXIT_USAGE;
       a->user_reps |= starts_with(f, "--benchmark_repetitions");
       a->user_min_time |= starts_with(f, "--benchmark_min_time");
       a->user_aggr |= starts_with(f, "--benchmark_display_aggregates_only") ||
@@ -496,6 +546,29 @@ static void plugin_kernels(const attn_bench_plan *plan, char *buf, size_t len) {
   }
 }
 
+// A plan left with no point: nothing to time, so exit 2 with the reason before the
+// results file is touched (an existing one stays as it was); --dry-run says the same as a
+// note and goes on to print "0 points". Returns -1 to go on, else the exit code.
+static int nothing_to_run(const attn_bench_plan *plan, const bench_args *a) {
+  if (plan->count) return -1;
+  const char *why = "the config plans no point";
+  if (plan->unavailable && plan->compute_skipped)
+    why = "the points --compute keeps use kernels this CPU cannot run (see the notes above)";
+  else if (plan->unavailable)
+    why = "every kernel of the config is one this CPU cannot run (see the notes above)";
+  else if (plan->compute_skipped)
+    why =
+        "--compute keeps no point: int8 runs on kv_dtype q8_0 points only, and the config "
+        "has none";
+  if (a->dry_run) {
+    fprintf(stderr, "note: nothing to run: %s\n", why);
+    return -1;
+  }
+  fprintf(stderr, "attnbench bench: nothing to run from %s: %s; no results written\n", a->config,
+          why);
+  return ATTNBENCH_EXIT_USAGE;
+}
+
 // Runs the sweep once the plan is loaded; returns the exit code.
 // *out_used: the results file (set once it is chosen).
 static int run_guarded(attn_bench_plan *plan, attn_bench_state *states, const bench_args *a,
@@ -609,7 +682,8 @@ int cmd_bench(int argc, char **argv) {
     return ATTNBENCH_EXIT_USAGE;
   }
   attn_bench_state *states = NULL;
-  rc = select_points(a.filter, &plan);
+  rc = nothing_to_run(&plan, &a);
+  if (rc < 0) rc = select_points(a.filter, &plan);
   if (rc >= 0) {
     attn_bench_plan_free(&plan);
     return rc;

@@ -273,6 +273,85 @@ static void test_kv_dtype(void) {
   expect_error("kv_dtype trailing comma", dup, strlen(dup), 6, "empty item");
 }
 
+// A key that takes one value refuses a second one from a continuation line (an indented
+// line after it) instead of keeping the last; the list keys add the line's values.
+static void test_single_value_keys(void) {
+  static const struct {
+    const char *key, *first, *second;
+  } keys[] = {{"repetitions", "3", "7"},
+              {"min_time", "0.1", "0.2"},
+              {"kv_split", "2", "3"},
+              {"cold_inputs", "true", "false"},
+              {"regtile", "0", "0"}};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char text[256], want[96];
+    snprintf(text, sizeof text, "[s]\n" GOOD_KEYS "%s = %s\n   %s\n", keys[i].key, keys[i].first,
+             keys[i].second);
+    snprintf(want, sizeof want, "%s: takes one value, but a continuation line gives it another",
+             keys[i].key);
+    expect_error(keys[i].key, text, strlen(text), 6, want);
+  }
+  const char *list = "[s]\nkernels = blocked\nheads = 4\n  8\nhead_dim = 16\nseq_len = 8\n";
+  EXPECT(expect_ok("heads continued", list, NULL) == 2, "heads = 4 / 8 over two lines: 2 points");
+}
+
+// Two sweeps that plan the same point with other repetitions or min_time: the point runs
+// once, with the first sweep's settings, and a note says so (names both sweeps).
+static void test_conflicting_settings(void) {
+  const char *text = "[a]\n" GOOD_KEYS "repetitions = 3\n\n[b]\n" GOOD_KEYS
+                     "repetitions = 5\n"
+                     "min_time = 0.2\n";
+  FILE *notes = tmpfile();
+  attn_bench_plan plan;
+  char err[512] = "", note[1024] = "";
+  const bool ok =
+      attn_bench_plan_load(write_config(text, strlen(text)), NULL, notes, &plan, err, sizeof err);
+  EXPECT(ok && plan.count == 1 && plan.points[0].repetitions == 3 && plan.points[0].min_time == 0,
+         "the first sweep's settings: %s (%zu points, repetitions %d)", err, ok ? plan.count : 0,
+         ok && plan.count ? plan.points[0].repetitions : -1);
+  if (ok) attn_bench_plan_free(&plan);
+  if (notes) {
+    rewind(notes);
+    const size_t n = fread(note, 1, sizeof note - 1, notes);
+    note[n] = '\0';
+    fclose(notes);
+  }
+  EXPECT(strstr(note,
+                "note: [b]: point blocked/B1/H4/KV4/Sq8/Skv8/D16/noncausal/T1 is also "
+                "planned by [a] with repetitions 3, min_time default (here 5, 0.2)") &&
+             strstr(note, "with the first sweep's repetitions and min_time"),
+         "the note: '%s'", note);
+  // the same settings: the shared point is dropped without a note
+  const char *same = "[a]\n" GOOD_KEYS "repetitions = 3\n\n[b]\n" GOOD_KEYS "repetitions = 3\n";
+  notes = tmpfile();
+  EXPECT(
+      attn_bench_plan_load(write_config(same, strlen(same)), NULL, notes, &plan, err, sizeof err),
+      "%s", err);
+  attn_bench_plan_free(&plan);
+  EXPECT(notes && ftell(notes) == 0, "no note when the settings agree");
+  if (notes) fclose(notes);
+}
+
+// The name builders return the whole length (as snprintf) so that a name that does not
+// fit is refused, never cut.
+static void test_name_lengths(void) {
+  attn_bench_opts o;
+  memset(&o, 0, sizeof o);
+  o.sinks = o.lse = true;
+  char small[8], big[64];
+  EXPECT(attn_bench_opts_name(&o, big, sizeof big) == strlen("/sinks/lse") &&
+             strcmp(big, "/sinks/lse") == 0,
+         "whole: '%s'", big);
+  EXPECT(attn_bench_opts_name(&o, small, sizeof small) == strlen("/sinks/lse") &&
+             strcmp(small, "/sinks/") == 0,
+         "cut copy '%s', whole length returned", small);
+  const attn_problem p = attn_problem_make(1, 4, 4, 8, 8, 16, 16, false);
+  const attn_kernel *k = attn_kernel_find("blocked");
+  const size_t whole = attn_bench_point_name(k, &p, 1, big, sizeof big);
+  EXPECT(whole == strlen(big) && attn_bench_point_name(k, &p, 1, small, sizeof small) == whole,
+         "point name length %zu", whole);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/attn_config_XXXXXX");
   if (!mkdtemp(g_dir)) {
@@ -286,6 +365,9 @@ int main(void) {
   test_linear_duplicates();
   test_file_kinds();
   test_kv_dtype();
+  test_single_value_keys();
+  test_conflicting_settings();
+  test_name_lengths();
   unlink(g_path);
   rmdir(g_dir);
   return test_finish("test_config");

@@ -109,7 +109,7 @@ int main(void) {
   // Two sets: the plain problem once for both kernels, the one with options apart.
   EXPECT(strstr(ix, "\"in0\"") && strstr(ix, "\"in1\"") && !strstr(ix, "\"in2\""),
          "want two input sets:\n%s", ix);
-  char want[256];
+  char want[ATTN_BENCH_NAME_MAX + 64];
   snprintf(want, sizeof want, "\"%s\": {\"inputs\": \"in0\"", pts[0].name);
   EXPECT(strstr(ix, want), "missing %s", want);
   snprintf(want, sizeof want, "\"%s\": {\"inputs\": \"in0\"", pts[1].name);

@@ -2,7 +2,8 @@
 // Serving batches for the bench (harness/bench/serving.c, config_serving.c): length
 // descriptions (explicit, N*C, generated mixes with an exact total, prefill:N:C), the
 // layouts they build (pages a permutation of the pool, shuffled differs from sequential),
-// the sweep keys and their FILE:LINE errors, and a plan's serving points.
+// the sweep keys and their FILE:LINE errors (continuation lines add to the lists), and a
+// plan's serving points (whole names, one batch per serving combination).
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,19 @@ static void test_lengths(void) {
   EXPECT(!attn_serving_q_lens("1 1", 4, q, err, sizeof err) && strstr(err, "4 lengths"),
          "a short q list: %s", err);
   EXPECT(!attn_serving_q_lens("prefill:5:8", 4, q, err, sizeof err), "prefill of 5 of 4");
+  // prefill:N:C takes whole numbers only, as kv_lens does: a sign or a blank would name the
+  // same batch twice ("prefill:+1:2" and "prefill:1:2" measured as two points)
+  static const char *const bad_prefill[] = {"prefill:+1:2", "prefill: 1: 2", "prefill:1: 2",
+                                            "prefill:1:+2", "prefill:1:2x",  "prefill:1:2:3",
+                                            "prefill:1:",   "prefill::2",    "prefill:1:0"};
+  for (size_t i = 0; i < sizeof bad_prefill / sizeof bad_prefill[0]; i++) {
+    err[0] = '\0';
+    EXPECT(
+        !attn_serving_q_lens(bad_prefill[i], 4, q, err, sizeof err) && strstr(err, "prefill:N:C"),
+        "'%s' accepted (or no message: '%s')", bad_prefill[i], err);
+  }
+  EXPECT(attn_serving_q_lens("prefill:0:7", 4, q, err, sizeof err) && q[0] == 1, "prefill:0:7: %s",
+         err);
 }
 
 static void test_build(void) {
@@ -164,9 +178,85 @@ static void test_config(void) {
   unlink(g_path);
 }
 
+// Continuation lines (indented lines after `key =`) add to the serving lists as to every
+// list key: 2 kv_lens x 2 q_lens x 2 page sizes = 8 points, not the last line's 1.
+static void test_continuation_lines(void) {
+  attn_bench_plan plan;
+  char err[512] = "";
+  const char *text =
+      "[a]\nkernels = naive\nkv_lens = fixed:4:64\n   fixed:4:128\npage_size = 0\n   16\n"
+      "q_lens = decode\n   prefill:1:8\npage_order = sequential\n  sequential\n"
+      "heads = 2\nhead_dim = 16\n";
+  const bool ok = load(text, &plan, err, sizeof err);
+  EXPECT(ok && plan.count == 8, "continued serving lists: %s (%zu points, want 8)", err,
+         ok ? plan.count : 0);
+  if (ok) attn_bench_plan_free(&plan);
+  // the limit counts every line's items together
+  char many[1024] = "[a]\nkernels = naive\nheads = 2\nhead_dim = 16\nkv_lens = 1";
+  for (int i = 2; i <= 17; i++)
+    snprintf(many + strlen(many), sizeof many - strlen(many), "\n  %d", i);
+  strcat(many, "\n");
+  EXPECT(!load(many, &plan, err, sizeof err) && strstr(err, "kv_lens: more than 16 values"),
+         "17 kv_lens over several lines: '%s'", err);
+}
+
+// Every serving batch is built once per sweep and shared by the points of the outer
+// lists (heads here): 2 page sizes give 2 batches, however many heads values.
+static void test_shared_batches(void) {
+  attn_bench_plan plan;
+  char err[512] = "";
+  const char *text =
+      "[a]\nkernels = naive\nkv_lens = 40 17\npage_size = 0, 16\nheads = 1, 2, 4\n"
+      "head_dim = 16\n";
+  const bool ok = load(text, &plan, err, sizeof err);
+  EXPECT(ok && plan.count == 6 && plan.batch_count == 2, "%s: %zu points, %zu batches (want 6, 2)",
+         err, ok ? plan.count : 0, ok ? plan.batch_count : 0);
+  if (ok) attn_bench_plan_free(&plan);
+}
+
+// Long names are whole: a serving point with many options keeps every suffix, so the
+// points that differ only in lse (or in /cold, /rt, /split) stay two points.
+static void test_long_names(void) {
+  attn_bench_plan plan;
+  char err[512] = "";
+  const char *text =
+      "[a]\nkernels = naive\nkv_lens = fixed:16:40960\nq_lens = 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n"
+      "page_size = 16\npage_order = shuffled\nheads = 1024\nkv_heads = 1\nhead_dim = 128\n"
+      "align = top-left\nwindow = 1073741824:1073741824\nsoftcap = 0.123456789\n"
+      "alibi = 0.123456789\nsinks = on\nlse = false, true\ncold_inputs = true\nkv_split = 4\n";
+  const bool ok = load(text, &plan, err, sizeof err);
+  EXPECT(ok && plan.count == 2, "%s: %zu points (want 2: lse false and true)", err,
+         ok ? plan.count : 0);
+  for (size_t i = 0; ok && i < plan.count; i++) {
+    const char *n = plan.points[i].name;
+    const char *want = plan.points[i].opts.lse ? "/sinks/lse/cold/split4" : "/sinks/cold/split4";
+    EXPECT(strlen(n) > 191 && strlen(n) >= strlen(want) &&
+               strcmp(n + strlen(n) - strlen(want), want) == 0,
+           "name '%s' does not end in '%s'", n, want);
+  }
+  if (ok) attn_bench_plan_free(&plan);
+}
+
+// A batch with no query token is refused at the q_lens line, in the kernel contract's words.
+static void test_zero_q_lens(void) {
+  attn_bench_plan plan;
+  char err[512] = "", want[192];
+  const char *text =
+      "[a]\nkernels = naive\nkv_lens = 4*4\nheads = 1\nq_lens = 0*4\nhead_dim = 32\n";
+  snprintf(want, sizeof want,
+           "%s:5: [a]: invalid point: no sequence of the batch has a query token", g_path);
+  EXPECT(!load(text, &plan, err, sizeof err) && strncmp(err, want, strlen(want)) == 0,
+         "q_lens = 0*4: '%s' (want '%s...')", err, want);
+}
+
 int main(void) {
   test_lengths();
   test_build();
   test_config();
+  test_continuation_lines();
+  test_shared_batches();
+  test_long_names();
+  test_zero_q_lens();
+  unlink(g_path);
   return test_finish("test_serving");
 }
