@@ -280,9 +280,16 @@ def save_npy(path, a):
         raise
 
 
-def cmd_list():
-    for name in BUILTIN:
-        mod = load_baseline(name)
+def cmd_list(files=()):
+    """One line per built-in baseline, then per baseline file given (named by its path)."""
+    for name in list(BUILTIN) + list(files):
+        try:
+            mod = load_baseline(name)
+        except (Exception, SystemExit) as e:  # a file that does not load: its run says why
+            if name in BUILTIN:
+                raise
+            print("%-18s not loadable %s" % (name, str(e).splitlines()[0] if str(e) else e))
+            continue
         ok, why = mod.available()
         opts = ",".join(sorted(getattr(mod, "OPTIONS", ()))) or "-"
         print("%-18s %-13s %s%s; compute: %s; kv: %s" % (
@@ -407,7 +414,10 @@ def cmd_run(a):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list", help="the built-in baselines and whether they are installed")
+    ls = sub.add_parser("list", help="the built-in baselines (and baseline files given) and "
+                        "whether they are installed")
+    ls.add_argument("files", nargs="*", metavar="FILE.py",
+                    help="baseline files to list too, each named by its path")
     r = sub.add_parser("run", help="run and time one baseline on Q/K/V .npy files")
     r.add_argument("--baseline", required=True)
     for t in ("q", "k", "v", "out"):
@@ -436,7 +446,7 @@ def main(argv):
                         "by tokens or paged; docs/serving.md)")
     a = ap.parse_args(argv)
     if a.cmd == "list":
-        return cmd_list()
+        return cmd_list(a.files)
     for name, x in (("--softcap", a.softcap), ("--alibi", a.alibi)):
         if x is not None and not (x > 0 and math.isfinite(x)):
             ap.error("%s %g: want a finite value > 0" % (name, x))

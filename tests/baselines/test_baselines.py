@@ -100,6 +100,16 @@ def pipeline(attnbench):
             assert not e.get("error_occurred"), e
             assert e["baseline"] == 1 and e["GFLOP/s"] > 0 and e["Sq"] == 8 and e["Skv"] == 24
         assert entries(res, "naive"), "the kernels' entries must survive"
+        # A baseline file's KV_STORAGE pairs it with the kernel points of that K/V type,
+        # as a built-in's does: on a sweep of f32 and f16 K/V it runs on the f16 point only.
+        d2 = os.path.join(d, "f16")
+        os.mkdir(d2)
+        res2 = sweep(attnbench, d2, config=CONFIG + "kv_dtype = f32, f16\n")
+        r2 = bench_baselines(attnbench, res2, os.path.join(HERE, "numpy_f16_storage.py"),
+                             "/usr/bin/python3")
+        f16 = [e for e in entries(res2, "numpy_f16_storage") if e.get("run_type") == "iteration"]
+        assert r2.returncode == 0 and f16 and all(e.get("kv_dtype") == 1 for e in f16), \
+            (r2.returncode, r2.stderr, [(e["name"], e.get("kv_dtype")) for e in f16])
         slow = "running: its output is checked at full size"
         assert slow not in r.stderr, "a tiny point gets no slow-check line: " + r.stderr
         s = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "summary.py"), res])
