@@ -110,6 +110,21 @@ def pipeline(attnbench):
         f16 = [e for e in entries(res2, "numpy_f16_storage") if e.get("run_type") == "iteration"]
         assert r2.returncode == 0 and f16 and all(e.get("kv_dtype") == 1 for e in f16), \
             (r2.returncode, r2.stderr, [(e["name"], e.get("kv_dtype")) for e in f16])
+        # A sweep with a register-tile variant (how a kernel runs, not the problem; the
+        # export's portable kernel has none), bench-baselines on its results alone: the
+        # inputs are exported without it, and the baseline runs beside the variant's point.
+        if "flash__avx2" in run([attnbench, "list", "--available"]).stdout:
+            d3 = os.path.join(d, "split")
+            os.mkdir(d3)
+            res3 = sweep(attnbench, d3, config=CONFIG.replace("kernels = naive",
+                                                              "kernels = flash__avx2")
+                         + "regtile = 4x24/4x24\n")
+            r3 = bench_baselines(attnbench, res3, os.path.join(HERE, "numpy_attention.py"),
+                                 "/usr/bin/python3")
+            sp = [e["name"] for e in entries(res3, "numpy_attention")
+                  if e.get("run_type") == "iteration"]
+            assert r3.returncode == 0 and sp and all(n.endswith("/rt1") for n in sp), \
+                (r3.returncode, r3.stderr, sp)
         slow = "running: its output is checked at full size"
         assert slow not in r.stderr, "a tiny point gets no slow-check line: " + r.stderr
         s = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "summary.py"), res])
