@@ -47,10 +47,18 @@ def used(problem):
         out.add("mask")
     if o.get("lse"):
         out.add("lse")
-    if (o.get("align") == "top-left" and problem["seq_q"] != problem["seq_kv"]
+    if (o.get("align") == "top-left" and _some_q_ne_kv(problem)
             and (problem["causal"] or out & {"window", "alibi"})):
         out.add("align")
     return out
+
+
+def _some_q_ne_kv(problem):
+    """seq_q != seq_kv, or for a serving batch any sequence's q_len != kv_len (the batch's
+    largest lengths may agree while a sequence's do not)."""
+    if not problem.get("layout"):
+        return problem["seq_q"] != problem["seq_kv"]
+    return any(ql != kl for ql, kl in (seq_lens(problem, b) for b in range(problem["batch"])))
 
 
 def window(problem):

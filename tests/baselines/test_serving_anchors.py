@@ -86,6 +86,15 @@ def bench_baselines(attnbench, results, inputs, baselines, python):
 
 def export(attnbench):
     import numpy as np
+    # Top-left alignment counts for a serving batch when any sequence's q_len differs from
+    # its kv_len, though the batch's largest lengths agree (a baseline without it declines).
+    import attn_options
+    lay = {"kind": "paged", "cu_seqlens_q": [0, 1, 65], "cu_seqlens_kv": [0, 40, 104]}
+    prob = {"batch": 2, "seq_q": 64, "seq_kv": 64, "causal": True, "layout": lay,
+            "options": {"align": "top-left"}}
+    assert "align" in attn_options.used(prob), attn_options.used(prob)
+    lay_same = dict(lay, cu_seqlens_kv=[0, 1, 65])
+    assert "align" not in attn_options.used(dict(prob, layout=lay_same))
     with tempfile.TemporaryDirectory() as d:
         res, inp = sweep(attnbench, d)
         with open(os.path.join(inp, "index.json")) as f:
