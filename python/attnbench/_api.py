@@ -243,7 +243,10 @@ def _dense_shapes(qs, ks, vs, dk: int) -> None:
 
 
 def _problem(q, k, v, causal, scale):
-    """dims for the native calls from the shapes of q, k, v; ShapeError on a mismatch."""
+    """dims for the native calls from the shapes of q, k, v; ShapeError on a mismatch,
+    InvalidOptionError for a causal flag that is not a bool (as attention's is_causal)."""
+    if not isinstance(causal, (bool, np.bool_)):
+        raise InvalidOptionError(f"causal: {causal!r} is not a bool")
     q, k, v = _tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v")
     _dense_shapes(q.shape, k.shape, v.shape, k.shape[3])
     (b, h, sq, dqk), (_, hk, skv, _), dv = q.shape, k.shape, v.shape[3]

@@ -155,6 +155,11 @@ def test_errors():
     raises(ab.InvalidProblemError, ab.reference, q, k, v, scale=1 + 0j)
     raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, threads=True, contains="bool")
     raises(ab.InvalidOptionError, ab.check, "naive", q, k, v, threads=False, contains="bool")
+    # causal is a bool, as attention's is_causal: a truthy string is not "causal"
+    raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, causal="no", contains="not a bool")
+    raises(ab.InvalidOptionError, ab.check_output, np.zeros((1, 4, 8, 16), np.float32), q, k, v,
+           causal=1, contains="not a bool")
+    raises(ab.InvalidOptionError, ab.reference, q, k, v, causal=None, contains="not a bool")
     raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, tile_q=np.True_, contains="bool")
     raises(ab.InvalidOptionError, ab.run, "naive", q, k, v, tile_kv=True, contains="bool")
     raises(ab.InvalidProblemError, ab.run, "naive", q, k, v, scale=1e-45, contains="subnormal")
