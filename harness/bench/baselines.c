@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "bench/inputs.h"
 #include "common/cli_args.h"  // exit codes
+#include "io/fileio.h"
 #include "machine/placement.h"
 
 #ifndef ATTNBENCH_SOURCE_DIR
@@ -82,18 +84,37 @@ static int spawn_wait(char *const argv[]) {
   // The sweep pinned this thread to one core (placement.h); the child would inherit that
   // and run every framework's threads on it.
   (void)attn_placement_unbind();
-  const int err = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+  // Ctrl-C reaches the script too (the terminal's process group): it records what it has
+  // and ends, and this process, ignoring SIGINT meanwhile, then cleans up as usual. The
+  // script starts with the default actions whatever this process has installed.
+  posix_spawnattr_t attr;
+  sigset_t dflt;
+  sigemptyset(&dflt);
+  sigaddset(&dflt, SIGINT), sigaddset(&dflt, SIGTERM), sigaddset(&dflt, SIGHUP);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigdefault(&attr, &dflt);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  struct sigaction ign, old_int;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  sigaction(SIGINT, &ign, &old_int);
+  const int err = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   if (err != 0) {
+    sigaction(SIGINT, &old_int, NULL);
     fprintf(stderr, "attnbench bench: cannot start %s: %s\n", argv[0], strerror(err));
     return -1;
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
+      sigaction(SIGINT, &old_int, NULL);
       fprintf(stderr, "attnbench bench: waiting for %s: %s\n", argv[1], strerror(errno));
       return -1;
     }
   }
+  sigaction(SIGINT, &old_int, NULL);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   fprintf(stderr, "attnbench bench: %s was killed by signal %d\n", argv[1],
           WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -102,6 +123,7 @@ static int spawn_wait(char *const argv[]) {
 
 // Removes a temporary export: the files export_inputs wrote (no subdirectories), then it.
 static void remove_export(const char *dir) {
+  attn_fileio_live_dir(NULL);
   DIR *d = opendir(dir);
   if (d) {
     for (struct dirent *e; (e = readdir(d));) {
@@ -168,6 +190,7 @@ int attn_baselines_prepare(attn_baselines_run *br, const attn_bench_plan *plan) 
       return ATTNBENCH_EXIT_FAILURE;
     }
     br->temporary = true;
+    attn_fileio_live_dir(br->dir);  // removed by a signal's handler or a kernel's crash too
   }
   char err[ATTN_OUT_PATH_MAX + 512];
   if (!attn_bench_export_inputs(plan, br->dir, err, sizeof err)) {
@@ -185,8 +208,13 @@ int attn_baselines_finish(attn_baselines_run *br, const char *out) {
   int rc = ATTNBENCH_EXIT_OK;
   if (br->ready && out && is_file(out)) {
     const char *args[] = {out, "--inputs", br->dir, "--attnbench", br->exe};
+    // SIGTERM or SIGHUP meanwhile: the exported inputs removed (fileio.h's live directory)
+    attn_fileio_catch_signals(
+        "attnbench bench: interrupted while the baselines ran; the results file keeps the "
+        "points written so far\n");
     const int st = run_script(br, args, 5);
-    rc = st == 0 ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
+    attn_fileio_release_signals();
+    rc = st == 0 ? ATTNBENCH_EXIT_OK : st == 130 ? 130 : ATTNBENCH_EXIT_FAILURE;
   } else if (br->list && !br->ready) {  // 'all' with nothing installed: said at the end too
     fprintf(stderr,
             "baselines: none ran (none installed; the notes before the sweep say why; "

@@ -29,7 +29,8 @@ typedef struct attn_baselines_run {
 // named baseline installed), the export. Returns -1 to go on, else the exit code.
 int attn_baselines_prepare(attn_baselines_run *br, const attn_bench_plan *plan);
 // After the sweep: the baselines into the results file `out`, then the temporary export
-// removed. Returns the script's verdict (0 ok, 1 something failed).
+// removed. Returns the script's verdict (0 ok, 1 something failed, 130 interrupted by
+// Ctrl-C: the script recorded the points it had timed).
 int attn_baselines_finish(attn_baselines_run *br, const char *out);
 // When the sweep did not run to its end: removes the temporary export (if any).
 void attn_baselines_discard(attn_baselines_run *br);

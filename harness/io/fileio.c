@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,10 +87,50 @@ static void live_remove(int slot) {
 static pthread_t g_writer;
 static atomic_int g_writer_set;
 
+// A directory of files the process made and removes when it ends (attn_fileio_live_dir).
+static char g_live_dir[kLiveCap];
+static atomic_int g_live_dir_on;
+
+void attn_fileio_live_dir(const char *dir) {
+  if (!dir) {
+    atomic_store_explicit(&g_live_dir_on, 0, memory_order_release);
+    return;
+  }
+  snprintf(g_live_dir, sizeof g_live_dir, "%s", dir);
+  atomic_store_explicit(&g_live_dir_on, 1, memory_order_release);
+}
+
+// Empties and removes the live directory with async-signal-safe calls only: open, the
+// getdents64 system call (readdir may allocate), unlinkat, rmdir. Entries unlinked while
+// the listing is read may shift it, so passes repeat until one removes nothing.
+static void remove_live_dir(void) {
+  if (!atomic_load_explicit(&g_live_dir_on, memory_order_acquire)) return;
+  static char buf[8192];  // one handler runs at a time (the signals block each other)
+  const int fd = open(g_live_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int pass = 0, removed = 1; fd >= 0 && removed && pass < 64; pass++) {
+    removed = 0;
+    lseek(fd, 0, SEEK_SET);
+    long n;
+    while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+      for (long off = 0; off < n;) {
+        // struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1), d_name
+        unsigned short reclen;
+        memcpy(&reclen, buf + off + 16, sizeof reclen);
+        const char *name = buf + off + 19;
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && unlinkat(fd, name, 0) == 0)
+          removed = 1;
+        off += reclen;
+      }
+  }
+  if (fd >= 0) close(fd);
+  rmdir(g_live_dir);
+}
+
 void attn_fileio_remove_live(void) {
   // async-signal-safe calls only
   for (int i = 0; i < kLiveSlots; i++)
     if (atomic_load_explicit(&g_live_on[i], memory_order_acquire)) unlink(g_live[i]);
+  remove_live_dir();
 }
 
 static void on_signal(int sig) {
@@ -100,8 +141,7 @@ static void on_signal(int sig) {
     return;
   }
   if (g_sig_message[0]) (void)!write(STDERR_FILENO, g_sig_message, strlen(g_sig_message));
-  for (int i = 0; i < kLiveSlots; i++)
-    if (atomic_load_explicit(&g_live_on[i], memory_order_acquire)) unlink(g_live[i]);
+  attn_fileio_remove_live();
   _exit(128 + sig);
 }
 

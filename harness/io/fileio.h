@@ -115,9 +115,14 @@ bool attn_read_regular_file(const char *path, size_t max_bytes, char **data, siz
 // signal). attn_fileio_release_signals restores the default actions.
 void attn_fileio_catch_signals(const char *message);
 void attn_fileio_release_signals(void);
-// Removes every temporary being written and the lock file held, now (async-signal-safe):
-// for a process that is about to end abnormally (a kernel's crash or exit(), isolate.h).
+// Removes every temporary being written, the lock file held and the live directory, now
+// (async-signal-safe): for a process that is about to end abnormally (a kernel's crash or
+// exit(), isolate.h).
 void attn_fileio_remove_live(void);
+// A flat directory of files this process made for itself (bench --baselines' exported
+// inputs): the signal handler and attn_fileio_remove_live empty and remove it. NULL: none
+// (after the owner removed it). One at a time.
+void attn_fileio_live_dir(const char *dir);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -643,6 +644,66 @@ def options(attnbench):
     return 0
 
 
+def interrupt(attnbench):
+    """Ctrl-C during the baselines: bench-baselines records the points timed, puts back the
+    earlier entries of the points it did not reach, says so in the context and exits 130
+    without a traceback; `bench --baselines` (the whole process group interrupted) exits
+    130 and leaves no exported inputs behind."""
+    import signal
+    slow = os.path.join(HERE, "numpy_slow_second.py")
+    cfg = CONFIG.replace("seq_len = 8\nseq_kv = 24\n", "seq_len = 8, 16, 24\n")
+
+    def interrupted(cmd, env, group):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env, start_new_session=group)
+        err = []
+        for line in p.stderr:  # the first point is logged once timed
+            err.append(line)
+            if line.startswith("[1/3]"):
+                break
+        time.sleep(1.0)
+        if group:
+            os.killpg(p.pid, signal.SIGINT)
+        else:
+            p.send_signal(signal.SIGINT)
+        out, rest = p.communicate(timeout=60)
+        return p.returncode, "".join(err) + rest
+
+    with tempfile.TemporaryDirectory() as d:
+        res = sweep(attnbench, d, config=cfg)
+        r = bench_baselines(attnbench, res, slow, "/usr/bin/python3")
+        def points(path):  # the distinct points of the baseline's iteration entries
+            return {e["run_name"] for e in entries(path, "numpy_slow_second")
+                    if e.get("run_type") == "iteration" and not e.get("error_occurred")}
+        assert r.returncode == 0 and len(points(res)) == 3, r.stderr
+        env = dict(os.environ, ATTNBENCH_TEST_SLOW="1")
+        rc, err = interrupted(["/usr/bin/python3", os.path.join(ROOT, "scripts", "bench-baselines"),
+                               res, "--baselines", slow, "--python", "/usr/bin/python3",
+                               "--attnbench", attnbench, "--min-time", "0.001"], env, False)
+        with open(res) as f:
+            doc = json.load(f)
+        assert rc == 130 and "Traceback" not in err, (rc, err)
+        assert len(points(res)) == 3, points(res)
+        assert "after 1 of 3" in doc["context"].get("baselines_interrupted", ""), doc["context"]
+
+        tmp = os.path.join(d, "tmp")
+        os.mkdir(tmp)
+        cfg_path = os.path.join(d, "one.ini")
+        with open(cfg_path, "w") as f:
+            f.write(cfg)
+        out = os.path.join(d, "one.json")
+        benv = dict(env, TMPDIR=tmp, ATTNBENCH_BASELINES_PYTHON=PY,
+                    ATTNBENCH_BENCH_BASELINES=os.path.join(ROOT, "scripts", "bench-baselines"))
+        benv.pop("ATTNBENCH_BASELINES_VENV", None)
+        rc, err = interrupted([attnbench, "bench", "--config", cfg_path, "--out", out,
+                               "--baselines", slow], benv, True)
+        assert rc == 130 and "Traceback" not in err, (rc, err)
+        assert os.listdir(tmp) == [], "exported inputs left behind: %s" % os.listdir(tmp)
+        assert len(points(out)) == 1, (points(out), err)
+    print("interrupt: points kept, earlier entries back, exit 130, no inputs left")
+    return 0
+
+
 def real_options(attnbench, name):
     """A real baseline on each option case: pass with the option, or skipped (exit 4)."""
     py = venv_python(name)
@@ -676,7 +737,7 @@ def real_options(attnbench, name):
 if __name__ == "__main__":
     attnbench, what = sys.argv[1], sys.argv[2]
     tests = {"pipeline": pipeline, "inputs": inputs, "one-command": one_command,
-             "options": options, "time-failed": time_failed}
+             "options": options, "time-failed": time_failed, "interrupt": interrupt}
     if what in tests:
         sys.exit(tests[what](attnbench))
     if what.startswith("options:"):
