@@ -9,7 +9,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench/baselines.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <spawn.h>
@@ -121,22 +120,6 @@ static int spawn_wait(char *const argv[]) {
   return -1;
 }
 
-// Removes a temporary export: the files export_inputs wrote (no subdirectories), then it.
-static void remove_export(const char *dir) {
-  attn_fileio_live_dir(NULL);
-  DIR *d = opendir(dir);
-  if (d) {
-    for (struct dirent *e; (e = readdir(d));) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      char path[ATTN_OUT_PATH_MAX + 256];
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      unlink(path);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 // "python3 SCRIPT ARGS… [--venv DIR] [--require] [--baselines LIST]" into argv (LIST
 // omitted for "all").
 static int run_script(const attn_baselines_run *br, const char *const *args, size_t n_args) {
@@ -195,7 +178,7 @@ int attn_baselines_prepare(attn_baselines_run *br, const attn_bench_plan *plan) 
   char err[ATTN_OUT_PATH_MAX + 512];
   if (!attn_bench_export_inputs(plan, br->dir, err, sizeof err)) {
     fprintf(stderr, "attnbench bench: --export-inputs: %s\n", err);
-    if (br->temporary) remove_export(br->dir);
+    if (br->temporary) attn_fileio_remove_live_dir();
     return ATTNBENCH_EXIT_FAILURE;
   }
   if (!br->quiet) fprintf(stderr, "inputs of %zu points -> %s/index.json\n", plan->count, br->dir);
@@ -220,10 +203,10 @@ int attn_baselines_finish(attn_baselines_run *br, const char *out) {
             "baselines: none ran (none installed; the notes before the sweep say why; "
             "scripts/setup-baselines installs them)\n");
   }
-  if (br->temporary) remove_export(br->dir);
+  if (br->temporary) attn_fileio_remove_live_dir();
   return rc;
 }
 
 void attn_baselines_discard(attn_baselines_run *br) {
-  if (br->temporary) remove_export(br->dir);
+  if (br->temporary) attn_fileio_remove_live_dir();
 }

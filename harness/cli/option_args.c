@@ -8,7 +8,7 @@
 
 #include "common/cli_args.h"
 #include "machine/placement.h"
-#include "plugins/isolate.h"  // ATTN_ISOLATE_DEFAULT_TIMEOUT
+#include "plugins/isolate.h"  // ATTN_ISOLATE_DEFAULT_TIMEOUT, ATTN_ISOLATE_MAX_TIMEOUT
 #include "resolve/resolve.h"
 #include "tune/tunefile.h"
 
@@ -205,9 +205,9 @@ bool compute_arg_apply(const char *cmd, attn_compute mode, attn_problem *p) {
 
 bool attn_case_timeout_settle(const char *command, double *seconds, bool given) {
   if (!given) *seconds = ATTN_ISOLATE_DEFAULT_TIMEOUT;
-  if (*seconds > 0.0 && *seconds <= 1e6) return true;
-  fprintf(stderr, "attnbench %s: --case-timeout %g: expected seconds in (0, 1e6]\n", command,
-          *seconds);
+  if (*seconds > 0.0 && *seconds <= ATTN_ISOLATE_MAX_TIMEOUT) return true;
+  fprintf(stderr, "attnbench %s: --case-timeout %g: expected seconds in (0, %g]\n", command,
+          *seconds, ATTN_ISOLATE_MAX_TIMEOUT);
   return false;
 }
 

@@ -103,7 +103,7 @@ void attn_fileio_live_dir(const char *dir) {
 // Empties and removes the live directory with async-signal-safe calls only: open, the
 // getdents64 system call (readdir may allocate), unlinkat, rmdir. Entries unlinked while
 // the listing is read may shift it, so passes repeat until one removes nothing.
-static void remove_live_dir(void) {
+void attn_fileio_remove_live_dir(void) {
   if (!atomic_load_explicit(&g_live_dir_on, memory_order_acquire)) return;
   static char buf[8192];  // one handler runs at a time (the signals block each other)
   const int fd = open(g_live_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -124,13 +124,14 @@ static void remove_live_dir(void) {
   }
   if (fd >= 0) close(fd);
   rmdir(g_live_dir);
+  atomic_store_explicit(&g_live_dir_on, 0, memory_order_release);
 }
 
 void attn_fileio_remove_live(void) {
   // async-signal-safe calls only
   for (int i = 0; i < kLiveSlots; i++)
     if (atomic_load_explicit(&g_live_on[i], memory_order_acquire)) unlink(g_live[i]);
-  remove_live_dir();
+  attn_fileio_remove_live_dir();
 }
 
 static void on_signal(int sig) {

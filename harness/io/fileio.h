@@ -121,8 +121,11 @@ void attn_fileio_release_signals(void);
 void attn_fileio_remove_live(void);
 // A flat directory of files this process made for itself (bench --baselines' exported
 // inputs): the signal handler and attn_fileio_remove_live empty and remove it. NULL: none
-// (after the owner removed it). One at a time.
+// (forget it). One at a time.
 void attn_fileio_live_dir(const char *dir);
+// Empties and removes the live directory now and forgets it (async-signal-safe; nothing
+// without one): the owner's own removal once it is done with the directory.
+void attn_fileio_remove_live_dir(void);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,7 @@ typedef enum attn_isolate_mode {
 
 // The command-line option --isolate=plugins|all|none and --case-timeout SECONDS.
 #define ATTN_ISOLATE_DEFAULT_TIMEOUT 60.0
+#define ATTN_ISOLATE_MAX_TIMEOUT 1e6  // --case-timeout takes seconds in (0, this]
 // "plugins", "all", "none" → *mode. False for anything else.
 bool attn_isolate_parse(const char *s, attn_isolate_mode *mode);
 // Whether kernel k runs in a child under mode.

@@ -87,8 +87,8 @@ int attn_plugin_load(const char *path, double timeout_s, char *err, size_t err_l
 }
 
 // The command's --case-timeout SECONDS (or --case-timeout=SECONDS) before "--", if it
-// reads as a limit in (0, 1e6]; otherwise the default. Loading comes before the command
-// parses its options, so a bad value is refused later by the command itself.
+// reads as a limit in (0, ATTN_ISOLATE_MAX_TIMEOUT]; otherwise the default. Loading comes before
+// the command parses its options, so a bad value is refused later by the command itself.
 static double load_timeout(int argc, char **argv) {
   double t = ATTN_ISOLATE_DEFAULT_TIMEOUT;
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
@@ -99,7 +99,7 @@ static double load_timeout(int argc, char **argv) {
       v = argv[i] + 15;
     char *end = NULL;
     const double x = v ? strtod(v, &end) : 0.0;
-    if (v && end != v && !*end && x > 0.0 && x <= 1e6) t = x;
+    if (v && end != v && !*end && x > 0.0 && x <= ATTN_ISOLATE_MAX_TIMEOUT) t = x;
   }
   return t;
 }
