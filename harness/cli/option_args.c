@@ -203,11 +203,16 @@ bool compute_arg_apply(const char *cmd, attn_compute mode, attn_problem *p) {
   return false;
 }
 
+#define ATTN_STRINGIFY_(x) #x
+#define ATTN_STRINGIFY(x) ATTN_STRINGIFY_(x)  // "1e6": the limit as written in isolate.h
+
 bool attn_case_timeout_settle(const char *command, double *seconds, bool given) {
   if (!given) *seconds = ATTN_ISOLATE_DEFAULT_TIMEOUT;
   if (*seconds > 0.0 && *seconds <= ATTN_ISOLATE_MAX_TIMEOUT) return true;
-  fprintf(stderr, "attnbench %s: --case-timeout %g: expected seconds in (0, %g]\n", command,
-          *seconds, ATTN_ISOLATE_MAX_TIMEOUT);
+  fprintf(stderr,
+          "attnbench %s: --case-timeout %g: expected seconds in (0, " ATTN_STRINGIFY(
+              ATTN_ISOLATE_MAX_TIMEOUT) "]\n",
+          command, *seconds);
   return false;
 }
 
