@@ -73,19 +73,43 @@ static bool find_baselines_script(char *buf, size_t len) {
   return false;
 }
 
+// The script being waited for, and the first SIGTERM or SIGHUP that reached this process
+// meanwhile (0: none).
+static volatile sig_atomic_t g_child;  // a pid_t
+static volatile sig_atomic_t g_forwarded;
+
+// SIGTERM or SIGHUP while the script runs (async-signal-safe; any thread may take it): the
+// first is passed on as SIGINT, which the script treats as Ctrl-C (it records the points it
+// has timed and ends); a second kills it. The waiting thread then cleans up as usual, so
+// the script never outlives this process or the inputs it reads.
+static void forward_to_child(int sig) {
+  const pid_t child = (pid_t)g_child;
+  if (child <= 0) return;
+  if (g_forwarded) {
+    kill(child, SIGKILL);
+    return;
+  }
+  g_forwarded = sig;
+  kill(child, SIGINT);
+}
+
 // Runs argv (argv[0] found on PATH) and waits. Returns its exit status, or -1 after a
-// message if it could not be started or did not exit normally.
-static int spawn_wait(char *const argv[]) {
+// message if it could not be started or did not exit normally. *stopped_by: the SIGTERM or
+// SIGHUP passed on to it meanwhile (0: none).
+static int spawn_wait(char *const argv[], int *stopped_by) {
   fflush(stdout);
   fflush(stderr);
   pid_t pid;
   extern char **environ;
+  *stopped_by = 0;
   // The sweep pinned this thread to one core (placement.h); the child would inherit that
   // and run every framework's threads on it.
   (void)attn_placement_unbind();
   // Ctrl-C reaches the script too (the terminal's process group): it records what it has
-  // and ends, and this process, ignoring SIGINT meanwhile, then cleans up as usual. The
-  // script starts with the default actions whatever this process has installed.
+  // and ends, and this process, ignoring SIGINT meanwhile, then cleans up as usual.
+  // SIGTERM and SIGHUP, which may reach this process alone, are passed on
+  // (forward_to_child). The script starts with the default actions whatever this process
+  // has installed.
   posix_spawnattr_t attr;
   sigset_t dflt;
   sigemptyset(&dflt);
@@ -93,28 +117,39 @@ static int spawn_wait(char *const argv[]) {
   posix_spawnattr_init(&attr);
   posix_spawnattr_setsigdefault(&attr, &dflt);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
-  struct sigaction ign, old_int;
+  struct sigaction ign, fwd, old[3];
+  static const int kSigs[3] = {SIGINT, SIGTERM, SIGHUP};
   memset(&ign, 0, sizeof ign);
   ign.sa_handler = SIG_IGN;
   sigemptyset(&ign.sa_mask);
-  sigaction(SIGINT, &ign, &old_int);
+  memset(&fwd, 0, sizeof fwd);
+  fwd.sa_handler = forward_to_child;
+  sigemptyset(&fwd.sa_mask);
+  sigaddset(&fwd.sa_mask, SIGTERM), sigaddset(&fwd.sa_mask, SIGHUP);
+  g_child = 0, g_forwarded = 0;
+  sigaction(SIGINT, &ign, &old[0]);
+  sigaction(SIGTERM, &fwd, &old[1]);
+  sigaction(SIGHUP, &fwd, &old[2]);
   const int err = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
   posix_spawnattr_destroy(&attr);
+  int status = 0, werr = 0;
+  if (err == 0) {
+    g_child = pid;
+    while (waitpid(pid, &status, 0) < 0 && (werr = errno) == EINTR) werr = 0;
+    g_child = 0;
+  }
+  for (int i = 0; i < 3; i++) sigaction(kSigs[i], &old[i], NULL);
+  *stopped_by = g_forwarded;
   if (err != 0) {
-    sigaction(SIGINT, &old_int, NULL);
     fprintf(stderr, "attnbench bench: cannot start %s: %s\n", argv[0], strerror(err));
     return -1;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      sigaction(SIGINT, &old_int, NULL);
-      fprintf(stderr, "attnbench bench: waiting for %s: %s\n", argv[1], strerror(errno));
-      return -1;
-    }
+  if (werr != 0) {
+    fprintf(stderr, "attnbench bench: waiting for %s: %s\n", argv[1], strerror(werr));
+    return -1;
   }
-  sigaction(SIGINT, &old_int, NULL);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (*stopped_by) return -1;  // killed by the second signal: the caller says so
   fprintf(stderr, "attnbench bench: %s was killed by signal %d\n", argv[1],
           WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return -1;
@@ -122,7 +157,9 @@ static int spawn_wait(char *const argv[]) {
 
 // "python3 SCRIPT ARGS… [--venv DIR] [--require] [--baselines LIST]" into argv (LIST
 // omitted for "all").
-static int run_script(const attn_baselines_run *br, const char *const *args, size_t n_args) {
+// *stopped_by as spawn_wait's.
+static int run_script(const attn_baselines_run *br, const char *const *args, size_t n_args,
+                      int *stopped_by) {
   const char *list = br->list;
   char *argv[20];
   size_t n = 0;
@@ -139,7 +176,14 @@ static int run_script(const attn_baselines_run *br, const char *const *args, siz
     argv[n++] = (char *)list;
   }
   argv[n] = NULL;
-  return spawn_wait(argv);
+  return spawn_wait(argv, stopped_by);
+}
+
+// The script was stopped by SIGTERM or SIGHUP passed on to it (spawn_wait): the message,
+// and the exit code of a process ended by that signal.
+static int stopped(int sig, const char *when) {
+  fprintf(stderr, "attnbench bench: %s %s\n", sig == SIGTERM ? "SIGTERM" : "SIGHUP", when);
+  return 128 + sig;
 }
 
 // Before the sweep: the script, this binary, the pre-flight (Python environment and each
@@ -153,7 +197,9 @@ int attn_baselines_prepare(attn_baselines_run *br, const attn_bench_plan *plan) 
     }
     // 0: ready; 3: nothing installed and none named (a note says how to install them).
     const char *args[] = {"--preflight"};
-    const int rc = run_script(br, args, 1);
+    int sig = 0;
+    const int rc = run_script(br, args, 1, &sig);
+    if (sig) return stopped(sig, "before the sweep");
     if (rc != 0 && rc != 3) {
       fprintf(stderr, "attnbench bench: --baselines %s: not ready (see above); nothing was run\n",
               br->list);
@@ -191,13 +237,14 @@ int attn_baselines_finish(attn_baselines_run *br, const char *out) {
   int rc = ATTNBENCH_EXIT_OK;
   if (br->ready && out && is_file(out)) {
     const char *args[] = {out, "--inputs", br->dir, "--attnbench", br->exe};
-    // SIGTERM or SIGHUP meanwhile: the exported inputs removed (fileio.h's live directory)
-    attn_fileio_catch_signals(
-        "attnbench bench: interrupted while the baselines ran; the results file keeps the "
-        "points written so far\n");
-    const int st = run_script(br, args, 5);
-    attn_fileio_release_signals();
-    rc = st == 0 ? ATTNBENCH_EXIT_OK : st == 130 ? 130 : ATTNBENCH_EXIT_FAILURE;
+    int sig = 0;
+    const int st = run_script(br, args, 5, &sig);
+    rc = sig         ? stopped(sig,
+                               "while the baselines ran; the results file keeps the points "
+                                       "written so far")
+         : st == 0   ? ATTNBENCH_EXIT_OK
+         : st == 130 ? 130
+                     : ATTNBENCH_EXIT_FAILURE;
   } else if (br->list && !br->ready) {  // 'all' with nothing installed: said at the end too
     fprintf(stderr,
             "baselines: none ran (none installed; the notes before the sweep say why; "

@@ -648,12 +648,14 @@ def interrupt(attnbench):
     """Ctrl-C during the baselines: bench-baselines records the points timed, puts back the
     earlier entries of the points it did not reach, says so in the context and exits 130
     without a traceback; `bench --baselines` (the whole process group interrupted) exits
-    130 and leaves no exported inputs behind."""
+    130 and leaves no exported inputs behind. SIGTERM to `bench --baselines` alone is
+    passed on to the script as Ctrl-C: the script records what it has before bench exits
+    143, and no inputs are left behind."""
     import signal
     slow = os.path.join(HERE, "numpy_slow_second.py")
     cfg = CONFIG.replace("seq_len = 8\nseq_kv = 24\n", "seq_len = 8, 16, 24\n")
 
-    def interrupted(cmd, env, group):
+    def interrupted(cmd, env, group, sig=signal.SIGINT):
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=env, start_new_session=group)
         err = []
@@ -663,9 +665,9 @@ def interrupt(attnbench):
                 break
         time.sleep(1.0)
         if group:
-            os.killpg(p.pid, signal.SIGINT)
+            os.killpg(p.pid, sig)
         else:
-            p.send_signal(signal.SIGINT)
+            p.send_signal(sig)
         out, rest = p.communicate(timeout=60)
         return p.returncode, "".join(err) + rest
 
@@ -700,7 +702,19 @@ def interrupt(attnbench):
         assert rc == 130 and "Traceback" not in err, (rc, err)
         assert os.listdir(tmp) == [], "exported inputs left behind: %s" % os.listdir(tmp)
         assert len(points(out)) == 1, (points(out), err)
-    print("interrupt: points kept, earlier entries back, exit 130, no inputs left")
+
+        # SIGTERM to bench alone (a job runner's stop): the script must not go on without
+        # its inputs; it ends as on Ctrl-C and has written its context when bench exits.
+        rc, err = interrupted([attnbench, "bench", "--config", cfg_path, "--out", out,
+                               "--baselines", slow], benv, False, signal.SIGTERM)
+        with open(out) as f:
+            doc = json.load(f)
+        assert rc == 128 + signal.SIGTERM and "Traceback" not in err, (rc, err)
+        assert "SIGTERM while the baselines ran" in err, err
+        assert "after 1 of 3" in doc["context"].get("baselines_interrupted", ""), doc["context"]
+        assert os.listdir(tmp) == [], "exported inputs left behind: %s" % os.listdir(tmp)
+    print("interrupt: points kept, earlier entries back, exit 130, no inputs left; "
+          "SIGTERM passed on to the script")
     return 0
 
 
