@@ -8,6 +8,8 @@
 #include "attn.h"
 #include "cli/commands.h"
 #include "common/cli_args.h"
+#include "common/util.h"
+#include "io/npy.h"
 #include "plugins/plugins.h"
 
 #ifndef ATTNBENCH_VERSION
@@ -89,5 +91,11 @@ int main(int argc, char **argv) {
   // then sees their kernels exactly like the built-ins. --plugin is taken out of argv here.
   int rc = attn_plugins_from_args(&argc, argv);
   if (rc != ATTNBENCH_EXIT_OK) return rc;
+  // A .npy streamed through a pipe may not announce more data than the memory rule allows
+  // (util.h; a malformed ATTNBENCH_MEMORY_LIMIT is reported by the commands that use it).
+  uint64_t budget = 0;
+  char budget_err[256];
+  if (attn_memory_budget(&budget, budget_err, sizeof budget_err))
+    npy_set_stream_limit(budget / 5 * 4);
   return c->run(argc - 1, argv + 1);
 }

@@ -385,6 +385,13 @@ static bool parse_and_check_header(const npy_source *src, const char *header, pa
   return true;
 }
 
+// The most data bytes a read from a pipe or device may announce (npy_set_stream_limit).
+static uint64_t g_stream_limit;
+
+void npy_set_stream_limit(uint64_t bytes) {
+  g_stream_limit = bytes;
+}
+
 // Step 5: count = prod(shape) and bytes = elem·count (elem 4, or 2 for '<f2'), refused
 // when 4·count > SIZE_MAX; then,
 // for a regular file, the data must be exactly bytes long (checked before any big malloc).
@@ -401,6 +408,12 @@ static bool data_size(const npy_source *src, const parser *p, size_t *count, siz
   }
   *count = n;
   *bytes = n * p->elem;  // <= SIZE_MAX by the loop's bound
+  if (!src->regular && g_stream_limit && (uint64_t)*bytes > g_stream_limit)
+    return fail(err, err_len, src->path,
+                "shape %s needs %zu bytes of data from a pipe or device, more than this "
+                "command may hold (%llu bytes); save the array to a file",
+                npy_shape_string(p->ndim, p->shape, sb, sizeof sb), *bytes,
+                (unsigned long long)g_stream_limit);
   if (src->regular) {
     const uint64_t have = src->file_size > src->data_offset ? src->file_size - src->data_offset : 0;
     if (have < *bytes)

@@ -49,6 +49,12 @@ bool npy_read_f32(const char *path, npy_array *out, char *err, size_t err_len);
 // out->data is NULL. Every other rule is npy_read_f32's.
 bool npy_read_f32_or_f16(const char *path, npy_array *out, char *err, size_t err_len);
 
+// The most data bytes a read from a pipe or device (a source whose size is not known up
+// front) may announce in its header; a larger shape is refused before anything is
+// allocated ("… more than this command may hold"). 0 (the default): no limit, and the
+// buffer grows with what actually arrives. A regular file is checked against its size.
+void npy_set_stream_limit(uint64_t bytes);
+
 // Frees a->data (and a->half) and zeroes *a. Safe on a zeroed or already freed array.
 void npy_free(npy_array *a);
 

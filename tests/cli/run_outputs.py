@@ -245,6 +245,25 @@ with clitest.tempdir() as d:
     check(took < 10, f"... at once ({took:.1f} s)")
     for p in sparse:
         os.remove(p)
+    # A pipe cannot be sized up front: a header announcing more than the memory rule allows
+    # is refused before its data is buffered, even while the data keeps coming.
+    header = os.path.join(d, "header.npy")
+    with open(header, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False,
+                                                 "shape": (1, 1, 1 << 20, 1024)})
+    feeder = subprocess.Popen(["sh", "-c", 'cat "$0"; exec cat /dev/zero', header],
+                              stdout=subprocess.PIPE)
+    t0 = time.time()
+    p = subprocess.run([clitest.BIN, "run", "--kernel", "blocked", "--q", "/dev/stdin", "--k", K,
+                        "--v", V, "--out", os.path.join(d, "never.npy")], stdin=feeder.stdout,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, ATTNBENCH_MEMORY_LIMIT="64M"))
+    took = time.time() - t0
+    feeder.kill()
+    feeder.wait()
+    check(p.returncode == 1 and "from a pipe or device, more than this command may hold" in p.stderr,
+          f"a 4 GiB shape streamed through a pipe is refused ({p.returncode}: {p.stderr.strip()})")
+    check(took < 10, f"... before its data is read ({took:.1f} s)")
     # The full estimate (inputs pass, O/workspace/reference do not), under a 64 KiB budget.
     lq, lk, lv = (os.path.join(d, n) for n in ("lq.npy", "lk.npy", "lv.npy"))
     np.save(lq, f32(1, 1, 1024, 1))
