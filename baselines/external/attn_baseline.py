@@ -246,12 +246,13 @@ def problem_from_layout(q, k, v, causal, scale, lay):
 
 
 def time_calls(fn, copies, warmup, repetitions, min_time):
-    """Seconds per iteration, one per repetition (Google Benchmark's rule)."""
+    """Seconds per iteration and the iterations, one of each per repetition (Google
+    Benchmark's rule)."""
     c = 0
     for _ in range(warmup):
         fn(c % copies)
         c += 1
-    times = []
+    times, counts = [], []
     for _ in range(repetitions):
         iters, t0 = 0, time.perf_counter()
         while True:
@@ -262,7 +263,8 @@ def time_calls(fn, copies, warmup, repetitions, min_time):
             if elapsed >= min_time:
                 break
         times.append(elapsed / iters)
-    return times
+        counts.append(iters)
+    return times, counts
 
 
 def save_npy(path, a):
@@ -386,8 +388,8 @@ def cmd_run(a):
                 return 0
         # A baseline may time a cheaper call than the one that returns O (e.g. without
         # copying the result out of its own buffers): fn.timed.
-        times = time_calls(getattr(fn, "timed", fn), a.input_copies, a.warmup, a.repetitions,
-                           a.min_time)
+        times, iterations = time_calls(getattr(fn, "timed", fn), a.input_copies, a.warmup,
+                                       a.repetitions, a.min_time)
     except Exception as e:
         print("attn_baseline: %s failed: %s: %s" % (mod.NAME, type(e).__name__, e), file=sys.stderr)
         return 1
@@ -398,7 +400,7 @@ def cmd_run(a):
               "kv_storage": getattr(mod, "KV_STORAGE", "f32"),
               "compute": getattr(mod, "COMPUTE", "f32"),
               "warmup": a.warmup, "repetitions": a.repetitions, "min_time": a.min_time,
-              "input_copies": a.input_copies, "times_s": times,
+              "input_copies": a.input_copies, "times_s": times, "iterations": iterations,
               "inputs_digest": problem_digest(p, q, k, v),
               "options": sorted(attn_options.used(p)),
               "median_s": statistics.median(times), "info": info}

@@ -498,6 +498,9 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     return;
   }
   attn_gb_set_counter(st, "input_copies", g_buf.copies, ATTN_GB_PLAIN);
+  // The seconds per repetition this point was timed with (its section's min_time), which
+  // scripts/bench-baselines gives the baselines run beside it.
+  if (s->min_time > 0) attn_gb_set_counter(st, "min_time", s->min_time, ATTN_GB_PLAIN);
   // Which values were timed (bench/inputs.h): the external baselines record the digest of
   // the exported inputs they ran on, so a results file shows that both saw the same.
   attn_gb_set_counter(st, "inputs_digest", (double)g_buf.digest, ATTN_GB_PLAIN);

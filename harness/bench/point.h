@@ -38,6 +38,8 @@ typedef struct attn_bench_state {
   double peak_gflops;      // that unit's peak (G ops/s) on the point's threads; 0 = unknown
   double bandwidth_gbs;    // read bandwidth measured with the point's threads; 0 = unknown
   bool adjacent_probe;     // probe the bandwidth around each timed run (if memory-bound)
+  double min_time;         // the point's own min_time in effect (0: the flag's or the default);
+                           // recorded as the min_time counter for the external baselines
   char refused[192];       // non-empty: not run (e.g. does not fit in memory)
   // filled by the first run
   bool checked, check_pass;

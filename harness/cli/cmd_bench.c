@@ -517,13 +517,14 @@ static void register_points(attn_bench_plan *plan, attn_bench_state *states, con
       s->bandwidth_gbs = attn_bench_read_bandwidth(s->point->threads);
       s->adjacent_probe = !a->no_adjacent_probe;
     }
+    s->min_time = a->user_min_time ? 0 : s->point->min_time;
     const attn_gb_def def = {
         .name = s->point->name,
         .run = attn_bench_run_point,
         .user = s,
         .real_time = true,  // OpenMP kernels: wall-clock time, one Google Benchmark thread
         .repetitions = a->user_reps ? 0 : s->point->repetitions,
-        .min_time = a->user_min_time ? 0 : s->point->min_time,
+        .min_time = s->min_time,
         .unit = ATTN_GB_UNIT_US,
     };
     attn_gb_register(&def);

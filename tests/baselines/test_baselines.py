@@ -718,6 +718,32 @@ def interrupt(attnbench):
     return 0
 
 
+def section_min_time(attnbench):
+    """Each point's baselines are timed with the point's own section's min_time (its
+    min_time counter), not the largest of the config's sections."""
+    cfg = CONFIG + CONFIG.replace("[cross]", "[long]").replace("seq_len = 8", "seq_len = 16") \
+        .replace("min_time = 0.001", "min_time = 0.2")
+    with tempfile.TemporaryDirectory() as d:
+        res = sweep(attnbench, d, config=cfg)
+        r = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "bench-baselines"), res,
+                 "--baselines", os.path.join(HERE, "numpy_attention.py"),
+                 "--python", "/usr/bin/python3", "--attnbench", attnbench])
+        assert r.returncode == 0, r.stderr
+        its = {}
+        for label in ("naive", "numpy_attention"):
+            for e in entries(res, label):
+                if e.get("run_type") == "iteration":
+                    its.setdefault((label, int(e["Sq"])), []).append(e)
+        for label in ("naive", "numpy_attention"):
+            mt = {sq: {e.get("min_time") for e in its[(label, sq)]} for sq in (8, 16)}
+            assert mt == {8: {0.001}, 16: {0.2}}, (label, mt)
+        short = max(e["iterations"] for e in its[("numpy_attention", 8)])
+        long_ = min(e["iterations"] for e in its[("numpy_attention", 16)])
+        assert 10 * short < long_, (short, long_)  # the calls counted, as min_time asks
+    print("section_min_time: each point's baselines ran with its section's min_time")
+    return 0
+
+
 def real_options(attnbench, name):
     """A real baseline on each option case: pass with the option, or skipped (exit 4)."""
     py = venv_python(name)
@@ -751,7 +777,8 @@ def real_options(attnbench, name):
 if __name__ == "__main__":
     attnbench, what = sys.argv[1], sys.argv[2]
     tests = {"pipeline": pipeline, "inputs": inputs, "one-command": one_command,
-             "options": options, "time-failed": time_failed, "interrupt": interrupt}
+             "options": options, "time-failed": time_failed, "interrupt": interrupt,
+             "section-min-time": section_min_time}
     if what in tests:
         sys.exit(tests[what](attnbench))
     if what.startswith("options:"):
