@@ -292,6 +292,25 @@ static bool resolve_target(attn_output *o, struct stat *st, bool *exists, char *
   return true;
 }
 
+// The process's own inputs (attn_fileio_add_process_input): loaded plug-ins.
+enum { kProcessInputs = 64 };
+static struct {
+  const char *what;
+  dev_t dev;
+  ino_t ino;
+} g_process_inputs[kProcessInputs];
+static size_t g_n_process_inputs;
+
+bool attn_fileio_add_process_input(const char *what, const char *path) {
+  struct stat st;
+  if (g_n_process_inputs == kProcessInputs || !path || stat(path, &st) != 0) return false;
+  g_process_inputs[g_n_process_inputs].what = what;
+  g_process_inputs[g_n_process_inputs].dev = st.st_dev;
+  g_process_inputs[g_n_process_inputs].ino = st.st_ino;
+  g_n_process_inputs++;
+  return true;
+}
+
 bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file *inputs,
                          size_t n_inputs, char *err, size_t err_len) {
   memset(o, 0, sizeof *o);
@@ -309,6 +328,11 @@ bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file
                              "is the same file as the %s; refusing to overwrite an input",
                              inputs[i].what);
   }
+  for (size_t i = 0; exists && i < g_n_process_inputs; i++)
+    if (g_process_inputs[i].dev == st.st_dev && g_process_inputs[i].ino == st.st_ino)
+      return attn_path_error(err, err_len, path,
+                             "is the same file as the %s; refusing to overwrite an input",
+                             g_process_inputs[i].what);
   // Probe: a temporary can be created (and removed) in the target's directory.
   char tmp[kLiveCap];
   int slot;

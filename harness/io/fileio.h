@@ -57,8 +57,15 @@ typedef struct attn_output {
   char lock_path[ATTN_OUT_PATH_MAX + 8];
 } attn_output;
 
+// A file the whole process reads, whatever the command (a loaded plug-in library): every
+// output is then checked against it too, as against the command's own inputs. The file is
+// kept by identity (device, inode) under the name `what` (a string that outlives the
+// process's outputs). False when path cannot be stat'ed or the table is full.
+bool attn_fileio_add_process_input(const char *what, const char *path);
+
 // Validates `path` as an output before any work (see the contract above) and probes that
-// a temporary can be created next to the target. On failure: false, err says why.
+// a temporary can be created next to the target; it may be none of `inputs` nor a file of
+// attn_fileio_add_process_input. On failure: false, err says why.
 bool attn_output_prepare(attn_output *o, const char *path, const attn_input_file *inputs,
                          size_t n_inputs, char *err, size_t err_len);
 

@@ -12,6 +12,7 @@
 
 #include "attn.h"
 #include "common/cli_args.h"
+#include "io/fileio.h"
 #include "plugins/isolate.h"
 
 int attn_plugin_load(const char *path, double timeout_s, char *err, size_t err_len) {
@@ -81,6 +82,12 @@ int attn_plugin_load(const char *path, double timeout_s, char *err, size_t err_l
     const char *detail = strstr(why, ": ");
     snprintf(err, err_len, "plug-in %s: %s", path, detail ? detail + 2 : why);
     dlclose(h);
+    return -1;
+  }
+  // No output of this process may replace the library (fileio.h).
+  if (!attn_fileio_add_process_input("plug-in library (--plugin or ATTNBENCH_PLUGINS)", path)) {
+    snprintf(err, err_len, "plug-in %s: too many plug-ins, or the file is gone after loading",
+             path);
     return -1;
   }
   return 0;  // stays loaded: the registry points into it

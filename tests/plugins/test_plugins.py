@@ -176,6 +176,32 @@ with tempfile.TemporaryDirectory() as tmp:
     p = run("check", "--quick", "--kernel", "naive", "--no-progress")
     expect(p.returncode == 0, f"built-in check after bad plug-ins: {p.returncode}")
 
+# ── a loaded plug-in is an input of every command: no output may replace it ────────────
+with tempfile.TemporaryDirectory() as d:
+    lib = os.path.join(d, "mine.so")
+    with open(GOOD, "rb") as f, open(lib, "wb") as g:
+        g.write(f.read())
+    before = open(lib, "rb").read()
+    qkv = []
+    for n, shape in (("q", (1, 2, 4, 8)), ("k", (1, 2, 6, 8)), ("v", (1, 2, 6, 8))):
+        qkv.append(os.path.join(d, n + ".npy"))
+        np.save(qkv[-1], np.ones(shape, np.float32))
+    cfg = os.path.join(d, "one.ini")
+    with open(cfg, "w") as f:
+        f.write("[t]\nkernels = naive\nheads = 2\nhead_dim = 8\nseq_len = 8\nthreads = 1\n"
+                "repetitions = 1\nmin_time = 0.001\n")
+    for cmd in (["run", "--kernel", "naive", "--q", qkv[0], "--k", qkv[1], "--v", qkv[2],
+                 "--out", lib],
+                ["bench", "--config", cfg, "--out", lib, "--no-probe"],
+                ["check", "--quick", "--kernel", "naive", "--json", lib]):
+        for how, args, env in [("--plugin", ["--plugin", lib], None),
+                               ("ATTNBENCH_PLUGINS", [], {"ATTNBENCH_PLUGINS": lib})]:
+            p = run(*cmd, *args, env=env)
+            expect(p.returncode != 0 and "is the same file as the plug-in library" in p.stderr
+                   and open(lib, "rb").read() == before,
+                   f"{cmd[0]} ({how}) with its output on the loaded plug-in: rc {p.returncode} "
+                   f"{p.stderr.strip()[-300:]}")
+
 for f in failures:
     print("FAIL:", f)
 print(f"{len(failures)} failure(s)" if failures else "plugins_cli: all checks passed")
