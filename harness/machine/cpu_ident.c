@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn.h"  // ATTN_ISA_*
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -197,6 +199,34 @@ void attn_cpu_ident_format(const attn_cpu_ident *id, char *buf, size_t len) {
   else
     snprintf(buf, len, "%s family %d model %d stepping %d", id->vendor, id->family, id->model,
              id->stepping);
+}
+
+uint32_t attn_cpu_uarch_isa(const char *uarch) {
+  enum {
+    kAvx512 = ATTN_ISA_AVX2 | ATTN_ISA_F16C | ATTN_ISA_AVX512F,
+    kAmxCore = kAvx512 | ATTN_ISA_AVX512VNNI | ATTN_ISA_AVX512BF16 | ATTN_ISA_AVX512FP16 |
+               ATTN_ISA_AVXVNNI | ATTN_ISA_AMXBF16,
+  };
+  static const struct {
+    const char *name;
+    uint32_t isa;
+  } kUnits[] = {
+      {"Cascade Lake-SP", kAvx512 | ATTN_ISA_AVX512VNNI},
+      {"Cooper Lake", kAvx512 | ATTN_ISA_AVX512VNNI | ATTN_ISA_AVX512BF16},
+      {"Ice Lake-SP", kAvx512 | ATTN_ISA_AVX512VNNI},
+      {"Ice Lake-D", kAvx512 | ATTN_ISA_AVX512VNNI},
+      {"Sapphire Rapids", kAmxCore},
+      {"Emerald Rapids", kAmxCore},
+      {"Granite Rapids", kAmxCore},
+      {"Granite Rapids-D", kAmxCore},
+      {"Alder Lake", ATTN_ISA_AVX2 | ATTN_ISA_F16C | ATTN_ISA_AVXVNNI},
+      {"Raptor Lake", ATTN_ISA_AVX2 | ATTN_ISA_F16C | ATTN_ISA_AVXVNNI},
+      {"Zen 4", kAvx512 | ATTN_ISA_AVX512VNNI | ATTN_ISA_AVX512BF16},
+      {"Zen 5", kAvx512 | ATTN_ISA_AVX512VNNI | ATTN_ISA_AVX512BF16 | ATTN_ISA_AVXVNNI},
+  };
+  for (size_t i = 0; uarch && i < sizeof kUnits / sizeof kUnits[0]; i++)
+    if (strcmp(uarch, kUnits[i].name) == 0) return kUnits[i].isa;
+  return 0;
 }
 
 static bool has_amx(const char *uarch) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -42,6 +43,12 @@ const attn_cpu_ident *attn_cpu_ident_get(void);
 // (AMD Zen 1–5, Intel server cores Sandy Bridge-EP … Granite Rapids and the client cores
 // since Haswell, Arm Neoverse/Cortex parts, ...); "unknown" otherwise.
 const char *attn_cpu_uarch(const char *vendor, int family, int model, int stepping);
+
+// The ATTN_ISA_* bits (attn.h) every part of microarchitecture `uarch` has natively, for
+// the cores whose low-precision units are known (Intel server cores Cascade Lake …
+// Granite Rapids, Alder/Raptor Lake, AMD Zen 4 and Zen 5); 0 for any other name. Under a
+// hypervisor the CPU may offer fewer (cpuid masks them): `info` names those.
+uint32_t attn_cpu_uarch_isa(const char *uarch);
 
 // Sets uarch (and note) from the other fields: the table, then the AMX rule above.
 void attn_cpu_ident_classify(attn_cpu_ident *id);

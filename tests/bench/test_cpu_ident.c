@@ -169,8 +169,25 @@ static void test_this_cpu(void) {
 #endif
 }
 
+// The units each known core has (attn_cpu_uarch_isa): what `info` names as not exposed
+// when a hypervisor masks them.
+static void test_uarch_units(void) {
+  const uint32_t emr = attn_cpu_uarch_isa("Emerald Rapids");
+  EXPECT((emr & (ATTN_ISA_AMXBF16 | ATTN_ISA_AVX512BF16 | ATTN_ISA_AVX512FP16)) ==
+         (ATTN_ISA_AMXBF16 | ATTN_ISA_AVX512BF16 | ATTN_ISA_AVX512FP16));
+  EXPECT(emr == attn_cpu_uarch_isa("Sapphire Rapids"));
+  const uint32_t zen4 = attn_cpu_uarch_isa("Zen 4"), zen5 = attn_cpu_uarch_isa("Zen 5");
+  EXPECT((zen4 & ATTN_ISA_AVX512BF16) && !(zen4 & ATTN_ISA_AVXVNNI) && !(zen4 & ATTN_ISA_AMXBF16));
+  EXPECT(zen5 == (zen4 | ATTN_ISA_AVXVNNI));
+  EXPECT(!(attn_cpu_uarch_isa("Cascade Lake-SP") & ATTN_ISA_AVX512BF16));
+  EXPECT(!(attn_cpu_uarch_isa("Alder Lake") & ATTN_ISA_AVX512F));
+  EXPECT(attn_cpu_uarch_isa("Zen 3") == 0 && attn_cpu_uarch_isa("unknown") == 0);
+  EXPECT(attn_cpu_uarch_isa(NULL) == 0);
+}
+
 int main(void) {
   test_leaf1();
+  test_uarch_units();
   test_table();
   test_cpuinfo_parse();
   test_classify();
