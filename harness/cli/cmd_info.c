@@ -7,7 +7,6 @@
 //   harness/machine/peak/peak.h). `--no-peak` skips the ~2–4 s measurement.
 #include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "attn.h"
@@ -222,12 +221,8 @@ int cmd_info(int argc, char **argv) {
   printf("isa found:  %s\n", attn_isa_names(isa, found, sizeof found));
   if (attn_cpu_features_note()[0])
     printf("            not offered: %s\n", attn_cpu_features_note());
-  // Units the model has but the CPU does not offer under a hypervisor (not those the OS
-  // withholds, said above, nor those ATTNBENCH_ISA_MASK leaves out).
-  uint32_t hidden = attn_cpu_uarch_isa(id->uarch) & ~isa;
-  if (strncmp(attn_cpu_features_note(), "amx-bf16", 8) == 0) hidden &= ~(uint32_t)ATTN_ISA_AMXBF16;
-  const char *mask = getenv("ATTNBENCH_ISA_MASK");
-  if (id->hypervisor && hidden && !(mask && *mask)) {
+  const uint32_t hidden = attn_cpu_units_not_exposed();
+  if (hidden) {
     char names[160];
     printf(
         "            not exposed: %s (%s has them; this hypervisor's cpuid does not offer "

@@ -229,6 +229,15 @@ uint32_t attn_cpu_uarch_isa(const char *uarch) {
   return 0;
 }
 
+uint32_t attn_cpu_units_not_exposed(void) {
+  const attn_cpu_ident *id = attn_cpu_ident_get();
+  const char *mask = getenv("ATTNBENCH_ISA_MASK");
+  if (!id->hypervisor || (mask && *mask)) return 0;
+  uint32_t hidden = attn_cpu_uarch_isa(id->uarch) & ~attn_cpu_features();
+  if (strncmp(attn_cpu_features_note(), "amx-bf16", 8) == 0) hidden &= ~(uint32_t)ATTN_ISA_AMXBF16;
+  return hidden;
+}
+
 static bool has_amx(const char *uarch) {
   static const char *const kAmx[] = {"Sapphire Rapids", "Emerald Rapids", "Granite Rapids",
                                      "Granite Rapids-D", "Diamond Rapids"};

@@ -50,6 +50,12 @@ const char *attn_cpu_uarch(const char *vendor, int family, int model, int steppi
 // hypervisor the CPU may offer fewer (cpuid masks them): `info` names those.
 uint32_t attn_cpu_uarch_isa(const char *uarch);
 
+// This CPU's units that its core has (attn_cpu_uarch_isa) but a hypervisor's cpuid does
+// not offer: 0 when not under a hypervisor, under ATTNBENCH_ISA_MASK (the mask, not the
+// hypervisor, narrows the set), and without AMX when the OS withholds its tile data
+// (attn_cpu_features_note says so instead).
+uint32_t attn_cpu_units_not_exposed(void);
+
 // Sets uarch (and note) from the other fields: the table, then the AMX rule above.
 void attn_cpu_ident_classify(attn_cpu_ident *id);
 
