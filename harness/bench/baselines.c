@@ -76,21 +76,21 @@ static bool find_baselines_script(char *buf, size_t len) {
 // The script being waited for, and the first SIGTERM or SIGHUP that reached this process
 // meanwhile (0: none).
 static volatile sig_atomic_t g_child;  // a pid_t
-static volatile sig_atomic_t g_forwarded;
+static volatile sig_atomic_t g_forwarded, g_sent;
 
 // SIGTERM or SIGHUP while the script runs (async-signal-safe; any thread may take it): the
 // first is passed on as SIGINT, which the script treats as Ctrl-C (it records the points it
 // has timed and ends); a second kills it. The waiting thread then cleans up as usual, so
 // the script never outlives this process or the inputs it reads.
+// One that arrives before the script's pid is known is passed on by spawn_wait once it is.
 static void forward_to_child(int sig) {
   const pid_t child = (pid_t)g_child;
-  if (child <= 0) return;
   if (g_forwarded) {
-    kill(child, SIGKILL);
+    if (child > 0) kill(child, SIGKILL);
     return;
   }
   g_forwarded = sig;
-  kill(child, SIGINT);
+  if (child > 0) g_sent = 1, kill(child, SIGINT);
 }
 
 // Runs argv (argv[0] found on PATH) and waits. Returns its exit status, or -1 after a
@@ -126,7 +126,7 @@ static int spawn_wait(char *const argv[], int *stopped_by) {
   fwd.sa_handler = forward_to_child;
   sigemptyset(&fwd.sa_mask);
   sigaddset(&fwd.sa_mask, SIGTERM), sigaddset(&fwd.sa_mask, SIGHUP);
-  g_child = 0, g_forwarded = 0;
+  g_child = 0, g_forwarded = 0, g_sent = 0;
   sigaction(SIGINT, &ign, &old[0]);
   sigaction(SIGTERM, &fwd, &old[1]);
   sigaction(SIGHUP, &fwd, &old[2]);
@@ -135,6 +135,7 @@ static int spawn_wait(char *const argv[], int *stopped_by) {
   int status = 0, werr = 0;
   if (err == 0) {
     g_child = pid;
+    if (g_forwarded && !g_sent) g_sent = 1, kill(pid, SIGINT);  // arrived while spawning
     while (waitpid(pid, &status, 0) < 0 && (werr = errno) == EINTR) werr = 0;
     g_child = 0;
   }
