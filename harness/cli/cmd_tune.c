@@ -9,8 +9,9 @@
 // layout (the loaded sweep owns the layouts and outlives the groups). The built-in
 // default of a group is what `run` would use without a tuning file: the settings resolver
 // (resolve/resolve.h: --threads > environment > machine rule > kernel default; --explain
-// prints them). Candidates: the default's tiles r_q × r_kv (the tile rule with hwloc's
-// caches unless ATTNBENCH_TILE_* set them) and the grid
+// prints them), except that ATTNBENCH_TILE_*, _REGTILE and _KV_SPLIT are left out (the
+// default recorded is never a passing override). Candidates: the default's tiles
+// r_q × r_kv (the tile rule with hwloc's caches) and the grid
 //     tile_q  ∈ {r_q/2, r_q, 3r_q/2, 2r_q},   tile_kv ∈ {r_kv/2, r_kv, 2r_kv}
 // with tile_q rounded to a multiple of the kernel's register-tile rows and tile_kv of its
 // Q·Kᵀ register-tile columns (at least one register tile), tile_q capped at seq_q and
@@ -595,10 +596,11 @@ static bool record_group(const group_search *s, int nrt, int rounds, double conf
 }
 
 // Tunes groups[g] with the settings dflt (its built-in default) in `share` seconds and
-// records the result in *file. -1, else the exit code after a message.
+// records the result in *file. -1, else the exit code after a message; *confirm_s: the
+// seconds its confirmation rounds took (outside the budget).
 static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g, size_t ng,
                           const attn_settings *dflt, double share, attn_tune_file *file,
-                          const char *path) {
+                          const char *path, double *confirm_s) {
   static group_search s;  // the candidate arrays are the bulk of it
   memset(&s, 0, sizeof s);
   s.G = &groups[g], s.p = &groups[g].problem, s.g = g, s.ng = ng;
@@ -642,9 +644,10 @@ static int tune_group_run(const tune_args *a, const tune_group *groups, size_t g
   const double tile_share = share * s.nc / (double)(s.nc + (nrt - 1) + nkv);
   double confirm_ratio;
   bool refuted;
-  if (!search_tiles(&s, tile_share) || !search_variants(&s, nrt, kvc, nkv) ||
-      !confirm_choice(&s, a->confirm, &confirm_ratio, &refuted))
-    goto out;
+  if (!search_tiles(&s, tile_share) || !search_variants(&s, nrt, kvc, nkv)) goto out;
+  const double c0 = attn_now_seconds();  // the confirmation rounds are outside the budget
+  if (!confirm_choice(&s, a->confirm, &confirm_ratio, &refuted)) goto out;
+  *confirm_s = attn_now_seconds() - c0;
   attn_kernel_guard_leave(guard);
   guard = false;
   free(s.q), free(s.k), free(s.v), free(s.o);
@@ -696,8 +699,9 @@ static int tune_main(int argc, char **argv, attn_bench_plan *plan, bool *have_pl
   static attn_settings dflts[kMaxGroups];
   for (size_t g = 0; g < ng; g++) {
     attn_setting_fault fault;
-    if (attn_resolve(groups[g].kernel, &groups[g].problem, &cli, NULL, ATTN_RESOLVE_NO_TUNE_FILE,
-                     &dflts[g], &fault, err, sizeof err) != 0) {
+    if (attn_resolve(groups[g].kernel, &groups[g].problem, &cli, NULL,
+                     ATTN_RESOLVE_NO_TUNE_FILE | ATTN_RESOLVE_NO_ENV_TUNING, &dflts[g], &fault, err,
+                     sizeof err) != 0) {
       fprintf(stderr, "attnbench tune: %s\n", err);
       return attn_resolve_exit_code(&fault);
     }
@@ -712,10 +716,14 @@ static int tune_main(int argc, char **argv, attn_bench_plan *plan, bool *have_pl
           "round(s)\n",
           ng, a.budget, threads, a.reps, a.confirm);
   const double start = attn_now_seconds();
+  double confirming = 0;  // seconds of confirmation rounds so far: not the budget's
   for (size_t g = 0; g < ng; g++) {
-    double share = (a.budget - (attn_now_seconds() - start)) / (double)(ng - g);
+    double share = (a.budget - (attn_now_seconds() - start - confirming)) / (double)(ng - g);
     if (share < 0) share = 0;  // spent: the rule's tiles only
-    if ((rc = tune_group_run(&a, groups, g, ng, &dflts[g], share, &file, path)) >= 0) return rc;
+    double confirm_s = 0;
+    if ((rc = tune_group_run(&a, groups, g, ng, &dflts[g], share, &file, path, &confirm_s)) >= 0)
+      return rc;
+    confirming += confirm_s;
   }
   size_t total, kept_other;
   if (!attn_tune_merge_write(&out, path, &file, &total, &kept_other)) return ATTNBENCH_EXIT_FAILURE;

@@ -73,6 +73,14 @@ int attn_resolve(const attn_kernel *k, const attn_problem *p, const attn_setting
     if (fault) *fault = (attn_setting_fault){ATTN_SETTING_COUNT, ATTN_SOURCE_ENV};
     return -1;
   }
+  if (flags & ATTN_RESOLVE_NO_ENV_TUNING) {
+    attn_setting_layer *env = &ls.layer[ATTN_SOURCE_ENV];
+    static const attn_setting kTuned[] = {ATTN_SETTING_TILE_Q, ATTN_SETTING_TILE_KV,
+                                          ATTN_SETTING_REGTILE, ATTN_SETTING_KV_SPLIT};
+    for (size_t i = 0; i < sizeof kTuned / sizeof kTuned[0]; i++)
+      env->value[kTuned[i]] = ATTN_SETTING_UNSET, env->what[kTuned[i]][0] = '\0';
+    env->regtile[0] = '\0';
+  }
   if (!(flags & ATTN_RESOLVE_NO_TUNE_FILE))
     attn_resolve_tune_layer(k, p, &ls.layer[ATTN_SOURCE_TUNE_FILE]);
   attn_resolve_machine_layer(p, &ls.layer[ATTN_SOURCE_MACHINE]);

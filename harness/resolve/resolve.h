@@ -36,8 +36,11 @@ void attn_resolve_tune_layer(const attn_kernel *k, const attn_problem *p, attn_s
 // The machine layer for problem p from hwloc (empty where hwloc knows nothing).
 void attn_resolve_machine_layer(const attn_problem *p, attn_setting_layer *l);
 
-// Leave the tuning file out (tune: it measures the defaults the file would replace).
-enum { ATTN_RESOLVE_NO_TUNE_FILE = 1u << 0 };
+// Leave the tuning file out (tune: it measures the defaults the file would replace);
+// leave the environment's tiles, register-tile variant and kv_split out (tune: the
+// built-in default it records is the machine rule's and the kernel's, never a passing
+// ATTNBENCH_TILE_* / _REGTILE / _KV_SPLIT; threads and binding still come from OMP_*).
+enum { ATTN_RESOLVE_NO_TUNE_FILE = 1u << 0, ATTN_RESOLVE_NO_ENV_TUNING = 1u << 1 };
 
 // The settings of kernel k on problem p: cli and config (either NULL: none), then the
 // environment, the tuning file (unless flags has ATTN_RESOLVE_NO_TUNE_FILE), hwloc's

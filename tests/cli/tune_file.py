@@ -394,6 +394,19 @@ def main():
         check(re.search(r" D64 causal paged, T1\)", err) and re.search(r" D128 bf16, T1\)", err)
               and re.search(r" D128 q8_0, T1\)", err),
               f"the progress lines name the layout and the K/V types: {err[-600:]!r}")
+        # 9. The built-in default tune records is the machine rule's and the kernel's:
+        # ATTNBENCH_TILE_*, _REGTILE and _KV_SPLIT set while tuning do not become it.
+        said = {}
+        for name, extra in (("plain", {}), ("env", {"ATTNBENCH_TILE_Q": "64", "ATTNBENCH_TILE_KV": "64",
+                                                    "ATTNBENCH_KV_SPLIT": "2", "ATTNBENCH_REGTILE": "1"})):
+            rc, out, err = run("tune", "--config", cfg, "--kernel", kernel, "--budget", "0.001",
+                               "--confirm", "0", "--tune-file", os.path.join(d, name + ".ini"),
+                               env=dict(env, **extra))
+            said[name] = (re.findall(r"built-in (\d+ x \d+)", out),
+                          re.findall(r"tile_q (\d+) tile_kv (\d+): [\d.]+ ms \[built-in rule\]", err))
+            check(rc == 0 and said[name][0] and said[name][1], f"tune ({name}): {rc} {err[-300:]!r}")
+        check(said["env"] == said["plain"] and "ATTNBENCH" not in out + err,
+              f"the environment's settings are not taken as the built-in default: {said}")
     return clitest.finish("tune_file")
 
 
