@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "io/fileio.h"
+#include "mpi/cp_plan.h"  // cp_uses_zigzag
 #include "mpi/cp_ulysses.h"
 
 bool cp_report_prepare(const char *out, const char *config, char *err, size_t err_len) {
@@ -127,10 +128,12 @@ static const int kNodes[kPredictNodes] = {8, 64};
 static const double kGbps[kPredictLinks] = {25, 100, 400};
 
 // The model's time of run s on `nodes` nodes at `gbps` Gb/s; NaN where the shape does not
-// fit (Ulysses needs heads >= ranks; zigzag shards need seq >= 2·ranks).
+// fit, by cp_run_validate's rule (Ulysses needs heads >= ranks; every rank a row of the
+// sequence, two where the shards are zigzag: cp_uses_zigzag).
 static double predict_nodes(const cp_report_run_sum *s, int nodes, double gbps, double latency_s) {
-  if ((s->spec.strategy == CP_ULYSSES && s->spec.heads < nodes) || s->spec.seq < 2 * nodes)
-    return NAN;
+  const int64_t need =
+      cp_uses_zigzag(s->spec.strategy, s->spec.causal) ? 2 * (int64_t)nodes : nodes;
+  if ((s->spec.strategy == CP_ULYSSES && s->spec.heads < nodes) || s->spec.seq < need) return NAN;
   cp_model_in mi = {.strategy = s->spec.strategy,
                     .whole = s->whole,
                     .ranks = nodes,

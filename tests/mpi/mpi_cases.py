@@ -270,6 +270,13 @@ with tempfile.TemporaryDirectory() as tmp:
         rows = [l for l in so.splitlines() if l.startswith("zigzag/S96")]
         check(any(" 8 " in l for l in rows) and any(" 64 " in l for l in rows), so)
         check("25 Gb/s" in so and "400 Gb/s" in so, so)
+        # A ring needs one row per rank, not two: S100 predicts 64 nodes (zigzag S96 does not).
+        rc, so, se, _ = mpirun(["--seq-len", "100", "--heads", "2", "--head-dim", "32",
+                                "--strategy", "ring", "--predict"])
+        row64 = [l for l in so.splitlines() if l.startswith("ring/S100") and " 64 " in l]
+        check(rc == 0 and row64 and "n/a" not in row64[0], f"ring S100 on 64 nodes predicted: {so}")
+        zz64 = [l for l in rows if " 64 " in l]
+        check(zz64 and "n/a" in zz64[0], f"zigzag S96 cannot run on 64 nodes: {rows}")
     elif case == "config_dry_run":  # the shipped config validates on every rank
         rc, so, se, _ = mpirun(["--config", os.path.join(src, "configs", "mpi.ini"), "--dry-run"],
                                timeout=60)
