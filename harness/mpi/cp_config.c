@@ -265,6 +265,33 @@ attn_problem cp_run_problem(const cp_run_spec *r, attn_options *o) {
   return p;
 }
 
+// FNV-1a over n bytes, continuing from h.
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t cp_runs_digest(const cp_runs *runs) {
+  uint64_t h = fnv1a(0xcbf29ce484222325ull, &runs->count, sizeof runs->count);
+  for (size_t i = 0; i < runs->count; i++) {
+    const cp_run_spec *r = &runs->run[i];
+    const int64_t v[] = {r->strategy,     r->batch,
+                         r->heads,        r->kv_heads,
+                         r->seq,          r->head_dim,
+                         r->head_dim_v,   r->causal,
+                         r->lse,          r->check,
+                         r->window,       r->window_left,
+                         r->window_right, (int64_t)r->kv_dtype,
+                         (int64_t)r->seed};
+    const float f[] = {r->alibi, r->softcap};
+    h = fnv1a(h, r->name, strlen(r->name));
+    h = fnv1a(h, v, sizeof v);
+    h = fnv1a(h, f, sizeof f);
+  }
+  return h;
+}
+
 bool cp_run_validate(const cp_run_spec *r, int ranks, char *err, size_t err_len) {
   attn_options o;
   const attn_problem p = cp_run_problem(r, &o);

@@ -56,6 +56,11 @@ typedef struct cp_runs {
 // Parses path into runs (appending). False with "FILE:LINE: message" in err.
 bool cp_config_load(const char *path, cp_runs *runs, char *err, size_t err_len);
 
+// A digest of what the runs compute (count, names, strategies, shapes, options, K/V
+// types, seeds; not the kernel or thread count, which may differ between CPUs): the ranks
+// compare theirs before any run, since each rank reads its own config file.
+uint64_t cp_runs_digest(const cp_runs *runs);
+
 // Parses a window "none" or "LEFT:RIGHT" (inf = unbounded). False on anything else.
 bool cp_parse_window(const char *s, bool *window, int64_t *left, int64_t *right);
 

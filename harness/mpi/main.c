@@ -472,6 +472,21 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
+  // Each rank read its own config (a file per node): they must describe the same runs, or
+  // the ranks would wait in different collectives or merge different problems.
+  unsigned long long digest = cp_runs_digest(&runs), first = digest;
+  if (MPI_Bcast(&first, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+    fprintf(stderr, "attnbench-mpi: rank %d: MPI_Bcast failed agreeing on the runs\n", rank);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  snprintf(err, sizeof err,
+           "its runs (%zu) differ from rank 0's: every rank must read the same config and "
+           "options (only kernel and threads may differ between nodes)",
+           runs.count);
+  if (!agree_valid(digest == first, err, rank, ranks)) {
+    MPI_Finalize();
+    return 2;
+  }
   if (a.dry_run) {
     for (size_t i = 0; rank == 0 && i < runs.count; i++) printf("%s\n", runs.run[i].name);
     if (rank == 0) printf("%zu runs on %d ranks\n", runs.count, ranks);

@@ -153,6 +153,21 @@ with tempfile.TemporaryDirectory() as tmp:
             check(p.returncode != 0 and time.monotonic() - t0 < 20,
                   f"rank 1 {other}: exit {p.returncode} after {time.monotonic() - t0:.1f} s")
             check(want in p.stdout + p.stderr, f"rank 1 {other}: want {want!r}\n{p.stderr}")
+        # configs that parse on every rank but describe other runs (a second length; another
+        # seed): every rank exits 2 before any run, the differing rank named, no hang
+        for extra in ("seq_len = 64, 96\n", "seq_len = 64\nseed = 7\n"):
+            paths = [os.path.join(tmp, n) for n in ("same.ini", "other.ini")]
+            for path, body in zip(paths, ("seq_len = 64\n", extra)):
+                with open(path, "w") as f:
+                    f.write("[a]\nheads = 2\nhead_dim = 32\n" + body)
+            cmd = [mpiexec, "--oversubscribe", "-np", "1", binary, "--config", paths[0],
+                   "--timeout", "30", ":", "-np", "1", binary, "--config", paths[1], "--timeout", "30"]
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            check(p.returncode == 2 and time.monotonic() - t0 < 20
+                  and "rank 1: its runs (" in p.stderr and "differ from rank 0's" in p.stderr
+                  and "pass" not in p.stdout,
+                  f"ranks reading other runs ({extra!r}): exit {p.returncode}\n{p.stdout}\n{p.stderr}")
         # --out is rank 0's alone: a directory that exists only where rank 0 runs is fine
         for d in ("wa/res", "wb"):
             os.makedirs(os.path.join(tmp, d))
