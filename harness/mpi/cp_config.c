@@ -48,6 +48,8 @@ typedef struct section {
   attn_dtype kv[kListMax];
   bool causal[kListMax];
   int n_strategy, n_seq, n_kv, n_causal;
+  char seen[24][16];  // the keys given so far (a key may not be given twice)
+  int n_seen;
 } section;
 
 typedef struct parser {
@@ -189,6 +191,8 @@ static int scalar(parser *ps, int line, const char *key, const char *v) {
   return 1;
 }
 
+static bool g_continued;  // the line being parsed is indented (reader below)
+
 static int handler(void *user, const char *sec, const char *key, const char *value, int line) {
   parser *ps = user;
   if (ps->failed) return 0;
@@ -200,15 +204,31 @@ static int handler(void *user, const char *sec, const char *key, const char *val
   }
   const bool list = strcmp(key, "strategy") == 0 || strcmp(key, "seq_len") == 0 ||
                     strcmp(key, "kv_dtype") == 0 || strcmp(key, "causal") == 0;
+  // A key once per section; an indented line continues the key before it (inih), which
+  // adds to a list and is refused for a one-value key.
+  section *sc = &ps->cur;
+  bool seen = false;
+  for (int i = 0; i < sc->n_seen && !seen; i++) seen = strcmp(sc->seen[i], key) == 0;
+  if (seen && !(g_continued && list))
+    return fail_at(ps, line, g_continued ? "%s takes one value" : "%s given twice in [%s]", key,
+                   sc->name);
+  if (!seen && sc->n_seen < (int)(sizeof sc->seen / sizeof sc->seen[0]))
+    snprintf(sc->seen[sc->n_seen++], sizeof sc->seen[0], "%s", key);
+  if (!*value) return fail_at(ps, line, "%s: empty value", key);
   if (!list) return scalar(ps, line, key, value);
-  char buf[512];
-  if (strlen(value) >= sizeof buf) return fail_at(ps, line, "%s: value too long", key);
-  snprintf(buf, sizeof buf, "%s", value);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    while (*t == ' ' || *t == '\t') t++;
-    char *e = t + strlen(t);
-    while (e > t && (e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
-    if (!list_item(ps, line, key, t)) return 0;
+  // Items split by hand (strtok_r would skip empty ones): "64,,96" is an error, not 2 items.
+  for (const char *t = value;; t++) {
+    const char *end = strchr(t, ',');
+    char item[64];
+    while (t != end && (*t == ' ' || *t == '\t')) t++;
+    size_t m = end ? (size_t)(end - t) : strlen(t);
+    while (m && (t[m - 1] == ' ' || t[m - 1] == '\t')) m--;
+    if (!m) return fail_at(ps, line, "%s: empty item in '%s'", key, value);
+    if (m >= sizeof item) return fail_at(ps, line, "%s: item too long in '%s'", key, value);
+    memcpy(item, t, m), item[m] = '\0';
+    if (!list_item(ps, line, key, item)) return 0;
+    if (!end) break;
+    t = end;
   }
   return 1;
 }
@@ -224,6 +244,7 @@ static char *reader(char *str, int num, void *stream) {
   line_reader *lr = stream;
   char *r = fgets(str, num, lr->f);
   if (r) lr->line++;
+  g_continued = r && (r[0] == ' ' || r[0] == '\t');  // inih: a continuation of the key before
   return r;
 }
 

@@ -132,6 +132,21 @@ with tempfile.TemporaryDirectory() as tmp:
             rc, so, se, _ = mpirun(args, timeout=60)
             check(rc == 2, f"{args}: exit {rc}, want 2\n{se}")
             check(se.count(want) == 1, f"{args}: want one '{want}' in\n{se}")
+        # config files: a key twice, an empty value or list item, a second value of a
+        # one-value key (an indented line), each FILE:LINE; an indented list line adds items
+        for body, want in (("heads = 2\nheads = 4\n", "bad.ini:4: heads given twice in [a]"),
+                           ("heads = 2\nstrategy =\n", "bad.ini:4: strategy: empty value"),
+                           ("heads = 2\ncausal = true,,false\n", "bad.ini:4: causal: empty item"),
+                           ("heads = 2\n  4\n", "bad.ini:4: heads takes one value"),
+                           ("heads = 2\nseq_len = 64\n  96\n", None)):
+            bad = os.path.join(tmp, "bad.ini")
+            with open(bad, "w") as f:
+                f.write("[a]\nhead_dim = 32\n" + body + ("" if "seq_len" in body else "seq_len = 64\n"))
+            rc, so, se, _ = mpirun(["--config", bad, "--dry-run"], timeout=60)
+            if want:
+                check(rc == 2 and se.count(want) == 1, f"{body!r}: exit {rc}, want one '{want}' in\n{se}")
+            else:
+                check(rc == 0 and "a/ring/S96" in so, f"{body!r}: an indented line adds a length\n{so}{se}")
     elif case == "rank_refuses":  # one rank refuses: every rank exits 2 at once, its reason shown
         bin_args = ["--seq-len", "64", "--heads", "2", "--timeout", "30"]
         cmd = [mpiexec, "--oversubscribe", "-np", "1", binary, "--config", config, "--timeout", "30",
