@@ -224,8 +224,8 @@ void attn_bench_add_context(const attn_bench_plan *plan, const char *config_path
   if (id->note[0]) ctx("cpu_uarch_note", "%s", id->note);
   ctx("cpu_hypervisor", "%s", id->hypervisor ? "yes" : "no");
   ctx("isa", "%s", attn_isa_names(attn_cpu_features(), buf, sizeof buf));
-  if (attn_cpu_units_not_exposed())  // the core has them; the hypervisor hides them
-    ctx("isa_not_exposed", "%s", attn_isa_names(attn_cpu_units_not_exposed(), buf, sizeof buf));
+  const uint32_t hidden = attn_cpu_units_not_exposed();  // the core has them; cpuid hides them
+  if (hidden) ctx("isa_not_exposed", "%s", attn_isa_names(hidden, buf, sizeof buf));
   attn_topology_summary(t, buf, sizeof buf);
   ctx("topology", "%s", buf);
   ctx("hwloc_packages", "%d", t->packages);

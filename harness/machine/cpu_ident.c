@@ -219,6 +219,7 @@ uint32_t attn_cpu_uarch_isa(const char *uarch) {
       {"Emerald Rapids", kAmxCore},
       {"Granite Rapids", kAmxCore},
       {"Granite Rapids-D", kAmxCore},
+      {"Diamond Rapids", kAmxCore},
       {"Alder Lake", ATTN_ISA_AVX2 | ATTN_ISA_F16C | ATTN_ISA_AVXVNNI},
       {"Raptor Lake", ATTN_ISA_AVX2 | ATTN_ISA_F16C | ATTN_ISA_AVXVNNI},
       {"Zen 4", kAvx512 | ATTN_ISA_AVX512VNNI | ATTN_ISA_AVX512BF16},
@@ -239,11 +240,7 @@ uint32_t attn_cpu_units_not_exposed(void) {
 }
 
 static bool has_amx(const char *uarch) {
-  static const char *const kAmx[] = {"Sapphire Rapids", "Emerald Rapids", "Granite Rapids",
-                                     "Granite Rapids-D", "Diamond Rapids"};
-  for (size_t i = 0; i < sizeof kAmx / sizeof kAmx[0]; i++)
-    if (strcmp(uarch, kAmx[i]) == 0) return true;
-  return false;
+  return (attn_cpu_uarch_isa(uarch) & ATTN_ISA_AMXBF16) != 0;
 }
 
 static void identify(attn_cpu_ident *id) {

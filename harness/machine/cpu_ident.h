@@ -46,7 +46,7 @@ const char *attn_cpu_uarch(const char *vendor, int family, int model, int steppi
 
 // The ATTN_ISA_* bits (attn.h) every part of microarchitecture `uarch` has natively, for
 // the cores whose low-precision units are known (Intel server cores Cascade Lake …
-// Granite Rapids, Alder/Raptor Lake, AMD Zen 4 and Zen 5); 0 for any other name. Under a
+// Diamond Rapids, Alder/Raptor Lake, AMD Zen 4 and Zen 5); 0 for any other name. Under a
 // hypervisor the CPU may offer fewer (cpuid masks them): `info` names those.
 uint32_t attn_cpu_uarch_isa(const char *uarch);
 
