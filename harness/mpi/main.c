@@ -444,6 +444,10 @@ static bool agree_parsed(int rc, int argc, char **argv, int rank) {
     args again;
     fprintf(stderr, "attnbench-mpi: rank %d's command line:\n", rank);
     parse_args(argc, argv, &again);
+    // Out of this process before the ranks finalize: rank 0's exit code ends the job, and
+    // output still buffered here (--help's usage on stdout) was lost with it.
+    fflush(stdout);
+    fflush(stderr);
   }
   return false;
 }
