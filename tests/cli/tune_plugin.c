@@ -7,13 +7,18 @@
 // The kernels write zeros (tune times them; nothing checks their output) after a busy
 // loop as long as exec->tile_q: the smallest tile_q candidate wins the search and the
 // confirmation by far, so a candidate rounded to tile_q 0 would be the one written.
+// tune_plugin_sleepy sleeps 40 µs per row of exec->tile_q instead of spinning: its times are
+// the same on a loaded machine, so a test can make the confirmation rounds (of the rule's
+// tiles against the smallest tile_q) outlast the whole --budget.
 // Three more, tuned only when named, misbehave (tune must name them, exit 1 and leave the
 // file alone): tune_plugin_segv writes to an unmapped address on every call,
 // tune_plugin_hang never returns from a call, and tune_plugin_ws_hang's workspace function
 // never returns after its first call (the first is the validating call's, the next one
 // tune's own, for timing).
+#define _POSIX_C_SOURCE 200809L  // nanosleep
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "attn.h"
 
@@ -25,6 +30,15 @@ static int zero_run(const attn_problem *p, const attn_exec *exec, const float *q
   // O is batch × heads × seq_q × head_dim_v floats (attn.h; no attnkernels symbol here)
   memset(o, 0, (size_t)(p->batch * p->heads * p->seq_q * p->head_dim_v) * sizeof *o);
   return ATTN_OK;
+}
+
+static int sleepy_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
+                      const void *v, float *o, void *workspace) {
+  const long ns = 40000L * exec->tile_q;  // tile_q ≤ 2^20: < 42 s
+  struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  return zero_run(p, &(attn_exec){.tile_q = 0}, q, k, v, o, workspace);
 }
 
 static int segv_run(const attn_problem *p, const attn_exec *exec, const float *q, const void *k,
@@ -87,7 +101,20 @@ static const attn_kernel kHugeTile = {
     .pv_cols = 1 << 21,
 };
 
-static const attn_kernel *const kKernels[] = {&kLongName, &kHugeTile, &kSegv, &kHang, &kWsHang};
+static const attn_kernel kSleepy = {
+    .name = "tune_plugin_sleepy",
+    .summary = "tune test plug-in: sleeps 40 us per row of tile_q",
+    .caps = ATTN_CAP_ALL_SHAPES,
+    .run = sleepy_run,
+    .vec_width = 1,
+    .qk_rows = 4,
+    .qk_cols = 16,
+    .pv_rows = 4,
+    .pv_cols = 16,
+};
+
+static const attn_kernel *const kKernels[] = {&kLongName, &kHugeTile, &kSleepy,
+                                              &kSegv,     &kHang,     &kWsHang};
 
 static const attn_plugin kPlugin = {
     .abi_version = ATTN_PLUGIN_ABI_VERSION,
