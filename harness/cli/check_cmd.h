@@ -38,6 +38,8 @@ typedef struct check_options {
   bool case_timeout_given;
   // --o: check an output computed elsewhere (a framework, the user's own code).
   const char *q_path, *k_path, *v_path, *o_path;
+  const char *kv_dtype_name;  // --kv-dtype: K and V were stored as this type for O (NULL: as read)
+  attn_dtype kv_dtype;
   bool causal, scale_given;
   double scale;
   option_args opt;  // with --o: the attention options O was computed with (option_args.h)

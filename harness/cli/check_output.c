@@ -11,6 +11,7 @@
 #include "cli/check_cmd.h"
 #include "cli/commands.h"
 #include "common/util.h"
+#include "core/convert.h"  // --kv-dtype: 16-bit K/V files widened to float32
 #include "io/npy.h"
 #include "io/qkv_inputs.h"
 
@@ -66,11 +67,41 @@ bool check_write_reports(reports *rp, double seconds) {
   return ok;
 }
 
+// --kv-dtype: K and V as read (float32, or 16-bit files widened exactly) in *k32, *v32 (the
+// float32 arrays themselves, or new ones), and p->kv_dtype the type they were stored as
+// for O; the checker stores them so (attn_check_prepare_convert). False after a message.
+static bool kv_to_f32(attn_problem *p, const named_array *k, const named_array *v, float **k32,
+                      float **v32, const check_options *o) {
+  const attn_dtype from = p->kv_dtype;
+  if (from == ATTN_DTYPE_F32) {
+    *k32 = k->a.data, *v32 = v->a.data;
+  } else {
+    *k32 = malloc(k->a.count * sizeof(float)), *v32 = malloc(v->a.count * sizeof(float));
+    if (!*k32 || !*v32) {
+      fprintf(stderr, "attnbench check: --kv-dtype: out of memory converting K and V\n");
+      return false;
+    }
+    const size_t rows = (size_t)p->batch * (size_t)p->kv_heads * (size_t)p->seq_kv;
+    attn_dequantize_rows(from, k->a.half, rows, p->head_dim_qk, *k32);
+    attn_dequantize_rows(from, v->a.half, rows, p->head_dim_v, *v32);
+  }
+  p->kv_dtype = o->kv_dtype;
+  char err[256];
+  if (!attn_problem_check_field(p, ATTN_FIELD_KV_DTYPE, err, sizeof err)) {
+    fprintf(stderr, "attnbench check: --kv-dtype %s: %s\n", o->kv_dtype_name, err);
+    return false;
+  }
+  return true;
+}
+
 // --o: an output computed outside attnbench (PyTorch, ONNX Runtime, the user's own code)
 // against the float64 reference of its inputs, with the same per-element bound and the
 // same three verdicts as every kernel. One pair: "check: pass|FAIL|inconclusive (…)" and
 // the usual closing line; in the reports its suite is "output" and its case the O path.
-int check_given_output(const check_options *o) {
+// The command line of --o: its inputs given, no flag that chooses kernels, cases or how a
+// kernel runs (--o runs no kernel), a scale float32 holds. -1, else the exit code after a
+// message.
+static int given_output_usage(const check_options *o) {
   if (!o->q_path || !o->k_path || !o->v_path) {
     fprintf(stderr,
             "attnbench check: --o needs --q, --k and --v (the inputs O was computed from)\n");
@@ -109,6 +140,12 @@ int check_given_output(const check_options *o) {
     fprintf(stderr, "attnbench check: --scale %g does not fit in float32\n", o->scale);
     return ATTNBENCH_EXIT_USAGE;
   }
+  return -1;
+}
+
+int check_given_output(const check_options *o) {
+  const int usage = given_output_usage(o);
+  if (usage >= 0) return usage;
   attn_input_file inputs[8] = {{"Q input (--q)", o->q_path},
                                {"K input (--k)", o->k_path},
                                {"V input (--v)", o->v_path},
@@ -122,6 +159,7 @@ int check_given_output(const check_options *o) {
   named_array k = {"K", "[batch][kv_heads][seq_kv][head_dim_qk]", o->k_path, {0}, ATTN_DTYPE_F32};
   named_array v = {"V", "[batch][kv_heads][seq_kv][head_dim_v]", o->v_path, {0}, ATTN_DTYPE_F32};
   npy_array out = {0}, lse = {0}, slopes = {0}, sinks = {0}, mask = {0};
+  float *k32 = NULL, *v32 = NULL;  // --kv-dtype from '<f2'/bf16 files: their values as float32
   attn_check_prepared *pc = NULL;
   attn_problem p;
   attn_options opts;
@@ -130,6 +168,8 @@ int check_given_output(const check_options *o) {
       !qkv_derive_problem("check", &q, &k, &v, o->causal, &p))
     goto done;
   if (o->scale_given && !scale_arg_apply("check", o->scale, &p)) goto done;
+  if (o->kv_dtype_name && o->kv_dtype != p.kv_dtype && !kv_to_f32(&p, &k, &v, &k32, &v32, o))
+    goto done;
   if (!compute_arg_apply("check", o->compute, &p)) goto done;  // F32 unless --compute
   if (!option_args_load("check", &o->opt, &p, &opts, &slopes, &sinks, &mask)) goto done;
   if (o->opt.lse_path) {
@@ -167,8 +207,10 @@ int check_given_output(const check_options *o) {
     goto done;
   }
   const double t0 = attn_now_seconds();
-  pc = attn_check_prepare_inputs(&p, q.a.data, k.a.half ? (const void *)k.a.half : k.a.data,
-                                 v.a.half ? (const void *)v.a.half : v.a.data, err, sizeof err);
+  pc = k32 ? attn_check_prepare_convert(&p, q.a.data, k32, v32, err, sizeof err)
+           : attn_check_prepare_inputs(&p, q.a.data, k.a.half ? (const void *)k.a.half : k.a.data,
+                                       v.a.half ? (const void *)v.a.half : v.a.data, err,
+                                       sizeof err);
   if (!pc) {
     fprintf(stderr, "attnbench check: cannot compute the reference: %s\n", err);
     goto done;
@@ -179,10 +221,20 @@ int check_given_output(const check_options *o) {
   const char *verdict = r.verdict == ATTN_CHECK_PASS   ? "pass"
                         : r.verdict == ATTN_CHECK_FAIL ? "FAIL"
                                                        : "inconclusive";
+  char mode_err[80] = "";  // the mode's own error against FP32, as the matrix's lines show it
+  if (r.has_compute)
+    snprintf(mode_err, sizeof mode_err, "; %s vs f32 rel err %.3g", attn_compute_name(r.compute),
+             r.compute_rel_err);
   printf(
-      "check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index %zu%s%s)\n",
-      verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index, r.message[0] ? "; " : "",
-      r.message);
+      "check: %s (max abs err %.3g, max rel err %.3g, err/tol %.3g, worst at flat index "
+      "%zu%s%s%s)\n",
+      verdict, r.max_abs_err, r.max_rel_err, r.worst_ratio, r.worst_index, mode_err,
+      r.message[0] ? "; " : "", r.message);
+  double storage, storage_ratio;
+  if (attn_check_storage_error(pc, &storage, &storage_ratio))
+    printf(
+        "storage error (K/V as %s vs float32 K/V, float64 reference): max abs %.3g, %.3g x tol\n",
+        attn_dtype_name(p.kv_dtype), storage, storage_ratio);
   printf("%d passed, %d failed, %d inconclusive, 0 skipped, 0 fallback\n",
          r.verdict == ATTN_CHECK_PASS, r.verdict == ATTN_CHECK_FAIL,
          r.verdict == ATTN_CHECK_INCONCLUSIVE);
@@ -195,11 +247,15 @@ int check_given_output(const check_options *o) {
     check_report_add(&rp.recs, "output", o->o_path, cv, CHECK_CODE_NONE,
                      cv == CHECK_PASS ? NULL : reason, r.max_abs_err, r.max_rel_err, r.worst_ratio,
                      dt);
+  if (rp.want_junit || rp.want_json)
+    check_report_set_compute(&rp.recs, attn_compute_name(r.compute),
+                             r.has_compute ? r.compute_rel_err : NAN);
   const bool written = check_write_reports(&rp, dt);
   rc = r.verdict == ATTN_CHECK_PASS && written ? ATTNBENCH_EXIT_OK : ATTNBENCH_EXIT_FAILURE;
 done:
   check_report_free(&rp.recs);
   attn_check_prepared_free(pc);
+  if (k32 != k.a.data) free(k32), free(v32);
   npy_free(&out);
   npy_free(&lse);
   npy_free(&slopes);

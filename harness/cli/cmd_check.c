@@ -82,6 +82,17 @@ static cli_status check_options_after_parse(check_options *o) {
   }
   if (!attn_case_timeout_settle("check", &o->case_timeout, o->case_timeout_given)) return CLI_ERROR;
   if (o->compute_name && !attn_compute_arg("check", o->compute_name, &o->compute)) return CLI_ERROR;
+  if (o->kv_dtype_name && !o->o_path) {
+    fprintf(stderr,
+            "attnbench check: --kv-dtype applies only with --o (the check matrix stores K/V in "
+            "every type itself)\n");
+    return CLI_ERROR;
+  }
+  if (o->kv_dtype_name && !attn_dtype_parse(o->kv_dtype_name, &o->kv_dtype)) {
+    fprintf(stderr, "attnbench check: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n",
+            o->kv_dtype_name);
+    return CLI_ERROR;
+  }
   if (attn_resolve_env_bad("check")) return CLI_ERROR;  // ATTNBENCH_TILE_* etc.
   if (attn_placement_bind_bad("check", o->x.bind)) return CLI_ERROR;
   exec_args_layer(&o->x, &o->cli);
@@ -169,17 +180,23 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .kind = CLI_STRING,
        .dest = &o->q_path,
        .metavar = "Q.npy",
-       .help = "with --o: queries, float32 [batch][heads][seq_q][head_dim_qk]"},
+       .help = "with --o: queries [batch][heads][seq_q][head_dim_qk] (as run reads them)"},
       {.name = "k",
        .kind = CLI_STRING,
        .dest = &o->k_path,
        .metavar = "K.npy",
-       .help = "with --o: keys, float32 [batch][kv_heads][seq_kv][head_dim_qk]"},
+       .help = "with --o: keys [batch][kv_heads][seq_kv][head_dim_qk] (as run reads them)"},
       {.name = "v",
        .kind = CLI_STRING,
        .dest = &o->v_path,
        .metavar = "V.npy",
-       .help = "with --o: values, float32 [batch][kv_heads][seq_kv][head_dim_v]"},
+       .help = "with --o: values [batch][kv_heads][seq_kv][head_dim_v] (as run reads them)"},
+      {.name = "kv-dtype",
+       .kind = CLI_STRING,
+       .dest = &o->kv_dtype_name,
+       .metavar = "f32|f16|bf16|q8_0",
+       .help = "with --o: K and V were stored as this type before O was computed (as run "
+               "--kv-dtype stores them); the reference reads the stored values"},
       {.name = "causal",
        .kind = CLI_FLAG,
        .dest = &o->causal,

@@ -74,19 +74,20 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .dest = &a->q_path,
        .metavar = "Q.npy",
        .required = true,
-       .help = "queries, float32 [batch][heads][seq_q][head_dim_qk]"},
+       .help =
+           "queries [batch][heads][seq_q][head_dim_qk]: float32, float16 or bfloat16 (--dtype)"},
       {.name = "k",
        .kind = CLI_STRING,
        .dest = &a->k_path,
        .metavar = "K.npy",
        .required = true,
-       .help = "keys, float32 [batch][kv_heads][seq_kv][head_dim_qk]"},
+       .help = "keys [batch][kv_heads][seq_kv][head_dim_qk], the type of V"},
       {.name = "v",
        .kind = CLI_STRING,
        .dest = &a->v_path,
        .metavar = "V.npy",
        .required = true,
-       .help = "values, float32 [batch][kv_heads][seq_kv][head_dim_v]"},
+       .help = "values [batch][kv_heads][seq_kv][head_dim_v], the type of K"},
       {.name = "out",
        .kind = CLI_STRING,
        .dest = &a->out_path,
@@ -166,7 +167,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
   const cli_spec spec = {
       .command = "run",
       .summary =
-          "Run one kernel on Q, K, V from .npy files (float32, C order, 4-D) and write O.\n"
+          "Run one kernel on Q, K, V from .npy files (float32, float16 or bfloat16; C order,\n"
+          "4-D) and write O.\n"
           "The problem (batch, heads, kv_heads, seq_q, seq_kv, head_dim_qk, head_dim_v)\n"
           "is derived from the shapes. On any error nothing is written.",
       .epilog =
@@ -460,6 +462,13 @@ static void report_storage(const attn_problem *p, double storage, double ratio) 
          attn_dtype_name(p->kv_dtype), storage, ratio);
 }
 
+// The compute-error line of --check in a compute mode other than f32 (check.h).
+static void report_compute(const attn_check_result *cr) {
+  if (cr->has_compute)
+    printf("compute error (%s inputs vs float32, float64 reference): max abs %.3g, rel %.3g\n",
+           attn_compute_name(cr->compute), cr->compute_abs_err, cr->compute_rel_err);
+}
+
 static void report(const attn_kernel *kernel, const attn_problem *p, const run_args *a,
                    double seconds, const char *binding, const attn_check_result *cr,
                    double rounding) {
@@ -490,9 +499,7 @@ static void report(const attn_kernel *kernel, const attn_problem *p, const run_a
         "reference)%s\n",
         cr->max_abs_err, cr->max_rel_err, cr->worst_ratio, note);
   }
-  if (a->verify && cr->has_compute)
-    printf("compute error (%s inputs vs float32, float64 reference): max abs %.3g, rel %.3g\n",
-           attn_compute_name(cr->compute), cr->compute_abs_err, cr->compute_rel_err);
+  if (a->verify) report_compute(cr);
 }
 
 // ── --kv-lens: a serving batch (docs/serving.md) ────────────────────────────────────
@@ -652,6 +659,7 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
         p.kv_dtype != ATTN_DTYPE_F32 ? attn_dtype_name(p.kv_dtype) : "", p.causal ? " causal" : "",
         p.compute ? " compute=" : "", p.compute ? attn_compute_name(p.compute) : "", a->out_path,
         seconds * 1e3, a->verify ? "; check: pass" : "", a->verify ? note : "");
+  if (!a->quiet && a->verify) report_compute(&cr);
   rc = ATTNBENCH_EXIT_OK;
   goto done;
 oom:

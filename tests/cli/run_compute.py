@@ -7,7 +7,8 @@ and K, for several kernels; --check prints the mode's error against float32; bfl
 files ('<V2' as np.save writes ml_dtypes.bfloat16, and '|V2') and float16 Q are read,
 --out-dtype writes O as f16/bf16; bad modes, --dtype mismatches, int8 without q8_0 K/V and
 f16 inputs above 65504 are refused with one line and no output; `check --compute` runs
-only that mode's cases and reports the mode's error in text and JSON; bench configs sweep
+only that mode's cases and reports the mode's error in text and JSON, as `check --o --compute`
+does for one output (with --kv-dtype q8_0: an int8 output); bench configs sweep
 `compute` (point names carry /compute:MODE); `list` shows the native modes."""
 import json
 import os
@@ -176,6 +177,30 @@ with clitest.tempdir() as d:
     rc, so, se = run("check", "--quick", "--kernel", "blocked", "--list-cases")
     check(any("compute=bf16" in ln for ln in so.splitlines()) and any("compute=int8" in ln for ln in so.splitlines()),
           "the matrix has compute-mode cases")
+
+    # 4b. check --o: an output computed in a mode is checked in that mode, its verdict line
+    # and JSON carry the mode and its error; --kv-dtype q8_0 makes int8 outputs checkable
+    # (K/V stored as q8_0 as run stored them: the storage error line); a bf16 output
+    # checked as f32 fails; --kv-dtype without --o is a usage error.
+    for mode, store in (("bf16", ()), ("int8", ("--kv-dtype", "q8_0"))):
+        o_mode = path(f"o_{mode}.npy")
+        rc, so, se = run("run", "--kernel", "blocked", "--q", qp, "--k", kp, "--v", vp, "--out", o_mode,
+                         "--compute", mode, *store)
+        check(rc == 0, f"run --compute {mode} {' '.join(store)} ({rc}: {se.strip()})")
+        j = path(f"o_{mode}.json")
+        rc, so, se = run("check", "--q", qp, "--k", kp, "--v", vp, "--o", o_mode, "--compute", mode, *store,
+                         "--json", j)
+        rep = json.load(open(j)) if os.path.exists(j) else {"results": [{}]}
+        r0 = rep["results"][0]
+        check(rc == 0 and f"; {mode} vs f32 rel err" in so and r0.get("compute") == mode
+              and (r0.get("compute_err_vs_f32") or 0) > 0,
+              f"check --o --compute {mode}: pass, the mode's error in text and JSON ({rc}: {so!r} {se!r} {r0})")
+        check(("storage error (K/V as q8_0" in so) == bool(store),
+              f"check --o {' '.join(store) or 'without --kv-dtype'}: the storage error line iff K/V were stored: {so!r}")
+        rc, so, se = run("check", "--q", qp, "--k", kp, "--v", vp, "--o", o_mode, *store)
+        check(rc == 1 and "check: FAIL" in so, f"the {mode} output checked as f32 fails ({rc}: {so!r})")
+    rc, so, se = run("check", "--quick", "--kernel", "blocked", "--kv-dtype", "q8_0")
+    check(rc == 2 and "--kv-dtype applies only with --o" in se, f"check --kv-dtype without --o: exit 2 ({rc}: {se!r})")
 
     # 5. bench: the compute key, swept; names carry the mode; int8 needs q8_0
     cfg = path("c.ini")
