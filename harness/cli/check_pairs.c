@@ -111,7 +111,7 @@ static void eval_pair(const attn_check_case *cc, const attn_check_prepared *pc,
 static void eval_guarded(const attn_check_case *cc, const char *desc, const attn_check_prepared *pc,
                          const char *prep_err, const attn_kernel *k, const check_options *o,
                          uint64_t budget, pair_outcome *out) {
-  char who[400];
+  char who[ATTN_KERNEL_NAME_MAX + ATTN_CHECK_DESC_MAX + 16];
   snprintf(who, sizeof who, "%s, case %s,", k->name, desc);
   const bool guard = attn_kernel_guard_enter("check", k, who, o->case_timeout);
   attn_kernel_guard_call_begin();
@@ -232,7 +232,7 @@ static void record_outcome(kernel_tally *t, check_totals *tot, const char *desc,
 
 void check_case(const attn_check_case *cc, size_t case_index, kernel_tally *sel, long n_sel,
                 const check_options *o, uint64_t budget, check_totals *tot, const progress *pg) {
-  char desc[192], err[256] = "";
+  char desc[ATTN_CHECK_DESC_MAX], err[256] = "";
   attn_check_case_describe(cc, desc, sizeof desc);
   // Who needs the case prepared here: available, in-process kernels that run it.
   long n_here = 0;
@@ -323,7 +323,7 @@ static bool run_kernel_isolated(const attn_check_case *cases, size_t n_cases, ke
       t->iso[rec.case_index] = rec;
       next = rec.case_index + 1;
       if (pg->show) {
-        char desc[192];
+        char desc[ATTN_CHECK_DESC_MAX];
         attn_check_case_describe(&cases[rec.case_index], desc, sizeof desc);
         check_progress_show(pg, rec.case_index, n_cases, desc);
       }

@@ -360,7 +360,7 @@ static long select_cases(const check_options *o, attn_check_case **cases, size_t
   }
   size_t kept = 0;
   for (size_t c = 0; c < n; c++) {
-    char desc[192];
+    char desc[ATTN_CHECK_DESC_MAX];
     attn_check_case_describe(&(*cases)[c], desc, sizeof desc);
     if (o->filter && !strstr(desc, o->filter)) continue;
     if (o->compute_name && (*cases)[c].problem.compute != o->compute) continue;
@@ -410,7 +410,7 @@ static int run_pairs(const check_options *o, const attn_check_case *cases, size_
     attn_placement_bind(o->threads, binding, sizeof binding);
   }
   for (size_t c = 0; c < n_cases && n_sel > 0; c++) {
-    char desc[192];
+    char desc[ATTN_CHECK_DESC_MAX];
     attn_check_case_describe(&cases[c], desc, sizeof desc);
     if (n_run > 0) check_progress_show(&pg, c, n_cases, desc);
     check_case(&cases[c], c, sel, n_sel, o, budget, &tot, &pg);

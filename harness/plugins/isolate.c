@@ -216,7 +216,7 @@ bool attn_worker_end(attn_worker *w, double timeout_s, char *why, size_t why_len
 // ── the in-process guard ────────────────────────────────────────────────────────────
 
 static volatile sig_atomic_t g_armed;
-static char g_guard_prefix[512];  // "attnbench run: kernel mis_exit0"
+static char g_guard_prefix[4096];  // "attnbench run: kernel mis_exit0" (and check's case text)
 static const char *g_guard_outcome = "; nothing written, temporaries and lock removed\n";
 static const char *g_guard_exit_note = " (the kernel ended the process)";
 static const int kGuardSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};

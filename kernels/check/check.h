@@ -175,7 +175,11 @@ typedef struct attn_check_case {
 size_t attn_check_matrix(bool quick, attn_check_case *out, size_t cap);
 
 // "B2 H8 KV2 Sq7 Skv100 Dqk33 Dv16 causal normal", then the options, e.g.
-// " window=15,0 align=top-left softcap=50 alibi=8 sinks mask lse"
+// " window=15,0 align=top-left softcap=50 alibi=8 sinks mask lse", and a layout case's
+// lengths and pages (" paged q_lens=… kv_lens=… page=16 shuffled"). ATTN_CHECK_DESC_MAX
+// holds the longest: two lists of ATTN_CHECK_MAX_SEQS lengths of up to 20 characters and
+// their commas (2·64·21 = 2688) with the shape, options and page words (< 400).
+#define ATTN_CHECK_DESC_MAX 3072
 void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len);
 
 // Deterministic inputs for a case (a function of dist and seed only), float32 whatever

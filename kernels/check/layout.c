@@ -312,19 +312,32 @@ static void extract(const attn_check_prepared *pc, int64_t b, const float *o, co
     }
 }
 
-// A sequence without keys: exact zeros and LSE −inf. Returns the bad count.
-static size_t check_empty(const attn_check_prepared *pc, int64_t b, const float *o,
-                          const float *lse) {
+// A sequence without keys: exact zeros and LSE −inf, its verdict in *rb. The bound is 0, so
+// any other value is beyond it: the statistics are the largest |o| (NaN: infinite) at its
+// index in the packed O, with err/tol and the relative error infinite when one is bad.
+static void check_empty(const attn_check_prepared *pc, int64_t b, const float *o, const float *lse,
+                        attn_check_result *rb) {
   const int64_t nq = attn_layout_q_len(&pc->p, b), H = pc->p.heads, dv = pc->p.head_dim_v;
   const int64_t total = pc->cu_q[pc->p.batch];
+  memset(rb, 0, sizeof *rb);
   size_t bad = 0;
   for (int64_t h = 0; h < H; h++)
     for (int64_t i = 0; i < nq; i++) {
-      const float *row = o + ((pc->cu_q[b] + i) * H + h) * dv;
-      for (int64_t d = 0; d < dv; d++) bad += row[d] != 0.0f;
-      if (lse) bad += lse[h * total + pc->cu_q[b] + i] != -INFINITY;
+      const size_t at = (size_t)(((pc->cu_q[b] + i) * H + h) * dv);
+      for (int64_t d = 0; d < dv; d++) {
+        if (o[at + (size_t)d] == 0.0f) continue;
+        const double e = isnan(o[at + (size_t)d]) ? INFINITY : fabs((double)o[at + (size_t)d]);
+        if (!bad++ || e > rb->max_abs_err) rb->max_abs_err = e, rb->worst_index = at + (size_t)d;
+      }
+      if (lse && lse[h * total + pc->cu_q[b] + i] != -INFINITY) {
+        if (!bad++) rb->worst_index = at;
+      }
     }
-  return bad;
+  rb->verdict = bad ? ATTN_CHECK_FAIL : ATTN_CHECK_PASS;
+  if (!bad) return;
+  rb->max_rel_err = rb->worst_ratio = INFINITY;
+  snprintf(rb->message, sizeof rb->message,
+           "%zu outputs of a sequence without keys are not 0 (LSE -inf)", bad);
 }
 
 bool attn_check_output_layout(const attn_check_prepared *pc, const float *o, const float *lse,
@@ -345,12 +358,7 @@ bool attn_check_output_layout(const attn_check_prepared *pc, const float *o, con
     if (nq == 0) continue;
     attn_check_result rb;
     if (!pc->seq[b]) {
-      const size_t bad = check_empty(pc, b, o, lse);
-      memset(&rb, 0, sizeof rb);
-      rb.verdict = bad ? ATTN_CHECK_FAIL : ATTN_CHECK_PASS;
-      if (bad)
-        snprintf(rb.message, sizeof rb.message,
-                 "%zu outputs of a sequence without keys are not 0 (LSE -inf)", bad);
+      check_empty(pc, b, o, lse, &rb);
     } else {
       extract(pc, b, o, pc->layout_lse ? lse : NULL, od, lsed);
       attn_check_output_lse(pc->seq[b], od, pc->layout_lse ? lsed : NULL, &rb);

@@ -465,7 +465,7 @@ void attn_check_case_describe(const attn_check_case *c, char *buf, size_t len) {
   if (o->mask || gen & ATTN_CHECK_GEN_MASK) OPT_APPEND(o->mask_per_head ? " mask/head" : " mask");
   if (o->lse || gen & ATTN_CHECK_GEN_LSE) OPT_APPEND(" lse");
 #undef OPT_APPEND
-  char lay[160];
+  char lay[ATTN_CHECK_DESC_MAX];
   attn_check_layout_describe(&c->layout, lay, sizeof lay);
   if (w >= 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "%s%s", opt, lay);
 }

@@ -164,6 +164,18 @@ with tempfile.TemporaryDirectory() as tmp:
           f"check --config --list-cases on a serving sweep: rc {rc}: {so!r} {se!r}")
     rc, so, se = clitest.run("check", "--config", cfg, "--kernel", "naive")
     check(rc == 0 and "4 passed, 0 failed" in so, f"check --config on a serving sweep: rc {rc}: {so[-300:]!r} {se!r}")
+    # a case's description holds all of a 64-sequence batch's lengths and its pages, so
+    # --filter on the page words finds every paged case (longtail: lengths of 4-5 digits)
+    with open(cfg, "w") as f:
+        f.write("[s]\nkernels = naive\nheads = 2\nhead_dim = 8\ncausal = true\n"
+                "kv_lens = longtail:64:4096:1, fixed:64:9999\nq_lens = decode\n"
+                "page_size = 16\npage_order = shuffled\n")
+    rc, so, se = clitest.run("check", "--config", cfg, "--list-cases")
+    lines = so.strip().splitlines()
+    rc2, so2, se2 = clitest.run("check", "--config", cfg, "--list-cases", "--filter", "page=16 shuffled")
+    check(rc == 0 and len(lines) == 2 and all(ln.endswith(" page=16 shuffled") for ln in lines)
+          and any(ln.count(",") >= 2 * 63 for ln in lines) and rc2 == 0 and so2 == so,
+          f"check --config: 64-sequence batches described whole; --filter finds them all: {lines!r} / {so2!r} {se!r}")
     with open(cfg, "w") as f:
         f.write("[s]\nkernels = naive\nheads = 2\nhead_dim = 8\nkv_lens = fixed:65:4\n"
                 "q_lens = decode\n")

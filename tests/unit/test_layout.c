@@ -4,7 +4,8 @@
 // dense problems (tensors scattered here into packed rows and shuffled, shared pages with
 // this file's own index arithmetic); and the checker fails a layout-native kernel that
 // reads the wrong page, mixes up sequences, aligns the causal diagonal top-left or lays
-// the LSE out wrongly, while the same kernel without the bug passes. The kernels that read
+// the LSE out wrongly, while the same kernel without the bug passes, and a sequence
+// without keys whose output is not zero is the failure's worst element. The kernels that read
 // the layouts themselves (flash) pass every layout case of the matrix, give bitwise the same
 // output on 1, 2 and 3 threads, and fail the checker when handed a wrong page.
 #include <math.h>
@@ -662,8 +663,64 @@ static void test_native_wrong_page_fails(void) {
   free(cases);
 }
 
+// ── a sequence without keys: its bad outputs are the statistics' worst ──────────────
+
+static size_t g_poked;  // the flat index of O the poking kernel set to 1 (SIZE_MAX: none)
+
+// The reference kernel on the whole batch (attn_kernel_run gathers it), then 1.0 at the
+// first output of the first sequence that has query tokens but no keys (O packed
+// [token][head][dv]).
+static size_t poke_empty_workspace(const attn_problem *p, const attn_exec *exec) {
+  return attn_kernel_workspace(attn_kernel_find("reference"), p, exec);
+}
+
+static int poke_empty_run(const attn_problem *p, const attn_exec *exec, const float *q,
+                          const void *k, const void *v, float *o, void *ws) {
+  const int rc = attn_kernel_run(attn_kernel_find("reference"), p, exec, q, k, v, o, ws, NULL);
+  g_poked = SIZE_MAX;
+  for (int64_t b = 0; b < p->batch && rc == ATTN_OK; b++)
+    if (attn_layout_q_len(p, b) > 0 && attn_layout_kv_len(p, b) == 0) {
+      g_poked = (size_t)(p->layout->cu_seqlens_q[b] * p->heads * p->head_dim_v);
+      o[g_poked] = 1.0f;
+      break;
+    }
+  return rc;
+}
+
+static void test_empty_sequence_statistics(void) {
+  const size_t n = attn_check_matrix(false, NULL, 0);
+  attn_check_case *cases = malloc(n * sizeof *cases);
+  attn_check_matrix(false, cases, n);
+  attn_kernel poke = *attn_kernel_find("reference");
+  poke.name = "test_poke_empty", poke.run = poke_empty_run, poke.workspace = poke_empty_workspace;
+  poke.caps |= ATTN_CAP_LAYOUT_ALL;
+  size_t tried = 0;
+  for (size_t c = 0; c < n; c++) {
+    const attn_check_layout *l = &cases[c].layout;
+    bool empty = false;
+    for (int b = 0; b < l->seqs; b++) empty |= l->q_lens[b] > 0 && l->kv_lens[b] == 0;
+    if (l->kind == ATTN_LAYOUT_DENSE || !empty) continue;
+    char name[ATTN_CHECK_DESC_MAX];
+    attn_check_case_describe(&cases[c], name, sizeof name);
+    attn_check_prepared *pc = attn_check_prepare(&cases[c], NULL, 0);
+    if (!pc) continue;
+    attn_check_result r;
+    attn_check_kernel(&poke, pc, NULL, &r);
+    tried++;
+    EXPECT(r.verdict == ATTN_CHECK_FAIL && r.max_abs_err == 1.0 && isinf(r.worst_ratio) &&
+               r.worst_index == g_poked,
+           "%s: a 1 in a sequence without keys: %s, max abs err %g, err/tol %g at %zu (poked %zu)",
+           name, attn_check_verdict_name(r.verdict), r.max_abs_err, r.worst_ratio, r.worst_index,
+           g_poked);
+    attn_check_prepared_free(pc);
+  }
+  EXPECT(tried > 0, "the matrix has no layout case with a sequence without keys");
+  free(cases);
+}
+
 int main(void) {
   test_validation();
+  test_empty_sequence_statistics();
   test_gather_equivalence();
   test_checker_catches();
   test_native_kernels_pass();
