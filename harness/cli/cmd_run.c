@@ -578,16 +578,23 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
   if (a->page_order_name) attn_page_order_parse(a->page_order_name, &order);
   if (!kvl || !attn_serving_kv_lens(a->kv_lens, kvl, ATTN_SERVING_MAX_SEQS, &n, err, sizeof err) ||
       !(ql = malloc((size_t)n * sizeof *ql)) ||
-      !attn_serving_q_lens(a->q_lens ? a->q_lens : "decode", n, ql, err, sizeof err) ||
-      !attn_serving_build(ql, kvl, n, a->page_size, order, 1, &batch, err, sizeof err)) {
+      !attn_serving_q_lens(a->q_lens ? a->q_lens : "decode", n, ql, err, sizeof err)) {
     fprintf(stderr, "attnbench run: %s\n", kvl ? err : "out of memory");
     rc = ATTNBENCH_EXIT_USAGE;
     goto done;
   }
-  const int64_t tq = batch.cu_q[n], tk = batch.cu_kv[n];
+  // The files hold the tokens the lengths claim before the batch's tables (sized from the
+  // lengths) are built: lengths the files do not have cost nothing.
+  int64_t tq = 0, tk = 0;  // ≤ ATTN_SERVING_MAX_SEQS · 2^30 = 2^42 each: no overflow
+  for (int64_t b = 0; b < n; b++) tq += ql[b], tk += kvl[b];
   if (!load_packed("Q", a->q_path, tq, &q) || !load_packed("K", a->k_path, tk, &k) ||
       !load_packed("V", a->v_path, tk, &v))
     goto done;
+  if (!attn_serving_build(ql, kvl, n, a->page_size, order, 1, &batch, err, sizeof err)) {
+    fprintf(stderr, "attnbench run: %s\n", err);
+    rc = ATTNBENCH_EXIT_USAGE;
+    goto done;
+  }
   if (k.shape[1] != v.shape[1] || q.shape[2] != k.shape[2]) {
     fprintf(stderr,
             "attnbench run: Q, K, V disagree: K/V heads %lld and %lld, Q and K dims "
@@ -617,16 +624,18 @@ static int run_layout(run_args *a, const attn_kernel *kernel, uint64_t budget,
     fprintf(stderr, "attnbench run: %s\n", err);
     goto done;
   }
-  if (!(ks = store_layout_kv(&p, k.data, p.head_dim_qk, "K", a->kv_dtype_name)) ||
-      !(vs = store_layout_kv(&p, v.data, p.head_dim_v, "V", a->kv_dtype_name)))
-    goto done;
   const int src = settle(kernel, &p, a);
   if (src >= 0) {
     rc = src;
     goto done;
   }
   attn_placement_use_mode(a->settings.bind);
+  // The whole estimate (the K/V pools included: pages × page_size tokens) before the pools
+  // are stored.
   if (!problem_fits(kernel, &p, a, budget)) goto done;
+  if (!(ks = store_layout_kv(&p, k.data, p.head_dim_qk, "K", a->kv_dtype_name)) ||
+      !(vs = store_layout_kv(&p, v.data, p.head_dim_v, "V", a->kv_dtype_name)))
+    goto done;
   if (!(o = malloc(attn_o_elems(&p) * sizeof *o))) goto oom;
   char binding[512];
   double seconds = 0;

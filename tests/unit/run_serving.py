@@ -10,6 +10,7 @@ to the batch; bad descriptions, inputs outside the mode's range and outputs that
     run_serving.py PATH/TO/attnbench
 """
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -150,6 +151,25 @@ with clitest.tempdir() as tmp:
     rc, so, se = clitest.run("run", "--kernel", "naive", "--q", paths["q"], "--k", paths["k"],
                              "--v", paths["v"], "--out", out, "--kv-lens", "40 17")
     check(rc == 1 and "packed by tokens" in se, f"a token total that differs: rc {rc}, {se!r}")
+    # lengths the files do not hold cost nothing: two claimed 2^30-token contexts in pages of
+    # 16 (page tables of 512 MiB) are refused on the files' token count, in small memory
+    probe = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True,"
+             " text=True); print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss);"
+             " sys.stderr.write(r.stderr)")
+    r = subprocess.run([sys.executable, "-c", probe, clitest.BIN, "run", "--kernel", "naive", "--q", paths["q"],
+                        "--k", paths["k"], "--v", paths["v"], "--out", out, "--kv-lens",
+                        "1073741824 1073741824", "--page-size", "16"], capture_output=True, text=True)
+    code, rss_kib = (int(x) for x in r.stdout.split())
+    check(code == 1 and "packed by tokens" in r.stderr and rss_kib < 300 * 1024,
+          f"claimed lengths beyond the files: exit 1 on the token count in {rss_kib >> 10} MiB ({r.stderr!r})")
+    # a pool the memory rule refuses (4096 one-token sequences in pages of 65536 tokens: a
+    # 32 GiB K pool at H1 D32) is refused by the estimate before any pool is stored
+    one = np.ones((4096, 1, 32), dtype=np.float32)
+    np.save(os.path.join(tmp, "one.npy"), one)
+    rc, so, se = clitest.run("run", "--kernel", "naive", *(x for t in "qkv" for x in ("--" + t, os.path.join(tmp, "one.npy"))),
+                             "--out", out, "--kv-lens", "1*4096", "--page-size", "65536",
+                             env={"ATTNBENCH_MEMORY_LIMIT": "64M"})
+    check(rc == 1 and "refused: this run" in se, f"a page pool beyond the memory rule: rc {rc}, {se!r}")
 
 # `check --config` on a serving sweep: one case per batch (its lengths, pages, order),
 # checked whole — and a batch larger than a check case holds is refused by name, not run.
