@@ -90,7 +90,12 @@ static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
       s += 3;  // UTF-8 BOM (inih skips it)
     if (isspace((unsigned char)s[0]) && after_key) {
       trim(s);
-      if (*s) continue;  // continuation line
+      if (*s && *s != ';' && *s != '#') {      // continuation line (inih: a comment is none)
+        key_line *k = &c->keys[c->nkeys - 1];  // the key line before it
+        if (c->nconts < kMaxContinuations && k->cont0 + k->ncont == c->nconts)
+          k->ncont++, c->cont_line[c->nconts++] = line;
+        continue;
+      }
     }
     trim(s);
     if (!*s || *s == ';' || *s == '#') continue;
@@ -133,8 +138,21 @@ static bool prescan(parse_ctx *c, const char *text, size_t text_len) {
     config_copy_str(k->section, sizeof k->section, section);
     config_copy_str(k->key, sizeof k->key, s);
     k->line = line;
+    k->cont0 = c->nconts;
   }
   return true;
+}
+
+// The line of this handler call for key: inih calls the handler once for the key's line,
+// then once per continuation line, in file order (prescan recorded them); 0 if absent.
+static int call_line(parse_ctx *c, const char *section, const char *key) {
+  for (int i = 0; i < c->nkeys; i++) {
+    key_line *k = &c->keys[i];
+    if (strcmp(k->section, section) != 0 || strcmp(k->key, key) != 0) continue;
+    const int n = k->calls++;
+    return n == 0 || n > k->ncont ? k->line : c->cont_line[k->cont0 + n - 1];
+  }
+  return 0;
 }
 
 static sweep *sweep_for(parse_ctx *c, const char *section) {
@@ -415,7 +433,7 @@ static int handler(void *user, const char *section, const char *name, const char
   char key[32];
   config_copy_str(key, sizeof key, name);
   for (char *p = key; *p; p++) *p = (char)tolower((unsigned char)*p);
-  const int line = config_line_of(c, section, key);
+  const int line = call_line(c, section, key);
   if (!*section) return config_fail(c, line, "'%s' is outside any [section]", key);
   sweep *s = sweep_for(c, section);
   if (!s) return config_fail(c, line, "too many sections (at most %d)", kMaxSweeps);

@@ -219,12 +219,13 @@ static bool name_point(attn_bench_point *pt, const char *serving, int rt) {
 }
 
 // The line of the key that set a refused field: the field's own key (kv_dtype, softcap,
-// ...), or for a serving batch's sizes q_lens when no sequence has a query token (seq_q,
-// the longest q_len, is 0) and kv_lens when every context is empty; 0 if none (the
-// caller then names the section's line).
-static int field_line(const parse_ctx *c, const sweep *s, const attn_problem *p, attn_field f) {
+// ...), or for the sizes of serving combination isv's batch the line of its q_lens item
+// when no sequence has a query token (seq_q, the longest q_len, is 0) and of its kv_lens
+// item when every context is empty; 0 if none (the caller then names the section's line).
+static int field_line(const parse_ctx *c, const sweep *s, size_t isv, const attn_problem *p,
+                      attn_field f) {
   if (f == ATTN_FIELD_SIZES && p->layout && (p->seq_q == 0 || p->seq_kv == 0)) {
-    const int q = config_line_of(c, s->name, "q_lens"), kv = config_line_of(c, s->name, "kv_lens");
+    const int q = config_serving_line(s, isv, true), kv = config_serving_line(s, isv, false);
     return p->seq_q == 0 && q ? q : kv;
   }
   return config_line_of(c, s->name, attn_field_name(f));
@@ -232,7 +233,8 @@ static int field_line(const parse_ctx *c, const sweep *s, const attn_problem *p,
 
 // Each field of pt's problem (with its option values) by the problem's rule; false with
 // the error at the line of the key that set the refused field, else the section's.
-static bool check_point(parse_ctx *c, const sweep *s, const attn_bench_point *pt, int sec) {
+static bool check_point(parse_ctx *c, const sweep *s, size_t isv, const attn_bench_point *pt,
+                        int sec) {
   char why[160];
   attn_options checked_opts;  // the values only: validated with the problem, not kept
   attn_bench_opts_apply(&pt->opts, &checked_opts);
@@ -240,7 +242,7 @@ static bool check_point(parse_ctx *c, const sweep *s, const attn_bench_point *pt
   checked.opts = &checked_opts;
   for (int f = 0; f < ATTN_FIELD_COUNT; f++) {
     if (attn_problem_check_field(&checked, (attn_field)f, why, sizeof why)) continue;
-    const int line = field_line(c, s, &pt->problem, (attn_field)f);
+    const int line = field_line(c, s, isv, &pt->problem, (attn_field)f);
     return config_fail(c, line ? line : sec, "[%s]: invalid point: %s", s->name, why), false;
   }
   return true;
@@ -377,7 +379,7 @@ bool config_expand(parse_ctx *c, const sweep *s, const attn_bench_overrides *ov,
     if (!(ok = serving_for(c, s, isv, &sc, b, sec))) break;
     const attn_serving_batch *current = sc.batch[isv];
     if (current) attn_problem_set_layout(&pt.problem, &current->layout, current->seqs);
-    if (!(ok = check_point(c, s, &pt, sec))) break;
+    if (!(ok = check_point(c, s, isv, &pt, sec))) break;
     int t = ov && ov->thread_count ? ov->threads[it] : (int)s->threads.v[it];
     pt.threads_default = t == 0;
     if (t == 0) t = ov && ov->physical_cores > 0 ? ov->physical_cores : 1;

@@ -47,7 +47,10 @@ typedef struct sweep {
   attn_dtype kv_dtypes[ATTN_DTYPE_COUNT];  // kv_dtype list (kv_dtype_key); empty: f32 only
   int n_kv_dtypes;
   // A serving sweep (config_serving.c, bench/serving.h): kv_lens given. Each list swept.
+  // Each item with its blanks canonical (one space between lengths) and the line it is on;
+  // no two items of a list describe the same lengths (config_serving_validate).
   char q_lens[kMaxServing][kServingText], kv_lens[kMaxServing][kServingText];
+  int q_line[kMaxServing], kv_line[kMaxServing];
   int n_q_lens, n_kv_lens;
   int64_t page_sizes[kMaxServing];  // 0 = ragged
   int n_page_sizes;
@@ -57,11 +60,19 @@ typedef struct sweep {
   int n_computes;
 } sweep;
 
+// A key's line and its continuation lines (indented lines after it, each its own handler
+// call): cont_line[cont0 .. cont0 + ncont) of the parse_ctx, in file order.
 typedef struct key_line {
   char section[48];
   char key[32];
   int line;
+  int cont0, ncont;
+  int calls;  // handler calls for the key so far
 } key_line;
+
+// Continuation lines recorded per file; a key's continuation lines past them are reported
+// at the key's line.
+enum { kMaxContinuations = 4096 };
 
 typedef struct parse_ctx {
   const char *path;
@@ -69,6 +80,8 @@ typedef struct parse_ctx {
   int nsweeps;
   key_line keys[kMaxKeys];
   int nkeys;
+  int cont_line[kMaxContinuations];
+  int nconts;
   int err_line;  // first semantic error (0: none)
   char err[512];
 } parse_ctx;
@@ -120,6 +133,8 @@ size_t config_sweep_points(const sweep *s, const attn_bench_overrides *ov, size_
 int config_serving_key(parse_ctx *c, sweep *s, int line, const char *key, const char *value);
 bool config_serving_validate(parse_ctx *c, sweep *s);
 size_t config_serving_combinations(const sweep *s);
+// The line of combination `index`'s q_lens item (q) or kv_lens item (!q); 0 for a dense sweep.
+int config_serving_line(const sweep *s, size_t index, bool q);
 bool config_serving_batch(parse_ctx *c, const sweep *s, size_t index,
                           struct attn_serving_batch **out, char *suffix, size_t suffix_len);
 

@@ -274,7 +274,8 @@ static void test_kv_dtype(void) {
 }
 
 // A key that takes one value refuses a second one from a continuation line (an indented
-// line after it) instead of keeping the last; the list keys add the line's values.
+// line after it) instead of keeping the last, at that line (7); the list keys add the
+// line's values.
 static void test_single_value_keys(void) {
   static const struct {
     const char *key, *first, *second;
@@ -289,7 +290,7 @@ static void test_single_value_keys(void) {
              keys[i].second);
     snprintf(want, sizeof want, "%s: takes one value, but a continuation line gives it another",
              keys[i].key);
-    expect_error(keys[i].key, text, strlen(text), 6, want);
+    expect_error(keys[i].key, text, strlen(text), 7, want);
   }
   const char *list = "[s]\nkernels = blocked\nheads = 4\n  8\nhead_dim = 16\nseq_len = 8\n";
   EXPECT(expect_ok("heads continued", list, NULL) == 2, "heads = 4 / 8 over two lines: 2 points");

@@ -237,7 +237,8 @@ static void test_long_names(void) {
   if (ok) attn_bench_plan_free(&plan);
 }
 
-// A batch with no query token is refused at the q_lens line, in the kernel contract's words.
+// A batch with no query token is refused at the line of its q_lens item, in the kernel
+// contract's words: the key's line, or the continuation line that gives the item.
 static void test_zero_q_lens(void) {
   attn_bench_plan plan;
   char err[512] = "", want[192];
@@ -247,6 +248,37 @@ static void test_zero_q_lens(void) {
            "%s:5: [a]: invalid point: no sequence of the batch has a query token", g_path);
   EXPECT(!load(text, &plan, err, sizeof err) && strncmp(err, want, strlen(want)) == 0,
          "q_lens = 0*4: '%s' (want '%s...')", err, want);
+  const char *continued =
+      "[a]\nkernels = naive\nkv_lens = 4*4\nq_lens = decode\n  ; a comment\n  3 1*3\n"
+      "  0*4\nheads = 1\nhead_dim = 32\n";
+  snprintf(want, sizeof want,
+           "%s:7: [a]: invalid point: no sequence of the batch has a query token", g_path);
+  EXPECT(!load(continued, &plan, err, sizeof err) && strncmp(err, want, strlen(want)) == 0,
+         "q_lens 0*4 on a continuation line: '%s' (want '%s...')", err, want);
+}
+
+// A value given twice counts once, whatever its spelling: the kv_lens and q_lens items that
+// give the same lengths are one item (blanks and tabs, N*1, a generator's default seed;
+// decode, prefill:0:C and an explicit list of ones), named by the first spelling with each
+// run of blanks as one '_'. Another seed is another batch.
+static void test_same_lengths(void) {
+  attn_bench_plan plan;
+  char err[512] = "";
+  const char *text =
+      "[a]\nkernels = naive\nheads = 2\nhead_dim = 16\n"
+      "kv_lens = 64\t32, 64 32, 64  32, 64 32*1, uniform:2:48, uniform:2:48:1\n"
+      "  uniform:2:48:2\nq_lens = decode, prefill:0:9, 1 1, 1 \t1, prefill:2:1\n";
+  const bool ok = load(text, &plan, err, sizeof err);
+  EXPECT(ok && plan.count == 3 && plan.batch_count == 3, "%s: %zu points, %zu batches (want 3)",
+         err, ok ? plan.count : 0, ok ? plan.batch_count : 0);
+  static const char *const kv[] = {"/kv=64_32/", "/kv=uniform:2:48/", "/kv=uniform:2:48:2/"};
+  for (size_t i = 0; ok && i < plan.count; i++) {
+    const char *n = plan.points[i].name;
+    EXPECT(!strchr(n, '\t') && !strstr(n, "__") && i < 3 && strstr(n, kv[i]) &&
+               strstr(n, "/q=decode/"),
+           "point %zu: '%s' (want q=decode, %s, no tab or run of '_')", i, n, i < 3 ? kv[i] : "");
+  }
+  if (ok) attn_bench_plan_free(&plan);
 }
 
 int main(void) {
@@ -257,6 +289,7 @@ int main(void) {
   test_shared_batches();
   test_long_names();
   test_zero_q_lens();
+  test_same_lengths();
   unlink(g_path);
   return test_finish("test_serving");
 }
