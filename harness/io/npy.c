@@ -196,8 +196,8 @@ static bool parse_header(parser *p) {
       if (p->have_descr) return perr(p, "duplicate key 'descr'");
       skip_ws(p);
       if (p->s < p->end && *p->s == '[') {  // structured dtype: a list of fields
-        snprintf(p->msg, sizeof p->msg,
-                 "structured dtype (a list of fields), expected float32 '<f4'");
+        snprintf(p->msg, sizeof p->msg, "structured dtype (a list of fields), expected %s",
+                 p->allow_f2 ? "float32 '<f4', float16 '<f2' or bfloat16 '<V2'" : "float32 '<f4'");
         p->descr_not_string = true;
         return false;
       }
@@ -249,10 +249,12 @@ static const char *dtype_name(const char *descr) {
 }
 
 // A float type whose byte order is not written as little-endian: '=f4' (native) or
-// '|f4' (not applicable) for a float; the reader wants the order stated as '<'.
+// '|f4' (not applicable) for a float, '=V2' for bfloat16 bits ('|V2' is read: void
+// elements have no byte order); the reader wants the order stated as '<'.
 static bool float_order_unstated(const char *descr) {
   return (descr[0] == '=' || descr[0] == '|') &&
-         (strcmp(descr + 1, "f4") == 0 || strcmp(descr + 1, "f2") == 0);
+         (strcmp(descr + 1, "f4") == 0 || strcmp(descr + 1, "f2") == 0 ||
+          strcmp(descr + 1, "V2") == 0);
 }
 
 // ── reader ──────────────────────────────────────────────────────────────────────────
@@ -355,15 +357,21 @@ static bool parse_and_check_header(const npy_source *src, const char *header, pa
   } else if (allow_f2 && (strcmp(p->descr, "<V2") == 0 || strcmp(p->descr, "|V2") == 0)) {
     p->elem = 2, p->bf16 = true;  // ml_dtypes' bfloat16, saved as 2-byte void elements
   } else if (float_order_unstated(p->descr) && (allow_f2 || p->descr[2] == '4')) {
+    if (p->descr[1] == 'V')  // bfloat16 bits: astype('<V2') would not convert a float array
+      return fail(err, err_len, path,
+                  "dtype '%s' does not state little-endian byte order; expected '<V2' "
+                  "(bfloat16 as ml_dtypes saves it)",
+                  p->descr);
     return fail(err, err_len, path,
                 "dtype '%s' does not state little-endian byte order; expected '<%s' (save with "
                 "a.astype('<%s'))",
                 p->descr, p->descr + 1, p->descr + 1);
   } else if (allow_f2 && strcmp(p->descr, "<f4") != 0) {
-    if (strcmp(p->descr, ">f4") == 0 || strcmp(p->descr, ">f2") == 0)
+    if (strcmp(p->descr, ">f4") == 0 || strcmp(p->descr, ">f2") == 0 ||
+        strcmp(p->descr, ">V2") == 0)
       return fail(err, err_len, path,
-                  "dtype is big-endian ('%s'); expected little-endian float32 '<f4' or float16 "
-                  "'<f2' (convert with a.astype('<f4'))",
+                  "dtype is big-endian ('%s'); expected little-endian float32 '<f4', float16 "
+                  "'<f2' or bfloat16 '<V2' (convert with a.astype('<f4'))",
                   p->descr);
     return fail(err, err_len, path,
                 "dtype is %s ('%s'); expected float32 '<f4', float16 '<f2' or bfloat16 "

@@ -298,7 +298,8 @@ static void test_writer_atomic(void) {
 
 // '<f2' (npy_read_f32_or_f16, the K/V reader): read as binary16 into half (data NULL); the
 // float32 reader still refuses it by name; '>f2', a truncated '<f2' array and other dtypes
-// are refused by the f16-accepting reader too; '<f4' still arrives as float32.
+// are refused by the f16-accepting reader too, '>V2' and '=V2' for their byte order;
+// '<f4' still arrives as float32.
 static void test_f16(void) {
   char path[128], err[512];
   path_in_dir("ok.npy", path, sizeof path);
@@ -328,6 +329,25 @@ static void test_f16(void) {
   EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) &&
              strstr(err, "'<f4', float16 '<f2' or bfloat16 '<V2'"),
          "'<f8' refused naming both accepted dtypes: %s", err);
+  // bfloat16 bits in another byte order are refused for their byte order, a structured
+  // dtype naming the three dtypes this reader takes
+  static const struct {
+    const char *descr, *want;
+  } v2[] = {{"'>V2'",
+             "dtype is big-endian ('>V2'); expected little-endian float32 '<f4', "
+             "float16 '<f2' or bfloat16 '<V2'"},
+            {"'=V2'", "dtype '=V2' does not state little-endian byte order; expected '<V2'"},
+            {"[('', '<V2')]",
+             "structured dtype (a list of fields), expected float32 '<f4', "
+             "float16 '<f2' or bfloat16 '<V2'"}};
+  for (size_t i = 0; i < sizeof v2 / sizeof v2[0]; i++) {
+    char dict[128];
+    snprintf(dict, sizeof dict, "{'descr': %s, 'fortran_order': False, 'shape': (3,), }",
+             v2[i].descr);
+    write_bytes(path, g_buf, build(g_buf, 1, dict, h, 6));
+    EXPECT(!npy_read_f32_or_f16(path, &a, err, sizeof err) && strstr(err, v2[i].want),
+           "%s refused: '%s' (want '%s')", v2[i].descr, err, v2[i].want);
+  }
   const float f[2] = {1.5f, -2.0f};
   write_bytes(
       path, g_buf,
