@@ -88,11 +88,8 @@ static cli_status check_options_after_parse(check_options *o) {
             "every type itself)\n");
     return CLI_ERROR;
   }
-  if (o->kv_dtype_name && !attn_dtype_parse(o->kv_dtype_name, &o->kv_dtype)) {
-    fprintf(stderr, "attnbench check: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n",
-            o->kv_dtype_name);
+  if (o->kv_dtype_name && !attn_kv_dtype_arg("check", o->kv_dtype_name, &o->kv_dtype))
     return CLI_ERROR;
-  }
   if (attn_resolve_env_bad("check")) return CLI_ERROR;  // ATTNBENCH_TILE_* etc.
   if (attn_placement_bind_bad("check", o->x.bind)) return CLI_ERROR;
   exec_args_layer(&o->x, &o->cli);
@@ -191,12 +188,10 @@ static cli_status parse_options(int argc, char **argv, check_options *o) {
        .dest = &o->v_path,
        .metavar = "V.npy",
        .help = "with --o: values [batch][kv_heads][seq_kv][head_dim_v] (as run reads them)"},
-      {.name = "kv-dtype",
-       .kind = CLI_STRING,
-       .dest = &o->kv_dtype_name,
-       .metavar = "f32|f16|bf16|q8_0",
-       .help = "with --o: K and V were stored as this type before O was computed (as run "
-               "--kv-dtype stores them); the reference reads the stored values"},
+      ATTN_KV_DTYPE_OPTION(&o->kv_dtype_name,
+                           "with --o: K and V were stored as this type before O was computed "
+                           "(as run --kv-dtype stores them); the reference reads the stored "
+                           "values"),
       {.name = "causal",
        .kind = CLI_FLAG,
        .dest = &o->causal,

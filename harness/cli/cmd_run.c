@@ -104,12 +104,9 @@ static int parse_args(int argc, char **argv, run_args *a) {
        .given = &a->scale_given,
        .metavar = "S",
        .help = "score scale (default 1/sqrt(head_dim_qk))"},
-      {.name = "kv-dtype",
-       .kind = CLI_STRING,
-       .dest = &a->kv_dtype_name,
-       .metavar = "f32|f16|bf16|q8_0",
-       .help = "store K and V as this type before the run (round to nearest even; q8_0: "
-               "blocks of 32, scale max|x|/127)"},
+      ATTN_KV_DTYPE_OPTION(&a->kv_dtype_name,
+                           "store K and V as this type before the run (round to nearest even; "
+                           "q8_0: blocks of 32, scale max|x|/127)"),
       ATTN_COMPUTE_OPTION(&a->compute_name, CLI_STRING,
                           "compute mode (docs/precision.md): bf16/f16 round Q, K and V to that "
                           "type (nearest, ties to even), int8 quantizes Q per 32-block against "
@@ -215,11 +212,8 @@ static int settle_args(run_args *a) {
     fprintf(stderr, "attnbench run: --mask does not apply with --kv-lens (docs/serving.md)\n");
     return ATTNBENCH_EXIT_USAGE;
   }
-  if (a->kv_dtype_name && !attn_dtype_parse(a->kv_dtype_name, &a->kv_dtype)) {
-    fprintf(stderr, "attnbench run: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n",
-            a->kv_dtype_name);
+  if (a->kv_dtype_name && !attn_kv_dtype_arg("run", a->kv_dtype_name, &a->kv_dtype))
     return ATTNBENCH_EXIT_USAGE;
-  }
   if (a->compute_name && !attn_compute_arg("run", a->compute_name, &a->compute))
     return ATTNBENCH_EXIT_USAGE;
   const char *const names[2] = {a->dtype_name, a->out_dtype_name};

@@ -216,6 +216,12 @@ bool attn_case_timeout_settle(const char *command, double *seconds, bool given) 
   return false;
 }
 
+bool attn_kv_dtype_arg(const char *cmd, const char *s, attn_dtype *out) {
+  if (attn_dtype_parse(s, out)) return true;
+  fprintf(stderr, "attnbench %s: --kv-dtype '%s': want f32, f16, bf16 or q8_0\n", cmd, s ? s : "");
+  return false;
+}
+
 bool attn_compute_arg(const char *cmd, const char *s, attn_compute *out) {
   if (attn_compute_parse(s, out)) return true;
   fprintf(stderr, "attnbench %s: --compute '%s': want f32, bf16, f16 or int8\n", cmd, s ? s : "");

@@ -99,6 +99,14 @@ bool attn_case_timeout_settle(const char *command, double *seconds, bool given);
 // The mode named s into *out; false after "attnbench <cmd>: --compute 'x': want …" on stderr.
 bool attn_compute_arg(const char *cmd, const char *s, attn_compute *out);
 
+// --kv-dtype TYPE: the type K and V are stored as (run: before the run; check --o: before
+// O was computed), one CLI_STRING; parse it with attn_kv_dtype_arg.
+// clang-format off
+#define ATTN_KV_DTYPE_OPTION(where_, help_)                                                  {.name = "kv-dtype", .kind = CLI_STRING, .dest = (where_), .metavar = "f32|f16|bf16|q8_0", .help = (help_)}
+// clang-format on
+// The type named s into *out; false after "attnbench <cmd>: --kv-dtype 'x': want …" on stderr.
+bool attn_kv_dtype_arg(const char *cmd, const char *s, attn_dtype *out);
+
 // Every option of exec_args (run, check).
 #define ATTN_EXEC_ARGS_CLI(a)                                                            \
   ATTN_EXEC_THREADS_OPTION(&(a)->threads, CLI_INT, ATTN_EXEC_THREADS_HELP),              \
