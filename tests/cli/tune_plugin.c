@@ -66,28 +66,23 @@ static size_t hang_workspace(const attn_problem *p, const attn_exec *exec) {
   return 0;
 }
 
-// A tiled record (a register tile: tune searches it) running fn, workspace ws.
-#define MISBEHAVING(nm, fn, ws)                                                            \
-  {                                                                                        \
-    .name = nm, .summary = "tune test plug-in: misbehaves", .caps = ATTN_CAP_ALL_SHAPES,   \
-    .workspace = ws, .run = fn, .vec_width = 1, .qk_rows = 4, .qk_cols = 16, .pv_rows = 4, \
-    .pv_cols = 16                                                                          \
+// A tiled record (a register tile 4 × 16: tune searches it) running fn, workspace ws.
+#define TILED(nm, sm, fn, ws)                                                           \
+  {                                                                                     \
+    .name = nm, .summary = sm, .caps = ATTN_CAP_ALL_SHAPES, .workspace = ws, .run = fn, \
+    .vec_width = 1, .qk_rows = 4, .qk_cols = 16, .pv_rows = 4, .pv_cols = 16            \
   }
+#define MISBEHAVING(nm, fn, ws) TILED(nm, "tune test plug-in: misbehaves", fn, ws)
 static const attn_kernel kSegv = MISBEHAVING("tune_plugin_segv", segv_run, NULL);
 static const attn_kernel kHang = MISBEHAVING("tune_plugin_hang", hang_run, NULL);
 static const attn_kernel kWsHang = MISBEHAVING("tune_plugin_ws_hang", zero_run, hang_workspace);
 
-static const attn_kernel kLongName = {
-    .name = "tune_plugin_sixty_four_characters_long_name_xxxxxxxxxxxxxxxxxxxx",
-    .summary = "tune test plug-in: a 64-character name",
-    .caps = ATTN_CAP_ALL_SHAPES,
-    .run = zero_run,
-    .vec_width = 1,
-    .qk_rows = 4,
-    .qk_cols = 16,
-    .pv_rows = 4,
-    .pv_cols = 16,
-};
+static const attn_kernel kLongName =
+    TILED("tune_plugin_sixty_four_characters_long_name_xxxxxxxxxxxxxxxxxxxx",
+          "tune test plug-in: a 64-character name", zero_run, NULL);
+
+static const attn_kernel kSleepy = TILED(
+    "tune_plugin_sleepy", "tune test plug-in: sleeps 40 us per row of tile_q", sleepy_run, NULL);
 
 static const attn_kernel kHugeTile = {
     .name = "tune_plugin_huge_register_tile",
@@ -99,18 +94,6 @@ static const attn_kernel kHugeTile = {
     .qk_cols = 1 << 21,
     .pv_rows = 1 << 21,
     .pv_cols = 1 << 21,
-};
-
-static const attn_kernel kSleepy = {
-    .name = "tune_plugin_sleepy",
-    .summary = "tune test plug-in: sleeps 40 us per row of tile_q",
-    .caps = ATTN_CAP_ALL_SHAPES,
-    .run = sleepy_run,
-    .vec_width = 1,
-    .qk_rows = 4,
-    .qk_cols = 16,
-    .pv_rows = 4,
-    .pv_cols = 16,
 };
 
 static const attn_kernel *const kKernels[] = {&kLongName, &kHugeTile, &kSleepy,
