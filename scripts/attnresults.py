@@ -176,7 +176,8 @@ class Point:
         probe, so files written while `%adj_bw` counted the whole pool read the same; a
         dense point's stored `%adj_bw` already counts its roofline bytes."""
         rb, near = self.counters.get("roofline_bytes"), self.counters.get("adj_bw_GB/s")
-        if rb and near and self.median_s and "%adj_bw" in self.counters and not self.error:
+        serving = "seqs" in self.counters
+        if serving and rb and near and self.median_s and "%adj_bw" in self.counters and not self.error:
             return 100.0 * rb / self.median_s / (near * 1e9)
         return self.counters.get("%adj_bw")
 
@@ -184,12 +185,29 @@ class Point:
     def gflops(self):
         return self.counters.get("GFLOP/s")
 
+    @property
+    def roofline_bytes(self):
+        """The bytes a call must move (`roofline_bytes`: the K/V its rows can see, Q and O),
+        or the tensors' (`bytes`) in files without the counter; None without either."""
+        return self.counters.get("roofline_bytes") or self.counters.get("bytes")
+
+    @property
+    def gbs(self):
+        """GB/s of the bytes the roofline counts. A serving point's is derived from
+        `roofline_bytes` and the median time, so files whose GB/s counted the pool read the
+        same; other points' stored GB/s counts them already (files without roofline_bytes:
+        the tensors')."""
+        rb = self.counters.get("roofline_bytes")
+        if "seqs" in self.counters and rb and self.median_s and not self.error:
+            return rb / self.median_s / 1e9
+        return self.counters.get("GB/s")
+
     def attainable_gflops(self, context=None):
         """min(FMA peak, intensity x read bandwidth) for this point, or None if unknown."""
         a = self.counters.get("roofline_GFLOP/s")
         if a:
             return a
-        peak, flop, nbytes = (self.counters.get(k) for k in ("peak_GFLOP/s", "flop", "bytes"))
+        peak, flop, nbytes = self.counters.get("peak_GFLOP/s"), self.counters.get("flop"), self.roofline_bytes
         bw = bandwidths(context or {}).get(self.threads)
         if not (peak and bw and flop and nbytes):
             return None

@@ -117,7 +117,9 @@ def ceilings(points, context):
     """The roofline ceilings the plotted points are measured against: [(threads, isa,
     peak G ops/s or None, read bandwidth GB/s or None)], one per (thread count, ISA
     of a plotted kernel); kernels without an ISA (blocked, blas, frameworks) add the
-    thread count's highest FMA peak. isa is None when the context has no peak for it. A
+    thread count's highest FMA peak; a point that recorded its peak (peak_GFLOP/s, e.g.
+    flash__avx2int8's AVX2 one) adds the ISA of that peak. isa is None when the context has
+    no peak for it. A
     point judged by a low-precision unit (its peak_unit counter: a bf16, f16 or int8
     compute mode on a kernel that runs it natively) adds that unit's ceiling instead,
     named "<unit> <isa>" (e.g. "bf16-dot avx512bf16")."""
@@ -138,9 +140,13 @@ def ceilings(points, context):
                 out.add((t, "%s %s" % (unit, isa), at_t[isa], bws.get(t)))
                 continue
         at_t = {i: v for (i, tt), v in peaks.items() if tt == t and v > 0}
-        isa = kernel_isa(p.kernel, isas)
-        if isa is None or isa not in at_t:
-            isa = max(at_t, key=at_t.get) if at_t else None
+        want = p.get("peak_GFLOP/s")  # the FMA peak bench scored the point against
+        if want and at_t:
+            isa = min(at_t, key=lambda i: abs(at_t[i] - want))
+        else:  # older files: the ISA its name ends in, else the best
+            isa = kernel_isa(p.kernel, isas)
+            if isa is None or isa not in at_t:
+                isa = max(at_t, key=at_t.get) if at_t else None
         out.add((t, isa, at_t.get(isa), bws.get(t)))
     return sorted(out, key=lambda c: (c[0], c[2] or 0))
 
@@ -291,7 +297,8 @@ def save(fig, path):
 
 
 def roofline(points, context, title, path):
-    ok = [p for p in points if not p.error and p.gflops and p.get("bytes") and p.get("flop")]
+    # intensity: flop per byte the roofline counts (roofline_bytes: the keys the rows can see)
+    ok = [p for p in points if not p.error and p.gflops and p.roofline_bytes and p.get("flop")]
     if not ok:
         return False
     fig, ax = plt.subplots(figsize=(7.5, 5.2))
@@ -303,11 +310,11 @@ def roofline(points, context, title, path):
             if not kp:
                 continue
             ys = [p.gflops for p in kp]
-            ax.errorbar([p.get("flop") / p.get("bytes") for p in kp], ys, yerr=yerr(kp, ys),
+            ax.errorbar([p.get("flop") / p.roofline_bytes for p in kp], ys, yerr=yerr(kp, ys),
                         fmt=markers[threads.index(t) % len(markers)], ms=4, capsize=2,
                         elinewidth=0.8, color=kernel_color(k),
                         label="%s%s T%d" % (k, " (%s)" % framework(k) if framework(k) else "", t))
-    ai = [p.get("flop") / p.get("bytes") for p in ok]
+    ai = [p.get("flop") / p.roofline_bytes for p in ok]
     lo, hi = min(ai) / 2, max(ai) * 2
     grays = ["dimgray", "black", "gray", "silver"]
     styles = ["--", ":", "-.", (0, (5, 1))]

@@ -189,7 +189,7 @@ def main(argv=None):
         kern = "%s T%d%s" % (best.kernel, best.threads, " (fallback)" if best.fallback else "")
         fallbacks += best.fallback
         rows.append((best.shape_label(), kern, best.gflops, spread_pct(best),
-                     best.get("GB/s"), best.roofline_pct(context), best.limit(context),
+                     best.gbs, best.roofline_pct(context), best.limit(context),
                      base_best.gflops if base_best else None, su,
                      "%s T%d" % (ext.kernel, ext.threads) if ext else "-",
                      ext.gflops if ext else None, spread_pct(ext) if ext else None, ratio, best.adj_bw_pct, ext_adj,

@@ -387,11 +387,11 @@ static void serving_counters(attn_gb_state *st, const attn_bench_state *s, const
     attn_gb_set_counter(st, "%bw_kv", kv * 1e-9 * 100.0 / s->bandwidth_gbs, ATTN_GB_RATE_PER_ITER);
 }
 
-// The bytes a call must move at least, for the roofline: the whole Q, K, V and O of a
-// dense point; for a serving batch, the K/V each sequence reads (attn_serving_kv_bytes:
-// not the pool's unused slots) and the packed Q and O.
+// The bytes a call must move at least, for the roofline and GB/s: the K/V each sequence's
+// rows can see, once per K/V head as stored (attn_serving_kv_bytes: a window's or a
+// top-left mask's keys, not the whole tensor; for a serving batch not the pool's unused
+// slots), and Q and O (float32). A dense point without such a mask: its whole tensors.
 static double roofline_bytes(const attn_problem *p) {
-  if (!p->layout) return (double)tensor_bytes(p);
   const double qo = (double)attn_layout_total_q(p) * (double)p->heads *
                     (double)(p->head_dim_qk + p->head_dim_v) * sizeof(float);
   return (double)attn_serving_kv_bytes(p) + qo;
@@ -509,8 +509,8 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "kv_storage_err/tol", s->storage_ratio, ATTN_GB_PLAIN);
   }
   // A memory-bound point (by the sweep's start probes) that reads DRAM on every call
-  // (cold_inputs, or inputs larger than the last-level cache): a shared machine's bandwidth
-  // drifts by tens of percent over a sweep, so its % of bandwidth is also taken against a
+  // (cold_inputs, or more bytes to read than the last-level cache holds): a shared machine's
+  // bandwidth drifts by tens of percent over a sweep, so its % of bandwidth is also taken against a
   // probe run right before and right after this timed run (untimed: Google Benchmark's
   // clock runs inside the loop only). Each repetition has its own pair, so the median over
   // repetitions compares like with like. Not for cache-resident points: the probe evicts
@@ -520,7 +520,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
       attn_flops(p), roofline_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
   const bool adjacent =
       s->adjacent_probe && memory_bound &&
-      (pt->cold_inputs || tensor_bytes(p) > attn_topology_llc_bytes(attn_topology_get()));
+      (pt->cold_inputs || roofline_bytes(p) > (double)attn_topology_llc_bytes(attn_topology_get()));
   const double bw_before = adjacent ? attn_bench_adjacent_bandwidth(pt->threads, 2) : 0;
   int c = 0;
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)
@@ -546,7 +546,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   // Per-iteration amounts; Google Benchmark turns them into rates (÷ seconds/iteration).
   const double gflop = attn_flops(p) * 1e-9;
   attn_gb_set_counter(st, "GFLOP/s", gflop, ATTN_GB_RATE_PER_ITER);
-  attn_gb_set_counter(st, "GB/s", (double)tensor_bytes(p) * 1e-9, ATTN_GB_RATE_PER_ITER);
+  attn_gb_set_counter(st, "GB/s", roofline_bytes(p) * 1e-9, ATTN_GB_RATE_PER_ITER);
   // The unit the point is judged by, as its code (the context's "peak_units" names them).
   attn_gb_set_counter(st, "peak_unit", (double)s->peak_key.unit, ATTN_GB_PLAIN);
   serving_counters(st, s, p);
@@ -567,10 +567,10 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     attn_gb_set_counter(st, "%adj_bw", roofline_bytes(p) * 1e-9 * 100.0 / near,
                         ATTN_GB_RATE_PER_ITER);
   }
+  // What the roofline and GB/s count (roofline_bytes above).
+  attn_gb_set_counter(st, "roofline_bytes", roofline_bytes(p), ATTN_GB_PLAIN);
   // Scored against the limit that applies (t_roof above): % of the roofline time (t_roof /
   // time, a rate of t_roof per iteration), which limit it is, and the attainable rate.
-  if (p->layout)  // what the serving point's roofline counts (roofline_bytes above)
-    attn_gb_set_counter(st, "roofline_bytes", roofline_bytes(p), ATTN_GB_PLAIN);
   if (t_roof > 0) {
     attn_gb_set_counter(st, "%roofline", 100.0 * t_roof, ATTN_GB_RATE_PER_ITER);
     attn_gb_set_counter(st, "memory_bound", memory_bound ? 1 : 0, ATTN_GB_PLAIN);

@@ -478,6 +478,20 @@ page_size = 16
 threads = 1
 repetitions = 2
 cold_inputs = true
+
+[dense]
+kernels = blocked
+batch = 2
+heads = 2
+kv_heads = 2
+head_dim = 64
+seq_len = 1
+seq_kv = 8192
+causal = true
+window = 1023:0
+threads = 1
+repetitions = 2
+cold_inputs = true
 """
 ADJ_KEYS = ("adj_bw_before_GB/s", "adj_bw_after_GB/s", "adj_bw_GB/s", "%adj_bw")
 
@@ -544,9 +558,10 @@ def adjacent(binary):
         for tag in ("off", "noprobe"):
             check(runs[tag] and not any(k in b for b in runs[tag] for k in ADJ_KEYS),
                   "%s: no adjacent probe counters" % tag)
-        # A serving point's %adj_bw counts the bytes its roofline counts (docs/serving.md):
-        # a window of 1024 reads an eighth of each 8192-key cache, so against the pool's
-        # bytes the figure would be about 8 times too high.
+        # A point's GB/s and %adj_bw count the bytes its roofline counts (roofline_bytes,
+        # docs/benchmarking.md): a window of 1024 reads an eighth of each 8192-key cache, so
+        # against the pool's (or a dense point's whole tensors') bytes the figures would be
+        # about 8 times too high — the same batch as a serving point and as a dense one.
         spath, sout = os.path.join(d, "serve.ini"), os.path.join(d, "serve.json")
         with open(spath, "w") as f:
             f.write(ADJ_SERVING_CFG)
@@ -555,14 +570,21 @@ def adjacent(binary):
         check(r.returncode == 0, "serving: bench runs (%s)" % r.stderr.strip()[-300:])
         with open(sout) as f:
             srv = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
-        check(len(srv) == 2 and all(k in b for b in srv for k in ADJ_KEYS + ("roofline_bytes",)),
-              "serving: adjacent probe and roofline_bytes on both repetitions (%s)" % srv[:1])
-        for b in srv if len(srv) == 2 and all("%adj_bw" in b for b in srv) else []:
-            check(b["roofline_bytes"] < b["bytes"] / 4, "serving: the window reads under a quarter "
-                  "of the pool (%g of %g bytes)" % (b["roofline_bytes"], b["bytes"]))
-            want = 100.0 * b["GB/s"] * (b["roofline_bytes"] / b["bytes"]) / b["adj_bw_GB/s"]
+        check(len(srv) == 4 and all(k in b for b in srv for k in ADJ_KEYS + ("roofline_bytes",)),
+              "serving and dense: adjacent probe and roofline_bytes on every repetition (%s)" % srv[:1])
+        # each key a row sees, once per K/V head (K and V rows of 64 floats), and Q and O
+        want_rb = 2 * 2 * 1024 * 2 * 64 * 4 + 2 * 2 * (64 + 64) * 4
+        for b in srv if len(srv) == 4 and all("%adj_bw" in b for b in srv) else []:
+            check(b["roofline_bytes"] == want_rb and b["roofline_bytes"] < b["bytes"] / 4,
+                  "%s: the window's bytes, under a quarter of the tensors' (%g of %g bytes, want %g)"
+                  % (b["name"], b["roofline_bytes"], b["bytes"], want_rb))
+            gbs = b["roofline_bytes"] / (b["real_time"] * 1e-9 if b.get("time_unit") == "ns" else
+                                         b["real_time"] * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]) / 1e9
+            check(abs(b["GB/s"] - gbs) <= 1e-3 * gbs,
+                  "%s: GB/s = roofline_bytes / time (%g vs %g)" % (b["name"], b["GB/s"], gbs))
+            want = 100.0 * b["GB/s"] / b["adj_bw_GB/s"]
             check(abs(b["%adj_bw"] - want) <= 1e-6 * want,
-                  "serving: %%adj_bw = 100 x roofline_bytes/s / adj_bw (%g vs %g)" % (b["%adj_bw"], want))
+                  "%s: %%adj_bw = 100 x roofline_bytes/s / adj_bw (%g vs %g)" % (b["name"], b["%adj_bw"], want))
         # Too little memory for the probe's buffer (the points' own rule): a note on stderr
         # and in the context, the sweep still runs, no adjacent counters.
         # The limit: what the cold point needs (its copies outgrow the LLC, so this depends

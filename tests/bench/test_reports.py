@@ -163,6 +163,17 @@ def plots(sdir):
             p.counters["peak_unit"] = 0
         check(plot.ceilings(pts2, ctx2) == [(2, "avx512f", PEAKS[("avx512f", 2)], BWS[2])],
               "an fp32-fma point keeps the FMA ceiling (%s)" % plot.ceilings(pts2, ctx2))
+        # a kernel whose name ends in no ISA (flash__avx2int8) is drawn under the peak it
+        # was scored against (its peak_GFLOP/s), not the best ISA's
+        for p in pts2:
+            p.kernel, p.counters["peak_GFLOP/s"] = "flash__avx2int8", PEAKS[("avx2", 2)]
+        check(plot.ceilings(pts2, ctx) == [(2, "avx2", PEAKS[("avx2", 2)], BWS[2])],
+              "flash__avx2int8 under the AVX2 ceiling (%s)" % plot.ceilings(pts2, ctx))
+        # intensity is flop per roofline byte: a windowed point reads fewer bytes than its
+        # tensors hold
+        p0 = pts2[0]
+        p0.counters["roofline_bytes"] = p0.counters["bytes"] / 8
+        check(p0.roofline_bytes == p0.counters["bytes"] / 8, "roofline_bytes read (%s)" % p0.roofline_bytes)
         # drawn: a roofline of a bf16 point names the unit
         d2 = os.path.dirname(both)
         f2 = os.path.join(d2, "units.json")
@@ -239,6 +250,33 @@ def summary(sdir):
         synth(g, ["flash__avx512"], threads=(2,))
         r = run([s, g])
         check(r.returncode == 0 and "warning:" not in r.stdout, "no externals, no timing warning")
+        # a file with dense points and a serving batch: summary's GB/s of the batch counts
+        # the bytes its roofline counts (roofline_bytes, not the pool's GB/s counter), and
+        # render-results shows the serving table and the dense ones
+        with open(g) as fh:
+            doc = json.load(fh)
+        serve = synth_point("flash__avx512", DECODE, 2, 1e7, 1e8, [0.0099, 0.01, 0.0101],
+                            PEAKS[("avx512f", 2)], BWS[2])
+        for e in serve:
+            for k in ("name", "run_name"):
+                e[k] = e[k].replace("/noncausal/T2", "/causal/T2/q=decode/kv=fixed:2:4096/page16s")
+            e.update({"seqs": 2, "paged": 1, "page_size": 16, "roofline_bytes": 2.5e7, "kv_bytes": 2.4e7})
+        doc["benchmarks"] += serve
+        mixed_dir = os.path.join(d, "mixed")
+        os.mkdir(mixed_dir)
+        mixed = os.path.join(mixed_dir, "serving-test-cpu-2c.json")
+        with open(mixed, "w") as fh:
+            json.dump(doc, fh)
+        r = run([s, mixed])
+        row = [ln for ln in r.stdout.splitlines() if "page16s" in ln]
+        check(r.returncode == 0 and row and " 2.50 " in row[0],
+              "the serving row's GB/s is roofline_bytes / median = 2.50 (%s %s)" % (row, r.stderr.strip()))
+        out = os.path.join(d, "page.md")
+        r = run([os.path.join(sdir, "render-results"), "--results", mixed_dir, "--out", out])
+        text = open(out).read() if os.path.exists(out) else ""
+        check(r.returncode == 0 and "Serving batches" in text and "% of the roofline:" in text
+              and "Sq1024" in text,
+              "render-results shows a file's serving batches and its dense points (%s)" % r.stderr.strip())
 
 
 def compare(sdir):
