@@ -162,7 +162,9 @@ def main(argv=None):
                 continue
             (external if p.get("baseline") else shapes).setdefault(p.shape, []).append(p)
     if not shapes:
-        print("summary.py: no successful points in %s" % args.results, file=sys.stderr)
+        why = ("only external baselines, no kernel point" if external
+               else "no successful points")
+        print("summary.py: %s in %s" % (why, args.results), file=sys.stderr)
         return 1
     m = attnresults.machine(context)
     print("%s — %s (%s), %s" % (args.results, m["cpu"], m["uarch"], context.get("isa", "?")))
@@ -225,8 +227,9 @@ def main(argv=None):
                                     "-" if ar is None else "%.2fx" % ar)
         print(line)
     print("spread = (slowest - fastest repetition) / median time (- : one repetition)")
-    print("%roof = roofline time / time, roofline time = max(flop / FMA peak, bytes / read "
-          "bandwidth) as measured in this run (limit: the larger term)")
+    print("%roof = roofline time / time, roofline time = max(flop / unit peak, roofline bytes / "
+          "read bandwidth) as measured in this run (unit: the FP32 FMA, or the compute mode's "
+          "unit a point names in its limit; limit: the larger term)")
     if has_adj:
         print("%adj = GB/s as a % of the read bandwidth probed right before and after each "
               "repetition (median over repetitions; memory-bound points)")
