@@ -248,6 +248,10 @@ def main(argv=None):
     if adj_ratios:
         print("geometric-mean ratio@bw over the memory-bound shapes: %.2fx over %d shapes"
               % (attnresults.geomean(adj_ratios), len(adj_ratios)))
+    for key in sorted(k for k in context if k.startswith("peak_warning_")):
+        # a peak probe that stayed low (bench/context.c): that thread count's % of peak
+        # and % of the roofline are overstated
+        print("warning: %s: %s" % (key, context[key]))
     for p in sorted(failed_timed, key=lambda p: p.name):  # shown, never in a ratio
         best = max(shapes.get(p.shape, []), key=lambda q: q.gflops, default=None)
         print("failed its check, timed with --time-failed (not in the ratios): %s T%d %.2f "
