@@ -397,6 +397,13 @@ static double roofline_bytes(const attn_problem *p) {
   return (double)attn_serving_kv_bytes(p) + qo;
 }
 
+// A cold point so small that its copies (at most ATTN_BENCH_COLD_MAX_COPIES) fit in the
+// last-level cache together: its calls find their inputs there, not in DRAM.
+static bool cold_in_llc(const attn_bench_point *pt, const attn_problem *p) {
+  return pt->cold_inputs && attn_bytes_mul((uint64_t)g_buf.copies, tensor_bytes(p)) <=
+                                attn_topology_llc_bytes(attn_topology_get());
+}
+
 // The bench's command-line layer beyond the per-point overrides: --tile-q, --tile-kv, --bind.
 static attn_setting_layer g_cli;
 static bool g_cli_set;
@@ -498,6 +505,7 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
     return;
   }
   attn_gb_set_counter(st, "input_copies", g_buf.copies, ATTN_GB_PLAIN);
+  if (pt->cold_inputs) attn_gb_set_counter(st, "cold_in_llc", cold_in_llc(pt, p), ATTN_GB_PLAIN);
   // The seconds per repetition this point was timed with (its section's min_time), which
   // scripts/bench-baselines gives the baselines run beside it.
   if (s->min_time > 0) attn_gb_set_counter(st, "min_time", s->min_time, ATTN_GB_PLAIN);
@@ -518,9 +526,10 @@ void attn_bench_run_point(attn_gb_state *st, void *user) {
   bool memory_bound = false;
   const double t_roof = attn_bench_roofline_seconds(
       attn_flops(p), roofline_bytes(p), s->peak_gflops, s->bandwidth_gbs, &memory_bound);
+  const uint64_t llc = attn_topology_llc_bytes(attn_topology_get());
   const bool adjacent =
       s->adjacent_probe && memory_bound &&
-      (pt->cold_inputs || roofline_bytes(p) > (double)attn_topology_llc_bytes(attn_topology_get()));
+      ((pt->cold_inputs && !cold_in_llc(pt, p)) || roofline_bytes(p) > (double)llc);
   const double bw_before = adjacent ? attn_bench_adjacent_bandwidth(pt->threads, 2) : 0;
   int c = 0;
   bool fallback = false;  // the portable path ran instead of the kernel (attn_kernel_run)

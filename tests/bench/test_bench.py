@@ -394,9 +394,23 @@ def cold(binary):
                 runs = [b for b in json.load(f)["benchmarks"] if b.get("run_type") == "iteration"]
             check(runs and not any(b.get("error_occurred") for b in runs), "%s point checked and timed" % name)
             copies[name] = runs[0].get("input_copies") if runs else None
+            if name == "cold" and runs:
+                cold_run = runs[0]
         check(copies["warm"] == 1, "a warm point uses one input copy (%s)" % copies["warm"])
         # A tiny point: the 64 MiB minimum needs more copies than the cap allows.
         check(copies["cold"] == 64, "a tiny cold point rotates over 64 copies (%s)" % copies["cold"])
+        # ... and when those copies fit in the last-level cache together (info's topology
+        # line), the point says so: cold_in_llc 1, its calls read the cache, not DRAM
+        r = subprocess.run([binary, "info"], capture_output=True, text=True)
+        caches = re.findall(r"L([23]) ([\d.]+) (KiB|MiB|GiB) x(\d+)",
+                            next((ln for ln in r.stdout.splitlines() if ln.startswith("topology:")), ""))
+        if check(caches and copies["cold"] == 64, "info names the caches (%s)" % r.stdout[-400:]):
+            _, size, unit, count = max(caches)  # the last level: L3, else L2
+            llc = float(size) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit] * int(count)
+            want = 1 if 64 * cold_run["bytes"] <= llc else 0
+            check(cold_run.get("cold_in_llc") == want,
+                  "cold_in_llc %s for 64 copies of %d bytes against an LLC of %d bytes (want %d)"
+                  % (cold_run.get("cold_in_llc"), cold_run["bytes"], llc, want))
 
 
 def kv_types(binary):
