@@ -94,10 +94,6 @@ static bool kv_to_f32(attn_problem *p, const named_array *k, const named_array *
   return true;
 }
 
-// --o: an output computed outside attnbench (PyTorch, ONNX Runtime, the user's own code)
-// against the float64 reference of its inputs, with the same per-element bound and the
-// same three verdicts as every kernel. One pair: "check: pass|FAIL|inconclusive (…)" and
-// the usual closing line; in the reports its suite is "output" and its case the O path.
 // The command line of --o: its inputs given, no flag that chooses kernels, cases or how a
 // kernel runs (--o runs no kernel), a scale float32 holds. -1, else the exit code after a
 // message.
@@ -143,6 +139,10 @@ static int given_output_usage(const check_options *o) {
   return -1;
 }
 
+// --o: an output computed outside attnbench (PyTorch, ONNX Runtime, the user's own code)
+// against the float64 reference of its inputs, with the same per-element bound and the
+// same three verdicts as every kernel. One pair: "check: pass|FAIL|inconclusive (…)" and
+// the usual closing line; in the reports its suite is "output" and its case the O path.
 int check_given_output(const check_options *o) {
   const int usage = given_output_usage(o);
   if (usage >= 0) return usage;
