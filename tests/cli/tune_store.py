@@ -264,19 +264,20 @@ def main():
                 check(rc == 0 and "using tuning file" in err,
                       f"bench {'with' if extra else 'without'} the plug-in reads the file back (got {rc}: {err!r})")
 
-            # 7. Confirmation rounds are outside the budget: tune_plugin_sleepy's 40 rounds of
-            # the rule (~10 ms) against tile_q 128 (~5 ms) outlast the whole 0.4 s budget, and
-            # the second group still gets its share (about half of it), not the rule alone.
+            # 7. Confirmation rounds are outside the budget: tune_plugin_sleepy's 99 rounds of
+            # the rule (~10 ms) against tile_q 128 (~5 ms), ~1.5 s, outlast the whole 1 s
+            # budget, and the second group still gets its share (about half of it: ~10
+            # candidates of ~40 ms), not the rule's tiles alone (1 candidate).
             two_cfg = os.path.join(d, "two-classes.ini")
             with open(two_cfg, "w") as f:
                 f.write(TINY.replace("seq_len = 64", "seq_len = 2048")
                         + TINY.replace("[prefill]", "[prefill128]").replace("head_dim = 64", "head_dim = 128")
                         .replace("seq_len = 64", "seq_len = 2048"))
-            rc, out, err, _ = run("tune", "--config", two_cfg, "--budget", "0.4", "--reps", "1", "--confirm",
-                                  "40", "--threads", "1", "--plugin", plugin, "--kernel", "tune_plugin_sleepy",
+            rc, out, err, _ = run("tune", "--config", two_cfg, "--budget", "1", "--reps", "1", "--confirm",
+                                  "99", "--threads", "1", "--plugin", plugin, "--kernel", "tune_plugin_sleepy",
                                   "--tune-file", os.path.join(d, "confirm.ini"), env=env)
             timed = [len(re.findall(rf"^\[{g}/2 \d+/\d+\] ", err, flags=re.M)) for g in (1, 2)]
-            confirmed = re.findall(r"median of 40 alternated rounds", out)
+            confirmed = re.findall(r"median of 99 alternated rounds", out)
             check(rc == 0 and len(confirmed) == 2 and timed[0] >= 3 and timed[1] >= 3,
                   f"the second group's search is not cut short by the first's confirmation: candidates "
                   f"timed per group {timed}, confirmed {len(confirmed)} of 2 (exit {rc}: {err[-300:]!r})")
